@@ -1,0 +1,10 @@
+// Package configs holds flock's settings: the server's configuration and the
+// common part of a run's settings document, their defaults (applied in one
+// place, Defaults/ApplyDefaults) and validation. Errors name the offending
+// field by its JSON path.
+//
+// A run's settings document is JSON (or YAML, converted at load). The keys
+// read here (limits, models, sandbox, python, bash, scoring) are shared by
+// all workflows; each workflow also reads its own keys from the same
+// document. Unknown keys are kept and passed to the workflow untouched.
+package configs

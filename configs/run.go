@@ -1,0 +1,231 @@
+package configs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// RunSettings is the part of a run's settings that the engine and the
+// handlers read. It mirrors the top level of settings.example.json.
+type RunSettings struct {
+	// WorkflowType names the workflow (Flock's key); the request's
+	// "workflow" field wins when both are given.
+	WorkflowType string `json:"workflow_type,omitempty"`
+	// Limits cap the run's usage; exceeding one ends the run with
+	// end_reason limit_tokens|limit_actions|limit_time|limit_cost.
+	Limits operations.RunLimits `json:"limits,omitempty"`
+	// Models declares model endpoints by name. A generate whose model is
+	// not declared uses OPENAI_BASE_URL / OPENAI_API_KEY, or the simulated
+	// provider when the name is "simulated".
+	Models  map[string]Model `json:"models,omitempty"`
+	Sandbox Sandbox          `json:"sandbox,omitempty"`
+	Python  Python           `json:"python,omitempty"`
+	Bash    Bash             `json:"bash,omitempty"`
+	Scoring Scoring          `json:"scoring,omitempty"`
+}
+
+// Model is one model endpoint.
+type Model struct {
+	// Provider is "openai" (any OpenAI-compatible endpoint, the default),
+	// "simulated" (built-in deterministic policy) or "scripted" (replies
+	// from Script).
+	Provider string `json:"provider,omitempty"`
+	// Name is the model name sent to the endpoint; defaults to the map key.
+	Name string `json:"name,omitempty"`
+	// BaseURL of the endpoint, e.g. "http://localhost:8000/v1". Default:
+	// $OPENAI_BASE_URL, then the OpenAI API.
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable holding the key (never the key
+	// itself). Default OPENAI_API_KEY.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// InputPrice and OutputPrice are USD per million tokens.
+	InputPrice  float64 `json:"input_price,omitempty"`
+	OutputPrice float64 `json:"output_price,omitempty"`
+	// RequestsPerMinute and MaxConcurrency limit calls to this model across
+	// all runs of the server; 0 means unlimited.
+	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
+	MaxConcurrency    int `json:"max_concurrency,omitempty"`
+	// TimeoutS bounds one HTTP request (default 600).
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+	// MaxRetries bounds retries on 429/5xx/timeouts (default 6).
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// Script is the JSONL file of replies for the scripted provider.
+	Script string `json:"script,omitempty"`
+}
+
+// Sandbox selects how bash and python are isolated.
+type Sandbox struct {
+	// Kind is "none" (default) or "bwrap".
+	Kind string `json:"kind,omitempty"`
+	// Network allows network access inside bwrap.
+	Network bool `json:"network,omitempty"`
+}
+
+// Python configures the python operation.
+type Python struct {
+	// Interpreter is the python binary; default: the first real python3
+	// found (pyenv shims resolved).
+	Interpreter string `json:"interpreter,omitempty"`
+	// TimeoutS is the default timeout (default 600).
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+}
+
+// Bash configures the bash operation.
+type Bash struct {
+	// TimeoutS is the default timeout (default 600).
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+	// OutputLimit caps each stream in bytes, head and tail kept (default 100000).
+	OutputLimit int `json:"output_limit,omitempty"`
+}
+
+// Scoring configures score and get_task.
+type Scoring struct {
+	// Command is run in the work directory by score; its last line is
+	// {"score": x, "message": "..."} or a number.
+	Command string `json:"command,omitempty"`
+	// TimeoutS bounds the scorer (default 300).
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+	// Intermediate tells the agent it may score before submitting.
+	Intermediate   bool `json:"intermediate,omitempty"`
+	VisibleToAgent bool `json:"visible_to_agent,omitempty"`
+}
+
+// Defaults for run settings.
+const (
+	DefaultBashTimeoutS    = 600
+	DefaultBashOutputLimit = 100_000
+	DefaultPythonTimeoutS  = 600
+	DefaultScoringTimeoutS = 300
+	DefaultModelTimeoutS   = 600
+	DefaultModelRetries    = 6
+)
+
+// ApplyDefaults fills zero fields with their defaults.
+func (s *RunSettings) ApplyDefaults() {
+	if s.Bash.TimeoutS == 0 {
+		s.Bash.TimeoutS = DefaultBashTimeoutS
+	}
+	if s.Bash.OutputLimit == 0 {
+		s.Bash.OutputLimit = DefaultBashOutputLimit
+	}
+	if s.Python.TimeoutS == 0 {
+		s.Python.TimeoutS = DefaultPythonTimeoutS
+	}
+	if s.Scoring.TimeoutS == 0 {
+		s.Scoring.TimeoutS = DefaultScoringTimeoutS
+	}
+	if s.Sandbox.Kind == "" {
+		s.Sandbox.Kind = "none"
+	}
+	for name, m := range s.Models {
+		if m.Name == "" {
+			m.Name = name
+		}
+		if m.Provider == "" {
+			m.Provider = "openai"
+		}
+		if m.APIKeyEnv == "" && m.Provider == "openai" {
+			m.APIKeyEnv = "OPENAI_API_KEY"
+		}
+		if m.TimeoutS == 0 {
+			m.TimeoutS = DefaultModelTimeoutS
+		}
+		if m.MaxRetries == nil {
+			n := DefaultModelRetries
+			m.MaxRetries = &n
+		}
+		s.Models[name] = m
+	}
+}
+
+// Validate reports the first invalid field by its JSON path.
+func (s *RunSettings) Validate() error {
+	l := s.Limits
+	switch {
+	case l.Tokens < 0:
+		return fieldErr("limits.tokens", "must be >= 0")
+	case l.Actions < 0:
+		return fieldErr("limits.actions", "must be >= 0")
+	case l.Seconds < 0:
+		return fieldErr("limits.seconds", "must be >= 0")
+	case l.Cost < 0:
+		return fieldErr("limits.cost", "must be >= 0")
+	case s.Sandbox.Kind != "" && s.Sandbox.Kind != "none" && s.Sandbox.Kind != "bwrap":
+		return fieldErr("sandbox.kind", fmt.Sprintf("%q is not one of none, bwrap", s.Sandbox.Kind))
+	case s.Bash.TimeoutS < 0:
+		return fieldErr("bash.timeout_s", "must be >= 0")
+	case s.Bash.OutputLimit < 0:
+		return fieldErr("bash.output_limit", "must be >= 0")
+	case s.Python.TimeoutS < 0:
+		return fieldErr("python.timeout_s", "must be >= 0")
+	case s.Scoring.TimeoutS < 0:
+		return fieldErr("scoring.timeout_s", "must be >= 0")
+	}
+	names := make([]string, 0, len(s.Models))
+	for n := range s.Models {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		m := s.Models[n]
+		p := "models." + n
+		switch m.Provider {
+		case "", "openai", "simulated", "scripted":
+		default:
+			return fieldErr(p+".provider", fmt.Sprintf("%q is not one of openai, simulated, scripted", m.Provider))
+		}
+		if m.Provider == "scripted" && m.Script == "" {
+			return fieldErr(p+".script", "required for the scripted provider")
+		}
+		if m.InputPrice < 0 || m.OutputPrice < 0 {
+			return fieldErr(p+".input_price", "prices must be >= 0")
+		}
+		if m.RequestsPerMinute < 0 || m.MaxConcurrency < 0 {
+			return fieldErr(p+".requests_per_minute", "limits must be >= 0")
+		}
+		if strings.HasPrefix(m.APIKeyEnv, "sk-") {
+			return fieldErr(p+".api_key_env", "must name an environment variable, not hold the key")
+		}
+	}
+	return nil
+}
+
+// ParseRunSettings decodes the common settings from a run's settings
+// document, applies defaults and validates. Unknown keys are ignored here
+// (they belong to the workflow).
+func ParseRunSettings(doc json.RawMessage) (*RunSettings, error) {
+	s := &RunSettings{}
+	if len(bytes.TrimSpace(doc)) > 0 && string(bytes.TrimSpace(doc)) != "null" {
+		if err := json.Unmarshal(doc, s); err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrInvalid, describeJSONError(err))
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	s.ApplyDefaults()
+	return s, nil
+}
+
+// LoadSettingsFile reads a settings document from a .json, .yaml or .yml
+// file and returns it as JSON.
+func LoadSettingsFile(path string) (json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	doc, err := ToJSON(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ParseRunSettings(doc); err != nil {
+		return nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	return doc, nil
+}

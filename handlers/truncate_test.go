@@ -1,0 +1,38 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		limit     int
+		want      string
+		truncated bool
+	}{
+		{name: "short", in: "hello", limit: 10, want: "hello"},
+		{name: "no limit", in: "hello", limit: 0, want: "hello"},
+		{name: "exact", in: "0123456789", limit: 10, want: "0123456789"},
+		{name: "cut", in: "0123456789abcdef", limit: 6, want: "012\n[... 10 bytes elided ...]\ndef", truncated: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, cut := Truncate(tt.in, tt.limit)
+			if got != tt.want || cut != tt.truncated {
+				t.Fatalf("Truncate(%q, %d) = %q, %v; want %q, %v", tt.in, tt.limit, got, cut, tt.want, tt.truncated)
+			}
+		})
+	}
+}
+
+func TestTruncateKeepsUTF8(t *testing.T) {
+	in := strings.Repeat("é", 100)
+	got, cut := Truncate(in, 51)
+	if !cut || !utf8.ValidString(got) {
+		t.Fatalf("Truncate split a rune or did not cut: %q", got)
+	}
+}

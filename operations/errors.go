@@ -1,0 +1,10 @@
+package operations
+
+import "errors"
+
+var (
+	// ErrUnknownKind is returned for a request or result whose kind is not one of Kinds().
+	ErrUnknownKind = errors.New("unknown operation kind")
+	// ErrMissingParams is returned by Request.Validate when the kind's payload is absent.
+	ErrMissingParams = errors.New("missing operation params")
+)

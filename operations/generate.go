@@ -1,0 +1,100 @@
+package operations
+
+import "encoding/json"
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message in OpenAI chat-completions shape.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// Name is the author name (rarely used).
+	Name string `json:"name,omitempty"`
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID answers one tool call (role "tool").
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Reasoning is the model's reasoning text, kept for replay and training data.
+	Reasoning string `json:"reasoning,omitempty"`
+}
+
+// ToolCall is a function call made by the model.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON text the model produced, unparsed: it may be invalid.
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function offered to the model (OpenAI tools format).
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is a JSON Schema object.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// GenerateRequest asks a model for completions.
+type GenerateRequest struct {
+	Model    string    `json:"model"`
+	Messages []Message `json:"messages"`
+	Tools    []Tool    `json:"tools,omitempty"`
+	// ToolChoice is "", "auto", "none", "required" or the name of one tool
+	// that must be called.
+	ToolChoice      string   `json:"tool_choice,omitempty"`
+	N               int      `json:"n,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	MaxTokens       int      `json:"max_tokens,omitempty"`
+	Stop            []string `json:"stop,omitempty"`
+	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
+	// Logprobs asks for per-token log probabilities; TopLogprobs > 0 also asks
+	// for that many alternatives per token.
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
+}
+
+// GenerateResult is what the model answered.
+type GenerateResult struct {
+	Outputs    []Output `json:"outputs"`
+	Usage      Usage    `json:"usage"`
+	DurationMS int64    `json:"duration_ms"`
+	// Model is the model that answered, as the endpoint reported it.
+	Model string `json:"model,omitempty"`
+}
+
+// Output is one choice of a generate.
+type Output struct {
+	Content      string     `json:"content"`
+	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
+	Reasoning    string     `json:"reasoning,omitempty"`
+	FinishReason string     `json:"finish_reason,omitempty"`
+	Logprobs     []Logprob  `json:"logprobs,omitempty"`
+	// TokenIDs are the completion's token ids when the endpoint returned them.
+	TokenIDs []int `json:"token_ids,omitempty"`
+}
+
+// Logprob is the log probability of one generated token.
+type Logprob struct {
+	Token   string    `json:"token"`
+	Logprob float64   `json:"logprob"`
+	Top     []TopProb `json:"top,omitempty"`
+}
+
+// TopProb is one alternative token with its log probability.
+type TopProb struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+}
+
+// Usage is the token usage and cost of one generate.
+type Usage struct {
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	Cost             float64 `json:"cost"`
+}

@@ -1,0 +1,54 @@
+package operations
+
+// NewBash returns a bash request.
+func NewBash(command string, timeoutS float64) Request {
+	return Request{Kind: KindBash, Bash: &BashRequest{Command: command, TimeoutS: timeoutS}}
+}
+
+// NewPython returns a python request.
+func NewPython(code string, timeoutS float64) Request {
+	return Request{Kind: KindPython, Python: &PythonRequest{Code: code, TimeoutS: timeoutS}}
+}
+
+// NewGenerate returns a generate request.
+func NewGenerate(g GenerateRequest) Request {
+	return Request{Kind: KindGenerate, Generate: &g}
+}
+
+// NewSpawn returns a spawn request.
+func NewSpawn(s SpawnRequest) Request {
+	return Request{Kind: KindSpawn, Spawn: &s}
+}
+
+// NewSubmit returns a submit request.
+func NewSubmit(answer string) Request {
+	return Request{Kind: KindSubmit, Submit: &SubmitRequest{Answer: answer}}
+}
+
+// NewScore returns a score request.
+func NewScore() Request { return Request{Kind: KindScore, Score: &ScoreRequest{}} }
+
+// NewScoreLog returns a score_log request.
+func NewScoreLog() Request { return Request{Kind: KindScoreLog, ScoreLog: &ScoreLogRequest{}} }
+
+// NewGetUsage returns a get_usage request.
+func NewGetUsage() Request { return Request{Kind: KindGetUsage, GetUsage: &GetUsageRequest{}} }
+
+// NewGetTask returns a get_task request.
+func NewGetTask() Request { return Request{Kind: KindGetTask, GetTask: &GetTaskRequest{}} }
+
+// NewLog returns a log request.
+func NewLog(content string) Request {
+	return Request{Kind: KindLog, Log: &LogRequest{Content: content}}
+}
+
+// WithMeta returns r with the label key=value added to its Meta.
+func (r Request) WithMeta(key, value string) Request {
+	m := make(map[string]string, len(r.Meta)+1)
+	for k, v := range r.Meta {
+		m[k] = v
+	}
+	m[key] = value
+	r.Meta = m
+	return r
+}

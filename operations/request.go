@@ -1,0 +1,233 @@
+package operations
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Request is one operation asked for by a phase. Exactly one kind-specific
+// field is set, the one named by Kind.
+type Request struct {
+	Kind Kind
+	// Meta carries small free-form labels (purpose, role, option index) that
+	// are journaled with the request and copied onto its result. Phases use it
+	// to recognise results; handlers ignore it.
+	Meta map[string]string
+
+	Bash        *BashRequest
+	Python      *PythonRequest
+	Generate    *GenerateRequest
+	Spawn       *SpawnRequest
+	Submit      *SubmitRequest
+	Score       *ScoreRequest
+	ScoreLog    *ScoreLogRequest
+	GetUsage    *GetUsageRequest
+	GetTask     *GetTaskRequest
+	Log         *LogRequest
+	Action      *ActionRequest
+	Observation *ObservationRequest
+	Sandbox     *SandboxRequest
+}
+
+// BashRequest runs a command in the run's persistent shell.
+type BashRequest struct {
+	Command string `json:"command"`
+	// TimeoutS is the command's timeout in seconds; 0 means the handler default.
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+	// Session names the shell; "" means "main". Cwd, variables, functions and
+	// aliases persist per (run, session).
+	Session string `json:"session,omitempty"`
+}
+
+// PythonRequest runs code in the run's persistent interpreter.
+type PythonRequest struct {
+	Code     string  `json:"code"`
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+}
+
+// SpawnRequest starts a child run and completes when it ends.
+type SpawnRequest struct {
+	Workflow string          `json:"workflow"`
+	Settings json.RawMessage `json:"settings,omitempty"`
+	Task     string          `json:"task,omitempty"`
+	// Name is a label for the child, unique within the parent (used for the
+	// child's work subdirectory).
+	Name string `json:"name,omitempty"`
+}
+
+// SubmitRequest records the run's answer.
+type SubmitRequest struct {
+	Answer string `json:"answer"`
+}
+
+// ScoreRequest runs the task's scorer.
+type ScoreRequest struct{}
+
+// ScoreLogRequest returns the scores recorded so far.
+type ScoreLogRequest struct{}
+
+// GetUsageRequest asks for the run's usage and limits.
+type GetUsageRequest struct{}
+
+// GetTaskRequest asks for the task's instructions and scoring info.
+type GetTaskRequest struct{}
+
+// LogRequest appends a log entry to the run.
+type LogRequest struct {
+	Content string `json:"content"`
+	Level   string `json:"level,omitempty"`
+	Title   string `json:"title,omitempty"`
+}
+
+// ActionRequest records an action entry.
+type ActionRequest struct {
+	Type       string          `json:"type"`
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ObservationRequest records an observation entry.
+type ObservationRequest struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+// SandboxRequest calls a sandbox tool, AgentFlow style ("resource:tool").
+type SandboxRequest struct {
+	Action string          `json:"action"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// params returns the kind-specific payload of r.
+func (r *Request) params() (any, error) {
+	var p any
+	switch r.Kind {
+	case KindBash:
+		p = r.Bash
+	case KindPython:
+		p = r.Python
+	case KindGenerate:
+		p = r.Generate
+	case KindSpawn:
+		p = r.Spawn
+	case KindSubmit:
+		p = r.Submit
+	case KindScore:
+		p = r.Score
+	case KindScoreLog:
+		p = r.ScoreLog
+	case KindGetUsage:
+		p = r.GetUsage
+	case KindGetTask:
+		p = r.GetTask
+	case KindLog:
+		p = r.Log
+	case KindAction:
+		p = r.Action
+	case KindObservation:
+		p = r.Observation
+	case KindSandbox:
+		p = r.Sandbox
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
+	}
+	return p, nil
+}
+
+// alloc sets a fresh zero payload for r.Kind and returns it.
+func (r *Request) alloc() (any, error) {
+	switch r.Kind {
+	case KindBash:
+		r.Bash = &BashRequest{}
+		return r.Bash, nil
+	case KindPython:
+		r.Python = &PythonRequest{}
+		return r.Python, nil
+	case KindGenerate:
+		r.Generate = &GenerateRequest{}
+		return r.Generate, nil
+	case KindSpawn:
+		r.Spawn = &SpawnRequest{}
+		return r.Spawn, nil
+	case KindSubmit:
+		r.Submit = &SubmitRequest{}
+		return r.Submit, nil
+	case KindScore:
+		r.Score = &ScoreRequest{}
+		return r.Score, nil
+	case KindScoreLog:
+		r.ScoreLog = &ScoreLogRequest{}
+		return r.ScoreLog, nil
+	case KindGetUsage:
+		r.GetUsage = &GetUsageRequest{}
+		return r.GetUsage, nil
+	case KindGetTask:
+		r.GetTask = &GetTaskRequest{}
+		return r.GetTask, nil
+	case KindLog:
+		r.Log = &LogRequest{}
+		return r.Log, nil
+	case KindAction:
+		r.Action = &ActionRequest{}
+		return r.Action, nil
+	case KindObservation:
+		r.Observation = &ObservationRequest{}
+		return r.Observation, nil
+	case KindSandbox:
+		r.Sandbox = &SandboxRequest{}
+		return r.Sandbox, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
+}
+
+// Validate checks that the payload matching Kind is present.
+func (r *Request) Validate() error {
+	p, err := r.params()
+	if err != nil {
+		return err
+	}
+	if isNilPayload(p) {
+		return fmt.Errorf("%w: %s request has no params", ErrMissingParams, r.Kind)
+	}
+	return nil
+}
+
+type wireRequest struct {
+	Type   Kind              `json:"type"`
+	Params json.RawMessage   `json:"params,omitempty"`
+	Meta   map[string]string `json:"meta,omitempty"`
+}
+
+// MarshalJSON encodes r as {"type", "params", "meta"}.
+func (r Request) MarshalJSON() ([]byte, error) {
+	p, err := r.params()
+	if err != nil {
+		return nil, err
+	}
+	w := wireRequest{Type: r.Kind, Meta: r.Meta}
+	if !isNilPayload(p) {
+		if w.Params, err = json.Marshal(p); err != nil {
+			return nil, fmt.Errorf("encode %s params: %w", r.Kind, err)
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes {"type", "params", "meta"}. Missing params decode as
+// the zero payload of the kind.
+func (r *Request) UnmarshalJSON(b []byte) error {
+	var w wireRequest
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = Request{Kind: w.Type, Meta: w.Meta}
+	p, err := r.alloc()
+	if err != nil {
+		return err
+	}
+	if len(w.Params) > 0 && string(w.Params) != "null" {
+		if err := json.Unmarshal(w.Params, p); err != nil {
+			return fmt.Errorf("decode %s params: %w", w.Type, err)
+		}
+	}
+	return nil
+}

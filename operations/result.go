@@ -1,0 +1,265 @@
+package operations
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+// Result is the outcome of one operation. Error is set when the operation
+// could not do its job (a handler failure, a bad request, a dead endpoint);
+// an operation that ran and failed on its own terms (a command exiting 1) is
+// not an error. Exactly one kind-specific field is set when Error is empty.
+type Result struct {
+	Kind  Kind
+	Error string
+	// Meta is copied from the request.
+	Meta map[string]string
+
+	Bash        *BashResult
+	Python      *PythonResult
+	Generate    *GenerateResult
+	Spawn       *SpawnResult
+	Submit      *SubmitResult
+	Score       *ScoreResult
+	ScoreLog    *ScoreLogResult
+	GetUsage    *GetUsageResult
+	GetTask     *GetTaskResult
+	Log         *RecordedResult
+	Action      *RecordedResult
+	Observation *RecordedResult
+	Sandbox     *SandboxResult
+}
+
+// BashResult is the outcome of a shell command.
+type BashResult struct {
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode int    `json:"exit_code"`
+	TimedOut bool   `json:"timed_out"`
+	// Truncated reports that the middle of the output was elided.
+	Truncated bool `json:"truncated"`
+}
+
+// PythonResult is the outcome of running python code.
+type PythonResult struct {
+	Output    string `json:"output"`
+	Error     string `json:"error"`
+	TimedOut  bool   `json:"timed_out"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// SpawnResult is the end state of a child run.
+type SpawnResult struct {
+	RunID     string          `json:"run_id"`
+	Status    string          `json:"status"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	EndReason string          `json:"end_reason,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Usage     RunUsage        `json:"usage"`
+}
+
+// SubmitResult acknowledges a submission.
+type SubmitResult struct {
+	Accepted bool `json:"accepted"`
+}
+
+// ScoreResult is what the task's scorer said.
+type ScoreResult struct {
+	Score   *float64 `json:"score"`
+	Message string   `json:"message"`
+}
+
+// ScoreLogResult lists the scores recorded so far.
+type ScoreLogResult struct {
+	Entries []ScoreLogEntry `json:"entries"`
+}
+
+// ScoreLogEntry is one recorded score.
+type ScoreLogEntry struct {
+	ElapsedSeconds float64  `json:"elapsed_seconds"`
+	Score          *float64 `json:"score"`
+	Message        string   `json:"message"`
+}
+
+// RunUsage is what a run has consumed.
+type RunUsage struct {
+	Tokens  int     `json:"tokens"`
+	Actions int     `json:"actions"`
+	Seconds float64 `json:"seconds"`
+	Cost    float64 `json:"cost"`
+}
+
+// RunLimits caps a run's usage; a zero field means no limit.
+type RunLimits struct {
+	Tokens  int     `json:"tokens,omitempty"`
+	Actions int     `json:"actions,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
+	Cost    float64 `json:"cost,omitempty"`
+}
+
+// GetUsageResult reports usage and limits.
+type GetUsageResult struct {
+	Usage  RunUsage  `json:"usage"`
+	Limits RunLimits `json:"limits"`
+}
+
+// GetTaskResult describes the task.
+type GetTaskResult struct {
+	Instructions string  `json:"instructions"`
+	Scoring      Scoring `json:"scoring"`
+}
+
+// Scoring describes how the task is scored.
+type Scoring struct {
+	Intermediate   bool `json:"intermediate"`
+	VisibleToAgent bool `json:"visible_to_agent"`
+}
+
+// RecordedResult acknowledges log, action and observation requests.
+type RecordedResult struct {
+	Recorded bool `json:"recorded"`
+}
+
+// SandboxResult is the AgentFlow response envelope.
+type SandboxResult struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+}
+
+// Failed returns a result for kind that carries only an error message.
+func Failed(req Request, format string, args ...any) Result {
+	return Result{Kind: req.Kind, Meta: req.Meta, Error: fmt.Sprintf(format, args...)}
+}
+
+func (r *Result) payload() (any, error) {
+	var p any
+	switch r.Kind {
+	case KindBash:
+		p = r.Bash
+	case KindPython:
+		p = r.Python
+	case KindGenerate:
+		p = r.Generate
+	case KindSpawn:
+		p = r.Spawn
+	case KindSubmit:
+		p = r.Submit
+	case KindScore:
+		p = r.Score
+	case KindScoreLog:
+		p = r.ScoreLog
+	case KindGetUsage:
+		p = r.GetUsage
+	case KindGetTask:
+		p = r.GetTask
+	case KindLog:
+		p = r.Log
+	case KindAction:
+		p = r.Action
+	case KindObservation:
+		p = r.Observation
+	case KindSandbox:
+		p = r.Sandbox
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
+	}
+	return p, nil
+}
+
+func (r *Result) alloc() (any, error) {
+	switch r.Kind {
+	case KindBash:
+		r.Bash = &BashResult{}
+		return r.Bash, nil
+	case KindPython:
+		r.Python = &PythonResult{}
+		return r.Python, nil
+	case KindGenerate:
+		r.Generate = &GenerateResult{}
+		return r.Generate, nil
+	case KindSpawn:
+		r.Spawn = &SpawnResult{}
+		return r.Spawn, nil
+	case KindSubmit:
+		r.Submit = &SubmitResult{}
+		return r.Submit, nil
+	case KindScore:
+		r.Score = &ScoreResult{}
+		return r.Score, nil
+	case KindScoreLog:
+		r.ScoreLog = &ScoreLogResult{}
+		return r.ScoreLog, nil
+	case KindGetUsage:
+		r.GetUsage = &GetUsageResult{}
+		return r.GetUsage, nil
+	case KindGetTask:
+		r.GetTask = &GetTaskResult{}
+		return r.GetTask, nil
+	case KindLog:
+		r.Log = &RecordedResult{}
+		return r.Log, nil
+	case KindAction:
+		r.Action = &RecordedResult{}
+		return r.Action, nil
+	case KindObservation:
+		r.Observation = &RecordedResult{}
+		return r.Observation, nil
+	case KindSandbox:
+		r.Sandbox = &SandboxResult{}
+		return r.Sandbox, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
+}
+
+type wireResult struct {
+	Type  Kind              `json:"type"`
+	Error string            `json:"error,omitempty"`
+	Meta  map[string]string `json:"meta,omitempty"`
+	Data  json.RawMessage   `json:"data,omitempty"`
+}
+
+// MarshalJSON encodes r as {"type", "error", "meta", "data"}.
+func (r Result) MarshalJSON() ([]byte, error) {
+	p, err := r.payload()
+	if err != nil {
+		return nil, err
+	}
+	w := wireResult{Type: r.Kind, Error: r.Error, Meta: r.Meta}
+	if !isNilPayload(p) {
+		if w.Data, err = json.Marshal(p); err != nil {
+			return nil, fmt.Errorf("encode %s result: %w", r.Kind, err)
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes {"type", "error", "meta", "data"}.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var w wireResult
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = Result{Kind: w.Type, Error: w.Error, Meta: w.Meta}
+	if len(w.Data) == 0 || string(w.Data) == "null" {
+		return nil
+	}
+	p, err := r.alloc()
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(w.Data, p); err != nil {
+		return fmt.Errorf("decode %s result: %w", w.Type, err)
+	}
+	return nil
+}
+
+func isNilPayload(p any) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

@@ -1,0 +1,67 @@
+package phases
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// NewEntry encodes v as an entry of type typ.
+func NewEntry(typ string, v any) (Entry, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Entry{}, fmt.Errorf("encode %s entry: %w", typ, err)
+	}
+	return Entry{Type: typ, Data: b}, nil
+}
+
+// MustEntry is NewEntry for values that always encode (plain structs).
+func MustEntry(typ string, v any) Entry {
+	e, err := NewEntry(typ, v)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// GetVar decodes var name into v. It reports false if the var is unset.
+func GetVar(s State, name string, v any) (bool, error) {
+	raw := s.Var(name)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("decode var %q: %w", name, err)
+	}
+	return true, nil
+}
+
+// SetVar encodes v into out.Set[name].
+func (o *Output) SetVar(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode var %q: %w", name, err)
+	}
+	if o.Set == nil {
+		o.Set = make(map[string]json.RawMessage)
+	}
+	o.Set[name] = b
+	return nil
+}
+
+// Decode decodes the entry's data into v.
+func (e Entry) Decode(v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("decode %s entry %d: %w", e.Type, e.Seq, err)
+	}
+	return nil
+}
+
+// Last returns the index of the newest entry of type typ, or -1.
+func Last(s State, typ string) int {
+	for i := s.Len() - 1; i >= 0; i-- {
+		if s.Entry(i).Type == typ {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,89 @@
+package phases
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// Phase is one step of a workflow.
+type Phase func(in Input) (Output, error)
+
+// Input is everything a phase may look at.
+type Input struct {
+	Run RunInfo
+	// State is the run's state as of the end of the previous phase.
+	State State
+	// Results are the results of the previous phase's operations, in the
+	// order they were requested. Each carries the request's Meta.
+	Results []operations.Result
+}
+
+// RunInfo identifies the run and carries its immutable inputs.
+type RunInfo struct {
+	ID       string
+	ParentID string
+	Workflow string
+	// Phase is the name of the phase being called.
+	Phase string
+	// Step counts phase calls in this run, starting at 1.
+	Step uint64
+	Task string
+	// Settings is the run's settings document as given at start.
+	Settings json.RawMessage
+	// Now is the time of this call, chosen by the executor.
+	Now time.Time
+	// WorkDir is the run's working directory (operations run there).
+	WorkDir string
+}
+
+// Output is what a phase asks for.
+type Output struct {
+	// Ops run in parallel after this output is committed.
+	Ops []operations.Request
+	// Append is added to the run's entry log; the executor assigns sequence numbers.
+	Append []Entry
+	// Set updates the run's small vars; a nil or JSON-null value deletes the var.
+	Set map[string]json.RawMessage
+	// Next is the phase to call with Ops' results; "" ends the run once Ops finish.
+	Next string
+	// Delay postpones the next phase call; Ops run at once.
+	Delay time.Duration
+	// End, when Next is "", says how the run ends. Nil means succeeded.
+	End *End
+}
+
+// End describes how a run finishes.
+type End struct {
+	// Failed ends the run with status failed instead of succeeded.
+	Failed bool
+	// Reason is the end_reason (for example "submitted" or "command_failed: make test").
+	Reason string
+	// Result replaces the run's result (JSON). Nil keeps the result recorded so far.
+	Result json.RawMessage
+}
+
+// Entry is one record of a run's append-only log.
+type Entry struct {
+	// Seq is assigned by the executor; phases leave it zero.
+	Seq uint64 `json:"seq"`
+	// Type names the record type, e.g. "message", "option", "tool_output".
+	Type string `json:"type"`
+	// Phase and Step say which phase call appended the entry (set by the executor).
+	Phase string          `json:"phase,omitempty"`
+	Step  uint64          `json:"step,omitempty"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// State is a read-only view of a run's state.
+type State interface {
+	// Var returns a var's JSON value, or nil if unset.
+	Var(name string) json.RawMessage
+	// Len is the number of entries in the log.
+	Len() int
+	// Entry returns the i-th entry (0-based, oldest first).
+	Entry(i int) Entry
+	// Usage returns what the run has consumed and its limits.
+	Usage() (operations.RunUsage, operations.RunLimits)
+}

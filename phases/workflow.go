@@ -1,0 +1,138 @@
+package phases
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Workflow is a declared graph of phases.
+type Workflow struct {
+	// Name is the registry key, e.g. "triframe" or "example.echo".
+	Name        string
+	Description string
+	// Start is the first phase called.
+	Start  string
+	Phases []PhaseSpec
+	// CheckSettings, if set, validates a run's settings before the run is
+	// created; its error is shown to the user as is.
+	CheckSettings func(settings json.RawMessage) error
+	// Source says where the workflow came from: "builtin", "plugin:FILE" or
+	// "file:FILE". Registries fill in "builtin" when it is empty.
+	Source string
+}
+
+// PhaseSpec declares one phase and where it may go next.
+type PhaseSpec struct {
+	Name string
+	Run  Phase
+	// Next lists the phases this one may hand over to. Returning "" (end of
+	// run) is always allowed.
+	Next []string
+}
+
+// Phase returns the spec of the named phase.
+func (w *Workflow) Phase(name string) (*PhaseSpec, bool) {
+	for i := range w.Phases {
+		if w.Phases[i].Name == name {
+			return &w.Phases[i], true
+		}
+	}
+	return nil, false
+}
+
+// Allows reports whether phase from may hand over to next.
+func (w *Workflow) Allows(from, next string) bool {
+	if next == "" {
+		return true
+	}
+	p, ok := w.Phase(from)
+	if !ok {
+		return false
+	}
+	for _, n := range p.Next {
+		if n == next {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the declaration: names, unique phases, known targets,
+// every phase reachable from Start.
+func (w *Workflow) Validate() error {
+	if w.Name == "" {
+		return fmt.Errorf("%w: empty name", ErrBadWorkflow)
+	}
+	if strings.ContainsAny(w.Name, " \t\n/") {
+		return fmt.Errorf("%w: name %q contains a space or slash", ErrBadWorkflow, w.Name)
+	}
+	if len(w.Phases) == 0 {
+		return fmt.Errorf("%w %q: no phases", ErrBadWorkflow, w.Name)
+	}
+	seen := make(map[string]bool, len(w.Phases))
+	for _, p := range w.Phases {
+		if p.Name == "" {
+			return fmt.Errorf("%w %q: a phase has an empty name", ErrBadWorkflow, w.Name)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("%w %q: duplicate phase %q", ErrBadWorkflow, w.Name, p.Name)
+		}
+		if p.Run == nil {
+			return fmt.Errorf("%w %q: phase %q has no function", ErrBadWorkflow, w.Name, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	if !seen[w.Start] {
+		return fmt.Errorf("%w %q: start phase %q is not declared", ErrBadWorkflow, w.Name, w.Start)
+	}
+	for _, p := range w.Phases {
+		for _, n := range p.Next {
+			if !seen[n] {
+				return fmt.Errorf("%w %q: phase %q goes to undeclared phase %q", ErrBadWorkflow, w.Name, p.Name, n)
+			}
+		}
+	}
+	reached := map[string]bool{w.Start: true}
+	queue := []string{w.Start}
+	for len(queue) > 0 {
+		p, _ := w.Phase(queue[0])
+		queue = queue[1:]
+		for _, n := range p.Next {
+			if !reached[n] {
+				reached[n] = true
+				queue = append(queue, n)
+			}
+		}
+	}
+	for _, p := range w.Phases {
+		if !reached[p.Name] {
+			return fmt.Errorf("%w %q: phase %q is unreachable from %q", ErrBadWorkflow, w.Name, p.Name, w.Start)
+		}
+	}
+	return nil
+}
+
+// Graph is the JSON shape of a workflow for listings.
+type Graph struct {
+	Name        string              `json:"name"`
+	Description string              `json:"description,omitempty"`
+	Source      string              `json:"source"`
+	Start       string              `json:"start"`
+	Phases      []string            `json:"phases"`
+	Transitions map[string][]string `json:"transitions"`
+}
+
+// Graph returns the workflow's graph description.
+func (w *Workflow) Graph() Graph {
+	g := Graph{Name: w.Name, Description: w.Description, Source: w.Source, Start: w.Start,
+		Transitions: make(map[string][]string, len(w.Phases))}
+	for _, p := range w.Phases {
+		g.Phases = append(g.Phases, p.Name)
+		next := append([]string{}, p.Next...)
+		sort.Strings(next)
+		g.Transitions[p.Name] = next
+	}
+	return g
+}

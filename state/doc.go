@@ -1,0 +1,22 @@
+// Package state holds what flock persists about runs and the Store that
+// persists it.
+//
+// # Layout
+//
+// A run is split so that each step writes only what changed:
+//
+//   - Run, the head: a small record (status, phase, step, usage, limits,
+//     counters, small vars) rewritten by each phase commit;
+//   - Spec, the run's immutable inputs (task, settings), written once;
+//   - the entry log: append-only, one key per entry;
+//   - the operation journal: one record per operation, written pending when
+//     the phase that asked for it commits and again when its result arrives;
+//   - the event log: append-only, numbered per run, read by SSE clients.
+//
+// # Caveats
+//
+// Every persisted type carries SchemaVersion (in the head) and is concrete
+// JSON. Store implementations must apply a Commit atomically and durably
+// before Commit returns, and must group concurrent commits so that many runs
+// share one fsync without making a lone commit wait on a timer.
+package state

@@ -1,0 +1,14 @@
+package state
+
+import "errors"
+
+var (
+	// ErrNotFound is returned when a run does not exist.
+	ErrNotFound = errors.New("run not found")
+	// ErrClosed is returned by operations on a closed store.
+	ErrClosed = errors.New("store closed")
+	// ErrSchema is returned when a record's schema version is newer than this build understands.
+	ErrSchema = errors.New("unsupported schema version")
+	// ErrConflict is returned when a commit's entries do not follow the stored log.
+	ErrConflict = errors.New("commit conflicts with stored state")
+)

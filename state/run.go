@@ -1,0 +1,150 @@
+package state
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// SchemaVersion is the version of the persisted records. Migrate upgrades
+// older records when they are read.
+const SchemaVersion = 1
+
+// Status is a run's lifecycle state. The values are wire names.
+type Status string
+
+// Run statuses (DESIGN §7).
+const (
+	StatusRunning   Status = "running"
+	StatusPaused    Status = "paused"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Terminal reports whether a run in status s has ended for good.
+func (s Status) Terminal() bool {
+	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
+}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusRunning, StatusPaused, StatusSucceeded, StatusFailed, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// End reasons set by the engine itself.
+const (
+	ReasonLimitTokens  = "limit_tokens"
+	ReasonLimitActions = "limit_actions"
+	ReasonLimitTime    = "limit_time"
+	ReasonLimitCost    = "limit_cost"
+	ReasonCancelled    = "cancelled"
+	ReasonPhaseError   = "phase_error"
+	ReasonCompleted    = "completed"
+)
+
+// Run is the head record of a run. It stays small: large data goes to the
+// entry log or the operation journal.
+type Run struct {
+	Schema   int    `json:"schema"`
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+	ParentID string `json:"parent_id,omitempty"`
+	Status   Status `json:"status"`
+	// Phase is the phase called last ("" before the first call).
+	Phase string `json:"phase"`
+	// Next is the phase to call once the current step's operations finish;
+	// "" means the run ends then (see PendingEnd).
+	Next string `json:"next"`
+	// Step counts phase calls; the operation journal keys ops by step.
+	Step uint64 `json:"step"`
+	// NumOps is the number of operations requested by step Step.
+	NumOps int `json:"num_ops"`
+	// WakeAt delays the call of Next (a phase's Delay).
+	WakeAt *time.Time `json:"wake_at,omitempty"`
+	// PendingEnd is how the run ends once the current step's ops finish,
+	// when Next is "".
+	PendingEnd *PendingEnd `json:"pending_end,omitempty"`
+
+	EndReason string          `json:"end_reason,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     string          `json:"error,omitempty"`
+
+	// Usage is the usage as of the last phase commit. Results journaled
+	// since then are added by the executor when it reads them back.
+	Usage  operations.RunUsage  `json:"usage"`
+	Limits operations.RunLimits `json:"limits"`
+	// Vars are a workflow's small variables.
+	Vars map[string]json.RawMessage `json:"vars,omitempty"`
+	// Entries is the number of entries in the log (the last entry's Seq).
+	Entries uint64 `json:"entries"`
+	WorkDir string `json:"work_dir"`
+
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+}
+
+// PendingEnd records a phase's End until the step's ops finish.
+type PendingEnd struct {
+	Failed bool            `json:"failed,omitempty"`
+	Reason string          `json:"reason,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Spec is a run's immutable input, stored once.
+type Spec struct {
+	Task     string          `json:"task"`
+	Settings json.RawMessage `json:"settings"`
+}
+
+// OpStatus is the journal status of an operation.
+type OpStatus string
+
+// Operation statuses.
+const (
+	OpPending OpStatus = "pending"
+	OpDone    OpStatus = "done"
+)
+
+// Op is one journaled operation.
+type Op struct {
+	// ID is "<run>/<step>/<index>"; stable across resumes.
+	ID      string             `json:"id"`
+	RunID   string             `json:"run_id"`
+	Step    uint64             `json:"step"`
+	Index   int                `json:"index"`
+	Phase   string             `json:"phase"`
+	Status  OpStatus           `json:"status"`
+	Request operations.Request `json:"request"`
+	Result  *operations.Result `json:"result,omitempty"`
+	// Attempts counts dispatches, including the one that produced Result.
+	// It is written with the result, so attempts lost in a crash are
+	// counted on the next successful one.
+	Attempts   int        `json:"attempts"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// Event is one item of a run's event stream.
+type Event struct {
+	// Seq numbers the run's events from 1; assigned by the Store.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Type is "run", "phase" or "op".
+	Type    string `json:"type"`
+	Status  string `json:"status,omitempty"`
+	Phase   string `json:"phase,omitempty"`
+	Step    uint64 `json:"step,omitempty"`
+	OpID    string `json:"op_id,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Data carries event-specific details (small JSON).
+	Data json.RawMessage `json:"data,omitempty"`
+}
