@@ -5,6 +5,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
 )
 
 // Env describes the run an operation belongs to.
@@ -18,6 +19,8 @@ type Env struct {
 	Settings *configs.RunSettings
 	// Usage reports the run's usage and limits at the moment of the call.
 	Usage func() (operations.RunUsage, operations.RunLimits)
+	// State is the run's state as of the start of the current step.
+	State phases.State
 }
 
 // Handler runs one kind of operation.

@@ -10,6 +10,9 @@ var (
 	// ErrEnded is returned when cancelling or pausing a run that has already ended.
 	ErrEnded = errors.New("run already ended")
 	// ErrStopped is returned by calls made after the executor was stopped.
+	// It is also the cancellation cause of the contexts handed to handlers
+	// when the executor stops (context.Cause), so that a handler can tell a
+	// shutdown (the op runs again after the restart) from a cancel.
 	ErrStopped = errors.New("executor stopped")
 	// ErrUndeclaredNext fails a run whose phase returns a Next its workflow does not declare.
 	ErrUndeclaredNext = errors.New("phase returned an undeclared next phase")

@@ -1,0 +1,172 @@
+// Package task holds the handlers that talk about the task and the run
+// rather than the machine: submit, score, score_log, get_usage, get_task,
+// log, action and observation.
+//
+// Submissions, scores and log/action/observation records become entries of
+// the run's log; the executor appends them when it absorbs the results, so
+// these handlers stay free of storage.
+package task
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+// Handler serves the task operations. The zero value is ready to use.
+type Handler struct{}
+
+// New returns a Handler.
+func New() *Handler { return &Handler{} }
+
+// Kinds lists the operation kinds Handler serves.
+func Kinds() []operations.Kind {
+	return []operations.Kind{operations.KindSubmit, operations.KindScore, operations.KindScoreLog,
+		operations.KindGetUsage, operations.KindGetTask, operations.KindLog, operations.KindAction,
+		operations.KindObservation}
+}
+
+// Handle implements handlers.Handler.
+func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
+	res := operations.Result{Kind: req.Kind, Meta: req.Meta}
+	switch req.Kind {
+	case operations.KindSubmit:
+		res.Submit = &operations.SubmitResult{Accepted: true}
+	case operations.KindGetUsage:
+		u, l := env.Usage()
+		res.GetUsage = &operations.GetUsageResult{Usage: u, Limits: l}
+	case operations.KindGetTask:
+		s := env.Settings.Scoring
+		res.GetTask = &operations.GetTaskResult{Instructions: env.Task,
+			Scoring: operations.Scoring{Intermediate: s.Intermediate, VisibleToAgent: s.VisibleToAgent || s.Intermediate}}
+	case operations.KindLog, operations.KindObservation:
+		res.Log = &operations.RecordedResult{Recorded: true}
+		if req.Kind == operations.KindObservation {
+			res.Log, res.Observation = nil, &operations.RecordedResult{Recorded: true}
+		}
+	case operations.KindAction:
+		if req.Action.Type == "" {
+			return operations.Failed(req, "action: type is required")
+		}
+		res.Action = &operations.RecordedResult{Recorded: true}
+	case operations.KindScore:
+		sc, err := Score(ctx, env)
+		if err != nil {
+			return operations.Failed(req, "score: %v", err)
+		}
+		res.Score = sc
+	case operations.KindScoreLog:
+		res.ScoreLog = &operations.ScoreLogResult{Entries: scoreLog(env)}
+	default:
+		return operations.Failed(req, "task handler cannot run %q", req.Kind)
+	}
+	return res
+}
+
+// Score runs the task's scorer command (settings scoring.command) in the
+// work directory under its timeout and parses its last non-empty output
+// line: {"score": x, "message": "..."} or a bare number. A scorer that
+// exits non-zero without a parsable line is an error.
+func Score(ctx context.Context, env handlers.Env) (*operations.ScoreResult, error) {
+	s := env.Settings.Scoring
+	if s.Command == "" {
+		return nil, fmt.Errorf("no scorer configured (settings scoring.command)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.TimeoutS*float64(time.Second)))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", s.Command)
+	cmd.Dir = env.WorkDir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + env.WorkDir, "LANG=C.UTF-8"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	runErr := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil, fmt.Errorf("scorer timed out after %gs", s.TimeoutS)
+	}
+	sc, perr := ParseScore(out.String())
+	if perr != nil {
+		if runErr != nil {
+			text, _ := handlers.Truncate(out.String(), 2000)
+			return nil, fmt.Errorf("scorer failed: %v; output: %s", runErr, text)
+		}
+		return nil, perr
+	}
+	return sc, nil
+}
+
+// ParseScore reads a score from a scorer's output: the last non-empty line
+// must be a JSON object with a numeric "score" (and optional "message") or
+// a bare number.
+func ParseScore(output string) (*operations.ScoreResult, error) {
+	lines := strings.Split(strings.TrimSpace(output), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return nil, fmt.Errorf("scorer printed nothing")
+	}
+	if strings.HasPrefix(last, "{") {
+		var v struct {
+			Score   *float64        `json:"score"`
+			Message json.RawMessage `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(last), &v); err != nil {
+			return nil, fmt.Errorf("scorer's last line is not valid JSON: %v", err)
+		}
+		if v.Score == nil {
+			return nil, fmt.Errorf("scorer's last line has no numeric \"score\"")
+		}
+		msg := ""
+		if len(v.Message) > 0 {
+			if err := json.Unmarshal(v.Message, &msg); err != nil {
+				msg = string(v.Message)
+			}
+		}
+		return &operations.ScoreResult{Score: v.Score, Message: msg}, nil
+	}
+	f, err := strconv.ParseFloat(last, 64)
+	if err != nil {
+		return nil, fmt.Errorf("scorer's last line %q is neither JSON nor a number", trim(last, 200))
+	}
+	return &operations.ScoreResult{Score: &f}, nil
+}
+
+// scoreLog lists the "score" entries of the run's log.
+func scoreLog(env handlers.Env) []operations.ScoreLogEntry {
+	out := []operations.ScoreLogEntry{}
+	if env.State == nil {
+		return out
+	}
+	for i := 0; i < env.State.Len(); i++ {
+		e := env.State.Entry(i)
+		if e.Type != "score" {
+			continue
+		}
+		var s operations.ScoreLogEntry
+		if e.Decode(&s) == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func trim(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+var _ handlers.Handler = (*Handler)(nil)

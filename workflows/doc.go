@@ -1,0 +1,26 @@
+// Package workflows runs workflows: the executor that calls phases, journals
+// their output, dispatches operations and resumes runs after a crash.
+//
+// # Run loop
+//
+// Each active run is driven by one goroutine owned by the Executor. A step
+// is: call the phase named by the head's Next with the previous step's
+// results; commit, in one transaction, the entries it appended, its vars,
+// its operations (as pending) and the new head; dispatch the operations in
+// parallel under per-kind concurrency limits; journal each result the moment
+// it arrives; when all are done, start the next step.
+//
+// # Resume
+//
+// On Start every run whose head says running is loaded again: the results
+// journaled for its current step are reused and only pending operations are
+// dispatched again (at-least-once). A phase whose output was never committed
+// is simply called again.
+//
+// # Caveats
+//
+// Phases run on the run's goroutine; a phase that never returns blocks its
+// run (but no other run). Stop leaves runs in status running so that the
+// next Start resumes them; operations interrupted by Stop are not journaled
+// and run again after the restart.
+package workflows

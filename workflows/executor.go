@@ -1,0 +1,445 @@
+package workflows
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/state"
+)
+
+// Config configures an Executor.
+type Config struct {
+	Store    state.Store
+	Registry *phases.Registry
+	// Handlers run operations by kind. A kind without a handler yields an
+	// error result naming it.
+	Handlers map[operations.Kind]handlers.Handler
+	// RunsDir holds the runs' work directories (one subdirectory per run).
+	RunsDir string
+	// Concurrency caps concurrent operations per kind across all runs;
+	// kinds not listed are unlimited.
+	Concurrency map[string]int
+	// CheckRun, if set, validates a run's settings at start (for example
+	// that every live model has an API key). Its error rejects the start.
+	CheckRun func(wf *phases.Workflow, settings *configs.RunSettings, raw json.RawMessage) error
+	Logger   *slog.Logger
+	// Now is the clock (default time.Now); tests inject their own.
+	Now func() time.Time
+}
+
+// Executor drives runs. It is safe for concurrent use.
+type Executor struct {
+	cfg    Config
+	store  state.Store
+	reg    *phases.Registry
+	log    *slog.Logger
+	now    func() time.Time
+	sems   map[operations.Kind]chan struct{}
+	broker *broker
+
+	baseCtx    context.Context
+	baseCancel context.CancelCauseFunc
+	wg         sync.WaitGroup // run goroutines
+
+	mu      sync.Mutex
+	runs    map[string]*runner // active runs; guarded by mu
+	started bool               // guarded by mu
+	stopped bool               // guarded by mu
+}
+
+// New returns an executor. It does nothing until Start.
+func New(cfg Config) (*Executor, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("workflows: Config.Store is nil")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = phases.Default
+	}
+	if cfg.RunsDir == "" {
+		return nil, errors.New("workflows: Config.RunsDir is empty")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	e := &Executor{
+		cfg:    cfg,
+		store:  cfg.Store,
+		reg:    cfg.Registry,
+		log:    cfg.Logger,
+		now:    cfg.Now,
+		sems:   make(map[operations.Kind]chan struct{}),
+		broker: newBroker(),
+		runs:   make(map[string]*runner),
+	}
+	for k, n := range cfg.Concurrency {
+		if n > 0 {
+			e.sems[operations.Kind(k)] = make(chan struct{}, n)
+		}
+	}
+	e.baseCtx, e.baseCancel = context.WithCancelCause(context.Background())
+	return e, nil
+}
+
+// Store returns the store the executor reads and writes.
+func (e *Executor) Store() state.Reader { return e.store }
+
+// Registry returns the workflows the executor knows.
+func (e *Executor) Registry() *phases.Registry { return e.reg }
+
+// Start resumes every unfinished run found in the store. Runs in status
+// paused are loaded but not driven.
+func (e *Executor) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.started || e.stopped {
+		e.mu.Unlock()
+		return fmt.Errorf("workflows: executor already started or stopped")
+	}
+	e.started = true
+	e.mu.Unlock()
+	heads, err := e.store.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("list unfinished runs: %w", err)
+	}
+	for _, h := range heads {
+		if h.Status != state.StatusRunning {
+			continue
+		}
+		if err := e.resume(ctx, h); err != nil {
+			e.log.Error("resume run", "run", h.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// Stop stops driving runs and waits for their goroutines. Runs keep status
+// running in the store and resume on the next Start. Operations in flight
+// are interrupted and not journaled.
+func (e *Executor) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	e.stopped = true
+	e.mu.Unlock()
+	e.baseCancel(ErrStopped)
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("stop executor: %w", ctx.Err())
+	}
+	for _, h := range e.cfg.Handlers {
+		if c, ok := h.(handlers.Closer); ok {
+			if cerr := c.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}
+	return err
+}
+
+// StartRun creates a run and starts driving it. It returns at once with the
+// new head (status running).
+func (e *Executor) StartRun(ctx context.Context, req StartRequest) (state.Run, error) {
+	name := req.Workflow
+	settingsDoc := bytes.TrimSpace(req.Settings)
+	if len(settingsDoc) == 0 || string(settingsDoc) == "null" {
+		settingsDoc = []byte("{}")
+	}
+	if settingsDoc[0] != '{' {
+		return state.Run{}, fmt.Errorf("%w: settings: must be a JSON object", ErrBadRequest)
+	}
+	rs, err := configs.ParseRunSettings(settingsDoc)
+	if err != nil {
+		return state.Run{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if name == "" {
+		name = rs.WorkflowType
+	}
+	if name == "" {
+		return state.Run{}, fmt.Errorf("%w: workflow: required (or settings.workflow_type)", ErrBadRequest)
+	}
+	wf, ok := e.reg.Lookup(name)
+	if !ok {
+		return state.Run{}, fmt.Errorf("%w: workflow: %q is not registered", ErrUnknownWorkflow, name)
+	}
+	if wf.CheckSettings != nil {
+		if err := wf.CheckSettings(json.RawMessage(settingsDoc)); err != nil {
+			return state.Run{}, fmt.Errorf("%w: settings: %w", ErrBadRequest, err)
+		}
+	}
+	if e.cfg.CheckRun != nil {
+		if err := e.cfg.CheckRun(wf, rs, json.RawMessage(settingsDoc)); err != nil {
+			return state.Run{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
+	}
+	now := e.now().UTC()
+	id := req.ID
+	if id == "" {
+		id = NewRunID(now)
+	} else if !validRunID(id) {
+		return state.Run{}, fmt.Errorf("%w: run id %q", ErrBadRequest, id)
+	}
+	workDir := req.WorkDir
+	if workDir == "" {
+		workDir = filepath.Join(e.cfg.RunsDir, id)
+	}
+	if abs, err := filepath.Abs(workDir); err == nil {
+		workDir = abs
+	}
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return state.Run{}, fmt.Errorf("create work dir: %w", err)
+	}
+
+	e.mu.Lock()
+	stopped := e.stopped || !e.started
+	e.mu.Unlock()
+	if stopped {
+		return state.Run{}, ErrStopped
+	}
+	if req.ID != "" {
+		// Derived ids (spawn): the run may exist already.
+		if h, err := e.store.Run(ctx, id); err == nil {
+			return h, nil
+		} else if !errors.Is(err, state.ErrNotFound) {
+			return state.Run{}, err
+		}
+	}
+
+	head := state.Run{
+		Schema:    state.SchemaVersion,
+		ID:        id,
+		Workflow:  wf.Name,
+		ParentID:  req.ParentID,
+		Status:    state.StatusRunning,
+		Next:      wf.Start,
+		Limits:    rs.Limits,
+		WorkDir:   workDir,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	spec := state.Spec{Task: req.Task, Settings: json.RawMessage(settingsDoc)}
+	c := &state.Commit{RunID: id, Run: &head, Spec: &spec,
+		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "created"}}}
+	if err := e.store.Commit(ctx, c); err != nil {
+		return state.Run{}, fmt.Errorf("create run: %w", err)
+	}
+	r := e.newRunner(head, spec, rs, wf, nil)
+	e.broker.seed(id, c.Events[0].Seq)
+	if !e.launch(r) {
+		return head, ErrStopped
+	}
+	e.broker.publish(id, c.Events)
+	return head, nil
+}
+
+// resume loads a running run from the store and drives it.
+func (e *Executor) resume(ctx context.Context, head state.Run) error {
+	wf, ok := e.reg.Lookup(head.Workflow)
+	if !ok {
+		return e.failUnloaded(ctx, head, fmt.Sprintf("workflow %q is no longer registered", head.Workflow))
+	}
+	spec, err := e.store.Spec(ctx, head.ID)
+	if err != nil {
+		return fmt.Errorf("load spec: %w", err)
+	}
+	rs, err := configs.ParseRunSettings(spec.Settings)
+	if err != nil {
+		return e.failUnloaded(ctx, head, fmt.Sprintf("settings no longer valid: %v", err))
+	}
+	var entries []phases.Entry
+	for after := uint64(0); ; {
+		page, err := e.store.Entries(ctx, head.ID, after, 10000)
+		if err != nil {
+			return fmt.Errorf("load entries: %w", err)
+		}
+		entries = append(entries, page...)
+		if len(page) < 10000 {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	evs, err := e.lastEventSeq(ctx, head.ID)
+	if err != nil {
+		return err
+	}
+	r := e.newRunner(head, spec, rs, wf, entries)
+	r.resumed = true
+	e.broker.seed(head.ID, evs)
+	e.launch(r)
+	return nil
+}
+
+func (e *Executor) lastEventSeq(ctx context.Context, id string) (uint64, error) {
+	var last uint64
+	for {
+		page, err := e.store.Events(ctx, id, last, 10000)
+		if err != nil {
+			return 0, fmt.Errorf("load events: %w", err)
+		}
+		if len(page) == 0 {
+			return last, nil
+		}
+		last = page[len(page)-1].Seq
+		if len(page) < 10000 {
+			return last, nil
+		}
+	}
+}
+
+// failUnloaded ends a run that cannot be loaded.
+func (e *Executor) failUnloaded(ctx context.Context, head state.Run, msg string) error {
+	now := e.now().UTC()
+	head.Status = state.StatusFailed
+	head.EndReason = state.ReasonPhaseError
+	head.Error = msg
+	head.UpdatedAt = now
+	head.EndedAt = &now
+	return e.store.Commit(ctx, &state.Commit{RunID: head.ID, Run: &head,
+		Events: []state.Event{{Time: now, Type: "run", Status: string(head.Status), Message: msg}}})
+}
+
+// launch registers r and starts its goroutine; false if the executor stopped.
+func (e *Executor) launch(r *runner) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return false
+	}
+	e.runs[r.head.ID] = r
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		r.drive()
+	}()
+	return true
+}
+
+// Cancel cancels a run and, recursively, its children.
+func (e *Executor) Cancel(ctx context.Context, id string) error {
+	head, err := e.store.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if head.Status.Terminal() {
+		return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
+	}
+	children, err := e.store.Children(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if err := e.Cancel(ctx, c); err != nil && !errors.Is(err, ErrEnded) && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+	}
+	e.mu.Lock()
+	r := e.runs[id]
+	e.mu.Unlock()
+	if r != nil {
+		r.cancel(errCancelled)
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	// Not loaded (paused): end it in the store directly.
+	now := e.now().UTC()
+	head.Status = state.StatusCancelled
+	head.EndReason = state.ReasonCancelled
+	head.UpdatedAt = now
+	head.EndedAt = &now
+	return e.store.Commit(ctx, &state.Commit{RunID: id, Run: &head,
+		Events: []state.Event{{Time: now, Type: "run", Status: string(head.Status), Message: "cancelled"}}})
+}
+
+// Wait blocks until the run ends and returns its final head.
+func (e *Executor) Wait(ctx context.Context, id string) (state.Run, error) {
+	for {
+		e.mu.Lock()
+		r := e.runs[id]
+		e.mu.Unlock()
+		if r != nil {
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return state.Run{}, ctx.Err()
+			}
+		}
+		head, err := e.store.Run(ctx, id)
+		if err != nil {
+			return state.Run{}, err
+		}
+		if head.Status.Terminal() {
+			return head, nil
+		}
+		if r == nil {
+			// Known but not driven here (paused, or the executor stopped).
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return state.Run{}, ctx.Err()
+			case <-e.baseCtx.Done():
+				return head, ErrStopped
+			}
+		}
+	}
+}
+
+// Subscribe returns the live events of a run published after the call.
+// The channel is closed after the run's final event, or when the
+// subscriber falls more than a buffer behind; callers then read the store
+// after their last seen Seq and subscribe again if the run goes on. The
+// returned function unsubscribes; it is idempotent.
+func (e *Executor) Subscribe(id string) (<-chan state.Event, func()) {
+	return e.broker.subscribe(id)
+}
+
+// Active returns the ids of the runs being driven, sorted.
+func (e *Executor) Active() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := make([]string, 0, len(e.runs))
+	for id := range e.runs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (e *Executor) unregister(r *runner) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.runs[r.head.ID] == r {
+		delete(e.runs, r.head.ID)
+	}
+}
+
+// closeRunResources tells every handler that the run is gone.
+func (e *Executor) closeRunResources(id string) {
+	for _, h := range e.cfg.Handlers {
+		if c, ok := h.(handlers.RunCloser); ok {
+			c.CloseRun(id)
+		}
+	}
+}

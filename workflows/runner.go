@@ -1,0 +1,597 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/state"
+)
+
+// Causes of a run context's cancellation.
+var (
+	errCancelled = errors.New("cancelled by request")
+	errStore     = errors.New("store failure")
+)
+
+// maxVarsBytes caps a run's vars; vars live in the head, which every phase
+// commit rewrites, so big data belongs in entries.
+const maxVarsBytes = 256 << 10
+
+// maxErrorBytes caps the error text kept in a head.
+const maxErrorBytes = 16 << 10
+
+// runner drives one run. Its fields are owned by the drive goroutine,
+// except ctx/cancel/done which are safe for concurrent use.
+type runner struct {
+	e        *Executor
+	wf       *phases.Workflow
+	spec     state.Spec
+	settings *configs.RunSettings
+	head     state.Run
+	entries  []phases.Entry
+	ops      []state.Op // ops of head.Step; nil until loaded
+	resumed  bool
+	// absorbed are entries recorded from the current step's results (log,
+	// action, observation, score, submit); the next commit appends them.
+	absorbed []phases.Entry
+	tick     time.Time // when head.Usage.Seconds was last brought up to date
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+func (e *Executor) newRunner(head state.Run, spec state.Spec, rs *configs.RunSettings, wf *phases.Workflow, entries []phases.Entry) *runner {
+	ctx, cancel := context.WithCancelCause(e.baseCtx)
+	return &runner{e: e, wf: wf, spec: spec, settings: rs, head: head, entries: entries,
+		ctx: ctx, cancel: cancel, done: make(chan struct{})}
+}
+
+// drive runs the loop until the run ends or the executor stops.
+func (r *runner) drive() {
+	defer close(r.done)
+	defer r.e.unregister(r)
+	defer r.cancel(nil)
+	r.tick = r.e.now()
+	if err := os.MkdirAll(r.head.WorkDir, 0o755); err != nil {
+		r.finish(state.StatusFailed, state.ReasonPhaseError, fmt.Sprintf("create work dir: %v", err))
+		return
+	}
+	for {
+		if r.ctx.Err() != nil {
+			r.interrupted(context.Cause(r.ctx))
+			return
+		}
+		results, err := r.collect()
+		if err != nil {
+			r.interrupted(err)
+			return
+		}
+		r.absorb(results)
+		if reason := r.overLimit(); reason != "" {
+			r.finish(state.StatusFailed, reason, fmt.Sprintf("usage limit reached (%s)", reason))
+			return
+		}
+		if r.head.Next == "" {
+			r.finishPending()
+			return
+		}
+		if err := r.sleepUntilWake(); err != nil {
+			r.interrupted(err)
+			return
+		}
+		out, err := r.call(results)
+		if err != nil {
+			r.finish(state.StatusFailed, state.ReasonPhaseError, err.Error())
+			return
+		}
+		if err := r.commitPhase(out); err != nil {
+			if errors.Is(err, errStore) || r.ctx.Err() != nil {
+				r.interrupted(err)
+				return
+			}
+			r.finish(state.StatusFailed, state.ReasonPhaseError, err.Error())
+			return
+		}
+	}
+}
+
+// interrupted handles a stop, a cancel or a store failure.
+func (r *runner) interrupted(err error) {
+	switch cause := context.Cause(r.ctx); {
+	case errors.Is(cause, errCancelled):
+		r.finish(state.StatusCancelled, state.ReasonCancelled, "")
+	case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
+		// Leave the run as it is in the store; the next Start resumes it.
+		r.e.broker.forget(r.head.ID)
+	default:
+		r.e.log.Error("run interrupted; it resumes on the next start", "run", r.head.ID, "err", err)
+		r.e.broker.forget(r.head.ID)
+	}
+}
+
+// collect runs the ops of the current step that have no result yet and
+// returns all results in request order.
+func (r *runner) collect() ([]operations.Result, error) {
+	if r.head.NumOps == 0 {
+		return nil, nil
+	}
+	if r.ops == nil {
+		ops, err := r.e.store.StepOps(r.ctx, r.head.ID, r.head.Step)
+		if err != nil {
+			return nil, fmt.Errorf("%w: load ops: %w", errStore, err)
+		}
+		if len(ops) != r.head.NumOps {
+			return nil, fmt.Errorf("%w: step %d of run %s has %d ops journaled, head says %d", errStore, r.head.Step, r.head.ID, len(ops), r.head.NumOps)
+		}
+		r.ops = ops
+	}
+	results := make([]operations.Result, len(r.ops))
+	errs := make([]error, len(r.ops))
+	done := make(chan int, len(r.ops))
+	running := 0
+	for i := range r.ops {
+		if r.ops[i].Status == state.OpDone && r.ops[i].Result != nil {
+			results[i] = *r.ops[i].Result
+			continue
+		}
+		running++
+		go func(i int) {
+			results[i], errs[i] = r.dispatch(i)
+			done <- i
+		}(i)
+	}
+	for ; running > 0; running-- {
+		<-done
+	}
+	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, errCancelled) {
+		return nil, cause
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if r.ctx.Err() != nil {
+		return nil, context.Cause(r.ctx)
+	}
+	return results, nil
+}
+
+// dispatch runs op i, journals its result and publishes its event.
+func (r *runner) dispatch(i int) (operations.Result, error) {
+	op := r.ops[i]
+	kind := op.Request.Kind
+	if sem := r.e.sems[kind]; sem != nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-r.ctx.Done():
+			return operations.Failed(op.Request, "cancelled before start"), nil
+		}
+	}
+	ctx := r.ctx
+	if lim := r.head.Limits.Seconds; lim > 0 {
+		left := time.Duration((lim - r.seconds()) * float64(time.Second))
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(left, 0))
+		defer cancel()
+	}
+	start := r.e.now().UTC()
+	res := r.handle(ctx, op)
+	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, errCancelled) {
+		// Interrupted by a stop: the op runs again after the restart.
+		return res, nil
+	}
+	end := r.e.now().UTC()
+	op.Status = state.OpDone
+	op.Result = &res
+	op.Attempts++
+	if r.resumed && op.Attempts == 1 {
+		op.Attempts = 2 // it may have run before the crash
+	}
+	op.StartedAt, op.FinishedAt = &start, &end
+	status := "ok"
+	if res.Error != "" {
+		status = "error"
+	}
+	data, _ := json.Marshal(struct {
+		DurationMS int64  `json:"duration_ms"`
+		Error      string `json:"error,omitempty"`
+	}{end.Sub(start).Milliseconds(), res.Error})
+	c := &state.Commit{RunID: r.head.ID, Ops: []state.Op{op},
+		Events: []state.Event{{Time: end, Type: "op", Status: status, Phase: op.Phase, Step: op.Step,
+			OpID: op.ID, Kind: string(kind), Data: data}}}
+	// Journal even if the run was cancelled meanwhile: the result is real.
+	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+		r.cancel(errStore)
+		return res, fmt.Errorf("%w: journal op %s: %w", errStore, op.ID, err)
+	}
+	r.ops[i] = op
+	r.e.broker.publish(r.head.ID, c.Events)
+	return res, nil
+}
+
+// handle calls the op's handler, turning panics into error results.
+func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result) {
+	req := op.Request
+	h := r.e.cfg.Handlers[req.Kind]
+	if h == nil {
+		return operations.Failed(req, "no handler for operation kind %q on this server", req.Kind)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res = operations.Failed(req, "%s handler panicked: %v\n%s", req.Kind, p, truncateStack(debug.Stack()))
+		}
+	}()
+	env := handlers.Env{
+		RunID:    r.head.ID,
+		OpID:     op.ID,
+		WorkDir:  r.head.WorkDir,
+		Task:     r.spec.Task,
+		Settings: r.settings,
+		Usage:    r.usage,
+		State:    r.view(),
+	}
+	res = h.Handle(ctx, env, req)
+	if res.Kind == "" {
+		res.Kind = req.Kind
+	}
+	if res.Meta == nil {
+		res.Meta = req.Meta
+	}
+	if ctx.Err() != nil && res.Error == "" && r.ctx.Err() == nil && r.head.Limits.Seconds > 0 {
+		res.Error = "time limit reached"
+	}
+	return res
+}
+
+// usage reports the run's usage so far; safe to call from handlers while
+// the step's ops run (the drive goroutine does not write the head then).
+func (r *runner) usage() (operations.RunUsage, operations.RunLimits) {
+	u := r.head.Usage
+	u.Seconds = r.seconds()
+	return u, r.head.Limits
+}
+
+func (r *runner) seconds() float64 {
+	return r.head.Usage.Seconds + r.e.now().Sub(r.tick).Seconds()
+}
+
+// absorb adds the step's results to the usage, records submissions and
+// turns record-keeping ops into entries.
+func (r *runner) absorb(results []operations.Result) {
+	r.absorbed = r.absorbed[:0]
+	for i, res := range results {
+		if i >= len(r.ops) {
+			break
+		}
+		req := r.ops[i].Request
+		u := &r.head.Usage
+		switch req.Kind {
+		case operations.KindBash, operations.KindPython:
+			if res.Error == "" {
+				u.Actions++
+			}
+		case operations.KindScore:
+			if res.Error == "" {
+				u.Actions++
+			}
+			if sc := res.Score; sc != nil {
+				r.record("score", operations.ScoreLogEntry{ElapsedSeconds: r.seconds(), Score: sc.Score, Message: sc.Message})
+			}
+		case operations.KindLog:
+			if req.Log != nil && res.Error == "" {
+				r.record("log", req.Log)
+			}
+		case operations.KindAction:
+			if req.Action != nil && res.Error == "" {
+				r.record("action", req.Action)
+			}
+		case operations.KindObservation:
+			if req.Observation != nil && res.Error == "" {
+				r.record("observation", req.Observation)
+			}
+		case operations.KindSubmit:
+			if res.Error == "" {
+				u.Actions++
+				if res.Submit != nil && res.Submit.Accepted && req.Submit != nil {
+					b, _ := json.Marshal(req.Submit.Answer)
+					r.head.Result = b
+					r.record("submission", req.Submit)
+				}
+			}
+		case operations.KindGenerate:
+			if g := res.Generate; g != nil {
+				u.Tokens += g.Usage.PromptTokens + g.Usage.CompletionTokens
+				u.Cost += g.Usage.Cost
+			}
+		case operations.KindSpawn:
+			if s := res.Spawn; s != nil {
+				u.Tokens += s.Usage.Tokens
+				u.Actions += s.Usage.Actions
+				u.Cost += s.Usage.Cost
+			}
+		}
+	}
+}
+
+func (r *runner) record(typ string, v any) {
+	e, err := phases.NewEntry(typ, v)
+	if err != nil {
+		r.e.log.Error("record entry", "run", r.head.ID, "type", typ, "err", err)
+		return
+	}
+	r.absorbed = append(r.absorbed, e)
+}
+
+// appendEntries numbers entries after the head's log and stamps them.
+func appendEntries(h *state.Run, phase string, in []phases.Entry) []phases.Entry {
+	out := make([]phases.Entry, len(in))
+	for i, en := range in {
+		h.Entries++
+		en.Seq, en.Phase, en.Step = h.Entries, phase, h.Step
+		out[i] = en
+	}
+	return out
+}
+
+// overLimit returns the end reason of the first exceeded limit, or "".
+func (r *runner) overLimit() string {
+	l, u := r.head.Limits, r.head.Usage
+	switch {
+	case l.Tokens > 0 && u.Tokens >= l.Tokens:
+		return state.ReasonLimitTokens
+	case l.Actions > 0 && u.Actions >= l.Actions:
+		return state.ReasonLimitActions
+	case l.Cost > 0 && u.Cost >= l.Cost:
+		return state.ReasonLimitCost
+	case l.Seconds > 0 && r.seconds() >= l.Seconds:
+		return state.ReasonLimitTime
+	}
+	return ""
+}
+
+func (r *runner) sleepUntilWake() error {
+	if r.head.WakeAt == nil {
+		return nil
+	}
+	d := r.head.WakeAt.Sub(r.e.now())
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-r.ctx.Done():
+		return context.Cause(r.ctx)
+	}
+}
+
+// call runs the next phase, recovering panics.
+func (r *runner) call(results []operations.Result) (out phases.Output, err error) {
+	name := r.head.Next
+	spec, ok := r.wf.Phase(name)
+	if !ok {
+		return out, fmt.Errorf("workflow %s has no phase %q", r.wf.Name, name)
+	}
+	in := phases.Input{
+		Run: phases.RunInfo{
+			ID:       r.head.ID,
+			ParentID: r.head.ParentID,
+			Workflow: r.head.Workflow,
+			Phase:    name,
+			Step:     r.head.Step + 1,
+			Task:     r.spec.Task,
+			Settings: r.spec.Settings,
+			Now:      r.e.now().UTC(),
+			WorkDir:  r.head.WorkDir,
+		},
+		State:   r.view(),
+		Results: results,
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("phase %s panicked: %v\n%s", name, p, truncateStack(debug.Stack()))
+		}
+	}()
+	out, err = spec.Run(in)
+	if err != nil {
+		return out, fmt.Errorf("phase %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// commitPhase journals a phase's output and makes it the current step.
+func (r *runner) commitPhase(out phases.Output) error {
+	called := r.head.Next
+	if !r.wf.Allows(called, out.Next) {
+		return fmt.Errorf("%w: phase %s returned next %q; declared: %v", ErrUndeclaredNext, called, out.Next, declared(r.wf, called))
+	}
+	for i, req := range out.Ops {
+		if err := req.Validate(); err != nil {
+			return fmt.Errorf("phase %s: op %d: %w", called, i, err)
+		}
+	}
+	now := r.e.now().UTC()
+	h := r.head
+	h.Usage.Seconds = r.seconds()
+	h.Step++
+	h.Phase = called
+	h.Next = out.Next
+	h.NumOps = len(out.Ops)
+	h.UpdatedAt = now
+	h.WakeAt = nil
+	if out.Delay > 0 {
+		w := now.Add(out.Delay)
+		h.WakeAt = &w
+	}
+	h.PendingEnd = nil
+	if out.Next == "" && out.End != nil {
+		h.PendingEnd = &state.PendingEnd{Failed: out.End.Failed, Reason: out.End.Reason, Result: out.End.Result}
+	}
+	if len(out.Set) > 0 {
+		vars := make(map[string]json.RawMessage, len(h.Vars)+len(out.Set))
+		for k, v := range h.Vars {
+			vars[k] = v
+		}
+		for k, v := range out.Set {
+			if v == nil || string(v) == "null" {
+				delete(vars, k)
+				continue
+			}
+			if !json.Valid(v) {
+				return fmt.Errorf("phase %s: var %q is not valid JSON", called, k)
+			}
+			vars[k] = v
+		}
+		size := 0
+		for k, v := range vars {
+			size += len(k) + len(v)
+		}
+		if size > maxVarsBytes {
+			return fmt.Errorf("phase %s: vars total %d bytes, over the %d-byte cap; append entries for large data", called, size, maxVarsBytes)
+		}
+		h.Vars = vars
+	}
+	for i, en := range out.Append {
+		if en.Type == "" {
+			return fmt.Errorf("phase %s: appended entry %d has no type", called, i)
+		}
+		if !json.Valid(en.Data) {
+			return fmt.Errorf("phase %s: appended %s entry is not valid JSON", called, en.Type)
+		}
+	}
+	entries := appendEntries(&h, r.head.Phase, r.absorbed)
+	entries = append(entries, appendEntries(&h, called, out.Append)...)
+	ops := make([]state.Op, len(out.Ops))
+	kinds := make([]string, len(out.Ops))
+	for i, req := range out.Ops {
+		ops[i] = state.Op{ID: OpID(h.ID, h.Step, i), RunID: h.ID, Step: h.Step, Index: i, Phase: called,
+			Status: state.OpPending, Request: req, CreatedAt: now}
+		kinds[i] = string(req.Kind)
+	}
+	data, _ := json.Marshal(struct {
+		Next    string   `json:"next"`
+		Ops     []string `json:"ops,omitempty"`
+		Entries int      `json:"entries,omitempty"`
+	}{out.Next, kinds, len(entries)})
+	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries, Ops: ops,
+		Events: []state.Event{{Time: now, Type: "phase", Status: "committed", Phase: called, Step: h.Step, Data: data}}}
+	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+		return fmt.Errorf("%w: commit phase %s: %w", errStore, called, err)
+	}
+	r.tick = r.e.now()
+	r.head = h
+	r.entries = append(r.entries, entries...)
+	r.ops = ops
+	r.absorbed = r.absorbed[:0]
+	r.resumed = false
+	r.e.broker.publish(h.ID, c.Events)
+	return nil
+}
+
+func declared(wf *phases.Workflow, name string) []string {
+	if p, ok := wf.Phase(name); ok {
+		return p.Next
+	}
+	return nil
+}
+
+// finishPending ends the run as its last phase asked.
+func (r *runner) finishPending() {
+	pe := r.head.PendingEnd
+	if pe == nil {
+		r.finish(state.StatusSucceeded, state.ReasonCompleted, "")
+		return
+	}
+	if pe.Result != nil {
+		r.head.Result = pe.Result
+	}
+	status, reason := state.StatusSucceeded, pe.Reason
+	if pe.Failed {
+		status = state.StatusFailed
+	}
+	if reason == "" {
+		reason = state.ReasonCompleted
+	}
+	msg := ""
+	if pe.Failed {
+		msg = reason
+	}
+	r.finish(status, reason, msg)
+}
+
+// finish commits the run's end and releases its resources.
+func (r *runner) finish(status state.Status, reason, msg string) {
+	now := r.e.now().UTC()
+	h := r.head
+	h.Usage.Seconds = r.seconds()
+	h.Status = status
+	h.EndReason = reason
+	if len(msg) > maxErrorBytes {
+		msg = msg[:maxErrorBytes] + "\n[truncated]"
+	}
+	if status != state.StatusSucceeded {
+		h.Error = msg
+	}
+	h.PendingEnd = nil
+	h.WakeAt = nil
+	h.UpdatedAt = now
+	h.EndedAt = &now
+	entries := appendEntries(&h, h.Phase, r.absorbed)
+	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries,
+		Events: []state.Event{{Time: now, Type: "run", Status: string(status), Message: reason}}}
+	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+		r.e.log.Error("commit run end; it resumes on the next start", "run", h.ID, "err", err)
+		r.e.broker.forget(h.ID)
+		return
+	}
+	r.head = h
+	r.e.broker.publish(h.ID, c.Events)
+	r.e.broker.end(h.ID)
+	r.e.closeRunResources(h.ID)
+}
+
+func truncateStack(b []byte) string {
+	const limit = 8 << 10
+	if len(b) > limit {
+		return string(b[:limit]) + "\n[stack truncated]"
+	}
+	return string(b)
+}
+
+// view returns a read-only snapshot of the run's state.
+func (r *runner) view() *view {
+	h := r.head
+	return &view{head: &h, entries: r.entries[:len(r.entries):len(r.entries)], seconds: r.seconds()}
+}
+
+// view is the read-only state a phase sees.
+type view struct {
+	head    *state.Run
+	entries []phases.Entry
+	seconds float64
+}
+
+func (v *view) Var(name string) json.RawMessage { return v.head.Vars[name] }
+func (v *view) Len() int                         { return len(v.entries) }
+func (v *view) Entry(i int) phases.Entry         { return v.entries[i] }
+func (v *view) Usage() (operations.RunUsage, operations.RunLimits) {
+	u := v.head.Usage
+	u.Seconds = v.seconds
+	return u, v.head.Limits
+}
+
+var _ phases.State = (*view)(nil)
