@@ -586,8 +586,8 @@ type view struct {
 }
 
 func (v *view) Var(name string) json.RawMessage { return v.head.Vars[name] }
-func (v *view) Len() int                         { return len(v.entries) }
-func (v *view) Entry(i int) phases.Entry         { return v.entries[i] }
+func (v *view) Len() int                        { return len(v.entries) }
+func (v *view) Entry(i int) phases.Entry        { return v.entries[i] }
 func (v *view) Usage() (operations.RunUsage, operations.RunLimits) {
 	u := v.head.Usage
 	u.Seconds = v.seconds
