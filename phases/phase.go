@@ -57,11 +57,11 @@ type Output struct {
 // End describes how a run finishes.
 type End struct {
 	// Failed ends the run with status failed instead of succeeded.
-	Failed bool
+	Failed bool `json:"failed,omitempty"`
 	// Reason is the end_reason (for example "submitted" or "command_failed: make test").
-	Reason string
+	Reason string `json:"reason,omitempty"`
 	// Result replaces the run's result (JSON). Nil keeps the result recorded so far.
-	Result json.RawMessage
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // Entry is one record of a run's append-only log.
