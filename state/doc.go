@@ -13,6 +13,15 @@
 //     the phase that asked for it commits and again when its result arrives;
 //   - the event log: append-only, numbered per run, read by SSE clients.
 //
+// # bbolt
+//
+// BoltStore (OpenBolt) is the embedded Store. Each record kind has a
+// bucket; per-run logs are keyed run ID + 0x00 + big-endian sequence, so a
+// commit puts a few small keys and rewrites only the B+tree pages on their
+// paths, whatever the run's history length. Indexes of unfinished runs and
+// of children are kept in the same transactions. One committer goroutine
+// applies queued commits, as many as are waiting, in one transaction.
+//
 // # Caveats
 //
 // Every persisted type carries SchemaVersion (in the head) and is concrete

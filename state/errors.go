@@ -9,6 +9,9 @@ var (
 	ErrClosed = errors.New("store closed")
 	// ErrSchema is returned when a record's schema version is newer than this build understands.
 	ErrSchema = errors.New("unsupported schema version")
-	// ErrConflict is returned when a commit's entries do not follow the stored log.
+	// ErrConflict is returned when a commit's entries do not follow the stored log
+	// (or it writes the spec of a run whose spec is already stored).
 	ErrConflict = errors.New("commit conflicts with stored state")
+	// ErrInUse is returned when another process holds the data file.
+	ErrInUse = errors.New("data directory is in use by another flock process")
 )

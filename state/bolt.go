@@ -1,0 +1,246 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Bucket names of the bbolt layout. Keys of the per-run logs start with the
+// run ID and a 0x00 byte, so one run's records are contiguous and ordered.
+var (
+	bucketMeta       = []byte("meta")       // "schema" -> big-endian uint64
+	bucketRuns       = []byte("runs")       // run id -> Run JSON
+	bucketSpecs      = []byte("specs")      // run id -> Spec JSON
+	bucketEntries    = []byte("entries")    // run \x00 be64(seq) -> phases.Entry JSON
+	bucketOps        = []byte("ops")        // run \x00 be64(step) be32(index) -> Op JSON
+	bucketEvents     = []byte("events")     // run \x00 be64(seq) -> Event JSON
+	bucketUnfinished = []byte("unfinished") // run id -> empty, for running and paused runs
+	bucketChildren   = []byte("children")   // parent \x00 child -> empty
+
+	allBuckets = [][]byte{bucketMeta, bucketRuns, bucketSpecs, bucketEntries, bucketOps,
+		bucketEvents, bucketUnfinished, bucketChildren}
+
+	keySchema = []byte("schema")
+)
+
+// maxRunIDLen bounds run IDs so that every key stays far below bbolt's
+// 32 KiB key limit.
+const maxRunIDLen = 1024
+
+// Defaults of BoltOptions.
+const (
+	DefaultBoltTimeout         = 2 * time.Second
+	DefaultBoltMaxBatchCommits = 1000
+	DefaultBoltMaxBatchBytes   = 8 << 20
+)
+
+// BoltOptions configures OpenBolt. The zero value gives the defaults.
+type BoltOptions struct {
+	// Timeout bounds the wait for the file lock when another process holds
+	// the data file. Default DefaultBoltTimeout (2s); it is never infinite.
+	Timeout time.Duration
+	// MaxBatchCommits caps how many queued commits share one transaction.
+	// Default DefaultBoltMaxBatchCommits (1000).
+	MaxBatchCommits int
+	// MaxBatchBytes caps the encoded bytes of one transaction's commits; the
+	// commit that crosses the cap is still included. Default
+	// DefaultBoltMaxBatchBytes (8 MiB).
+	MaxBatchBytes int
+	// InitialMmapSize is passed to bbolt (0 = bbolt's default). A large value
+	// avoids remapping, which blocks writers while readers are open.
+	InitialMmapSize int
+}
+
+func (o BoltOptions) withDefaults() BoltOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultBoltTimeout
+	}
+	if o.MaxBatchCommits <= 0 {
+		o.MaxBatchCommits = DefaultBoltMaxBatchCommits
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultBoltMaxBatchBytes
+	}
+	return o
+}
+
+// BoltStore is the embedded Store on a bbolt file.
+//
+// Writes go through one committer goroutine owned by the store: it takes
+// the first queued commit, adds whatever else is already queued without
+// waiting, applies them all in one bbolt transaction (one fsync) and then
+// answers every caller. A lone commit therefore costs one transaction and
+// never waits for a timer; under load, many runs share each fsync.
+//
+// Reads use bbolt read transactions and may run concurrently with the
+// committer. All methods are safe for concurrent use.
+type BoltStore struct {
+	db   *bolt.DB
+	path string
+	opts BoltOptions
+
+	// mu guards closed and the send side of reqs: Commit holds it for
+	// reading while it enqueues, Close for writing while it closes reqs.
+	mu     sync.RWMutex
+	closed bool // guarded by mu
+
+	isClosed atomic.Bool // mirrors closed for lock-free checks by readers
+
+	reqs chan *commitReq // owned by the committer
+	done chan struct{}   // closed when the committer has exited
+
+	commits  atomic.Uint64
+	rejected atomic.Uint64
+	txs      atomic.Uint64
+	bytes    atomic.Uint64
+}
+
+// BoltStats are counters of a BoltStore since OpenBolt.
+type BoltStats struct {
+	// Commits is the number of commits applied.
+	Commits uint64
+	// Rejected is the number of commits that returned an error.
+	Rejected uint64
+	// Txs is the number of write transactions the committer committed.
+	// Commits/Txs is the average group size.
+	Txs uint64
+	// Bytes is the sum of key and value bytes put by the applied commits:
+	// the logical size of the changes.
+	Bytes uint64
+	// PageBytes is the bytes of pages bbolt allocated to write transactions
+	// (copy-on-write: every modified leaf and its branch path), the
+	// physical write volume except meta pages.
+	PageBytes int64
+}
+
+// OpenBolt opens or creates the bbolt file at path (creating its parent
+// directory) and starts the store's committer. If another process holds
+// the file, it fails after opts.Timeout with an error wrapping ErrInUse.
+// A file written by a newer schema fails with an error wrapping ErrSchema.
+// The caller must Close the store.
+func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.Timeout,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: opts.InitialMmapSize,
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w (lock not acquired within %s)", path, ErrInUse, opts.Timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := db.Update(initSchema); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s := &BoltStore{
+		db:   db,
+		path: path,
+		opts: opts,
+		reqs: make(chan *commitReq, opts.MaxBatchCommits),
+		done: make(chan struct{}),
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// initSchema creates the buckets and checks or records the schema version.
+func initSchema(tx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keySchema); len(v) == 8 {
+		stored := binary.BigEndian.Uint64(v)
+		if stored > SchemaVersion {
+			return fmt.Errorf("%w: data file has schema %d, this build reads up to %d", ErrSchema, stored, SchemaVersion)
+		}
+		if stored == SchemaVersion {
+			return nil
+		}
+	} else if v != nil {
+		return fmt.Errorf("%w: malformed schema record %q", ErrSchema, v)
+	}
+	// New file or older schema: records are migrated when read (Migrate).
+	return meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, SchemaVersion))
+}
+
+// Path returns the file the store was opened on.
+func (s *BoltStore) Path() string { return s.path }
+
+// Close stops accepting commits, applies and answers every commit already
+// queued, waits for the committer to exit and closes the file. Commits and
+// reads after Close fail with ErrClosed. Close is idempotent.
+func (s *BoltStore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.isClosed.Store(true)
+	close(s.reqs)
+	s.mu.Unlock()
+	<-s.done
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Stats returns the store's counters. It is safe to call at any time,
+// including after Close (PageBytes is then 0).
+func (s *BoltStore) Stats() BoltStats {
+	st := BoltStats{
+		Commits:  s.commits.Load(),
+		Rejected: s.rejected.Load(),
+		Txs:      s.txs.Load(),
+		Bytes:    s.bytes.Load(),
+	}
+	if !s.isClosed.Load() {
+		ds := s.db.Stats()
+		st.PageBytes = ds.TxStats.GetPageAlloc()
+	}
+	return st
+}
+
+// runPrefix returns run + 0x00, the prefix of the run's log keys.
+func runPrefix(run string) []byte {
+	k := make([]byte, 0, len(run)+1+12)
+	k = append(k, run...)
+	return append(k, 0)
+}
+
+// seqKey is the key of entry or event seq of run.
+func seqKey(run string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(runPrefix(run), seq)
+}
+
+// opKey is the key of operation (step, index) of run.
+func opKey(run string, step uint64, index uint32) []byte {
+	k := binary.BigEndian.AppendUint64(runPrefix(run), step)
+	return binary.BigEndian.AppendUint32(k, index)
+}
+
+// childKey is the key of the children index for child of parent.
+func childKey(parent, child string) []byte {
+	return append(runPrefix(parent), child...)
+}
+
+var _ Store = (*BoltStore)(nil)

@@ -1,0 +1,462 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// commitReq is a Commit encoded by its caller and queued for the committer.
+// Encoding happens in the calling goroutine, so the single committer only
+// validates against stored state and puts bytes.
+type commitReq struct {
+	c       *Commit
+	head    []byte   // encoded head, nil if c.Run is nil
+	status  Status   // head status, for the unfinished index
+	parent  string   // head parent, for the children index
+	spec    []byte   // encoded spec, nil if c.Spec is nil
+	entries [][]byte // encoded entries, in order
+	opKeys  [][]byte
+	ops     [][]byte // encoded ops, parallel to opKeys
+	events  [][]byte // encoded events with Seq 0 (see eventWithSeq)
+	size    int      // bytes of the above, for the batch budget
+
+	firstEvent uint64     // Seq of the first event, set when applied
+	done       chan error // buffered; receives the outcome once
+}
+
+// Commit applies c atomically and durably: when it returns nil, the change
+// is fsynced. It validates and encodes c in the calling goroutine, then
+// queues it for the committer, which may apply it in one transaction with
+// other queued commits; a lone commit is applied at once.
+//
+// Entries must continue the stored log (first Seq = last stored Seq + 1,
+// then contiguous), otherwise Commit fails with an error wrapping
+// ErrConflict and writes nothing; a retried commit is detected that way.
+// Writing the Spec of a run whose spec is stored also fails with
+// ErrConflict. Events get Seq = last stored + 1, ...; the numbers are
+// written back into c.Events when Commit returns nil (on error they are
+// left unchanged). The head is stored with Schema = SchemaVersion if 0.
+//
+// ctx is honoured until the commit is queued (ctx.Err() is returned then
+// and nothing is written); once queued, Commit waits for the outcome so
+// that the caller always knows whether the commit was applied. After
+// Close, Commit fails with ErrClosed. The committer does not retain c after
+// Commit returns.
+func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.isClosed.Load() {
+		return ErrClosed
+	}
+	r, err := encodeCommit(c)
+	if err != nil {
+		s.rejected.Add(1)
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	return <-r.done
+}
+
+// encodeCommit checks what can be checked without stored state and
+// encodes c.
+func encodeCommit(c *Commit) (*commitReq, error) {
+	if c == nil {
+		return nil, errors.New("commit: nil commit")
+	}
+	id := c.RunID
+	if err := checkRunID(id); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	r := &commitReq{c: c, done: make(chan error, 1)}
+	if c.Run != nil {
+		h := *c.Run
+		if h.ID == "" {
+			h.ID = id
+		}
+		if h.ID != id {
+			return nil, fmt.Errorf("commit to run %s: head has id %q", id, h.ID)
+		}
+		if !h.Status.Valid() {
+			return nil, fmt.Errorf("commit to run %s: head has invalid status %q", id, h.Status)
+		}
+		if h.ParentID != "" {
+			if err := checkRunID(h.ParentID); err != nil {
+				return nil, fmt.Errorf("commit to run %s: parent: %w", id, err)
+			}
+		}
+		if h.Schema == 0 {
+			h.Schema = SchemaVersion
+		}
+		b, err := json.Marshal(&h)
+		if err != nil {
+			return nil, fmt.Errorf("commit to run %s: encode head: %w", id, err)
+		}
+		r.head, r.status, r.parent = b, h.Status, h.ParentID
+		r.size += len(b)
+	}
+	if c.Spec != nil {
+		b, err := json.Marshal(c.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("commit to run %s: encode spec: %w", id, err)
+		}
+		r.spec = b
+		r.size += len(b)
+	}
+	if len(c.Entries) > 0 {
+		first := c.Entries[0].Seq
+		if first == 0 {
+			return nil, fmt.Errorf("commit to run %s: entry seq must start at 1", id)
+		}
+		r.entries = make([][]byte, len(c.Entries))
+		for i := range c.Entries {
+			e := &c.Entries[i]
+			if e.Seq != first+uint64(i) {
+				return nil, fmt.Errorf("commit to run %s: entry seqs not contiguous: %d after %d", id, e.Seq, first+uint64(i)-1)
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode entry %d: %w", id, e.Seq, err)
+			}
+			r.entries[i] = b
+			r.size += len(b) + len(id) + 9
+		}
+	}
+	if len(c.Ops) > 0 {
+		r.opKeys = make([][]byte, len(c.Ops))
+		r.ops = make([][]byte, len(c.Ops))
+		for i := range c.Ops {
+			op := c.Ops[i]
+			if op.RunID == "" {
+				op.RunID = id
+			}
+			if op.RunID != id {
+				return nil, fmt.Errorf("commit to run %s: op %q belongs to run %q", id, op.ID, op.RunID)
+			}
+			if op.Index < 0 || op.Index > math.MaxUint32 {
+				return nil, fmt.Errorf("commit to run %s: op index %d out of range", id, op.Index)
+			}
+			want := OpID(id, op.Step, op.Index)
+			if op.ID == "" {
+				op.ID = want
+			}
+			if op.ID != want {
+				return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
+			}
+			b, err := json.Marshal(&op)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, op.ID, err)
+			}
+			r.opKeys[i] = opKey(id, op.Step, uint32(op.Index))
+			r.ops[i] = b
+			r.size += len(b) + len(r.opKeys[i])
+		}
+	}
+	if len(c.Events) > 0 {
+		r.events = make([][]byte, len(c.Events))
+		for i := range c.Events {
+			ev := c.Events[i]
+			ev.Seq = 0
+			b, err := json.Marshal(&ev)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode event %d: %w", id, i, err)
+			}
+			if !bytes.HasPrefix(b, zeroSeqPrefix) {
+				return nil, fmt.Errorf("commit to run %s: event %d encodes without a leading seq", id, i)
+			}
+			r.events[i] = b
+			r.size += len(b) + len(id) + 9 + 20
+		}
+	}
+	return r, nil
+}
+
+// checkRunID rejects IDs that would break the key layout.
+func checkRunID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("empty run id")
+	case len(id) > maxRunIDLen:
+		return fmt.Errorf("run id longer than %d bytes", maxRunIDLen)
+	case strings.IndexByte(id, 0) >= 0:
+		return fmt.Errorf("run id %q contains a NUL byte", id)
+	}
+	return nil
+}
+
+// OpID returns the ID of operation index of step of run:
+// "<run>/<step>/<index>".
+func OpID(run string, step uint64, index int) string {
+	b := make([]byte, 0, len(run)+24)
+	b = append(b, run...)
+	b = append(b, '/')
+	b = strconv.AppendUint(b, step, 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(index), 10)
+	return string(b)
+}
+
+// ParseOpID splits an ID made by OpID. The run part may itself contain '/'.
+func ParseOpID(id string) (run string, step uint64, index int, err error) {
+	j := strings.LastIndexByte(id, '/')
+	if j <= 0 {
+		return "", 0, 0, fmt.Errorf("malformed op id %q", id)
+	}
+	i := strings.LastIndexByte(id[:j], '/')
+	if i <= 0 {
+		return "", 0, 0, fmt.Errorf("malformed op id %q", id)
+	}
+	step, err = strconv.ParseUint(id[i+1:j], 10, 64)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("malformed op id %q: step: %w", id, err)
+	}
+	idx, err := strconv.ParseUint(id[j+1:], 10, 32)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("malformed op id %q: index: %w", id, err)
+	}
+	return id[:i], step, int(idx), nil
+}
+
+// commitLoop is the committer goroutine. It exits when reqs is closed and
+// drained, after answering every request it received.
+func (s *BoltStore) commitLoop() {
+	defer close(s.done)
+	batch := make([]*commitReq, 0, s.opts.MaxBatchCommits)
+	for {
+		r, ok := <-s.reqs
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], r)
+		size := r.size
+	drain:
+		for len(batch) < s.opts.MaxBatchCommits && size < s.opts.MaxBatchBytes {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break drain // closed: apply this batch, then exit
+				}
+				batch = append(batch, r)
+				size += r.size
+			default:
+				break drain // nothing else queued: do not wait for company
+			}
+		}
+		s.applyBatch(batch)
+		clear(batch)
+	}
+}
+
+// buckets are the buckets of one write transaction.
+type buckets struct {
+	runs, specs, entries, ops, events, unfinished, children *bolt.Bucket
+}
+
+// applyBatch applies batch in one transaction and answers each request.
+//
+// Isolation strategy: each commit is validated against stored state (and
+// the commits before it in the same transaction, which the transaction
+// sees) before any of its keys is written, so a commit that fails
+// validation writes nothing and only its caller gets the error. If a write
+// itself fails afterwards (not expected once validated: keys are bounded),
+// the whole transaction is rolled back and the batch is retried one commit
+// per transaction, so again only the culprit fails.
+func (s *BoltStore) applyBatch(batch []*commitReq) {
+	errs := make([]error, len(batch))
+	writeFailed, err := s.update(batch, errs)
+	if err != nil && writeFailed && len(batch) > 1 {
+		for i, r := range batch {
+			one := errs[i : i+1]
+			if _, err := s.update([]*commitReq{r}, one); err != nil {
+				one[0] = err
+			}
+		}
+	} else if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	for i, r := range batch {
+		if errs[i] == nil {
+			for j := range r.c.Events {
+				r.c.Events[j].Seq = r.firstEvent + uint64(j)
+			}
+			s.commits.Add(1)
+		} else {
+			s.rejected.Add(1)
+		}
+		r.done <- errs[i]
+	}
+}
+
+// update runs one write transaction over batch, storing per-commit
+// validation errors in errs. It reports whether a write failed (the
+// transaction was then rolled back) and the transaction's error.
+func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			writeFailed = false
+			err = fmt.Errorf("commit: panic in bbolt transaction: %v\n%s", p, debug.Stack())
+		}
+	}()
+	var written uint64
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := buckets{
+			runs:       tx.Bucket(bucketRuns),
+			specs:      tx.Bucket(bucketSpecs),
+			entries:    tx.Bucket(bucketEntries),
+			ops:        tx.Bucket(bucketOps),
+			events:     tx.Bucket(bucketEvents),
+			unfinished: tx.Bucket(bucketUnfinished),
+			children:   tx.Bucket(bucketChildren),
+		}
+		for i, r := range batch {
+			if errs[i] = validate(&b, r); errs[i] != nil {
+				continue
+			}
+			n, err := write(&b, r)
+			if err != nil {
+				writeFailed = true
+				errs[i] = err
+				return err
+			}
+			written += n
+		}
+		return nil
+	})
+	if err == nil {
+		s.txs.Add(1)
+		s.bytes.Add(written)
+	}
+	return writeFailed, err
+}
+
+// validate checks r against stored state without writing. It also assigns
+// the Seq of r's first event.
+func validate(b *buckets, r *commitReq) error {
+	id := r.c.RunID
+	if len(r.entries) > 0 {
+		last := lastSeq(b.entries, id)
+		if first := r.c.Entries[0].Seq; first != last+1 {
+			return fmt.Errorf("%w: run %s: entries start at seq %d but the stored log ends at %d", ErrConflict, id, first, last)
+		}
+	}
+	if r.spec != nil && b.specs.Get([]byte(id)) != nil {
+		return fmt.Errorf("%w: run %s: spec already stored", ErrConflict, id)
+	}
+	if len(r.events) > 0 {
+		r.firstEvent = lastSeq(b.events, id) + 1
+	}
+	return nil
+}
+
+// write puts r's records and maintains the indexes. It returns the bytes
+// put.
+func write(b *buckets, r *commitReq) (uint64, error) {
+	id := r.c.RunID
+	key := []byte(id)
+	var n int
+	put := func(bk *bolt.Bucket, k, v []byte) error {
+		n += len(k) + len(v)
+		return bk.Put(k, v)
+	}
+	if r.head != nil {
+		if err := put(b.runs, key, r.head); err != nil {
+			return 0, fmt.Errorf("put head of %s: %w", id, err)
+		}
+		in := b.unfinished.Get(key) != nil
+		switch {
+		case !r.status.Terminal() && !in:
+			if err := put(b.unfinished, key, nil); err != nil {
+				return 0, fmt.Errorf("index unfinished %s: %w", id, err)
+			}
+		case r.status.Terminal() && in:
+			if err := b.unfinished.Delete(key); err != nil {
+				return 0, fmt.Errorf("unindex unfinished %s: %w", id, err)
+			}
+		}
+		if r.parent != "" {
+			ck := childKey(r.parent, id)
+			if b.children.Get(ck) == nil {
+				if err := put(b.children, ck, nil); err != nil {
+					return 0, fmt.Errorf("index child %s: %w", id, err)
+				}
+			}
+		}
+	}
+	if r.spec != nil {
+		if err := put(b.specs, key, r.spec); err != nil {
+			return 0, fmt.Errorf("put spec of %s: %w", id, err)
+		}
+	}
+	for i, v := range r.entries {
+		if err := put(b.entries, seqKey(id, r.c.Entries[i].Seq), v); err != nil {
+			return 0, fmt.Errorf("put entry of %s: %w", id, err)
+		}
+	}
+	for i, v := range r.ops {
+		if err := put(b.ops, r.opKeys[i], v); err != nil {
+			return 0, fmt.Errorf("put op of %s: %w", id, err)
+		}
+	}
+	for i, v := range r.events {
+		seq := r.firstEvent + uint64(i)
+		if err := put(b.events, seqKey(id, seq), eventWithSeq(v, seq)); err != nil {
+			return 0, fmt.Errorf("put event of %s: %w", id, err)
+		}
+	}
+	return uint64(n), nil
+}
+
+// zeroSeqPrefix is how an Event with Seq 0 encodes: Seq is the first field.
+var zeroSeqPrefix = []byte(`{"seq":0`)
+
+// eventWithSeq returns enc (an Event encoded with Seq 0) with seq put in,
+// without decoding it again.
+func eventWithSeq(enc []byte, seq uint64) []byte {
+	rest := enc[len(zeroSeqPrefix):]
+	out := make([]byte, 0, len(enc)+20)
+	out = append(out, `{"seq":`...)
+	out = strconv.AppendUint(out, seq, 10)
+	return append(out, rest...)
+}
+
+// lastSeq returns the largest seq stored under run's prefix in bk (an
+// entries or events bucket), or 0.
+func lastSeq(bk *bolt.Bucket, run string) uint64 {
+	c := bk.Cursor()
+	// Every key of run is run\x00..., which sorts before run\x01.
+	end := append([]byte(run), 1)
+	k, _ := c.Seek(end)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	p := len(run) + 1
+	if len(k) != p+8 || k[p-1] != 0 || string(k[:p-1]) != run {
+		return 0
+	}
+	return binary.BigEndian.Uint64(k[p:])
+}

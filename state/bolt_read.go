@@ -1,0 +1,307 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/flockrun/flock/phases"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Page sizes of the readers.
+const (
+	defaultRunsLimit = 50
+	maxRunsLimit     = 1000
+	defaultLogLimit  = 1000
+	maxLogLimit      = 10000
+)
+
+// clampLimit returns n, or def if n <= 0, capped at maxN.
+func clampLimit(n, def, maxN int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, maxN)
+}
+
+// view runs fn in a read transaction. Values are decoded with
+// encoding/json inside fn, which copies them out of the mmap.
+func (s *BoltStore) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.isClosed.Load() {
+		return ErrClosed
+	}
+	err := s.db.View(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// decodeHead decodes and migrates a stored head.
+func decodeHead(id, v []byte) (Run, error) {
+	var r Run
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Run{}, fmt.Errorf("decode run %s: %w", id, err)
+	}
+	if err := Migrate(&r); err != nil {
+		return Run{}, err
+	}
+	return r, nil
+}
+
+// Run returns the head of run id, migrated to SchemaVersion. Unknown ids
+// give an error wrapping ErrNotFound.
+func (s *BoltStore) Run(ctx context.Context, id string) (Run, error) {
+	var r Run
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRuns).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		var err error
+		r, err = decodeHead([]byte(id), v)
+		return err
+	})
+	return r, err
+}
+
+// Spec returns the task and settings of run id. Unknown ids give an error
+// wrapping ErrNotFound.
+func (s *BoltStore) Spec(ctx context.Context, id string) (Spec, error) {
+	var sp Spec
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSpecs).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("%w: spec of %s", ErrNotFound, id)
+		}
+		if err := json.Unmarshal(v, &sp); err != nil {
+			return fmt.Errorf("decode spec %s: %w", id, err)
+		}
+		return nil
+	})
+	return sp, err
+}
+
+// Runs lists heads newest first (run IDs are time-sortable, so this is
+// descending ID order), keeping those that match every non-empty field of
+// f. f.After is the last ID of the previous page; the returned next is the
+// last ID of this page when the page is full ("" otherwise), so the page
+// after a full one may be empty. f.Limit defaults to 50, capped at 1000.
+//
+// A ParentID filter walks the children index and a running/paused Status
+// filter walks the unfinished index; other filters scan the heads.
+func (s *BoltStore) Runs(ctx context.Context, f RunFilter) ([]Run, string, error) {
+	limit := clampLimit(f.Limit, defaultRunsLimit, maxRunsLimit)
+	var (
+		runs []Run
+		next string
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		heads := tx.Bucket(bucketRuns)
+		// Candidate ids come from the cheapest bucket: keys are prefix+id.
+		src, prefix := heads, []byte(nil)
+		switch {
+		case f.ParentID != "":
+			src, prefix = tx.Bucket(bucketChildren), runPrefix(f.ParentID)
+		case f.Status == StatusRunning || f.Status == StatusPaused:
+			src = tx.Bucket(bucketUnfinished)
+		}
+		c := src.Cursor()
+		var k, v []byte
+		switch {
+		case f.After != "":
+			// Keys strictly before prefix+After.
+			if k, _ = c.Seek(append(bytes.Clone(prefix), f.After...)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
+		case prefix != nil:
+			// prefix ends with 0x00; every key with it sorts before ...0x01.
+			end := bytes.Clone(prefix)
+			end[len(end)-1] = 1
+			if k, _ = c.Seek(end); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
+		default:
+			k, v = c.Last()
+		}
+		for n := 0; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+			if n++; n%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			id := k[len(prefix):]
+			if src != heads {
+				if v = heads.Get(id); v == nil {
+					continue // index without head: not written by this store
+				}
+			}
+			r, err := decodeHead(id, v)
+			if err != nil {
+				return err
+			}
+			if (f.Status != "" && r.Status != f.Status) ||
+				(f.Workflow != "" && r.Workflow != f.Workflow) ||
+				(f.ParentID != "" && r.ParentID != f.ParentID) {
+				continue
+			}
+			runs = append(runs, r)
+			if len(runs) == limit {
+				next = r.ID
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return runs, next, nil
+}
+
+// Unfinished lists the heads whose status is running or paused, in ID
+// (creation) order, from the unfinished index.
+func (s *BoltStore) Unfinished(ctx context.Context) ([]Run, error) {
+	var runs []Run
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		heads := tx.Bucket(bucketRuns)
+		return tx.Bucket(bucketUnfinished).ForEach(func(k, _ []byte) error {
+			v := heads.Get(k)
+			if v == nil {
+				return nil
+			}
+			r, err := decodeHead(k, v)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// Children lists the IDs of run id's direct children in ID order (empty,
+// not an error, for unknown ids).
+func (s *BoltStore) Children(ctx context.Context, id string) ([]string, error) {
+	var ids []string
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		p := runPrefix(id)
+		c := tx.Bucket(bucketChildren).Cursor()
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+			ids = append(ids, string(k[len(p):]))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// scanLog decodes up to limit values of bk from key start while keys keep
+// prefix p.
+func scanLog[T any](bk *bolt.Bucket, p, start []byte, skip []byte, limit int) ([]T, error) {
+	var out []T
+	c := bk.Cursor()
+	k, v := c.Seek(start)
+	if skip != nil && bytes.Equal(k, skip) {
+		k, v = c.Next()
+	}
+	for ; k != nil && bytes.HasPrefix(k, p) && len(out) < limit; k, v = c.Next() {
+		var x T
+		if err := json.Unmarshal(v, &x); err != nil {
+			return nil, fmt.Errorf("decode record %q: %w", k, err)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// Entries returns up to limit entries of run id with Seq > after, oldest
+// first. limit <= 0 means 1000; it is capped at 10000.
+func (s *BoltStore) Entries(ctx context.Context, id string, after uint64, limit int) ([]phases.Entry, error) {
+	if after == ^uint64(0) {
+		return nil, nil
+	}
+	var out []phases.Entry
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		out, err = scanLog[phases.Entry](tx.Bucket(bucketEntries), runPrefix(id), seqKey(id, after+1), nil,
+			clampLimit(limit, defaultLogLimit, maxLogLimit))
+		return err
+	})
+	return out, err
+}
+
+// Events returns up to limit events of run id with Seq > after, oldest
+// first. limit <= 0 means 1000; it is capped at 10000.
+func (s *BoltStore) Events(ctx context.Context, id string, after uint64, limit int) ([]Event, error) {
+	if after == ^uint64(0) {
+		return nil, nil
+	}
+	var out []Event
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		out, err = scanLog[Event](tx.Bucket(bucketEvents), runPrefix(id), seqKey(id, after+1), nil,
+			clampLimit(limit, defaultLogLimit, maxLogLimit))
+		return err
+	})
+	return out, err
+}
+
+// StepOps returns every op of step of run id, ordered by index.
+func (s *BoltStore) StepOps(ctx context.Context, id string, step uint64) ([]Op, error) {
+	var out []Op
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		p := opKey(id, step, 0)[:len(id)+1+8]
+		var err error
+		out, err = scanLog[Op](tx.Bucket(bucketOps), p, p, nil, maxInt)
+		return err
+	})
+	return out, err
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// Ops returns up to limit ops of run id after the op with ID after ("" =
+// from the start), ordered by step then index. after need not exist. An
+// after that is not an op ID of run id is an error. limit <= 0 means 1000;
+// it is capped at 10000.
+func (s *BoltStore) Ops(ctx context.Context, id string, after string, limit int) ([]Op, error) {
+	p := runPrefix(id)
+	start, skip := p, []byte(nil)
+	if after != "" {
+		run, step, index, err := ParseOpID(after)
+		if err != nil {
+			return nil, err
+		}
+		if run != id {
+			return nil, fmt.Errorf("op cursor %q is not an op of run %s", after, id)
+		}
+		start = opKey(id, step, uint32(index))
+		skip = start
+	}
+	var out []Op
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		out, err = scanLog[Op](tx.Bucket(bucketOps), p, start, skip,
+			clampLimit(limit, defaultLogLimit, maxLogLimit))
+		return err
+	})
+	return out, err
+}
