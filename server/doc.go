@@ -1,0 +1,59 @@
+// Package server is flock's HTTP API (DESIGN §7): it starts runs, lists and
+// reads them, streams their events and cancels them, on top of a
+// workflows.Executor and its state.Reader.
+//
+// # Routes
+//
+//	GET  /health               {"status":"ok"}; never needs a token
+//	POST /start_workflow       {"workflow","settings","task"} -> 201 {"run_id","status"}
+//	GET  /runs                 ?status=&workflow=&parent_id=&after=&limit= -> {"runs","next"}
+//	GET  /runs/:id             the run head
+//	GET  /runs/:id/entries     ?after=&limit= -> {"entries","next"}
+//	GET  /runs/:id/ops         ?after=&limit= -> {"ops","next"}
+//	GET  /runs/:id/events      Server-Sent Events, resumable with Last-Event-ID
+//	POST /runs/:id/cancel      -> {"run_id","status"}; 409 once the run has ended
+//	GET  /workflows            {"workflows":[graph...]}
+//
+// Paginated lists return "next", the cursor to pass as "after" for the next
+// page; it is empty when there was nothing more at the time of the call.
+// "limit" is 1 to 1000 (default 50 for runs, 100 for entries and ops).
+//
+// # Errors
+//
+// Every error is a JSON body {"error": "..."} whose text names the bad field
+// or the unknown run. Handlers return Go errors; one error handler maps them
+// to statuses with errors.Is: ErrBadInput, workflows.ErrBadRequest and
+// workflows.ErrUnknownWorkflow give 400, state.ErrNotFound 404,
+// workflows.ErrEnded 409, an oversize body 413, workflows.ErrStopped 503 and
+// anything else 500 with a request id and no internals.
+//
+// # Events
+//
+// GET /runs/:id/events replays the run's stored events after the
+// Last-Event-ID header (or ?after=) and then follows live ones, without
+// gaps or duplicates: it subscribes before it reads the store and drops
+// events whose seq it has already sent. Each event is
+//
+//	id: <seq>
+//	event: <type>
+//	data: <event JSON>
+//
+// A comment line is sent every 15 s while nothing happens. The stream ends
+// after the run's terminal "run" event, when the client goes away, or when
+// the server shuts down.
+//
+// # Security
+//
+// A non-loopback listen address requires configs.Server.AuthToken; New
+// refuses the configuration otherwise. With a token, every route but
+// /health requires "Authorization: Bearer <token>" (compared in constant
+// time). Bodies are capped at configs.Server.MaxBodyBytes while they are
+// read, not only by Content-Length.
+//
+// # Caveats
+//
+// echo v4 is confined to this package so that a move to v5 touches nothing
+// else. Shutdown ends open event streams first, then drains other requests;
+// stop the executor after the server so in-flight requests can still read
+// state.
+package server

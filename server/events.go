@@ -1,0 +1,244 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flockrun/flock/state"
+)
+
+// eventPage is how many stored events one store read returns.
+const eventPage = 500
+
+// Resubscription backoff when a live subscription closes without having
+// delivered anything (for example after the executor stopped).
+const (
+	minResubscribe = 50 * time.Millisecond
+	maxResubscribe = 2 * time.Second
+)
+
+// streamEvents answers GET /runs/:id/events with Server-Sent Events.
+//
+// It starts after the Last-Event-ID header or, without it, after ?after=.
+// Each round subscribes to live events first and reads the store second,
+// so nothing committed in between is lost; events whose seq was already
+// sent are dropped, and a gap in the live sequence is filled from the
+// store. The stream ends after the run's terminal "run" event (or at once
+// when the run has ended and the client has seen everything), when the
+// client disconnects, or when the server shuts down.
+func (s *Server) streamEvents(c echo.Context) error {
+	id := c.Param("id")
+	after, err := resumePoint(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ch, unsubscribe := s.subscribe(id)
+	head, err := s.ex.Store().Run(ctx, id)
+	if err != nil {
+		unsubscribe()
+		return &runError{id: id, err: err}
+	}
+
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+
+	s.streams.Add(1)
+	defer s.streams.Add(-1)
+	st := &eventStream{s: s, w: w, id: id, last: after}
+	err = st.follow(ctx, head, ch, unsubscribe)
+	if err != nil {
+		// The response has started: the client can only see the stream end.
+		s.log.Debug("event stream ended", "run", id, "last_seq", st.last, "err", err)
+	}
+	return nil
+}
+
+// resumePoint returns the seq after which the stream starts: the
+// Last-Event-ID header wins over the "after" parameter.
+func resumePoint(c echo.Context) (uint64, error) {
+	if v := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, badInput("Last-Event-ID", "must be a non-negative integer event id (got %q)", v)
+		}
+		return n, nil
+	}
+	return queryUint(c, "after")
+}
+
+// eventStream is one client's event stream.
+type eventStream struct {
+	s    *Server
+	w    *echo.Response
+	id   string
+	last uint64 // seq of the last event sent
+}
+
+// follow sends stored then live events until the run's end. It owns
+// unsubscribe and every later subscription.
+func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan state.Event, unsubscribe func()) error {
+	defer func() { unsubscribe() }()
+	heartbeat := time.NewTicker(st.s.heartbeat)
+	defer heartbeat.Stop()
+	backoff := minResubscribe
+	for {
+		start := st.last
+		done, err := st.replay(ctx)
+		if err != nil || done || head.Status.Terminal() {
+			// A terminal head is committed with its final event, so the
+			// replay that followed the head read has sent everything.
+			return err
+		}
+		done, err = st.live(ctx, ch, heartbeat.C)
+		if err != nil || done {
+			return err
+		}
+		// The subscription was closed (we fell behind, or the executor
+		// let go of the run): read the store again and resubscribe.
+		unsubscribe()
+		if st.last > start {
+			backoff = minResubscribe
+		} else {
+			if err := st.pause(ctx, backoff, heartbeat.C); err != nil {
+				return err
+			}
+			backoff = min(2*backoff, maxResubscribe)
+		}
+		ch, unsubscribe = st.s.subscribe(st.id)
+		head, err = st.s.ex.Store().Run(ctx, st.id)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// replay sends the stored events after st.last. It reports whether it sent
+// the run's terminal event.
+func (st *eventStream) replay(ctx context.Context) (bool, error) {
+	for {
+		evs, err := st.s.ex.Store().Events(ctx, st.id, st.last, eventPage)
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs {
+			if ev.Seq <= st.last {
+				continue
+			}
+			if err := st.send(ev); err != nil {
+				return false, err
+			}
+			if isFinal(ev) {
+				return true, nil
+			}
+		}
+		if len(evs) < eventPage {
+			return false, nil
+		}
+	}
+}
+
+// live sends events from ch until the run's terminal event (true), until
+// ch is closed (false, nil), or until the client or the server goes away.
+func (st *eventStream) live(ctx context.Context, ch <-chan state.Event, heartbeat <-chan time.Time) (bool, error) {
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return false, nil
+			}
+			if ev.Seq <= st.last {
+				continue // already sent from the store
+			}
+			if ev.Seq > st.last+1 {
+				// Published before we subscribed but not yet read: fill
+				// the gap from the store, which has everything published.
+				done, err := st.replay(ctx)
+				if err != nil || done {
+					return done, err
+				}
+				if ev.Seq <= st.last {
+					continue
+				}
+			}
+			if err := st.send(ev); err != nil {
+				return false, err
+			}
+			if isFinal(ev) {
+				return true, nil
+			}
+		case <-heartbeat:
+			if err := st.comment("heartbeat"); err != nil {
+				return false, err
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-st.s.quit:
+			return false, errShuttingDown
+		}
+	}
+}
+
+// pause waits d while keeping the connection alive.
+func (st *eventStream) pause(ctx context.Context, d time.Duration, heartbeat <-chan time.Time) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case <-heartbeat:
+			if err := st.comment("heartbeat"); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-st.s.quit:
+			return errShuttingDown
+		}
+	}
+}
+
+// send writes one event and flushes it.
+func (st *eventStream) send(ev state.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event %d: %w", ev.Seq, err)
+	}
+	typ := ev.Type
+	if typ == "" || strings.ContainsAny(typ, "\r\n") {
+		typ = "message"
+	}
+	if _, err := fmt.Fprintf(st.w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, typ, data); err != nil {
+		return err
+	}
+	st.w.Flush()
+	st.last = ev.Seq
+	return nil
+}
+
+// comment writes an SSE comment line (ignored by clients) and flushes it.
+func (st *eventStream) comment(text string) error {
+	if _, err := fmt.Fprintf(st.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	st.w.Flush()
+	return nil
+}
+
+// isFinal reports whether ev is a run's terminal "run" event.
+func isFinal(ev state.Event) bool {
+	return ev.Type == "run" && state.Status(ev.Status).Terminal()
+}

@@ -1,0 +1,355 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// Page sizes of the paginated routes.
+const (
+	maxLimit         = 1000
+	defaultRunsLimit = 50
+	defaultLogLimit  = 100
+)
+
+// runView is the API shape of a run head (DESIGN §7). It leaves out the
+// engine's bookkeeping (next phase, pending end, vars, work dir).
+type runView struct {
+	ID        string               `json:"id"`
+	Workflow  string               `json:"workflow"`
+	Status    state.Status         `json:"status"`
+	Phase     string               `json:"phase"`
+	ParentID  string               `json:"parent_id"`
+	Step      uint64               `json:"step"`
+	Entries   uint64               `json:"entries"`
+	Usage     operations.RunUsage  `json:"usage"`
+	Limits    operations.RunLimits `json:"limits"`
+	EndReason string               `json:"end_reason"`
+	Result    json.RawMessage      `json:"result"`
+	Error     string               `json:"error"`
+	CreatedAt time.Time            `json:"created_at"`
+	UpdatedAt time.Time            `json:"updated_at"`
+	EndedAt   *time.Time           `json:"ended_at,omitempty"`
+}
+
+func viewRun(r state.Run) runView {
+	return runView{
+		ID: r.ID, Workflow: r.Workflow, Status: r.Status, Phase: r.Phase, ParentID: r.ParentID,
+		Step: r.Step, Entries: r.Entries, Usage: r.Usage, Limits: r.Limits,
+		EndReason: r.EndReason, Result: r.Result, Error: r.Error,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt,
+	}
+}
+
+// runStatus is the answer of start and cancel.
+type runStatus struct {
+	RunID  string       `json:"run_id"`
+	Status state.Status `json:"status"`
+}
+
+// startFields are the keys a start body may have.
+var startFields = []string{"workflow", "settings", "task"}
+
+// startWorkflow answers POST /start_workflow: it creates a run and returns
+// at once with 201 and the run's id.
+func (s *Server) startWorkflow(c echo.Context) error {
+	req, err := decodeStart(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	head, err := s.ex.StartRun(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/runs/"+head.ID)
+	return c.JSON(http.StatusCreated, runStatus{RunID: head.ID, Status: head.Status})
+}
+
+// decodeStart reads a start body. Errors name the field or the byte offset
+// at fault; a body over the size limit yields the BodyLimit error as is.
+func decodeStart(body io.Reader) (workflows.StartRequest, error) {
+	var req workflows.StartRequest
+	dec := json.NewDecoder(body)
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return req, jsonError(err, dec.InputOffset())
+	}
+	if raw == nil {
+		return req, badInput("body", "expected a JSON object with %s, got null", strings.Join(startFields, ", "))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if isBodyLimit(err) {
+			return req, err
+		}
+		return req, badInput("body", "unexpected data after the JSON object at byte %d", dec.InputOffset())
+	}
+	var unknown []string
+	for k := range raw {
+		if !isStartField(k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return req, badInput(strings.Join(unknown, ", "), "unknown field (expected %s)", strings.Join(startFields, ", "))
+	}
+	if v, ok := raw["workflow"]; ok {
+		if err := json.Unmarshal(v, &req.Workflow); err != nil {
+			return req, badInput("workflow", "must be a string, got JSON %s", jsonKind(v))
+		}
+	}
+	if v, ok := raw["task"]; ok {
+		if err := json.Unmarshal(v, &req.Task); err != nil {
+			return req, badInput("task", "must be a string, got JSON %s", jsonKind(v))
+		}
+	}
+	if v := bytes.TrimSpace(raw["settings"]); len(v) > 0 && jsonKind(v) != "null" {
+		if v[0] != '{' {
+			return req, badInput("settings", "must be a JSON object, got JSON %s", jsonKind(v))
+		}
+		req.Settings = v
+	}
+	return req, nil
+}
+
+func isStartField(k string) bool {
+	for _, f := range startFields {
+		if k == f {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonError words a decoding error of the request body.
+func jsonError(err error, offset int64) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case isBodyLimit(err):
+		return err
+	case errors.Is(err, io.EOF):
+		return badInput("body", "empty; expected a JSON object with %s", strings.Join(startFields, ", "))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badInput("body", "malformed JSON: unexpected end of input at byte %d", offset)
+	case errors.As(err, &se):
+		return badInput("body", "malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.As(err, &te):
+		return badInput("body", "expected a JSON object, got JSON %s", te.Value)
+	}
+	return badInput("body", "cannot read the request body: %v", err)
+}
+
+// isBodyLimit reports whether err is the BodyLimit middleware's "too large".
+func isBodyLimit(err error) bool {
+	var he *echo.HTTPError
+	return errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge
+}
+
+// jsonKind names the JSON type of a valid JSON value.
+func jsonKind(v []byte) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// listRuns answers GET /runs: heads newest first, filtered, paginated.
+func (s *Server) listRuns(c echo.Context) error {
+	f := state.RunFilter{
+		Status:   state.Status(c.QueryParam("status")),
+		Workflow: c.QueryParam("workflow"),
+		ParentID: c.QueryParam("parent_id"),
+		After:    c.QueryParam("after"),
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return badInput("status", "must be one of running, paused, succeeded, failed, cancelled (got %q)", f.Status)
+	}
+	limit, err := queryLimit(c, defaultRunsLimit)
+	if err != nil {
+		return err
+	}
+	f.Limit = limit
+	runs, next, err := s.ex.Store().Runs(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	views := make([]runView, 0, len(runs))
+	for _, r := range runs {
+		views = append(views, viewRun(r))
+	}
+	return c.JSON(http.StatusOK, struct {
+		Runs []runView `json:"runs"`
+		Next string    `json:"next"`
+	}{views, next})
+}
+
+// getRun answers GET /runs/:id with the run's head.
+func (s *Server) getRun(c echo.Context) error {
+	head, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, viewRun(head))
+}
+
+// listEntries answers GET /runs/:id/entries: the entry log oldest first,
+// after the entry seq given as "after".
+func (s *Server) listEntries(c echo.Context) error {
+	after, err := queryUint(c, "after")
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, defaultLogLimit)
+	if err != nil {
+		return err
+	}
+	head, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	// One more than asked tells whether there is a next page.
+	entries, err := s.ex.Store().Entries(c.Request().Context(), head.ID, after, limit+1)
+	if err != nil {
+		return &runError{id: head.ID, err: err}
+	}
+	next := ""
+	if len(entries) > limit {
+		entries = entries[:limit]
+		next = strconv.FormatUint(entries[limit-1].Seq, 10)
+	}
+	if entries == nil {
+		entries = []phases.Entry{}
+	}
+	return c.JSON(http.StatusOK, struct {
+		Entries []phases.Entry `json:"entries"`
+		Next    string         `json:"next"`
+	}{entries, next})
+}
+
+// listOps answers GET /runs/:id/ops: the operation journal by step and
+// index, after the op id given as "after".
+func (s *Server) listOps(c echo.Context) error {
+	after := c.QueryParam("after")
+	limit, err := queryLimit(c, defaultLogLimit)
+	if err != nil {
+		return err
+	}
+	head, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	ops, err := s.ex.Store().Ops(c.Request().Context(), head.ID, after, limit+1)
+	if err != nil {
+		return &runError{id: head.ID, err: err}
+	}
+	next := ""
+	if len(ops) > limit {
+		ops = ops[:limit]
+		next = ops[limit-1].ID
+	}
+	if ops == nil {
+		ops = []state.Op{}
+	}
+	return c.JSON(http.StatusOK, struct {
+		Ops  []state.Op `json:"ops"`
+		Next string     `json:"next"`
+	}{ops, next})
+}
+
+// cancelRun answers POST /runs/:id/cancel. The executor cancels the run and
+// its children and returns once the run has ended; a run that had already
+// ended gives 409.
+func (s *Server) cancelRun(c echo.Context) error {
+	id := c.Param("id")
+	ctx := c.Request().Context()
+	if err := s.ex.Cancel(ctx, id); err != nil {
+		re := &runError{id: id, err: err}
+		if errors.Is(err, workflows.ErrEnded) {
+			if head, herr := s.ex.Store().Run(ctx, id); herr == nil {
+				re.status = head.Status
+			}
+		}
+		return re
+	}
+	head, err := s.ex.Store().Run(ctx, id)
+	if err != nil {
+		return &runError{id: id, err: err}
+	}
+	return c.JSON(http.StatusOK, runStatus{RunID: head.ID, Status: head.Status})
+}
+
+// listWorkflows answers GET /workflows with every registered graph.
+func (s *Server) listWorkflows(c echo.Context) error {
+	list := s.ex.Registry().List()
+	graphs := make([]phases.Graph, 0, len(list))
+	for _, w := range list {
+		graphs = append(graphs, w.Graph())
+	}
+	return c.JSON(http.StatusOK, struct {
+		Workflows []phases.Graph `json:"workflows"`
+	}{graphs})
+}
+
+// run reads the head of the run named by the :id parameter.
+func (s *Server) run(c echo.Context) (state.Run, error) {
+	id := c.Param("id")
+	head, err := s.ex.Store().Run(c.Request().Context(), id)
+	if err != nil {
+		return state.Run{}, &runError{id: id, err: err}
+	}
+	return head, nil
+}
+
+// queryLimit parses the "limit" parameter (1 to maxLimit, default def).
+func queryLimit(c echo.Context, def int) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, badInput("limit", "must be an integer between 1 and %d (got %q)", maxLimit, v)
+	}
+	return n, nil
+}
+
+// queryUint parses an optional non-negative integer parameter (default 0).
+func queryUint(c echo.Context, name string) (uint64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, badInput(name, "must be a non-negative integer (got %q)", v)
+	}
+	return n, nil
+}

@@ -1,0 +1,238 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// DefaultHeartbeat is the interval of the comment lines an event stream
+// sends while the run is quiet, so proxies and clients keep the connection.
+const DefaultHeartbeat = 15 * time.Second
+
+// Server serves the HTTP API of one executor. Create it with New, then call
+// Start and, at the end, Shutdown. Handler serves the same routes without a
+// listener (for tests).
+type Server struct {
+	cfg       configs.Server
+	ex        *workflows.Executor
+	log       *slog.Logger
+	e         *echo.Echo
+	heartbeat time.Duration
+	// subscribe is ex.Subscribe; tests replace it before Start to simulate
+	// subscriptions that are dropped.
+	subscribe func(id string) (<-chan state.Event, func())
+
+	// quit is closed by Shutdown; event streams watch it and return, so
+	// that a graceful shutdown does not wait for them.
+	quit     chan struct{}
+	quitOnce sync.Once
+	// streams counts event streams being served.
+	streams atomic.Int64
+
+	mu     sync.Mutex
+	srv    *http.Server // guarded by mu; nil before Start
+	served chan error   // guarded by mu; receives Serve's result once
+}
+
+// New returns a server for ex configured by cfg. Zero fields of cfg get
+// their defaults (configs.Server.ApplyDefaults). It fails when cfg is
+// invalid, notably when cfg.Addr is not a loopback address and no
+// cfg.AuthToken is set. New does not listen; Start does.
+func New(cfg configs.Server, ex *workflows.Executor, logger *slog.Logger) (*Server, error) {
+	if ex == nil {
+		return nil, errors.New("server: executor is nil")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("server: %w", &configs.FieldError{Field: "max_body_bytes", Reason: "must not be negative"})
+	}
+	s := &Server{
+		cfg:       cfg,
+		ex:        ex,
+		log:       logger,
+		heartbeat: DefaultHeartbeat,
+		subscribe: ex.Subscribe,
+		quit:      make(chan struct{}),
+	}
+	s.e = s.newEcho()
+	return s, nil
+}
+
+// Handler returns the server's routes with all middleware, for use with
+// httptest or an outer mux.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Start listens on cfg.Addr and serves in the background. It returns the
+// bound address (useful with port 0). Start may be called once.
+func (s *Server) Start() (net.Addr, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return nil, errors.New("server: already started")
+	}
+	select {
+	case <-s.quit:
+		return nil, errors.New("server: already shut down")
+	default:
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.srv = &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.served = make(chan error, 1)
+	srv, served := s.srv, s.served
+	go func() {
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		served <- err
+	}()
+	s.log.Info("http server listening", "addr", ln.Addr().String(), "auth", s.cfg.AuthToken != "")
+	return ln.Addr(), nil
+}
+
+// Shutdown stops the server gracefully: it ends open event streams, stops
+// accepting connections and waits for in-flight requests until ctx ends,
+// then closes what is left. It returns the serve loop's error, if any.
+// Calling it before Start or twice is harmless.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.quitOnce.Do(func() { close(s.quit) })
+	s.mu.Lock()
+	srv, served := s.srv, s.served
+	s.served = nil
+	s.mu.Unlock()
+	if srv == nil || served == nil {
+		return nil
+	}
+	var errs []error
+	if err := srv.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("server: shutdown: %w", err))
+		if cerr := srv.Close(); cerr != nil {
+			errs = append(errs, fmt.Errorf("server: close: %w", cerr))
+		}
+	}
+	if err := <-served; err != nil {
+		errs = append(errs, fmt.Errorf("server: serve: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// newEcho builds the router with its middleware and routes.
+func (s *Server) newEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+
+	e.Pre(middleware.RemoveTrailingSlash())
+	e.Use(middleware.RequestID())
+	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogMethod:     true,
+		LogURI:        true,
+		LogStatus:     true,
+		LogLatency:    true,
+		LogRequestID:  true,
+		LogRemoteIP:   true,
+		LogError:      true,
+		HandleError:   true,
+		LogValuesFunc: s.logRequest,
+	}))
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: s.logPanic,
+	}))
+	if s.cfg.AuthToken != "" {
+		e.Use(middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
+			Skipper:      func(c echo.Context) bool { return c.Path() == "/health" },
+			KeyLookup:    "header:" + echo.HeaderAuthorization,
+			AuthScheme:   "Bearer",
+			Validator:    s.validToken,
+			ErrorHandler: func(error, echo.Context) error { return errUnauthorized },
+		}))
+	}
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit: strconv.FormatInt(s.cfg.MaxBodyBytes, 10),
+	}))
+
+	e.GET("/health", s.health)
+	e.POST("/start_workflow", s.startWorkflow)
+	e.GET("/runs", s.listRuns)
+	e.GET("/runs/:id", s.getRun)
+	e.GET("/runs/:id/entries", s.listEntries)
+	e.GET("/runs/:id/ops", s.listOps)
+	e.GET("/runs/:id/events", s.streamEvents)
+	e.POST("/runs/:id/cancel", s.cancelRun)
+	e.GET("/workflows", s.listWorkflows)
+	return e
+}
+
+// errUnauthorized answers requests without the right bearer token.
+var errUnauthorized = echo.NewHTTPError(http.StatusUnauthorized,
+	"missing or invalid bearer token: send the header \"Authorization: Bearer <token>\"")
+
+// validToken compares key with the configured token in constant time. Both
+// are hashed first so that the comparison does not leak the length.
+func (s *Server) validToken(key string, _ echo.Context) (bool, error) {
+	got := sha256.Sum256([]byte(key))
+	want := sha256.Sum256([]byte(s.cfg.AuthToken))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1, nil
+}
+
+// logRequest logs one request at debug level.
+func (s *Server) logRequest(c echo.Context, v middleware.RequestLoggerValues) error {
+	attrs := []slog.Attr{
+		slog.String("method", v.Method),
+		slog.String("uri", v.URI),
+		slog.Int("status", v.Status),
+		slog.Duration("latency", v.Latency),
+		slog.String("request_id", v.RequestID),
+		slog.String("remote_ip", v.RemoteIP),
+	}
+	if v.Error != nil {
+		attrs = append(attrs, slog.String("err", v.Error.Error()))
+	}
+	s.log.LogAttrs(c.Request().Context(), slog.LevelDebug, "http request", attrs...)
+	return nil
+}
+
+// logPanic logs a recovered handler panic with its stack; the client only
+// gets a 500 with the request id.
+func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
+	s.log.Error("http handler panic", "method", c.Request().Method, "uri", c.Request().RequestURI,
+		"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err, "stack", string(stack))
+	return fmt.Errorf("handler panic: %v", err)
+}
+
+// health answers GET /health.
+func (s *Server) health(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
