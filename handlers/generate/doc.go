@@ -1,0 +1,121 @@
+// Package generate runs the generate operation: chat completions from an
+// OpenAI-compatible endpoint, from a built-in deterministic policy
+// (simulated) or from a file of canned replies (scripted).
+//
+// # Models
+//
+// A request's model name is looked up in the run's settings (models map).
+// A declared model uses its provider; base_url defaults to $OPENAI_BASE_URL,
+// then https://api.openai.com/v1; api_key_env defaults to OPENAI_API_KEY.
+// An undeclared "simulated" is the simulated provider; any other undeclared
+// name is an openai model with those environment defaults. In simulated mode
+// (Options.Mode) every openai model is answered by the simulated provider;
+// scripted models keep their script. Handler.CheckSettings reports a live
+// model whose key variable is unset, naming the variable (never a key).
+//
+// # OpenAI-compatible endpoints
+//
+// Requests go through go-openai's CreateChatCompletion with one cached
+// client per (base URL, key variable). Messages, tools (parameters passed
+// through as raw JSON Schema), tool_choice ("auto", "none", "required" or a
+// tool name), n, temperature, stop, reasoning_effort, logprobs and
+// top_logprobs map one to one. max_tokens is sent as max_completion_tokens
+// to api.openai.com and for reasoning-model names (o1, o3, o4, gpt-5...), as
+// max_tokens elsewhere (vLLM, Ollama, llama.cpp). Message.Reasoning is not
+// sent back. Replies keep content (a refusal when content is empty), tool
+// calls with their raw argument text (even invalid JSON), finish_reason,
+// reasoning (reasoning_content, or vLLM/OpenRouter "reasoning"), logprobs and
+// vLLM token_ids. When the endpoint reports no usage it is estimated
+// (chars/4). Cost is prompt*input_price/1e6 + completion*output_price/1e6.
+//
+// When n > 1 and the endpoint returns fewer choices, the missing ones are
+// requested as parallel single calls; outputs and usage are merged. If one
+// of them fails (after its retries) the whole generate fails.
+//
+// # Retries, limits, secrets
+//
+// Each HTTP attempt is bounded by the model's timeout_s (through the
+// context) and retried, up to max_retries times, on 408, 429, 5xx, the
+// per-request timeout and transport errors (refused, reset, DNS, a body cut
+// short), waiting the endpoint's Retry-After / retry-after-ms when given,
+// else a jittered exponential backoff (Options.BackoffBase doubling up to
+// BackoffMax). Other 4xx, requests go-openai rejects client-side and
+// malformed 2xx replies (invalid JSON, HTML, no choices) fail at once. The
+// final error names the model, the endpoint host, the failure and the
+// attempt count. The op's context ending stops everything at once.
+//
+// Every attempt (retries and n-emulation calls included) takes a token from
+// a per-(model, base URL) bucket of requests_per_minute (burst: one
+// second's worth, at least 1) and holds a slot of max_concurrency while in
+// flight. Limiters are shared by all runs of the Handler; when settings
+// declare new limits for the same model, the latest settings win.
+//
+// API keys are read from the environment at call time and never appear in
+// results, errors or logs: error and log text is scrubbed of the key.
+//
+// # Simulated provider
+//
+// A deterministic policy with no network: the reply depends only on the
+// request (an FNV hash of messages, tool names and tool_choice), never on
+// time or randomness. Usage is estimated at chars/4. The family of the
+// request is told by the tools offered (tool mode) or, with no tools, by
+// the system prompt (text mode, where tools are fenced blocks such as
+// ```bash, or <bash> tags):
+//
+//   - rate_options (raters): finds the numbered options in the last message
+//     (<option_N> tags, "Option N:" lines or "[N]" lines) and rates each in
+//     [-2, 2] by how much it looks like progress: submit 1.8, creating a
+//     file 1.5, reading or counting (cat, wc, head, grep) 1, ls -la 0.75,
+//     ls/pwd 0.5, rm -rf/sudo -2. Text mode: a ```json {"ratings": [...]}
+//     block.
+//   - advise (advisors): one sentence naming the actor's next planned
+//     command (or "submit"). Text mode: an ```advise block.
+//   - bash or run_bash, python, submit or conclude (actors): a plan derived
+//     from the task (a <task> block, the text after "task:", or the first
+//     user message): "ls -la"; then, when the task says "create NAME
+//     containing TEXT", printf TEXT into NAME; then "wc -w|-l|-c < FILE" when
+//     it asks for a word/line/character count of a file, "ls -1 | wc -l"
+//     for a file count, or "cat -- FILE" for a file it mentions; with no
+//     such instruction "pwd" and "head -n 40" of the first file the listing
+//     showed. Commands already run (found in the history) are skipped; once
+//     the plan is done (or after 6 commands) it calls submit (or conclude)
+//     with the first meaningful line of the last tool output, reduced to its
+//     leading number when it has one (so "wc -w < hello.txt" yields "1").
+//     Without submit/conclude it calls score once. Output 0 and even
+//     outputs follow the plan; odd outputs propose a lighter exploratory
+//     command, and the thought text varies with the request, so n > 1 and
+//     the triframe with/without-advice actors give raters differing options.
+//     Text mode: a thought then a ```bash block, or a ```submit block.
+//   - a judge tool (select_winner, or a name with winner/judge/select/
+//     choose/pick/rank/compare/vote): arguments filled from the schema,
+//     choice fields picking by hash among agent ids or option indices found
+//     in the prompt.
+//   - any other tool: the forced or first tool, arguments filled from its
+//     JSON Schema.
+//   - no tools: a short text reply quoting the last message.
+//
+// For "create hello.txt containing hi and submit its word count" a triframe
+// agent runs ls -la, printf 'hi' > hello.txt, wc -w < hello.txt, then
+// submits "1".
+//
+// # Scripted provider
+//
+// Replies come from a JSONL file (models.NAME.script; a relative path is
+// resolved against the process working directory). Blank lines and lines
+// starting with # are skipped; unknown fields are an error. Each line is
+//
+//	{"content": "...", "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+//	 "reasoning": "...", "finish_reason": "...", "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+//	 "error": "...", "match": "substring", "n": 1}
+//
+// all fields optional. Arguments may be an object (sent compacted) or a
+// string (sent as is, even invalid JSON). A line with "error" makes the
+// generate fail with that message. Lines are consumed in order per (run ID,
+// model name): each output takes the first unused line that has no "match"
+// or whose match occurs in the last user or tool message, which lets a test
+// script parallel calls. A line with "n": k stands for k identical outputs
+// of an n > 1 request. When no line fits, the generate fails with
+// "scripted model X: script exhausted after N replies". Cursors live in
+// memory only (a restarted server starts the script over; CloseRun or a
+// changed file resets them): scripted replies are for tests.
+package generate

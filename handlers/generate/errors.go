@@ -1,0 +1,19 @@
+package generate
+
+import "errors"
+
+var (
+	// ErrMissingKey is returned when a live model's API key environment
+	// variable is unset or empty. The message names the variable, never a key.
+	ErrMissingKey = errors.New("environment variable is not set")
+	// ErrNoModel is returned for a generate request without a model name.
+	ErrNoModel = errors.New("model is required")
+	// ErrMalformedReply is returned when an endpoint answers 2xx with a body
+	// that is not a chat completion (invalid JSON, an HTML page, no choices).
+	ErrMalformedReply = errors.New("malformed reply")
+	// ErrScriptExhausted is returned by the scripted provider when no unused
+	// line of the script can answer the request.
+	ErrScriptExhausted = errors.New("script exhausted")
+	// ErrScript is returned when a script file cannot be read or parsed.
+	ErrScript = errors.New("invalid script")
+)

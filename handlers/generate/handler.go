@@ -1,0 +1,302 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+// Modes accepted in Options.Mode.
+const (
+	// ModeLive sends generates to the provider each model declares.
+	ModeLive = "live"
+	// ModeSimulated answers every generate of an openai-provider model with
+	// the built-in simulated policy (scripted models keep their script: they
+	// need no network either).
+	ModeSimulated = "simulated"
+)
+
+// Provider names (configs.Model.Provider).
+const (
+	ProviderOpenAI    = "openai"
+	ProviderSimulated = "simulated"
+	ProviderScripted  = "scripted"
+)
+
+// Environment variables read for models that are not declared in settings
+// (and for declared ones that leave base_url / api_key_env empty).
+const (
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvAPIKey  = "OPENAI_API_KEY"
+	// DefaultBaseURL is used when neither the model nor the environment names one.
+	DefaultBaseURL = "https://api.openai.com/v1"
+)
+
+// Options configures a Handler. The zero value is usable: live mode,
+// os.Getenv, a fresh HTTP transport, slog.Default and 1 s..60 s backoff.
+type Options struct {
+	// Mode is ModeLive (default) or ModeSimulated.
+	Mode string
+	// Getenv reads API keys and OPENAI_BASE_URL; default os.Getenv.
+	Getenv func(string) string
+	// HTTPClient is the client whose Transport carries requests to
+	// OpenAI-compatible endpoints (proxies, TLS). Its Timeout is ignored:
+	// every request is bounded by its model's timeout_s through the context.
+	// Default: a client over a clone of http.DefaultTransport.
+	HTTPClient *http.Client
+	// Logger receives retry warnings (API keys are scrubbed); default slog.Default().
+	Logger *slog.Logger
+	// BackoffBase is the first retry delay before jitter (default 1 s); each
+	// further retry doubles it up to BackoffMax (default 60 s). A Retry-After
+	// header from the endpoint takes precedence, capped at MaxRetryAfter
+	// (default 5 min).
+	BackoffBase   time.Duration
+	BackoffMax    time.Duration
+	MaxRetryAfter time.Duration
+}
+
+// Handler runs generate operations. It is safe for concurrent use by many
+// runs; its rate limiters, HTTP clients and scripted cursors are shared by
+// all of them.
+type Handler struct {
+	opts   Options
+	getenv func(string) string
+	log    *slog.Logger
+
+	mu sync.Mutex
+	// clients caches one go-openai client per (base URL, key env); guarded by mu.
+	clients map[clientKey]*clientEntry
+	// limiters holds one limiter per (endpoint model name, base URL); guarded by mu.
+	limiters map[limiterKey]*limiter
+	// transport is the shared, header-capturing transport; set once under mu.
+	transport *captureTransport
+
+	scripts *scripts
+}
+
+// New returns a Handler. It does no I/O: clients, limiters and scripts are
+// created on first use.
+func New(opts Options) *Handler {
+	if opts.Mode == "" {
+		opts.Mode = ModeLive
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = time.Second
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = time.Minute
+	}
+	if opts.BackoffMax < opts.BackoffBase {
+		opts.BackoffMax = opts.BackoffBase
+	}
+	if opts.MaxRetryAfter <= 0 {
+		opts.MaxRetryAfter = 5 * time.Minute
+	}
+	h := &Handler{
+		opts:     opts,
+		getenv:   opts.Getenv,
+		log:      opts.Logger,
+		clients:  map[clientKey]*clientEntry{},
+		limiters: map[limiterKey]*limiter{},
+		scripts:  newScripts(),
+	}
+	if h.getenv == nil {
+		h.getenv = os.Getenv
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	return h
+}
+
+// Handle runs one generate operation. Failures (unknown model, missing key,
+// endpoint errors after retries, malformed replies, an exhausted script) are
+// reported in Result.Error; the error text never contains an API key.
+func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) (res operations.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = operations.Failed(req, "generate: internal error: %v\n%s", p, debug.Stack())
+		}
+	}()
+	if req.Kind != operations.KindGenerate || req.Generate == nil {
+		return operations.Failed(req, "generate: %v", operations.ErrMissingParams)
+	}
+	g := req.Generate
+	m, err := h.resolve(env.Settings, g.Model)
+	if err != nil {
+		return operations.Failed(req, "generate: %v", err)
+	}
+	start := time.Now()
+	var out *operations.GenerateResult
+	switch m.provider {
+	case ProviderSimulated:
+		out = simulate(g)
+	case ProviderScripted:
+		out, err = h.scripts.reply(env.RunID, m, g)
+	default:
+		out, err = h.callOpenAI(ctx, m, g)
+	}
+	if err != nil {
+		return operations.Failed(req, "%s", err.Error())
+	}
+	out.Usage.Cost = m.cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
+	out.DurationMS = time.Since(start).Milliseconds()
+	return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Generate: out}
+}
+
+// CheckSettings reports, for the models a workflow will use, the problems
+// that would make every generate fail: a live model whose API key variable
+// is unset (the message names the variable, never a key) or a scripted
+// model whose script cannot be read. The executor calls it at run start.
+// All problems are reported, joined.
+func (h *Handler) CheckSettings(s *configs.RunSettings, models []string) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, name := range models {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		m, err := h.resolve(s, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch m.provider {
+		case ProviderOpenAI:
+			if h.getenv(m.keyEnv) == "" {
+				errs = append(errs, m.missingKey())
+			}
+		case ProviderScripted:
+			if _, err := h.scripts.load(m.script); err != nil {
+				errs = append(errs, fmt.Errorf("model %q: %w", name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CloseRun forgets the scripted cursors of a run.
+func (h *Handler) CloseRun(runID string) { h.scripts.closeRun(runID) }
+
+// Close releases idle HTTP connections. The handler stays usable.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	t := h.transport
+	h.mu.Unlock()
+	if t != nil {
+		if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}
+	return nil
+}
+
+// model is a resolved model declaration.
+type model struct {
+	// key is the name the request used; name is sent to the endpoint.
+	key, name, provider string
+	baseURL, keyEnv     string
+	inPrice, outPrice   float64
+	rpm, maxConc        int
+	timeout             time.Duration
+	maxRetries          int
+	script              string
+}
+
+func (m *model) cost(prompt, completion int) float64 {
+	return float64(prompt)*m.inPrice/1e6 + float64(completion)*m.outPrice/1e6
+}
+
+func (m *model) missingKey() error {
+	return fmt.Errorf("model %q: %w", m.key, &missingKeyError{env: m.keyEnv})
+}
+
+type missingKeyError struct{ env string }
+
+func (e *missingKeyError) Error() string { return "environment variable " + e.env + " is not set" }
+func (e *missingKeyError) Unwrap() error { return ErrMissingKey }
+
+// resolve applies the model rules: a declared model uses its declaration
+// (defaults filled as configs.ApplyDefaults would); an undeclared
+// "simulated" is the simulated provider; any other undeclared name is an
+// openai model at $OPENAI_BASE_URL with $OPENAI_API_KEY. In simulated mode
+// openai models become simulated.
+func (h *Handler) resolve(s *configs.RunSettings, name string) (*model, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, ErrNoModel
+	}
+	var decl configs.Model
+	declared := false
+	if s != nil {
+		decl, declared = s.Models[name]
+	}
+	m := &model{key: name, name: name, provider: ProviderOpenAI}
+	switch {
+	case declared:
+		if decl.Provider != "" {
+			m.provider = decl.Provider
+		}
+		if decl.Name != "" {
+			m.name = decl.Name
+		}
+		m.baseURL, m.keyEnv = decl.BaseURL, decl.APIKeyEnv
+		m.inPrice, m.outPrice = decl.InputPrice, decl.OutputPrice
+		m.rpm, m.maxConc = decl.RequestsPerMinute, decl.MaxConcurrency
+		m.timeout = time.Duration(decl.TimeoutS * float64(time.Second))
+		m.maxRetries = configs.DefaultModelRetries
+		if decl.MaxRetries != nil {
+			m.maxRetries = max(0, *decl.MaxRetries)
+		}
+		m.script = decl.Script
+	case name == ProviderSimulated:
+		m.provider = ProviderSimulated
+	default:
+		m.maxRetries = configs.DefaultModelRetries
+	}
+	switch m.provider {
+	case ProviderOpenAI, ProviderSimulated, ProviderScripted:
+	default:
+		return nil, fmt.Errorf("model %q: unknown provider %q", name, m.provider)
+	}
+	if m.provider == ProviderScripted && m.script == "" {
+		return nil, fmt.Errorf("model %q: %w: the scripted provider needs a script", name, ErrScript)
+	}
+	if m.provider == ProviderOpenAI && h.opts.Mode == ModeSimulated {
+		m.provider = ProviderSimulated
+	}
+	if m.provider != ProviderOpenAI {
+		return m, nil
+	}
+	if m.baseURL == "" {
+		m.baseURL = h.getenv(EnvBaseURL)
+	}
+	if m.baseURL == "" {
+		m.baseURL = DefaultBaseURL
+	}
+	m.baseURL = strings.TrimRight(m.baseURL, "/")
+	if m.keyEnv == "" {
+		m.keyEnv = EnvAPIKey
+	}
+	if m.timeout <= 0 {
+		m.timeout = configs.DefaultModelTimeoutS * time.Second
+	}
+	return m, nil
+}
+
+var (
+	_ handlers.Handler   = (*Handler)(nil)
+	_ handlers.Closer    = (*Handler)(nil)
+	_ handlers.RunCloser = (*Handler)(nil)
+)

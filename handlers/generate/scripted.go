@@ -1,0 +1,224 @@
+package generate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// scriptLine is one reply of a script file (one JSON object per line).
+type scriptLine struct {
+	Content      string       `json:"content"`
+	ToolCalls    []scriptCall `json:"tool_calls"`
+	Reasoning    string       `json:"reasoning"`
+	FinishReason string       `json:"finish_reason"`
+	Usage        *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	// Error makes the generate fail with this message.
+	Error string `json:"error"`
+	// Match restricts the line to requests whose last user or tool message
+	// contains this substring.
+	Match string `json:"match"`
+	// N makes the line stand for N identical outputs of an n > 1 request.
+	N int `json:"n"`
+
+	lineNo int
+}
+
+type scriptCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is a JSON object (sent compacted) or a string (sent as is).
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// args returns the call's arguments as the text a model would produce.
+func (c scriptCall) args() string {
+	a := bytes.TrimSpace(c.Arguments)
+	if len(a) == 0 || string(a) == "null" {
+		return "{}"
+	}
+	var s string
+	if json.Unmarshal(a, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, a) == nil {
+		return buf.String()
+	}
+	return string(a)
+}
+
+type scriptFile struct {
+	path  string
+	mod   time.Time
+	size  int64
+	lines []scriptLine
+}
+
+type cursorKey struct{ run, model string }
+
+// cursor is how far one run has read a model's script.
+type cursor struct {
+	file *scriptFile
+	used []bool
+	// count is the number of lines consumed.
+	count int
+}
+
+// scripts holds parsed script files and per-(run, model) cursors.
+type scripts struct {
+	mu sync.Mutex
+	// files caches parsed scripts by path, reloaded when size or mtime
+	// change; guarded by mu.
+	files map[string]*scriptFile
+	// cursors is guarded by mu.
+	cursors map[cursorKey]*cursor
+}
+
+func newScripts() *scripts {
+	return &scripts{files: map[string]*scriptFile{}, cursors: map[cursorKey]*cursor{}}
+}
+
+// load returns the parsed script at path (relative paths are resolved
+// against the process working directory).
+func (s *scripts) load(path string) (*scriptFile, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrScript, err)
+	}
+	s.mu.Lock()
+	f, ok := s.files[path]
+	s.mu.Unlock()
+	if ok && f.mod.Equal(st.ModTime()) && f.size == st.Size() {
+		return f, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrScript, err)
+	}
+	f = &scriptFile{path: path, mod: st.ModTime(), size: st.Size()}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64*1024), len(b)+1)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var l scriptLine
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			return nil, fmt.Errorf("%w: %s:%d: %v", ErrScript, path, n, err)
+		}
+		l.lineNo = n
+		f.lines = append(f.lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrScript, path, err)
+	}
+	s.mu.Lock()
+	s.files[path] = f
+	s.mu.Unlock()
+	return f, nil
+}
+
+func (s *scripts) closeRun(runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.cursors {
+		if k.run == runID {
+			delete(s.cursors, k)
+		}
+	}
+}
+
+// lastUserOrTool is the content of the last user or tool message.
+func lastUserOrTool(msgs []operations.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if r := msgs[i].Role; r == operations.RoleUser || r == operations.RoleTool {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+// reply answers g from the script of m, consuming lines of the run's
+// cursor: for each of the n outputs, the first unused line that either has
+// no match or whose match occurs in the last user/tool message.
+func (s *scripts) reply(runID string, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
+	f, err := s.load(m.script)
+	if err != nil {
+		return nil, fmt.Errorf("scripted model %q: %w", m.key, err)
+	}
+	last := lastUserOrTool(g.Messages)
+	want := max(1, g.N)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := cursorKey{runID, m.key}
+	c := s.cursors[k]
+	if c == nil || c.file != f {
+		c = &cursor{file: f, used: make([]bool, len(f.lines))}
+		s.cursors[k] = c
+	}
+	out := &operations.GenerateResult{Model: m.name}
+	prompt, completion, usageGiven := 0, 0, false
+	for len(out.Outputs) < want {
+		idx := -1
+		for i, l := range f.lines {
+			if !c.used[i] && (l.Match == "" || strings.Contains(last, l.Match)) {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return nil, fmt.Errorf("scripted model %q: %w after %d replies", m.key, ErrScriptExhausted, c.count)
+		}
+		c.used[idx] = true
+		c.count++
+		l := f.lines[idx]
+		if l.Error != "" {
+			return nil, fmt.Errorf("scripted model %q: %s", m.key, l.Error)
+		}
+		o := operations.Output{Content: l.Content, Reasoning: l.Reasoning, FinishReason: l.FinishReason}
+		for j, tc := range l.ToolCalls {
+			id := tc.ID
+			if id == "" {
+				id = fmt.Sprintf("call_script_%d_%d", l.lineNo, j)
+			}
+			o.ToolCalls = append(o.ToolCalls, operations.ToolCall{ID: id, Name: tc.Name, Arguments: tc.args()})
+		}
+		if o.FinishReason == "" {
+			o.FinishReason = "stop"
+			if len(o.ToolCalls) > 0 {
+				o.FinishReason = "tool_calls"
+			}
+		}
+		copies := min(max(1, l.N), want-len(out.Outputs))
+		for range copies {
+			out.Outputs = append(out.Outputs, o)
+		}
+		if l.Usage != nil {
+			usageGiven = true
+			prompt = max(prompt, l.Usage.PromptTokens)
+			completion += l.Usage.CompletionTokens
+		} else {
+			completion += copies * estimateOutputs([]operations.Output{o})
+		}
+	}
+	if !usageGiven {
+		prompt = estimatePrompt(g.Messages, g.Tools)
+	}
+	out.Usage = operations.Usage{PromptTokens: prompt, CompletionTokens: completion}
+	return out, nil
+}
