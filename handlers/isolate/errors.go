@@ -1,0 +1,15 @@
+package isolate
+
+import "errors"
+
+var (
+	// ErrUnknownKind is returned for a sandbox kind other than "none" and
+	// "bwrap".
+	ErrUnknownKind = errors.New("unknown sandbox kind")
+	// ErrUnavailable is returned when bwrap is missing or cannot create a
+	// sandbox on this host.
+	ErrUnavailable = errors.New("bwrap sandbox unavailable")
+	// ErrBadPath is returned for a work directory that is not an absolute
+	// path to an existing directory.
+	ErrBadPath = errors.New("bad sandbox path")
+)

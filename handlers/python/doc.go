@@ -1,0 +1,73 @@
+// Package python runs the python operation: code cells executed in one
+// persistent interpreter per run, so globals, imports and definitions carry
+// over from call to call, as in a notebook.
+//
+// # Driver and protocol
+//
+// Each interpreter runs a small driver (driver.py, embedded in the binary
+// and passed with -c). The server talks to it over two dedicated pipes,
+// fds 3 (requests) and 4 (replies), which the driver marks
+// non-inheritable; frames are a 4-byte big-endian length followed by JSON.
+// The driver's stdin is /dev/null (input() raises EOFError), and fds 1 and
+// 2 are an unlinked temporary file, so nothing a cell writes — print,
+// sys.__stdout__, os.write(1, ...), subprocesses — can corrupt the protocol.
+//
+// # Output
+//
+// Output is stdout and stderr interleaved in write order (both line
+// buffered), including what subprocesses write; a cell's traceback goes to
+// PythonResult.Error, and output written before the exception is kept. If
+// the last statement of a cell is an expression its value is shown with
+// sys.displayhook, like the interactive interpreter (None shows nothing,
+// and _ holds the last value). Output is capped at settings.bash.output_limit
+// (Options.OutputLimit by default), keeping the head and the tail like
+// handlers.Truncate; only those parts are read from the file, so the
+// server's memory stays bounded however much a cell prints (the file itself
+// lives in the server's temporary directory until the next cell clears it).
+// Output that background processes write between cells is discarded when
+// the next cell starts.
+//
+// # Timeouts, death and cancellation
+//
+// A cell runs for timeout_s, else settings.python.timeout_s, else
+// Options.DefaultTimeout (600 s). At the deadline the driver delivers
+// SIGINT to its main thread: KeyboardInterrupt is raised in the cell (also
+// inside sleep, socket reads and subprocess waits), the result has
+// timed_out set, and the interpreter and its globals are kept. If the cell
+// has not stopped after Options.InterruptGrace (1 s) — it ignores SIGINT or
+// swallows KeyboardInterrupt — the interpreter's process group is killed;
+// the result says so, and the next call starts a fresh interpreter. The same
+// restart follows an interpreter that dies during a cell (os._exit, a
+// crash); the output up to its death is kept. SystemExit is reported as an
+// error and does not end the interpreter. When ctx is done the interpreter
+// is killed and the result's Error is "cancelled".
+//
+// # Interpreter and environment
+//
+// The binary is settings.python.interpreter, else python3 on the server's
+// PATH, else /usr/bin/python3 or /usr/local/bin/python3. A path in a
+// "shims" directory (pyenv, asdf) is replaced, once per process, by the
+// sys.executable it reports, to avoid the shim's cost on every start.
+// Interpreters run in the run's work directory (created if missing), which
+// is also first on sys.path as with `python -c`, though modules there
+// cannot shadow the driver's own imports. The environment is built from an
+// allow-list (PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ) plus
+// PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1, PYTHONIOENCODING=utf-8 and
+// Options.Env; server secrets such as OPENAI_API_KEY never reach the code.
+//
+// # Sandbox
+//
+// Options.Wrap, when set, rewrites the command line. Otherwise the run's
+// settings.sandbox selects isolate.Wrap, with Options.Hidden as the paths to
+// hide; see package isolate for what bwrap does and does not protect.
+//
+// # Caveats
+//
+//   - Calls on one run are serialized; different runs run in parallel.
+//   - The driver's SIGINT handler is reinstalled around every cell, so a
+//     handler a cell installs lasts only for that cell.
+//   - A process forked by a cell (os.fork without exec) that falls back into
+//     the driver exits quietly instead of answering.
+//   - Nothing bounds memory, CPU or disk use of the code beyond the timeout.
+//   - The driver needs Python 3.7 or later.
+package python

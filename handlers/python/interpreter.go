@@ -1,0 +1,119 @@
+package python
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// fallbackInterpreters are tried, in order, when python3 is not on PATH.
+var fallbackInterpreters = []string{"/usr/bin/python3", "/usr/local/bin/python3"}
+
+// resolveTimeout bounds asking a shim for its real executable.
+const resolveTimeout = 30 * time.Second
+
+// interpreter returns the python binary to run for a configured value
+// ("" means: find python3). Results are cached per configured value, so a
+// shim is asked at most once per process (unless asking fails).
+func (h *Handler) interpreter(ctx context.Context, configured string) (string, error) {
+	h.mu.Lock()
+	p, ok := h.interps[configured]
+	h.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := resolveInterpreter(ctx, configured)
+	if err != nil {
+		return "", err
+	}
+	h.mu.Lock()
+	h.interps[configured] = p
+	h.mu.Unlock()
+	return p, nil
+}
+
+// resolveInterpreter finds a real interpreter binary. A configured value is
+// looked up on PATH when it has no slash. Without one, python3 on PATH is
+// used, else the first of fallbackInterpreters that exists. A path inside a
+// "shims" directory (pyenv, asdf, ...) is a script that picks a version on
+// every start and costs tens of milliseconds each time; it is replaced by
+// the sys.executable it reports, as seen from the server's working
+// directory (a .python-version in a run's work directory is not consulted).
+func resolveInterpreter(ctx context.Context, configured string) (string, error) {
+	var p string
+	switch {
+	case configured != "":
+		lp, err := exec.LookPath(configured)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", ErrNoInterpreter, err)
+		}
+		p = lp
+	default:
+		if lp, err := exec.LookPath("python3"); err == nil {
+			p = lp
+			break
+		}
+		for _, c := range fallbackInterpreters {
+			if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
+				p = c
+				break
+			}
+		}
+		if p == "" {
+			return "", ErrNoInterpreter
+		}
+	}
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if !isShim(p) {
+		return p, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p, "-c", "import sys; print(sys.executable)")
+	cmd.Env = baseEnv(nil)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: resolve shim %s: %v: %s", ErrNoInterpreter, p, err, strings.TrimSpace(stderr.String()))
+	}
+	real := strings.TrimSpace(string(out))
+	if real == "" || !filepath.IsAbs(real) {
+		return "", fmt.Errorf("%w: shim %s reported %q", ErrNoInterpreter, p, real)
+	}
+	return real, nil
+}
+
+// isShim reports whether p lies in a version manager's shims directory.
+func isShim(p string) bool {
+	return strings.Contains(filepath.ToSlash(p), "/shims/")
+}
+
+// envAllow lists the server environment variables passed to interpreters.
+// Everything else (API keys, tokens, the server's own settings) is dropped.
+var envAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
+
+// baseEnv builds an interpreter's environment: the allow-listed variables
+// from the server's, PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1 and
+// PYTHONIOENCODING=utf-8, then extra ("KEY=value", later entries win).
+func baseEnv(extra []string) []string {
+	env := make([]string, 0, len(envAllow)+3+len(extra))
+	for _, k := range envAllow {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	if _, ok := os.LookupEnv("PATH"); !ok {
+		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
+	}
+	env = append(env, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
+	return append(env, extra...)
+}
