@@ -1,0 +1,681 @@
+package bash
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+// newHandler returns a Handler closed when the test ends.
+func newHandler(tb testing.TB, opts Options) *Handler {
+	tb.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		tb.Skip("bash not installed")
+	}
+	h := New(opts)
+	tb.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// newEnv returns the Env of a run with a fresh work dir.
+func newEnv(tb testing.TB, runID string) handlers.Env {
+	tb.Helper()
+	dir, err := filepath.EvalSymlinks(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &configs.RunSettings{}
+	s.ApplyDefaults()
+	return handlers.Env{RunID: runID, OpID: runID + "/0/0", WorkDir: dir, Settings: s}
+}
+
+// bashReq builds a bash request.
+func bashReq(command string, timeoutS float64, session string) operations.Request {
+	return operations.Request{Kind: operations.KindBash,
+		Bash: &operations.BashRequest{Command: command, TimeoutS: timeoutS, Session: session}}
+}
+
+// run runs command in the main session and fails on a handler error.
+func run(tb testing.TB, h *Handler, env handlers.Env, command string) *operations.BashResult {
+	tb.Helper()
+	return runIn(tb, h, env, "", command)
+}
+
+// runIn runs command in session and fails on a handler error.
+func runIn(tb testing.TB, h *Handler, env handlers.Env, session, command string) *operations.BashResult {
+	tb.Helper()
+	res := h.Handle(context.Background(), env, bashReq(command, 20, session))
+	if res.Error != "" || res.Bash == nil {
+		tb.Fatalf("%q: error %q, result %+v", command, res.Error, res.Bash)
+	}
+	return res.Bash
+}
+
+// checkFor polls fn every 10 ms until it returns nil or total passes.
+func checkFor(tb testing.TB, total time.Duration, fn func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %s: %v", total, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	// "pid (comm) S ..." where comm may contain spaces and parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitDead waits until pid is gone.
+func waitDead(tb testing.TB, pid int) {
+	tb.Helper()
+	checkFor(tb, 5*time.Second, func() error {
+		if alive(pid) {
+			return fmt.Errorf("process %d still alive", pid)
+		}
+		return nil
+	})
+}
+
+// firstInt parses the first line of s as an int.
+func firstInt(tb testing.TB, s string) int {
+	tb.Helper()
+	line, _, _ := strings.Cut(s, "\n")
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		tb.Fatalf("no number in %q: %v", s, err)
+	}
+	return n
+}
+
+func TestExitCodesAndStreams(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	tests := []struct {
+		name    string
+		command string
+		stdout  string
+		stderr  string
+		code    int
+	}{
+		{name: "true", command: "true", code: 0},
+		{name: "false", command: "false", code: 1},
+		{name: "subshell exit", command: "(exit 42)", code: 42},
+		{name: "child exit", command: "bash -c 'exit 3'", code: 3},
+		{name: "missing command", command: "no-such-command-xyz", stderr: "no-such-command-xyz: command not found\n", code: 127},
+		{name: "stdout", command: "echo hello", stdout: "hello\n"},
+		{name: "stdout no newline", command: "printf abc", stdout: "abc"},
+		{name: "stdout blank lines", command: "printf 'a\\n\\n'", stdout: "a\n\n"},
+		{name: "stderr", command: "echo oops >&2", stderr: "oops\n"},
+		{name: "both", command: "echo out; echo err >&2; echo out2; exit_code=5; (exit $exit_code)", stdout: "out\nout2\n", stderr: "err\n", code: 5},
+		{name: "multiline", command: "for i in 1 2 3; do\n  echo $i\ndone", stdout: "1\n2\n3\n"},
+		{name: "heredoc", command: "cat <<'EOF'\nx $y\nEOF", stdout: "x $y\n"},
+		{name: "utf8", command: "echo 'héllo ✓'", stdout: "héllo ✓\n"},
+		{name: "ansi stripped", command: `printf '\033[31mred\033[0m\r\n'`, stdout: "red\n"},
+		{name: "return", command: "echo a; return 4; echo b", stdout: "a\n", code: 4},
+		{name: "unset var error", command: "echo ${NOPE_XYZ:?missing}; echo after", stderr: "missing", code: 1},
+		{name: "previous status", command: "false", code: 1},
+		{name: "status carried over", command: "echo $?", stdout: "1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, h, env, tt.command)
+			if got.ExitCode != tt.code {
+				t.Errorf("exit code %d, want %d (stdout %q stderr %q)", got.ExitCode, tt.code, got.Stdout, got.Stderr)
+			}
+			if got.Stdout != tt.stdout {
+				t.Errorf("stdout %q, want %q", got.Stdout, tt.stdout)
+			}
+			if !strings.Contains(got.Stderr, tt.stderr) || (tt.stderr == "" && got.Stderr != "") {
+				t.Errorf("stderr %q, want %q", got.Stderr, tt.stderr)
+			}
+			if got.TimedOut || got.Truncated {
+				t.Errorf("timed_out %v truncated %v", got.TimedOut, got.Truncated)
+			}
+		})
+	}
+}
+
+func TestStatePersists(t *testing.T) {
+	other, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		steps []string
+		want  string // stdout of the last step
+	}{
+		{name: "cwd", steps: []string{"cd " + other, "pwd"}, want: other + "\n"},
+		{name: "export", steps: []string{"export FLOCK_X=42", "echo $FLOCK_X; bash -c 'echo $FLOCK_X'"}, want: "42\n42\n"},
+		{name: "shell variable", steps: []string{"y=7", "echo $y"}, want: "7\n"},
+		{name: "function", steps: []string{"greet() { echo \"hi $1\"; }", "greet bob"}, want: "hi bob\n"},
+		{name: "alias", steps: []string{"alias ll='echo listed'", "ll"}, want: "listed\n"},
+		{name: "alias in same command", steps: []string{"alias zz='echo zz'\nzz"}, want: "zz\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHandler(t, Options{})
+			env := newEnv(t, "run-"+tt.name)
+			var got *operations.BashResult
+			for _, step := range tt.steps {
+				got = run(t, h, env, step)
+				if got.ExitCode != 0 {
+					t.Fatalf("%q: exit %d stderr %q", step, got.ExitCode, got.Stderr)
+				}
+			}
+			if got.Stdout != tt.want {
+				t.Fatalf("stdout %q, want %q", got.Stdout, tt.want)
+			}
+		})
+	}
+}
+
+func TestSessionsAndRunsAreIndependent(t *testing.T) {
+	h := newHandler(t, Options{})
+	envA, envB := newEnv(t, "runA"), newEnv(t, "runB")
+	runIn(t, h, envA, "", "export V=main-a; cd /")
+	runIn(t, h, envA, "other", "export V=other-a")
+	runIn(t, h, envB, "", "export V=main-b")
+	tests := []struct {
+		name    string
+		env     handlers.Env
+		session string
+		want    string
+	}{
+		{name: "run A main", env: envA, session: "main", want: "main-a /\n"},
+		{name: "run A other", env: envA, session: "other", want: "other-a " + envA.WorkDir + "\n"},
+		{name: "run B main", env: envB, session: "", want: "main-b " + envB.WorkDir + "\n"},
+		{name: "run B other", env: envB, session: "other", want: " " + envB.WorkDir + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runIn(t, h, tt.env, tt.session, `echo "$V $PWD"`)
+			if got.Stdout != tt.want {
+				t.Fatalf("stdout %q, want %q", got.Stdout, tt.want)
+			}
+		})
+	}
+}
+
+func TestSessionsRunInParallel(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	flag := filepath.Join(env.WorkDir, "flag")
+	// Warm both sessions so the waiter's loop starts at once.
+	runIn(t, h, env, "a", "true")
+	runIn(t, h, env, "b", "true")
+	var wg sync.WaitGroup
+	var waiter *operations.BashResult
+	wg.Go(func() {
+		res := h.Handle(context.Background(), env, bashReq("until [ -e flag ]; do sleep 0.01; done; echo seen", 10, "a"))
+		waiter = res.Bash
+	})
+	runIn(t, h, env, "b", "touch "+flag)
+	wg.Wait()
+	if waiter == nil || waiter.TimedOut || waiter.Stdout != "seen\n" {
+		t.Fatalf("session a did not see session b's file: %+v", waiter)
+	}
+}
+
+func TestCommandsSerializePerSession(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	const n = 8
+	var wg sync.WaitGroup
+	results := make([]*operations.BashResult, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i] = h.Handle(context.Background(), env, bashReq(fmt.Sprintf("echo %d; echo e%d >&2", i, i), 20, "")).Bash
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r == nil || r.Stdout != fmt.Sprintf("%d\n", i) || r.Stderr != fmt.Sprintf("e%d\n", i) {
+			t.Errorf("command %d: %+v", i, r)
+		}
+	}
+}
+
+func TestWorkDir(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	env.WorkDir = filepath.Join(env.WorkDir, "not", "yet")
+	got := run(t, h, env, "pwd; touch here")
+	if got.Stdout != env.WorkDir+"\n" {
+		t.Fatalf("pwd %q, want %q", got.Stdout, env.WorkDir)
+	}
+	if _, err := os.Stat(filepath.Join(env.WorkDir, "here")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTimeoutKeepsOutputAndCwd(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	sub := filepath.Join(env.WorkDir, "sub")
+	run(t, h, env, "mkdir sub && cd sub && export LOST=1")
+	start := time.Now()
+	res := h.Handle(context.Background(), env, bashReq("echo before; echo err-before >&2; sleep 30; echo after", 0.5, ""))
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("timeout took %s", elapsed)
+	}
+	got := res.Bash
+	if res.Error != "" || got == nil {
+		t.Fatalf("error %q", res.Error)
+	}
+	if !got.TimedOut || got.ExitCode != TimeoutExitCode {
+		t.Errorf("timed_out %v exit %d, want true %d", got.TimedOut, got.ExitCode, TimeoutExitCode)
+	}
+	if got.Stdout != "before\n" || got.Stderr != "err-before\n" {
+		t.Errorf("stdout %q stderr %q, want the output before the timeout", got.Stdout, got.Stderr)
+	}
+	next := run(t, h, env, `pwd; echo "lost=${LOST-}"`)
+	if want := sub + "\nlost=\n"; next.Stdout != want {
+		t.Fatalf("after timeout: stdout %q, want %q", next.Stdout, want)
+	}
+}
+
+func TestTimeoutUsesSettingsDefault(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	env.Settings.Bash.TimeoutS = 0.3
+	res := h.Handle(context.Background(), env, bashReq("sleep 30", 0, ""))
+	if res.Bash == nil || !res.Bash.TimedOut {
+		t.Fatalf("want a timeout from settings: %+v %q", res.Bash, res.Error)
+	}
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	shellPID := firstInt(t, run(t, h, env, "echo $$").Stdout)
+	res := h.Handle(context.Background(), env, bashReq("sleep 1000 & echo $!; trap '' INT; sleep 30", 0.3, ""))
+	if res.Bash == nil || !res.Bash.TimedOut {
+		t.Fatalf("want a timeout: %+v %q", res.Bash, res.Error)
+	}
+	child := firstInt(t, res.Bash.Stdout)
+	waitDead(t, child)
+	waitDead(t, shellPID)
+	if got := run(t, h, env, "echo ok"); got.Stdout != "ok\n" {
+		t.Fatalf("after kill: %+v", got)
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	tests := []struct {
+		name    string
+		command string
+		stderr  bool
+	}{
+		{name: "stdout", command: `head -c 500000 /dev/zero | tr '\0' a`},
+		{name: "stderr", command: `head -c 500000 /dev/zero | tr '\0' a >&2`, stderr: true},
+		{name: "lines", command: `seq 1 100000`},
+		{name: "yes", command: `yes | head -c 5000000`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHandler(t, Options{})
+			env := newEnv(t, "run1")
+			env.Settings.Bash.OutputLimit = 1000
+			got := run(t, h, env, tt.command)
+			s := got.Stdout
+			if tt.stderr {
+				s = got.Stderr
+			}
+			if !got.Truncated || !strings.Contains(s, "bytes elided") || len(s) > 1100 {
+				t.Fatalf("truncated %v, %d bytes: %.200q", got.Truncated, len(s), s)
+			}
+			if tt.name == "lines" && (!strings.HasPrefix(s, "1\n2\n") || !strings.HasSuffix(s, "99999\n100000\n")) {
+				t.Fatalf("head or tail lost: %q", s)
+			}
+		})
+	}
+}
+
+func TestTimeoutWhileFlooding(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	env.Settings.Bash.OutputLimit = 1000
+	res := h.Handle(context.Background(), env, bashReq("yes", 0.5, ""))
+	got := res.Bash
+	if got == nil || !got.TimedOut || !got.Truncated || !strings.HasPrefix(got.Stdout, "y\ny\n") || len(got.Stdout) > 1100 {
+		t.Fatalf("error %q result %+v", res.Error, got)
+	}
+	if next := run(t, h, env, "echo ok"); next.Stdout != "ok\n" {
+		t.Fatalf("after flood: %+v", next)
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	h := newHandler(t, Options{OutputLimit: 100, DefaultTimeout: 300 * time.Millisecond, Env: []string{"EXTRA=1"}})
+	env := newEnv(t, "run1")
+	env.Settings = nil
+	got := run(t, h, env, "seq 1 1000; echo extra=$EXTRA >&2")
+	if !got.Truncated || len(got.Stdout) > 150 || got.Stderr != "extra=1\n" {
+		t.Fatalf("%+v", got)
+	}
+	res := h.Handle(context.Background(), env, bashReq("sleep 30", 0, ""))
+	if res.Bash == nil || !res.Bash.TimedOut {
+		t.Fatalf("want a timeout from options: %+v", res.Bash)
+	}
+}
+
+func TestStdinIsNull(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	tests := []struct {
+		name    string
+		command string
+		want    string
+	}{
+		{name: "cat", command: "cat; echo done", want: "done\n"},
+		{name: "read", command: "read x; echo rc=$?", want: "rc=1\n"},
+		{name: "python-like", command: "head -n 1", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, h, env, tt.command)
+			if got.TimedOut || got.Stdout != tt.want {
+				t.Fatalf("%+v, want stdout %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvironmentIsolation(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test-secret")
+	t.Setenv("FLOCK_SERVER_ONLY", "x")
+	t.Setenv("HOME", "/home/flock-test")
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	tests := []struct {
+		name    string
+		command string
+		want    string
+	}{
+		{name: "api key", command: `echo "${OPENAI_API_KEY-unset}"`, want: "unset\n"},
+		{name: "no secret anywhere", command: `env | grep -c sk-test-secret`, want: "0\n"},
+		{name: "other server vars", command: `echo "${FLOCK_SERVER_ONLY-unset}"`, want: "unset\n"},
+		{name: "home kept", command: `echo "$HOME"`, want: "/home/flock-test\n"},
+		{name: "term", command: `echo "$TERM $PAGER $GIT_PAGER $TQDM_DISABLE"`, want: "dumb cat cat 1\n"},
+		{name: "path kept", command: `[ "$PATH" = "` + os.Getenv("PATH") + `" ] && echo same`, want: "same\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := run(t, h, env, tt.command); got.Stdout != tt.want {
+				t.Fatalf("stdout %q, want %q", got.Stdout, tt.want)
+			}
+		})
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	run(t, h, env, "true")
+	flag := filepath.Join(env.WorkDir, "started")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var res operations.Result
+	var wg sync.WaitGroup
+	wg.Go(func() { res = h.Handle(ctx, env, bashReq("echo partial; touch started; sleep 30", 60, "")) })
+	checkFor(t, 10*time.Second, func() error {
+		_, err := os.Stat(flag)
+		return err
+	})
+	start := time.Now()
+	cancel()
+	wg.Wait()
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("cancel took %s", elapsed)
+	}
+	if res.Error != "cancelled" || res.Bash == nil || res.Bash.Stdout != "partial\n" {
+		t.Fatalf("error %q result %+v", res.Error, res.Bash)
+	}
+	if got := run(t, h, env, "echo again"); got.Stdout != "again\n" {
+		t.Fatalf("after cancel: %+v", got)
+	}
+}
+
+func TestCloseRun(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	keep := newEnv(t, "run2")
+	pid := firstInt(t, run(t, h, env, "echo $$").Stdout)
+	run(t, h, keep, "export KEPT=1")
+
+	flag := filepath.Join(env.WorkDir, "started")
+	var res operations.Result
+	var wg sync.WaitGroup
+	wg.Go(func() { res = h.Handle(context.Background(), env, bashReq("touch started; sleep 30", 60, "")) })
+	checkFor(t, 10*time.Second, func() error {
+		_, err := os.Stat(flag)
+		return err
+	})
+	h.CloseRun(env.RunID)
+	wg.Wait()
+	if !strings.Contains(res.Error, ErrSessionClosed.Error()) {
+		t.Fatalf("running command: error %q", res.Error)
+	}
+	waitDead(t, pid)
+	h.CloseRun("never-seen")
+	if got := run(t, h, keep, "echo $KEPT"); got.Stdout != "1\n" {
+		t.Fatalf("other run disturbed: %+v", got)
+	}
+	if got := run(t, h, env, "echo fresh"); got.Stdout != "fresh\n" {
+		t.Fatalf("run after CloseRun: %+v", got)
+	}
+}
+
+func TestClose(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	pid := firstInt(t, run(t, h, env, "echo $$").Stdout)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, pid)
+	res := h.Handle(context.Background(), env, bashReq("true", 1, ""))
+	if !strings.Contains(res.Error, ErrClosed.Error()) {
+		t.Fatalf("after Close: %q", res.Error)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseWithEscapedProcess(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not installed")
+	}
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	// The escaped sleep keeps the pty slave open as its stdout.
+	pid := firstInt(t, run(t, h, env, "setsid sleep 60 & echo $!").Stdout)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	start := time.Now()
+	h.CloseRun(env.RunID)
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Fatalf("CloseRun blocked %s on an escaped process", elapsed)
+	}
+}
+
+func TestShellExitRestarts(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	run(t, h, env, "cd /")
+	tests := []struct {
+		name    string
+		command string
+		stdout  string
+		code    int
+	}{
+		{name: "exit", command: "echo bye; exit 7", stdout: "bye\n", code: 7},
+		{name: "restarted in cwd", command: "pwd", stdout: "/\n"},
+		{name: "exec replaces shell", command: "exec true", code: 0},
+		{name: "alive again", command: "echo hi", stdout: "hi\n"},
+		{name: "syntax error", command: "echo \"unterminated", code: 2},
+		{name: "echo turned on", command: "stty echo icanon </dev/tty", code: 0},
+		{name: "echo off again", command: "echo quiet", stdout: "quiet\n"},
+		{name: "still alive", command: "echo ok", stdout: "ok\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, h, env, tt.command)
+			if got.ExitCode != tt.code || got.Stdout != tt.stdout {
+				t.Fatalf("%+v, want exit %d stdout %q", got, tt.code, tt.stdout)
+			}
+		})
+	}
+}
+
+func TestMarkerForgery(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	fake := "\n__FLOCK_00112233445566778899aabbccddeeff_0_/fake_00112233445566778899aabbccddeeff__\n"
+	tests := []struct {
+		name    string
+		command string
+		stdout  string
+		stderr  string
+		code    int
+	}{
+		{name: "fake marker", command: `printf '%s' "$FAKE"; exit_with() { return $1; }; exit_with 3`, stdout: fake, code: 3},
+		{name: "fake marker on stderr", command: `printf '%s' "$FAKE" >&2; echo out`, stdout: "out\n", stderr: fake},
+		{name: "marker prefix only", command: `printf '\n__FLOCK_'`, stdout: "\n__FLOCK_"},
+		{name: "declare -f of marker fn", command: `declare -f __flock_mark >/dev/null; echo fine`, stdout: "fine\n"},
+	}
+	run(t, h, env, "export FAKE="+shellQuote(fake))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, h, env, tt.command)
+			if got.ExitCode != tt.code || got.Stdout != tt.stdout || got.Stderr != tt.stderr {
+				t.Fatalf("%+v, want exit %d stdout %q stderr %q", got, tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
+	if got := run(t, h, env, "pwd"); got.Stdout != env.WorkDir+"\n" {
+		t.Fatalf("cwd confused by a fake marker: %q", got.Stdout)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	noDir := env
+	noDir.WorkDir = ""
+	tests := []struct {
+		name string
+		env  handlers.Env
+		req  operations.Request
+	}{
+		{name: "no params", env: env, req: operations.Request{Kind: operations.KindBash}},
+		{name: "wrong kind", env: env, req: operations.Request{Kind: operations.KindPython, Python: &operations.PythonRequest{}}},
+		{name: "no work dir", env: noDir, req: bashReq("true", 1, "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := h.Handle(context.Background(), tt.env, tt.req)
+			if !strings.Contains(res.Error, ErrBadRequest.Error()) {
+				t.Fatalf("error %q", res.Error)
+			}
+		})
+	}
+}
+
+func TestWrap(t *testing.T) {
+	var gotDir string
+	h := newHandler(t, Options{Wrap: func(argv []string, workDir string) []string {
+		gotDir = workDir
+		return append([]string{"env", "WRAPPED=yes"}, argv...)
+	}})
+	env := newEnv(t, "run1")
+	if got := run(t, h, env, "echo $WRAPPED"); got.Stdout != "yes\n" || gotDir != env.WorkDir {
+		t.Fatalf("stdout %q, wrap dir %q", got.Stdout, gotDir)
+	}
+}
+
+func TestStartFailure(t *testing.T) {
+	h := newHandler(t, Options{Wrap: func(argv []string, _ string) []string {
+		return []string{"false"}
+	}})
+	env := newEnv(t, "run1")
+	res := h.Handle(context.Background(), env, bashReq("true", 1, ""))
+	if !strings.Contains(res.Error, ErrStart.Error()) {
+		t.Fatalf("error %q", res.Error)
+	}
+}
+
+// durations records per-iteration times and reports their median.
+type durations []time.Duration
+
+func (d durations) report(b *testing.B) {
+	if len(d) == 0 {
+		return
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+func BenchmarkBuiltinRoundTrip(b *testing.B) {
+	h := newHandler(b, Options{})
+	env := newEnv(b, "bench")
+	run(b, h, env, "true") // warm the session
+	req := bashReq("true", 10, "")
+	ctx := context.Background()
+	d := make(durations, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		res := h.Handle(ctx, env, req)
+		d = append(d, time.Since(start))
+		if res.Error != "" || res.Bash.ExitCode != 0 {
+			b.Fatalf("%q %+v", res.Error, res.Bash)
+		}
+	}
+	b.StopTimer()
+	d.report(b)
+}
+
+func BenchmarkForkBashTrue(b *testing.B) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		b.Skip("bash not installed")
+	}
+	d := make(durations, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		if err := exec.Command("bash", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		d = append(d, time.Since(start))
+	}
+	b.StopTimer()
+	d.report(b)
+}

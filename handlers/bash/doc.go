@@ -1,0 +1,83 @@
+// Package bash implements the bash operation: commands run in persistent
+// shells, one per (run, session), so that the working directory, exported
+// variables, functions and aliases carry over from one command to the next.
+//
+// # Shells
+//
+// A shell is `bash --noprofile --norc --noediting` started lazily on a
+// pseudo-terminal (github.com/creack/pty) in the run's work directory,
+// which is created if missing. It is interactive (so an error such as
+// ${x:?} or a Ctrl-C aborts the command, not the shell) but quiet: echo is
+// off on the terminal, there is no line editing, no prompt (PS1, PS2 and
+// PROMPT_COMMAND are empty), no history and no job control (set +m), so
+// background jobs stay in the shell's process group. Bracketed paste is a
+// readline feature and does not apply without line editing.
+//
+// The environment is built from an allow-list, never from the server's:
+// PATH, HOME and LANG are passed through, TERM=dumb, PAGER=cat,
+// GIT_PAGER=cat and TQDM_DISABLE=1 are set, plus Options.Env. Keys such as
+// OPENAI_API_KEY never reach a shell.
+//
+// # Commands
+//
+// The command text is written to a private file (under os.TempDir(), one
+// per shell) and the shell is sent one line that sources it:
+//
+//	{ builtin source FILE; } </dev/null 61>&- 62>&-   # inside { ...; } 2>&62
+//
+// so a command can span lines, contain heredocs or be syntactically broken
+// without confusing the shell, and it reads end-of-file on stdin instead of
+// hanging. $? is carried over between commands.
+//
+// Standard output is the terminal; standard error goes to a separate pipe
+// (fd 62 inside the shell, closed for the command's own children except as
+// their stderr), so the two streams come back apart. After the command the
+// shell prints a marker on both streams:
+//
+//	__FLOCK_<token>_<exit code>_<$PWD>_<token>__\n
+//
+// where the token is 128 fresh random bits (crypto/rand) per command, so
+// output cannot forge it. Everything before the marker, wherever it starts,
+// is the command's output (so output without a final newline comes back as
+// is). The $PWD it carries is
+// the session's cwd, used when the shell has to be restarted. Output is
+// cleaned of ANSI escape sequences; CRLF becomes LF and a lone CR becomes
+// LF.
+//
+// Each stream is capped at the output limit with handlers.Truncate (head
+// and tail kept, the middle replaced with a note counting elided bytes).
+// While reading, at most twice the limit is held per stream, so a command
+// that prints forever costs bounded memory.
+//
+// Output a background job prints after a command's marker is reported with
+// the next command.
+//
+// # Timeouts, cancellation and closing
+//
+// The timeout is the request's timeout_s, else the run's bash.timeout_s,
+// else Options.DefaultTimeout, else 600 s. When it expires the shell's
+// process group gets SIGINT, the handler waits up to a second for the
+// command to wind down, then kills the whole group with SIGKILL. The result
+// keeps the output captured so far, with timed_out true and exit code 124.
+// The shell is gone: the next command of the session starts a new one and
+// changes to the last cwd the old one reported, but exported variables,
+// functions and aliases are lost.
+//
+// A context that ends takes the same path; the result carries the partial
+// output, exit code 130 and Error "cancelled". A command that exits the
+// shell (exit 3) returns the shell's exit status and the next command gets
+// a new shell the same way.
+//
+// CloseRun kills the run's shells and Close kills all; commands running in
+// them return at once with ErrSessionClosed.
+//
+// # Caveats
+//
+// Killing reaches the shell's process group only. A process that leaves it
+// (setsid, a daemon that double-forks) survives a timeout or CloseRun; the
+// handler stops reading from it after a short drain and does not wait for
+// it. Options.Wrap (for bwrap) is where stronger containment plugs in.
+//
+// Commands that open /dev/tty directly (ssh, sudo asking for a password)
+// block until the timeout.
+package bash

@@ -1,0 +1,227 @@
+package bash
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+// DefaultSession is the session used when a request names none.
+const DefaultSession = "main"
+
+// defaultPath is the shell's PATH when the server has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// passEnv lists the only server environment variables a shell inherits.
+// Everything else (API keys above all) stays out.
+var passEnv = []string{"PATH", "HOME", "LANG"}
+
+// fixedEnv is set in every shell to keep tools quiet and non-interactive.
+var fixedEnv = []string{
+	"TERM=dumb",
+	"PAGER=cat",
+	"GIT_PAGER=cat",
+	"TQDM_DISABLE=1",
+	"PS1=",
+	"PS2=",
+	"PROMPT_COMMAND=",
+}
+
+// Options configures a Handler. The zero value is ready to use.
+type Options struct {
+	// DefaultTimeout applies to commands whose request and run settings give
+	// no timeout. Default 600 s (configs.DefaultBashTimeoutS).
+	DefaultTimeout time.Duration
+	// OutputLimit caps each stream, in bytes, when the run's settings do
+	// not. Default 100000 (configs.DefaultBashOutputLimit).
+	OutputLimit int
+	// Env adds KEY=VALUE entries to every shell's environment, after the
+	// allow-listed PATH, HOME and LANG and the fixed entries; later entries
+	// win. Do not put secrets here: commands (and so models) can read them.
+	Env []string
+	// Wrap, when set, rewrites the shell's argv before it is started, e.g.
+	// to run it under bwrap. It gets the bash argv and the run's work dir
+	// and returns the argv to exec. The wrapper must keep stdin, stdout,
+	// stderr (the pty) and fd 3 (the stderr pipe), and must let the shell
+	// read the per-session command file under os.TempDir(). Killing relies
+	// on the wrapper and the shell staying in the process group started by
+	// the handler.
+	Wrap func(argv []string, workDir string) []string
+}
+
+// Handler runs bash operations in persistent shells, one per (run,
+// session). It is safe for concurrent use: commands of one session run one
+// at a time, different sessions and runs in parallel.
+type Handler struct {
+	opts Options
+
+	mu       sync.Mutex
+	sessions map[sessionKey]*session // guarded by mu
+	closed   bool                    // guarded by mu
+}
+
+// New returns a Handler. It starts nothing: shells start with the first
+// command of each session.
+func New(opts Options) *Handler {
+	return &Handler{opts: opts, sessions: make(map[sessionKey]*session)}
+}
+
+// Handle runs req.Bash.Command in the (env.RunID, req.Bash.Session) shell.
+// A command that ran, whatever its exit status, yields a result without
+// Error. A timeout yields TimedOut, exit code 124 and the output captured
+// until then; the shell is killed and the next command gets a new one in
+// the same cwd (exported variables, functions and aliases are lost). A done
+// ctx does the same and sets Error to "cancelled".
+func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
+	if req.Kind != operations.KindBash || req.Bash == nil {
+		return operations.Failed(req, "%v: want %s params", ErrBadRequest, operations.KindBash)
+	}
+	if env.WorkDir == "" {
+		return operations.Failed(req, "%v: run %q has no work dir", ErrBadRequest, env.RunID)
+	}
+	name := req.Bash.Session
+	if name == "" {
+		name = DefaultSession
+	}
+	s, err := h.session(sessionKey{run: env.RunID, name: name})
+	if err != nil {
+		return operations.Failed(req, "%v", err)
+	}
+	res, err := s.run(ctx, &params{
+		command: req.Bash.Command,
+		timeout: h.timeout(env.Settings, req.Bash.TimeoutS),
+		limit:   h.limit(env.Settings),
+		workDir: env.WorkDir,
+		spawn:   h.spawnArgs,
+	})
+	out := operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: res}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}
+
+// session returns the session for key, creating it.
+func (h *Handler) session(key sessionKey) (*session, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	s, ok := h.sessions[key]
+	if !ok {
+		s = newSession()
+		h.sessions[key] = s
+	}
+	return s, nil
+}
+
+// timeout resolves a command's timeout: the request's, else the run's
+// settings, else Options.DefaultTimeout, else 600 s.
+func (h *Handler) timeout(settings *configs.RunSettings, reqS float64) time.Duration {
+	switch {
+	case reqS > 0:
+		return seconds(reqS)
+	case settings != nil && settings.Bash.TimeoutS > 0:
+		return seconds(settings.Bash.TimeoutS)
+	case h.opts.DefaultTimeout > 0:
+		return h.opts.DefaultTimeout
+	}
+	return seconds(configs.DefaultBashTimeoutS)
+}
+
+// maxTimeout bounds timeouts so that huge values do not overflow.
+const maxTimeout = 30 * 24 * time.Hour
+
+func seconds(s float64) time.Duration {
+	if s >= maxTimeout.Seconds() {
+		return maxTimeout
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// limit resolves the per-stream output cap: the run's settings, else
+// Options.OutputLimit, else 100000.
+func (h *Handler) limit(settings *configs.RunSettings) int {
+	switch {
+	case settings != nil && settings.Bash.OutputLimit > 0:
+		return settings.Bash.OutputLimit
+	case h.opts.OutputLimit > 0:
+		return h.opts.OutputLimit
+	}
+	return configs.DefaultBashOutputLimit
+}
+
+// spawnArgs returns the argv and environment of a new shell for workDir.
+func (h *Handler) spawnArgs(workDir string) (argv, env []string) {
+	argv = []string{"bash", "--noprofile", "--norc", "--noediting"}
+	if h.opts.Wrap != nil {
+		argv = h.opts.Wrap(argv, workDir)
+	}
+	return argv, h.shellEnv()
+}
+
+// shellEnv builds a shell's environment from the allow-list, never from
+// os.Environ().
+func (h *Handler) shellEnv() []string {
+	env := make([]string, 0, len(passEnv)+len(fixedEnv)+len(h.opts.Env))
+	for _, k := range passEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		} else if k == "PATH" {
+			env = append(env, "PATH="+defaultPath)
+		}
+	}
+	env = append(env, fixedEnv...)
+	return append(env, h.opts.Env...)
+}
+
+// CloseRun kills the run's shells, interrupting running commands (they
+// return ErrSessionClosed). Runs it never saw are fine.
+func (h *Handler) CloseRun(runID string) {
+	h.mu.Lock()
+	var victims []*session
+	for k, s := range h.sessions {
+		if k.run == runID {
+			victims = append(victims, s)
+			delete(h.sessions, k)
+		}
+	}
+	h.mu.Unlock()
+	closeAll(victims)
+}
+
+// Close kills every shell and makes later commands fail with ErrClosed.
+// It waits until running commands have returned. It is idempotent.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	victims := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		victims = append(victims, s)
+	}
+	clear(h.sessions)
+	h.mu.Unlock()
+	closeAll(victims)
+	return nil
+}
+
+// closeAll closes sessions in parallel and waits for all of them.
+func closeAll(ss []*session) {
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+}
+
+var (
+	_ handlers.Handler   = (*Handler)(nil)
+	_ handlers.RunCloser = (*Handler)(nil)
+	_ handlers.Closer    = (*Handler)(nil)
+)

@@ -1,0 +1,392 @@
+package bash
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// Fixed file descriptors inside the shell. They are closed for the
+// commands themselves (only their stderr points at the pipe).
+const (
+	fdOut = 61 // a copy of the pty: where the stdout marker goes
+	fdErr = 62 // the stderr pipe
+)
+
+// Timing of the kill path.
+const (
+	// interruptGrace is how long a timed-out or cancelled command gets
+	// after SIGINT before the process group is killed.
+	interruptGrace = time.Second
+	// drainTimeout bounds reading what is left in the pty and the pipe
+	// after a kill; a process that escaped the group (setsid) can hold
+	// them open forever.
+	drainTimeout = 250 * time.Millisecond
+	// startTimeout bounds waiting for a new shell's ready marker.
+	startTimeout = 15 * time.Second
+)
+
+// shell is one live bash process on a pty. Its methods are called by the
+// session holding it, one at a time; kill and close are also safe to call
+// concurrently with them.
+type shell struct {
+	cmd  *exec.Cmd
+	pid  int
+	ptmx *os.File // the pty master: commands in, stdout out
+	errR *os.File // read end of the stderr pipe
+	dir  string   // private temp dir holding the command file
+	file string   // the command file, rewritten for each command
+
+	out    chan []byte   // chunks read from ptmx; closed at EOF/EIO
+	errc   chan []byte   // chunks read from errR; closed at EOF
+	exited chan struct{} // closed once the process is reaped
+	status int           // exit status, valid once exited is closed
+
+	quit      chan struct{} // closed by close to stop the readers
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	// carryOut and carryErr hold bytes that followed the previous
+	// command's markers (background jobs); they lead the next command's
+	// output.
+	carryOut, carryErr []byte
+}
+
+// startShell starts argv on a new pty in workDir with env. The caller must
+// wait for the ready marker (see session.startLocked) and eventually call
+// close.
+func startShell(argv []string, workDir string, env []string) (_ *shell, err error) {
+	dir, err := os.MkdirTemp("", "flock-bash-")
+	if err != nil {
+		return nil, fmt.Errorf("command dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("open pty: %w", err)
+	}
+	defer func() { _ = tty.Close() }() // the child holds its own copies
+	defer func() {
+		if err != nil {
+			_ = ptmx.Close()
+		}
+	}()
+	// Setsize goes through Fd(), which makes the file blocking;
+	// configureTTY makes it non-blocking again, so it must come after.
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
+		return nil, fmt.Errorf("pty size: %w", err)
+	}
+	if err := configureTTY(ptmx); err != nil {
+		return nil, fmt.Errorf("configure pty: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	defer func() { _ = errW.Close() }() // the child holds its own copy
+	defer func() {
+		if err != nil {
+			_ = errR.Close()
+		}
+	}()
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = workDir
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.ExtraFiles = []*os.File{errW} // fd 3, moved to fdErr by the init line
+	// A new session whose controlling terminal is the pty: the shell leads
+	// its own process group, so kill(-pid) reaches every child left in it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+
+	sh := &shell{
+		cmd:    cmd,
+		pid:    cmd.Process.Pid,
+		ptmx:   ptmx,
+		errR:   errR,
+		dir:    dir,
+		file:   filepath.Join(dir, "cmd"),
+		out:    make(chan []byte, 4),
+		errc:   make(chan []byte, 4),
+		exited: make(chan struct{}),
+		quit:   make(chan struct{}),
+	}
+	sh.wg.Add(3)
+	go sh.pump(ptmx, sh.out)
+	go sh.pump(errR, sh.errc)
+	go sh.reap()
+	return sh, nil
+}
+
+// pump copies f into ch until f ends or the shell is closed. On Linux a
+// read of the pty master returns EIO once every slave fd is closed; that
+// is the end of the stream like any other error.
+func (sh *shell) pump(f *os.File, ch chan<- []byte) {
+	defer sh.wg.Done()
+	defer close(ch)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			b := make([]byte, n)
+			copy(b, buf[:n])
+			select {
+			case ch <- b:
+			case <-sh.quit:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// reap waits for the process and records its status. A shell killed by a
+// signal reports 128+signal, as bash does for its children.
+func (sh *shell) reap() {
+	defer sh.wg.Done()
+	_ = sh.cmd.Wait()
+	st := sh.cmd.ProcessState
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sh.status = 128 + int(ws.Signal())
+	} else {
+		sh.status = st.ExitCode()
+	}
+	close(sh.exited)
+}
+
+// signal sends sig to the shell's process group and to the shell itself
+// (in case a wrapper moved it). Errors (the group is gone) are ignored.
+func (sh *shell) signal(sig syscall.Signal) {
+	_ = syscall.Kill(-sh.pid, sig)
+	_ = syscall.Kill(sh.pid, sig)
+}
+
+// send writes the command text to the command file and asks the shell to
+// source it. The shell runs it with stdin from /dev/null and stderr on the
+// pipe, then prints the marker for tok on both streams.
+func (sh *shell) send(command, tok string) error {
+	if err := resetTTY(sh.ptmx); err != nil {
+		return fmt.Errorf("reset pty modes: %w", err)
+	}
+	if err := os.WriteFile(sh.file, []byte(command), 0o600); err != nil {
+		return fmt.Errorf("write command: %w", err)
+	}
+	line := fmt.Sprintf("{ __flock_set_rc \"$__flock_rc\" && :; { builtin source %s; } </dev/null %d>&- %d>&-; } 2>&%d; __flock_rc=$?; __flock_mark %s\n",
+		shellQuote(sh.file), fdOut, fdErr, fdErr, tok)
+	if _, err := sh.ptmx.Write([]byte(line)); err != nil {
+		return fmt.Errorf("write to shell: %w", err)
+	}
+	return nil
+}
+
+// initLine configures a fresh interactive shell and prints the ready
+// marker for tok. cwd, when set, is where the previous shell of the session
+// was.
+func initLine(tok, cwd string) string {
+	var b strings.Builder
+	b.WriteString(initPrefix)
+	// No job control: background jobs stay in the shell's process group.
+	// No history: nothing records the marker tokens.
+	b.WriteString("set +m +o history; unset HISTFILE; PS1= PS2= PROMPT_COMMAND=; shopt -s expand_aliases; ")
+	fmt.Fprintf(&b, "exec %d>&1 %d>&3 3>&-; ", fdOut, fdErr)
+	// __flock_set_rc restores $? for the next command; __flock_mark
+	// prints the marker on both streams.
+	b.WriteString(`__flock_set_rc() { return "$1"; }; `)
+	mark := `builtin printf '__FLOCK_%s_%d_%s_%s__\n' "$1" "$__flock_rc" "$PWD" "$1"`
+	fmt.Fprintf(&b, "__flock_mark() { %s >&%d; %s >&%d; }; ", mark, fdErr, mark, fdOut)
+	b.WriteString("__flock_rc=0; ")
+	if cwd != "" {
+		fmt.Fprintf(&b, "builtin cd -- %s 2>/dev/null; ", shellQuote(cwd))
+	}
+	fmt.Fprintf(&b, "__flock_mark %s\n", tok)
+	return b.String()
+}
+
+// shellQuote quotes s for bash as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// outcome is how waiting for a command ended.
+type outcome int
+
+const (
+	completed outcome = iota // both markers seen
+	exited                   // the shell exited (e.g. `exit`)
+	timedOut                 // the timeout expired
+	cancelled                // ctx was done
+	closed                   // the session was closed
+)
+
+// collector gathers one command's two streams.
+type collector struct {
+	out, err     *capBuffer
+	outSc, errSc *scanner
+}
+
+func newCollector(tok string, limit int) *collector {
+	c := &collector{out: newCapBuffer(limit), err: newCapBuffer(limit)}
+	c.outSc = newScanner(tok, c.out.Write)
+	c.errSc = newScanner(tok, c.err.Write)
+	return c
+}
+
+func (c *collector) done() bool { return c.outSc.Done && c.errSc.Done }
+
+// wait reads both streams into c until both markers are seen or the
+// command ends otherwise.
+func (sh *shell) wait(ctx context.Context, closing <-chan struct{}, timeout <-chan time.Time, c *collector) outcome {
+	if len(sh.carryOut) > 0 {
+		c.outSc.Feed(sh.carryOut)
+		sh.carryOut = nil
+	}
+	if len(sh.carryErr) > 0 {
+		c.errSc.Feed(sh.carryErr)
+		sh.carryErr = nil
+	}
+	out, errc := sh.out, sh.errc
+	for !c.done() {
+		select {
+		case b, ok := <-out:
+			if !ok {
+				out = nil // the shell is gone; exited follows
+				continue
+			}
+			c.outSc.Feed(b)
+		case b, ok := <-errc:
+			if !ok {
+				errc = nil
+				continue
+			}
+			c.errSc.Feed(b)
+		case <-sh.exited:
+			return exited
+		case <-timeout:
+			return timedOut
+		case <-ctx.Done():
+			return cancelled
+		case <-closing:
+			return closed
+		}
+	}
+	sh.carryOut, sh.carryErr = c.outSc.Rest, c.errSc.Rest
+	return completed
+}
+
+// interrupt sends SIGINT to the foreground job (the whole group, job
+// control being off), asks the shell for a marker once the command line
+// is abandoned, and waits up to interruptGrace for it so that output the
+// command prints on its way out is kept. The lone newline an interactive
+// bash prints when its foreground job dies of SIGINT is not output of the
+// command and is dropped.
+func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
+	before := c.outSc.fed
+	defer func() {
+		if !c.outSc.Done || c.out.total != before+1 {
+			return
+		}
+		if b, ok := c.out.last(); ok && b == '\n' {
+			c.out.dropLast()
+		}
+	}()
+	sh.signal(syscall.SIGINT)
+	// The shell reads this line once the interrupted command line is
+	// abandoned. The deadline guards against a shell that never reads.
+	_ = sh.ptmx.SetWriteDeadline(time.Now().Add(interruptGrace))
+	_, _ = sh.ptmx.Write([]byte("__flock_rc=$?; __flock_mark " + tok + "\n"))
+	grace := time.NewTimer(interruptGrace)
+	defer grace.Stop()
+	out, errc := sh.out, sh.errc
+	for !c.outSc.Done {
+		select {
+		case b, ok := <-out:
+			if !ok {
+				return
+			}
+			c.outSc.Feed(b)
+		case b, ok := <-errc:
+			if !ok {
+				errc = nil
+				continue
+			}
+			c.errSc.Feed(b)
+		case <-sh.exited:
+			return
+		case <-grace.C:
+			return
+		case <-closing:
+			return
+		}
+	}
+}
+
+// kill kills the process group and collects what is left in the streams
+// into c (when c is not nil), then releases everything (see close).
+func (sh *shell) kill(c *collector) {
+	sh.signal(syscall.SIGKILL)
+	if c != nil {
+		sh.drain(c)
+	}
+	sh.close()
+}
+
+// drain feeds the rest of both streams into c until they end or
+// drainTimeout passes, then flushes held-back bytes.
+func (sh *shell) drain(c *collector) {
+	deadline := time.NewTimer(drainTimeout)
+	defer deadline.Stop()
+	out, errc := sh.out, sh.errc
+	for out != nil || errc != nil {
+		select {
+		case b, ok := <-out:
+			if !ok {
+				out = nil
+				continue
+			}
+			c.outSc.Feed(b)
+		case b, ok := <-errc:
+			if !ok {
+				errc = nil
+				continue
+			}
+			c.errSc.Feed(b)
+		case <-deadline.C:
+			out, errc = nil, nil
+		}
+	}
+	c.outSc.Flush()
+	c.errSc.Flush()
+}
+
+// close kills the process group, waits for the process and the reader
+// goroutines, and removes the command dir. It is idempotent.
+func (sh *shell) close() {
+	sh.closeOnce.Do(func() {
+		sh.signal(syscall.SIGKILL)
+		<-sh.exited
+		close(sh.quit)
+		// The master is non-blocking, so Close interrupts a pending Read
+		// even if an escaped process still holds the slave open.
+		_ = sh.ptmx.Close()
+		_ = sh.errR.Close()
+		sh.wg.Wait()
+		_ = os.RemoveAll(sh.dir)
+	})
+}
