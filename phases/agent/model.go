@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// Model is one model entry of an agent's settings, in the shape of Flock's
+// MiddlemanSettings. Keys Flock accepts that have no meaning here
+// (logit_bias, function_call, cache_key, delegation_token, priority,
+// max_reasoning_tokens) are accepted and ignored.
+type Model struct {
+	// Model is the model name (required), looked up in the settings' models.
+	Model string `json:"model"`
+	// Temp is the sampling temperature; unset means the endpoint's default.
+	Temp *float64 `json:"temp,omitempty"`
+	// Temperature is an alias of Temp; Temp wins when both are set.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// N is the number of completions per request (default 1).
+	N int `json:"n,omitempty"`
+	// MaxTokens caps each completion; 0 means the endpoint's default.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// ReasoningEffort is "", "minimal", "low", "medium" or "high".
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Stop sequences.
+	Stop []string `json:"stop,omitempty"`
+	// Logprobs asks for log probabilities: true, or (Flock) a number of top
+	// alternatives per token.
+	Logprobs Logprobs `json:"logprobs,omitzero"`
+
+	MaxReasoningTokens int                `json:"max_reasoning_tokens,omitempty"`
+	LogitBias          map[string]float64 `json:"logit_bias,omitempty"`
+	FunctionCall       json.RawMessage    `json:"function_call,omitempty"`
+	CacheKey           string             `json:"cache_key,omitempty"`
+	DelegationToken    string             `json:"delegation_token,omitempty"`
+	Priority           string             `json:"priority,omitempty"`
+}
+
+// Logprobs is Flock's logprobs setting: a bool, or an int counting the top
+// alternatives wanted per token (0 means logprobs without alternatives).
+type Logprobs struct {
+	On  bool
+	Top int
+}
+
+// UnmarshalJSON accepts true, false, null or a non-negative integer.
+func (l *Logprobs) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch string(b) {
+	case "null", "false":
+		*l = Logprobs{}
+		return nil
+	case "true":
+		*l = Logprobs{On: true}
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 {
+		return fmt.Errorf("logprobs: want true, false or a non-negative integer, got %s", b)
+	}
+	*l = Logprobs{On: true, Top: n}
+	return nil
+}
+
+// MarshalJSON writes the integer form when alternatives are asked for.
+func (l Logprobs) MarshalJSON() ([]byte, error) {
+	switch {
+	case l.Top > 0:
+		return []byte(strconv.Itoa(l.Top)), nil
+	case l.On:
+		return []byte("true"), nil
+	}
+	return []byte("false"), nil
+}
+
+// IsZero lets omitzero drop an unset Logprobs.
+func (l Logprobs) IsZero() bool { return !l.On && l.Top == 0 }
+
+// Validate checks the entry; field names the entry in errors (for example
+// "actors[1]").
+func (m Model) Validate(field string) error {
+	switch {
+	case m.Model == "":
+		return fmt.Errorf("%w: %s.model: required", ErrBadModel, field)
+	case m.N < 0 || m.N > 128:
+		return fmt.Errorf("%w: %s.n: must be between 0 and 128", ErrBadModel, field)
+	case m.MaxTokens < 0:
+		return fmt.Errorf("%w: %s.max_tokens: must be >= 0", ErrBadModel, field)
+	case m.temperature() != nil && (*m.temperature() < 0 || *m.temperature() > 2):
+		return fmt.Errorf("%w: %s.temp: must be between 0 and 2", ErrBadModel, field)
+	}
+	switch m.ReasoningEffort {
+	case "", "minimal", "low", "medium", "high":
+	default:
+		return fmt.Errorf("%w: %s.reasoning_effort: %q is not one of minimal, low, medium, high", ErrBadModel, field, m.ReasoningEffort)
+	}
+	return nil
+}
+
+func (m Model) temperature() *float64 {
+	if m.Temp != nil {
+		return m.Temp
+	}
+	return m.Temperature
+}
+
+// Samples is the number of outputs one request yields (N, at least 1).
+func (m Model) Samples() int { return max(1, m.N) }
+
+// Request builds a generate request for this entry. toolChoice is "",
+// "auto", "none", "required" or a tool name; it is dropped when no tools
+// are offered.
+func (m Model) Request(msgs []operations.Message, tools []operations.Tool, toolChoice string) operations.GenerateRequest {
+	g := operations.GenerateRequest{
+		Model:           m.Model,
+		Messages:        msgs,
+		Tools:           tools,
+		N:               m.Samples(),
+		Temperature:     m.temperature(),
+		MaxTokens:       m.MaxTokens,
+		Stop:            m.Stop,
+		ReasoningEffort: m.ReasoningEffort,
+		Logprobs:        m.Logprobs.On,
+		TopLogprobs:     m.Logprobs.Top,
+	}
+	if len(tools) > 0 {
+		g.ToolChoice = toolChoice
+	}
+	return g
+}

@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// Trim keeps limit bytes of s, half from its head and half from its tail,
+// and puts a
+// marker counting the omitted bytes in the middle (s is returned whole
+// when that would not make it shorter). Cuts fall on rune
+// boundaries. A limit <= 0 keeps s whole.
+func Trim(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	head := limit / 2
+	tail := limit - head
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	t := len(s) - tail
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	out := s[:head] + fmt.Sprintf("\n[... %d characters trimmed ...]\n", t-head) + s[t:]
+	if len(out) >= len(s) {
+		return s
+	}
+	return out
+}
+
+// FormatResult renders a tool result for the model, each part trimmed to
+// limit (see Trim): for bash, stdout, then "Error: " + stderr, a timeout
+// note and "Exit code: N" when not zero; for python, the output, then
+// "Error: " + the error; score and score_log as text; an operation that
+// failed as "Error: " + why. Empty output reads "(no output)".
+func FormatResult(res operations.Result, limit int) string {
+	if res.Error != "" {
+		return "Error: " + Trim(res.Error, limit)
+	}
+	var parts []string
+	add := func(s string) {
+		if strings.TrimSpace(s) != "" {
+			parts = append(parts, strings.TrimRight(Trim(s, limit), "\n"))
+		}
+	}
+	switch res.Kind {
+	case operations.KindBash:
+		b := res.Bash
+		if b == nil {
+			break
+		}
+		add(b.Stdout)
+		if strings.TrimSpace(b.Stderr) != "" {
+			add("Error: " + b.Stderr)
+		}
+		if b.TimedOut {
+			parts = append(parts, "The command timed out and was interrupted; the output above is what it printed before that.")
+		}
+		if b.ExitCode != 0 {
+			parts = append(parts, "Exit code: "+strconv.Itoa(b.ExitCode))
+		}
+	case operations.KindPython:
+		p := res.Python
+		if p == nil {
+			break
+		}
+		add(p.Output)
+		if strings.TrimSpace(p.Error) != "" {
+			add("Error: " + p.Error)
+		}
+		if p.TimedOut {
+			parts = append(parts, "The code timed out and was interrupted.")
+		}
+	case operations.KindScore:
+		if s := res.Score; s != nil {
+			if s.Score != nil {
+				parts = append(parts, "Score: "+strconv.FormatFloat(*s.Score, 'g', -1, 64))
+			} else {
+				parts = append(parts, "No score was given.")
+			}
+			add(s.Message)
+		}
+	case operations.KindScoreLog:
+		if l := res.ScoreLog; l != nil {
+			if len(l.Entries) == 0 {
+				parts = append(parts, "No scores recorded yet.")
+			}
+			for _, e := range l.Entries {
+				b, _ := json.Marshal(e)
+				parts = append(parts, string(b))
+			}
+			if len(parts) > 0 {
+				parts = []string{Trim(strings.Join(parts, "\n"), limit)}
+			}
+		}
+	case operations.KindSubmit:
+		parts = append(parts, "Answer submitted.")
+	}
+	if len(parts) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Line returns the first non-empty line of s, clipped to n bytes (with
+// "..." when cut or when more lines follow). Entry summaries use it.
+func Line(s string, n int) string {
+	s = strings.TrimSpace(s)
+	first, rest, more := strings.Cut(s, "\n")
+	first = strings.TrimSpace(first)
+	if len(first) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(first[cut]) {
+			cut--
+		}
+		return first[:cut] + "..."
+	}
+	if more && strings.TrimSpace(rest) != "" {
+		return first + " ..."
+	}
+	return first
+}
+
+// Describe renders a call for people: "bash: ls -la", "submit: 6",
+// "set_timeout: 30", "score".
+func Describe(c Call) string {
+	spec, ok := specs[c.Name]
+	if !ok {
+		return c.Name + " " + Line(string(c.Arguments), 160)
+	}
+	var args map[string]json.RawMessage
+	_ = json.Unmarshal(c.Arguments, &args)
+	switch {
+	case spec.NoArgs:
+		return c.Name
+	case spec.IntBody:
+		return c.Name + ": " + string(args["timeout"])
+	case spec.TextArg != "":
+		var s string
+		_ = json.Unmarshal(args[spec.TextArg], &s)
+		return c.Name + ": " + Line(s, 160)
+	case c.Name == ToolLaunchSubagents:
+		var a LaunchSubagentsArgs
+		_ = c.Decode(&a)
+		tasks := make([]string, len(a.Agents))
+		for i, ag := range a.Agents {
+			tasks[i] = Line(ag.Task, 60)
+		}
+		return fmt.Sprintf("%s: %d agents (%s)", c.Name, len(a.Agents), strings.Join(tasks, "; "))
+	}
+	return c.Name + " " + Line(string(c.Arguments), 160)
+}
+
+// Failed reports whether a tool result is a failure: an operation error, a
+// non-zero exit, a timeout or a python error.
+func Failed(res operations.Result) bool {
+	switch {
+	case res.Error != "":
+		return true
+	case res.Bash != nil:
+		return res.Bash.ExitCode != 0 || res.Bash.TimedOut
+	case res.Python != nil:
+		return res.Python.Error != "" || res.Python.TimedOut
+	}
+	return false
+}
