@@ -1,0 +1,129 @@
+// Package app wires flock together: it opens the store, builds the
+// operation handlers and the executor, loads plugins and workflow files, and
+// resumes unfinished runs. The command line (package cli), tests and the
+// bench command build the same App.
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/handlers/bash"
+	"github.com/flockrun/flock/handlers/generate"
+	"github.com/flockrun/flock/handlers/python"
+	"github.com/flockrun/flock/handlers/spawn"
+	"github.com/flockrun/flock/handlers/task"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// App is a wired flock instance.
+type App struct {
+	Config   configs.Server
+	Store    *state.BoltStore
+	Executor *workflows.Executor
+	Registry *phases.Registry
+	Log      *slog.Logger
+}
+
+// Open builds an App from cfg and resumes the unfinished runs in its data
+// directory. The caller must Close it.
+func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, error) {
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	reg := phases.Default.Clone()
+	if err := LoadExtensions(reg, cfg); err != nil {
+		return nil, err
+	}
+	st, err := state.OpenBolt(cfg.DBPath(), state.BoltOptions{})
+	if err != nil {
+		return nil, err
+	}
+	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log})
+	hs := map[operations.Kind]handlers.Handler{
+		operations.KindBash:     bash.New(bash.Options{}),
+		operations.KindPython:   python.New(python.Options{}),
+		operations.KindGenerate: gen,
+	}
+	th := task.New()
+	for _, k := range task.Kinds() {
+		hs[k] = th
+	}
+	ex, err := workflows.New(workflows.Config{
+		Store:       st,
+		Registry:    reg,
+		Handlers:    hs,
+		RunsDir:     cfg.RunsDir(),
+		Concurrency: cfg.Concurrency,
+		Logger:      log,
+		CheckRun: func(wf *phases.Workflow, rs *configs.RunSettings, raw json.RawMessage) error {
+			return gen.CheckSettings(rs, ModelsOf(raw))
+		},
+	})
+	if err != nil {
+		return nil, errors.Join(err, st.Close())
+	}
+	hs[operations.KindSpawn] = spawn.New(ex)
+	if err := ex.Start(ctx); err != nil {
+		return nil, errors.Join(err, st.Close())
+	}
+	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log}, nil
+}
+
+// Close stops the executor (unfinished runs stay resumable) and closes the store.
+func (a *App) Close(ctx context.Context) error {
+	err := a.Executor.Stop(ctx)
+	return errors.Join(err, a.Store.Close())
+}
+
+// ModelsOf lists the model names a settings document refers to: every
+// "model" string value anywhere in it (Flock's advisors/actors/raters
+// entries, generator, judge ...), sorted and deduplicated.
+func ModelsOf(raw json.RawMessage) []string {
+	var doc any
+	if json.Unmarshal(raw, &doc) != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, x := range t {
+				if s, ok := x.(string); ok && k == "model" && s != "" {
+					seen[s] = true
+					continue
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range t {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	out := make([]string, 0, len(seen))
+	for m := range seen {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,6 @@
+package app
+
+// Built-in workflows register themselves in phases.Default from init.
+import (
+	_ "github.com/flockrun/flock/phases/script"
+)

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// These benchmarks run the scenarios of the bench command under go test:
+//
+//	go test -run XXX -bench . ./bench
+
+func report(b *testing.B, s TransitionStats) {
+	b.ReportMetric(float64(s.P50)/float64(time.Microsecond), "p50-µs")
+	b.ReportMetric(float64(s.P90)/float64(time.Microsecond), "p90-µs")
+	b.ReportMetric(s.PerSecond, "transitions/s")
+	b.ReportMetric(s.BytesPerTransition, "B/transition")
+}
+
+func BenchmarkTransitionOneRun(b *testing.B) {
+	s, err := Transitions(1, max(b.N, 10), 0, 200)
+	if err != nil {
+		b.Fatal(err)
+	}
+	report(b, s)
+}
+
+func BenchmarkTransitionsConcurrent1000(b *testing.B) {
+	steps := max(b.N/1000, 5)
+	s, err := Transitions(1000, steps, 0, 200)
+	if err != nil {
+		b.Fatal(err)
+	}
+	report(b, s)
+}
+
+func BenchmarkTransitionHistory(b *testing.B) {
+	for _, prefill := range []int{10, 10000} {
+		b.Run(map[int]string{10: "entries=10", 10000: "entries=10000"}[prefill], func(b *testing.B) {
+			s, err := Transitions(1, max(b.N, 10), prefill, 200)
+			if err != nil {
+				b.Fatal(err)
+			}
+			report(b, s)
+		})
+	}
+}
+
+func BenchmarkScriptVersusFork(b *testing.B) {
+	n := max(b.N, 50)
+	script, fork, err := ScriptVersusFork(n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(script)/float64(n)/float64(time.Microsecond), "script-µs/cmd")
+	b.ReportMetric(float64(fork)/float64(n)/float64(time.Microsecond), "fork-µs/cmd")
+}
+
+func BenchmarkShellRoundTrip(b *testing.B) {
+	s, err := ShellRoundTrip(max(b.N, 50))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(s.P50)/float64(time.Microsecond), "op-p50-µs")
+	b.ReportMetric(1e6/s.PerSecond, "step-µs")
+}

@@ -1,0 +1,77 @@
+// Command bench measures flock's engine and prints a table: phase
+// transition latency with a durable commit, throughput across concurrent
+// runs, cost against history length, bytes written per transition, and the
+// persistent shell against a fork per command.
+//
+//	go run ./bench            # full table (about a minute)
+//	go run ./bench -quick     # smaller sizes
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "smaller sizes")
+	flag.Parse()
+	if err := run(*quick); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(quick bool) error {
+	steps, runs, shell := 2000, 1000, 500
+	if quick {
+		steps, runs, shell = 300, 200, 200
+	}
+	host, _ := os.Hostname()
+	fmt.Printf("flock bench — %s, %d CPUs, %s, %s\n\n", host, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339))
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "scenario\tresult\ttarget")
+
+	one, err := Transitions(1, steps, 0, 200)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "transition, 1 run (durable commit)\tp50 %s, p90 %s\tp50 < 0.5ms\n", us(one.P50), us(one.P90))
+	fmt.Fprintf(w, "bytes per transition (entry ~230 B)\t%.0f B logical, %.0f B pages\t≈ size of change\n", one.BytesPerTransition, one.PagesPerTransition)
+
+	many, err := Transitions(runs, 20, 0, 200)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d concurrent runs × 20 transitions\t%.0f transitions/s (p50 gap %s)\t> 10,000/s\n", runs, many.PerSecond, us(many.P50))
+
+	small, err := Transitions(1, steps/2, 10, 200)
+	if err != nil {
+		return err
+	}
+	big, err := Transitions(1, steps/2, 10000, 200)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "history 10 vs 10,000 entries\tp50 %s vs %s (×%.2f); %.0f vs %.0f B/transition\twithin 1.5×\n",
+		us(small.P50), us(big.P50), float64(big.P50)/float64(small.P50), small.BytesPerTransition, big.BytesPerTransition)
+
+	sc, fork, err := ScriptVersusFork(shell)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "script of %d `true` vs %d `bash -c true`\t%s vs %s (×%.1f faster)\tscript faster\n", shell, shell, ms(sc), ms(fork), float64(fork)/float64(sc))
+
+	rt, err := ShellRoundTrip(shell)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "bash `true` through the executor\top p50 %s; full step %s\top p50 < 0.3ms\n", us(rt.P50), us(time.Duration(float64(time.Second)/rt.PerSecond)))
+	return w.Flush()
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond)) }

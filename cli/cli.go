@@ -1,0 +1,106 @@
+// Package cli is flock's command line: a small dispatcher over the standard
+// flag package.
+//
+//	flock serve [--addr] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR]
+//	flock run --workflow NAME --settings FILE [--task TEXT]
+//	flock --workflow NAME --settings FILE [--task TEXT]   (serve and start that workflow)
+//	flock version
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// Main runs the command line and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd, rest := "launch", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, rest = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "launch":
+		err = launch(ctx, rest, stdout, stderr)
+	case "serve":
+		err = serve(ctx, rest, stdout, stderr)
+	case "run":
+		err = runCmd(ctx, rest, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, Version())
+	case "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "flock: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "flock %s: %v\n", cmd, err)
+		return 2
+	case errors.Is(err, errRunFailed):
+		return 1
+	default:
+		fmt.Fprintf(stderr, "flock %s: %v\n", cmd, err)
+		return 1
+	}
+}
+
+var (
+	errUsage     = errors.New("usage")
+	errRunFailed = errors.New("run did not succeed")
+)
+
+const usage = `flock runs LLM agents and agent-data pipelines as durable phase graphs.
+
+Usage:
+  flock serve [--addr ADDR] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR]
+        Serve the HTTP API; resumes unfinished runs on start.
+  flock run --workflow NAME --settings FILE [--task TEXT] [--data DIR] [--mode ...]
+        Run one workflow to the end in-process with live progress; exit 0 on success.
+  flock --workflow NAME --settings FILE [--task TEXT] [serve flags]
+        Serve and immediately start that workflow (Flock style). --workflow listen
+        (the default) starts nothing.
+  flock version
+
+Run "flock COMMAND -h" for the flags of a command.
+`
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// stringList is a repeatable, comma-splitting flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func getenv(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/state"
+	"golang.org/x/term"
+)
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg configs.Server
+	var level, wf, settingsPath, taskText string
+	var quiet bool
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
+	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
+	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
+	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
+	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
+	fs.StringVar(&wf, "workflow", "", "workflow to run (default: the settings' workflow_type)")
+	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML)")
+	fs.StringVar(&taskText, "task", "", "task text")
+	fs.BoolVar(&quiet, "quiet", false, "print only the result")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if settingsPath == "" && wf == "" {
+		return fmt.Errorf("%w: --workflow or --settings is required", errUsage)
+	}
+	req, err := startRequest(wf, settingsPath, taskText)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.Close(cctx); err != nil {
+			fmt.Fprintf(stderr, "flock run: close: %v\n", err)
+		}
+	}()
+	h, err := a.Executor.StartRun(ctx, req)
+	if err != nil {
+		return err
+	}
+	var p *progress
+	if !quiet {
+		p = newProgress(stdout, a.Store, h.ID, isTerminal(stdout))
+		fmt.Fprintf(stdout, "run %s: workflow %s, data %s\n", h.ID, h.Workflow, a.Config.DataDir)
+	}
+	end, err := follow(ctx, a, h.ID, p)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "flock run: interrupted; run %s stays resumable (flock serve --data %s resumes it)\n", h.ID, a.Config.DataDir)
+		}
+		return err
+	}
+	printResult(stdout, end)
+	if end.Status != state.StatusSucceeded {
+		return errRunFailed
+	}
+	return nil
+}
+
+// follow streams a run's events to p until the run ends.
+func follow(ctx context.Context, a *app.App, id string, p *progress) (state.Run, error) {
+	var last uint64
+	for {
+		ch, unsub := a.Executor.Subscribe(id)
+		evs, err := a.Store.Events(ctx, id, last, 100000)
+		if err != nil {
+			unsub()
+			return state.Run{}, err
+		}
+		ended := false
+		handle := func(ev state.Event) {
+			if ev.Seq <= last {
+				return
+			}
+			last = ev.Seq
+			p.event(ctx, ev)
+			if ev.Type == "run" && state.Status(ev.Status).Terminal() {
+				ended = true
+			}
+		}
+		for _, ev := range evs {
+			handle(ev)
+		}
+		for !ended {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					goto resubscribe
+				}
+				handle(ev)
+			case <-ctx.Done():
+				unsub()
+				return state.Run{}, ctx.Err()
+			}
+		}
+		unsub()
+		p.done()
+		return a.Store.Run(ctx, id)
+	resubscribe:
+		unsub()
+		if h, err := a.Store.Run(ctx, id); err == nil && h.Status.Terminal() {
+			if rest, err := a.Store.Events(ctx, id, last, 100000); err == nil {
+				for _, ev := range rest {
+					handle(ev)
+				}
+			}
+			p.done()
+			return h, nil
+		}
+	}
+}
+
+func printResult(w io.Writer, h state.Run) {
+	fmt.Fprintf(w, "\nrun %s %s", h.ID, h.Status)
+	if h.EndReason != "" {
+		fmt.Fprintf(w, " (%s)", h.EndReason)
+	}
+	fmt.Fprintf(w, " after %.1fs: %d tokens, %d actions, $%.4f\n", h.Usage.Seconds, h.Usage.Tokens, h.Usage.Actions, h.Usage.Cost)
+	if h.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", h.Error)
+	}
+	if len(h.Result) > 0 {
+		var s string
+		if json.Unmarshal(h.Result, &s) == nil {
+			fmt.Fprintf(w, "result: %s\n", s)
+		} else {
+			fmt.Fprintf(w, "result: %s\n", h.Result)
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

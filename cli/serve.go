@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/workflows"
+)
+
+// serverFlags registers the flags shared by serve and launch.
+func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
+	fs.StringVar(&cfg.Addr, "addr", configs.DefaultAddr, "listen address")
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
+	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
+	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
+	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
+	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token required on every route but /health (env FLOCK_AUTH_TOKEN)")
+	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg configs.Server
+	var level string
+	serverFlags(fs, &cfg, &level)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil)
+}
+
+func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("flock", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	var cfg configs.Server
+	var level, wf, settingsPath, taskText string
+	serverFlags(fs, &cfg, &level)
+	fs.StringVar(&wf, "workflow", "listen", "workflow to start once the server is up; listen starts nothing")
+	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML)")
+	fs.StringVar(&taskText, "task", "", "task text for the run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if wf == "listen" {
+		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil)
+	}
+	req, err := startRequest(wf, settingsPath, taskText)
+	if err != nil {
+		return err
+	}
+	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) error {
+		h, err := a.Executor.StartRun(ctx, req)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "started run %s (workflow %s)\n", h.ID, h.Workflow)
+		return nil
+	})
+}
+
+// startRequest builds a start request from command-line flags.
+func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, error) {
+	req := workflows.StartRequest{Workflow: wf, Task: taskText, Settings: json.RawMessage("{}")}
+	if settingsPath != "" {
+		doc, err := configs.LoadSettingsFile(settingsPath)
+		if err != nil {
+			return req, err
+		}
+		req.Settings = doc
+	}
+	return req, nil
+}
+
+func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdout, stderr io.Writer, after func(context.Context, *app.App) error) error {
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		return err
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(a.Config, a.Executor, log)
+	if err != nil {
+		return errors.Join(err, a.Close(context.Background()))
+	}
+	addr, err := srv.Start()
+	if err != nil {
+		return errors.Join(err, a.Close(context.Background()))
+	}
+	fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, %d runs resumed)\n", addr, a.Config.DataDir, a.Config.Mode, len(a.Executor.Active()))
+	if after != nil {
+		if err := after(ctx, a); err != nil {
+			fmt.Fprintf(stderr, "flock: %v\n", err)
+		}
+	}
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "flock: shutting down; unfinished runs resume on the next start")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return errors.Join(srv.Shutdown(sctx), a.Close(sctx))
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs flock's whole test suite on a fresh machine: installs what the tests
+# need (bubblewrap for the sandbox tests, python3 for the python handler),
+# then vets and tests every package, with the race detector on the engine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "installing ${need[*]}"
+		apt-get update -qq >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+	else
+		echo "warning: missing ${need[*]}; the tests that need them will be skipped" >&2
+	fi
+fi
+
+go vet ./...
+go test -count=1 -timeout 20m ./...
+go test -count=1 -race -timeout 20m ./state/... ./workflows/... ./server/... ./handlers/...
