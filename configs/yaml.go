@@ -20,7 +20,14 @@ func ToJSON(name string, b []byte) (json.RawMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 		}
-		return json.RawMessage(out), nil
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, out); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+		}
+		if !bytes.HasPrefix(buf.Bytes(), []byte("{")) {
+			return nil, fmt.Errorf("%w: %s: the settings document must be a mapping", ErrInvalid, name)
+		}
+		return json.RawMessage(buf.Bytes()), nil
 	}
 	if !json.Valid(b) {
 		var v any

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunCommand(t *testing.T) {
+	dir := t.TempDir()
+	failing := filepath.Join(dir, "failing.json")
+	if err := os.WriteFile(failing, []byte(`{"workflow_type":"script","commands":["echo one","exit 3","echo never"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(broken, []byte(`{"commands": ["ls"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr string
+	}{
+		{name: "example succeeds", args: []string{"run", "--settings", "../configs/examples/script.json"}, code: 0,
+			stdout: []string{"$ mkdir -p build && cd build", "wrote 7 words to", "succeeded (completed)", `result: {"commands":5,"failed":0}`}},
+		{name: "failing command", args: []string{"run", "--settings", failing}, code: 1,
+			stdout: []string{"failed (command_failed: exit 3)", "$ exit 3  → exit 3"}},
+		{name: "broken settings", args: []string{"run", "--settings", broken}, code: 1, stderr: "broken.json: malformed JSON"},
+		{name: "unknown workflow", args: []string{"run", "--workflow", "nope"}, code: 1, stderr: `"nope" is not registered`},
+		{name: "no workflow", args: []string{"run"}, code: 2, stderr: "--workflow or --settings is required"},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
+		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"flock ", "phases-api"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if len(args) > 0 && args[0] == "run" {
+				args = append(args, "--data", t.TempDir())
+			}
+			code, out, errs := run(t, args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errs)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(out, s) {
+					t.Fatalf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			if !strings.Contains(errs, tt.stderr) {
+				t.Fatalf("stderr lacks %q:\n%s", tt.stderr, errs)
+			}
+		})
+	}
+}
+
+func TestServeRefusesPublicAddressWithoutToken(t *testing.T) {
+	t.Setenv("FLOCK_AUTH_TOKEN", "")
+	code, _, errs := run(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir())
+	if code != 1 || !strings.Contains(errs, "not a loopback address") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

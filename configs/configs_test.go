@@ -1,0 +1,112 @@
+package configs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseRunSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		err  string
+	}{
+		{name: "empty", doc: ``},
+		{name: "object", doc: `{"limits":{"tokens":10},"models":{"m":{"base_url":"http://x/v1"}}}`},
+		{name: "negative limit", doc: `{"limits":{"actions":-1}}`, err: "limits.actions: must be >= 0"},
+		{name: "wrong type", doc: `{"limits":{"tokens":"lots"}}`, err: "limits.tokens: expected int"},
+		{name: "malformed", doc: `{"limits":`, err: "malformed JSON"},
+		{name: "sandbox kind", doc: `{"sandbox":{"kind":"docker"}}`, err: `sandbox.kind: "docker" is not one of none, bwrap`},
+		{name: "provider", doc: `{"models":{"m":{"provider":"magic"}}}`, err: "models.m.provider"},
+		{name: "script required", doc: `{"models":{"m":{"provider":"scripted"}}}`, err: "models.m.script: required"},
+		{name: "key in place of env name", doc: `{"models":{"m":{"api_key_env":"sk-abc"}}}`, err: "must name an environment variable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseRunSettings([]byte(tt.doc))
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Bash.TimeoutS != DefaultBashTimeoutS || s.Sandbox.Kind != "none" {
+					t.Fatalf("defaults not applied: %+v", s)
+				}
+				for name, m := range s.Models {
+					if m.Name != name || m.Provider != "openai" || m.APIKeyEnv != "OPENAI_API_KEY" || *m.MaxRetries != DefaultModelRetries {
+						t.Fatalf("model defaults: %+v", m)
+					}
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want ErrInvalid containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestLoadSettingsFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name, file, body, want, err string
+	}{
+		{name: "json", file: "a.json", body: `{"commands":["ls"]}`, want: `{"commands":["ls"]}`},
+		{name: "yaml", file: "a.yaml", body: "commands:\n  - ls\nlimits:\n  tokens: 5\n", want: `"tokens":5`},
+		{name: "bad yaml", file: "b.yml", body: "commands: [ls\n", err: "b.yml"},
+		{name: "not an object", file: "c.json", body: `[1,2]`, err: "must be a JSON object"},
+		{name: "broken json", file: "d.json", body: `{"a":}`, err: "d.json: malformed JSON"},
+		{name: "invalid settings", file: "e.json", body: `{"limits":{"cost":-2}}`, err: "limits.cost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := LoadSettingsFile(write(tt.file, tt.body))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(string(doc), tt.want) {
+				t.Fatalf("doc = %s, %v", doc, err)
+			}
+		})
+	}
+	if _, err := LoadSettingsFile(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestServerValidate(t *testing.T) {
+	tests := []struct {
+		name, addr, token, mode, err string
+	}{
+		{name: "default", addr: "", mode: ""},
+		{name: "localhost", addr: "localhost:1"},
+		{name: "ipv6 loopback", addr: "[::1]:1"},
+		{name: "public without token", addr: "0.0.0.0:46397", err: "not a loopback address"},
+		{name: "all interfaces", addr: ":46397", err: "not a loopback address"},
+		{name: "public with token", addr: "0.0.0.0:46397", token: "t"},
+		{name: "bad mode", mode: "dream", err: `--mode "dream"`},
+		{name: "bad addr", addr: "nope", err: "--addr"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Server{Addr: tt.addr, AuthToken: tt.token, Mode: tt.mode}
+			s.ApplyDefaults()
+			err := s.Validate()
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("err = %v, want %q", err, tt.err)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package operations
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func f(v float64) *float64 { return &v }
+
+func TestRequestRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		req  Request
+		wire string
+	}{
+		{name: "bash", req: NewBash("ls", 5), wire: `{"type":"bash","params":{"command":"ls","timeout_s":5}}`},
+		{name: "python", req: NewPython("x=1", 0), wire: `{"type":"python","params":{"code":"x=1"}}`},
+		{name: "generate", req: NewGenerate(GenerateRequest{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}, N: 2, Temperature: f(0)}),
+			wire: `{"type":"generate","params":{"model":"m","messages":[{"role":"user","content":"hi"}],"n":2,"temperature":0}}`},
+		{name: "spawn", req: NewSpawn(SpawnRequest{Workflow: "script", Settings: json.RawMessage(`{"commands":["ls"]}`), Name: "a"}),
+			wire: `{"type":"spawn","params":{"workflow":"script","settings":{"commands":["ls"]},"name":"a"}}`},
+		{name: "submit with meta", req: NewSubmit("42").WithMeta("purpose", "final"), wire: `{"type":"submit","params":{"answer":"42"},"meta":{"purpose":"final"}}`},
+		{name: "score", req: NewScore(), wire: `{"type":"score","params":{}}`},
+		{name: "get_usage", req: NewGetUsage(), wire: `{"type":"get_usage","params":{}}`},
+		{name: "log", req: NewLog("hello"), wire: `{"type":"log","params":{"content":"hello"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.wire {
+				t.Fatalf("wire = %s\nwant   %s", b, tt.wire)
+			}
+			var back Request
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, tt.req) {
+				t.Fatalf("round trip = %+v, want %+v", back, tt.req)
+			}
+			if err := back.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestRequestErrors(t *testing.T) {
+	var r Request
+	if err := json.Unmarshal([]byte(`{"type":"teleport","params":{}}`), &r); !errors.Is(err, ErrUnknownKind) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+	if err := (&Request{Kind: KindBash}).Validate(); !errors.Is(err, ErrMissingParams) {
+		t.Fatalf("missing params: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"type":"bash","params":{"command":5}}`), &r); err == nil {
+		t.Fatal("a number for command was accepted")
+	}
+	// Missing params decode as the kind's zero payload.
+	if err := json.Unmarshal([]byte(`{"type":"score"}`), &r); err != nil || r.Score == nil {
+		t.Fatalf("score without params: %v %+v", err, r)
+	}
+}
+
+func TestResultRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		res  Result
+	}{
+		{name: "bash", res: Result{Kind: KindBash, Bash: &BashResult{Stdout: "a", ExitCode: 1}}},
+		{name: "generate", res: Result{Kind: KindGenerate, Generate: &GenerateResult{Outputs: []Output{{Content: "x",
+			ToolCalls: []ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}}}}, Usage: Usage{PromptTokens: 3}}}},
+		{name: "error only", res: Result{Kind: KindPython, Error: "interpreter died", Meta: map[string]string{"k": "v"}}},
+		{name: "score", res: Result{Kind: KindScore, Score: &ScoreResult{Score: f(0.5), Message: "ok"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Result
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, tt.res) {
+				t.Fatalf("round trip = %+v, want %+v (wire %s)", back, tt.res, b)
+			}
+		})
+	}
+}
+
+func TestKinds(t *testing.T) {
+	for _, k := range Kinds() {
+		if !k.Valid() {
+			t.Fatalf("%s not valid", k)
+		}
+		r := Request{Kind: k}
+		if _, err := r.alloc(); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		res := Result{Kind: k}
+		if _, err := res.alloc(); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	if Kind("nope").Valid() {
+		t.Fatal("nope is valid")
+	}
+}
