@@ -16,6 +16,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/bash"
+	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
 	"github.com/flockrun/flock/handlers/python"
 	"github.com/flockrun/flock/handlers/spawn"
@@ -62,6 +63,8 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		operations.KindPython:   python.New(python.Options{}),
 		operations.KindGenerate: gen,
 	}
+	fh := files.New()
+	hs[operations.KindReadFile], hs[operations.KindWriteFile] = fh, fh
 	th := task.New()
 	for _, k := range task.Kinds() {
 		hs[k] = th

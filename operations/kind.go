@@ -18,12 +18,17 @@ const (
 	KindAction      Kind = "action"
 	KindObservation Kind = "observation"
 	KindSandbox     Kind = "sandbox"
+	// KindReadFile and KindWriteFile let pure phases read inputs (datasets,
+	// earlier results) and write outputs (result files) through the journal.
+	KindReadFile  Kind = "read_file"
+	KindWriteFile Kind = "write_file"
 )
 
 // Kinds lists every kind in a stable order.
 func Kinds() []Kind {
 	return []Kind{KindAction, KindBash, KindGenerate, KindGetTask, KindGetUsage, KindLog,
-		KindObservation, KindPython, KindSandbox, KindScore, KindScoreLog, KindSpawn, KindSubmit}
+		KindObservation, KindPython, KindReadFile, KindSandbox, KindScore, KindScoreLog, KindSpawn, KindSubmit,
+		KindWriteFile}
 }
 
 // Valid reports whether k is a known kind.

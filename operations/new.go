@@ -52,3 +52,13 @@ func (r Request) WithMeta(key, value string) Request {
 	r.Meta = m
 	return r
 }
+
+// NewReadFile returns a read_file request.
+func NewReadFile(path string) Request {
+	return Request{Kind: KindReadFile, ReadFile: &ReadFileRequest{Path: path}}
+}
+
+// NewWriteFile returns a write_file request.
+func NewWriteFile(path, content string, appendTo bool) Request {
+	return Request{Kind: KindWriteFile, WriteFile: &WriteFileRequest{Path: path, Content: content, Append: appendTo}}
+}

@@ -27,6 +27,8 @@ type Request struct {
 	Action      *ActionRequest
 	Observation *ObservationRequest
 	Sandbox     *SandboxRequest
+	ReadFile    *ReadFileRequest
+	WriteFile   *WriteFileRequest
 }
 
 // BashRequest runs a command in the run's persistent shell.
@@ -97,6 +99,23 @@ type SandboxRequest struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
+// ReadFileRequest reads a file. Relative paths are resolved against the
+// run's work directory.
+type ReadFileRequest struct {
+	Path string `json:"path"`
+	// MaxBytes caps what is read (default 64 MiB); a larger file is an error.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// WriteFileRequest writes (or appends to) a file, creating parent
+// directories. Relative paths are resolved against the run's work
+// directory. A write replaces the file atomically (temp file + rename).
+type WriteFileRequest struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Append  bool   `json:"append,omitempty"`
+}
+
 // params returns the kind-specific payload of r.
 func (r *Request) params() (any, error) {
 	var p any
@@ -127,6 +146,10 @@ func (r *Request) params() (any, error) {
 		p = r.Observation
 	case KindSandbox:
 		p = r.Sandbox
+	case KindReadFile:
+		p = r.ReadFile
+	case KindWriteFile:
+		p = r.WriteFile
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
 	}
@@ -175,6 +198,12 @@ func (r *Request) alloc() (any, error) {
 	case KindSandbox:
 		r.Sandbox = &SandboxRequest{}
 		return r.Sandbox, nil
+	case KindReadFile:
+		r.ReadFile = &ReadFileRequest{}
+		return r.ReadFile, nil
+	case KindWriteFile:
+		r.WriteFile = &WriteFileRequest{}
+		return r.WriteFile, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
 }

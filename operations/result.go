@@ -29,6 +29,8 @@ type Result struct {
 	Action      *RecordedResult
 	Observation *RecordedResult
 	Sandbox     *SandboxResult
+	ReadFile    *ReadFileResult
+	WriteFile   *WriteFileResult
 }
 
 // BashResult is the outcome of a shell command.
@@ -129,6 +131,21 @@ type SandboxResult struct {
 	Meta    json.RawMessage `json:"meta,omitempty"`
 }
 
+// ReadFileResult is a file's content.
+type ReadFileResult struct {
+	// Exists is false when the file does not exist (not an error).
+	Exists  bool   `json:"exists"`
+	Content string `json:"content"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// WriteFileResult acknowledges a write.
+type WriteFileResult struct {
+	// Path is the absolute path written.
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}
+
 // Failed returns a result for kind that carries only an error message.
 func Failed(req Request, format string, args ...any) Result {
 	return Result{Kind: req.Kind, Meta: req.Meta, Error: fmt.Sprintf(format, args...)}
@@ -163,6 +180,10 @@ func (r *Result) payload() (any, error) {
 		p = r.Observation
 	case KindSandbox:
 		p = r.Sandbox
+	case KindReadFile:
+		p = r.ReadFile
+	case KindWriteFile:
+		p = r.WriteFile
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
 	}
@@ -210,6 +231,12 @@ func (r *Result) alloc() (any, error) {
 	case KindSandbox:
 		r.Sandbox = &SandboxResult{}
 		return r.Sandbox, nil
+	case KindReadFile:
+		r.ReadFile = &ReadFileResult{}
+		return r.ReadFile, nil
+	case KindWriteFile:
+		r.WriteFile = &WriteFileResult{}
+		return r.WriteFile, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
 }

@@ -1,0 +1,52 @@
+package files
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+func TestReadWrite(t *testing.T) {
+	h := New()
+	env := handlers.Env{WorkDir: t.TempDir()}
+	ctx := context.Background()
+	do := func(r operations.Request) operations.Result { return h.Handle(ctx, env, r) }
+
+	if r := do(operations.NewReadFile("missing.txt")); r.Error != "" || r.ReadFile.Exists {
+		t.Fatalf("missing: %+v", r)
+	}
+	if r := do(operations.NewWriteFile("out/a.txt", "one\n", false)); r.Error != "" || r.WriteFile.Path != filepath.Join(env.WorkDir, "out/a.txt") {
+		t.Fatalf("write: %+v", r)
+	}
+	for _, line := range []string{"two\n", "two\n", "three\n"} { // the repeated append is a retry
+		if r := do(operations.NewWriteFile("out/a.txt", line, true)); r.Error != "" {
+			t.Fatalf("append: %+v", r)
+		}
+	}
+	r := do(operations.NewReadFile(filepath.Join(env.WorkDir, "out/a.txt")))
+	if r.Error != "" || !r.ReadFile.Exists || r.ReadFile.Content != "one\ntwo\nthree\n" {
+		t.Fatalf("read: %+v", r.ReadFile)
+	}
+	big := operations.NewReadFile("out/a.txt")
+	big.ReadFile.MaxBytes = 3
+	if r := do(big); !strings.Contains(r.Error, "larger than 3 bytes") {
+		t.Fatalf("cap: %+v", r)
+	}
+	if r := do(operations.NewWriteFile("", "x", false)); !strings.Contains(r.Error, "path is required") {
+		t.Fatalf("empty path: %+v", r)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(env.WorkDir, "out", ".*tmp*"))
+	if len(leftovers) != 0 {
+		t.Fatalf("temporary files left: %v", leftovers)
+	}
+	if err := os.Chmod(filepath.Join(env.WorkDir, "out"), 0o500); err == nil && os.Geteuid() != 0 {
+		if r := do(operations.NewWriteFile("out/b.txt", "x", false)); r.Error == "" {
+			t.Fatal("write into a read-only dir succeeded")
+		}
+	}
+}
