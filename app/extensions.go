@@ -1,17 +1,27 @@
 package app
 
 import (
-	"fmt"
-
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/workflows"
 )
 
-// LoadExtensions registers the workflows of cfg's plugin and workflow
-// directories into reg.
+// LoadExtensions registers into reg the workflows of cfg's plugin
+// directories (Go plugins, *.so, see phases.LoadPlugins) and then those of
+// its workflow directories (YAML/JSON files, see
+// workflows.LoadWorkflowDir). Errors are returned as is (they name the
+// file, and for plugins how to rebuild them) so that start-up fails
+// clearly; a failure may leave some extensions registered in reg.
 func LoadExtensions(reg *phases.Registry, cfg configs.Server) error {
-	if len(cfg.PluginDirs) > 0 || len(cfg.WorkflowDirs) > 0 {
-		return fmt.Errorf("--plugins and --workflows are not available in this build yet")
+	for _, dir := range cfg.PluginDirs {
+		if err := phases.LoadPlugins(reg, dir); err != nil {
+			return err
+		}
+	}
+	for _, dir := range cfg.WorkflowDirs {
+		if err := workflows.LoadWorkflowDir(reg, dir); err != nil {
+			return err
+		}
 	}
 	return nil
 }
