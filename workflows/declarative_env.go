@@ -92,9 +92,9 @@ type ResultView struct {
 	// submit
 	Accepted bool `expr:"accepted" json:"accepted,omitempty"`
 	// score (score is 0 when the scorer gave none; scored says whether it did)
-	Score   float64 `expr:"score" json:"score,omitempty"`
-	Scored  bool    `expr:"scored" json:"scored,omitempty"`
-	Text    string  `expr:"text" json:"text,omitempty"` // score or sandbox message
+	Score  float64 `expr:"score" json:"score,omitempty"`
+	Scored bool    `expr:"scored" json:"scored,omitempty"`
+	Text   string  `expr:"text" json:"text,omitempty"` // score or sandbox message
 	// spawn
 	RunID     string `expr:"run_id" json:"run_id,omitempty"`
 	Status    string `expr:"status" json:"status,omitempty"`

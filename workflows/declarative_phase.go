@@ -299,9 +299,9 @@ func (fw *fileWorkflow) settingsOf(raw json.RawMessage) (map[string]any, error) 
 
 // call is the evaluation state of one phase call.
 type call struct {
-	p       *filePhase
-	in      phases.Input
-	env     Env
+	p   *filePhase
+	in  phases.Input
+	env Env
 	// appended holds the data of entries appended so far in this call, by type.
 	appended map[string][]any
 	// history caches historyOf by type.
