@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/flockrun/flock/configs"
@@ -18,6 +19,7 @@ import (
 	"github.com/flockrun/flock/handlers/bash"
 	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
+	"github.com/flockrun/flock/handlers/isolate"
 	"github.com/flockrun/flock/handlers/python"
 	"github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/handlers/task"
@@ -58,9 +60,14 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		return nil, err
 	}
 	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log})
+	// A bwrap sandbox hides the data directory (the journal, other runs).
+	hidden := []string{cfg.DataDir}
+	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+		hidden = []string{abs}
+	}
 	hs := map[operations.Kind]handlers.Handler{
-		operations.KindBash:     bash.New(bash.Options{}),
-		operations.KindPython:   python.New(python.Options{}),
+		operations.KindBash:     bash.New(bash.Options{Hidden: hidden}),
+		operations.KindPython:   python.New(python.Options{Hidden: hidden}),
 		operations.KindGenerate: gen,
 	}
 	fh := files.New()
@@ -77,6 +84,11 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		Concurrency: cfg.Concurrency,
 		Logger:      log,
 		CheckRun: func(wf *phases.Workflow, rs *configs.RunSettings, raw json.RawMessage) error {
+			if rs.Sandbox.Kind == isolate.KindBwrap {
+				if err := isolate.Available(); err != nil {
+					return fmt.Errorf("sandbox.kind: %w", err)
+				}
+			}
 			return gen.CheckSettings(rs, ModelsOf(raw))
 		},
 	})

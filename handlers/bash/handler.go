@@ -2,6 +2,8 @@ package bash
 
 import (
 	"context"
+	"fmt"
+	"github.com/flockrun/flock/handlers/isolate"
 	"os"
 	"sync"
 	"time"
@@ -52,6 +54,10 @@ type Options struct {
 	// on the wrapper and the shell staying in the process group started by
 	// the handler.
 	Wrap func(argv []string, workDir string) []string
+	// Hidden lists paths a bwrap sandbox (settings sandbox.kind "bwrap")
+	// makes invisible: the server's data directory. Runs' own work
+	// directories inside it stay visible to themselves.
+	Hidden []string
 }
 
 // Handler runs bash operations in persistent shells, one per (run,
@@ -97,7 +103,9 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		timeout: h.timeout(env.Settings, req.Bash.TimeoutS),
 		limit:   h.limit(env.Settings),
 		workDir: env.WorkDir,
-		spawn:   h.spawnArgs,
+		spawn: func(workDir, cmdDir string) ([]string, []string, error) {
+			return h.spawnArgs(sandboxOf(env.Settings), workDir, cmdDir)
+		},
 	})
 	out := operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: res}
 	if err != nil {
@@ -157,13 +165,26 @@ func (h *Handler) limit(settings *configs.RunSettings) int {
 	return configs.DefaultBashOutputLimit
 }
 
-// spawnArgs returns the argv and environment of a new shell for workDir.
-func (h *Handler) spawnArgs(workDir string) (argv, env []string) {
+// spawnArgs returns the argv and environment of a new shell for workDir:
+// Options.Wrap when set, else the run's sandbox (bwrap with the command
+// directory bound read-only and Options.Hidden invisible).
+func (h *Handler) spawnArgs(sb configs.Sandbox, workDir, cmdDir string) (argv, env []string, err error) {
 	argv = []string{"bash", "--noprofile", "--norc", "--noediting"}
 	if h.opts.Wrap != nil {
-		argv = h.opts.Wrap(argv, workDir)
+		return h.opts.Wrap(argv, workDir), h.shellEnv(), nil
 	}
-	return argv, h.shellEnv()
+	argv, err = isolate.WrapReadOnly(sb, workDir, h.opts.Hidden, []string{cmdDir}, argv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return argv, h.shellEnv(), nil
+}
+
+func sandboxOf(s *configs.RunSettings) configs.Sandbox {
+	if s == nil {
+		return configs.Sandbox{}
+	}
+	return s.Sandbox
 }
 
 // shellEnv builds a shell's environment from the allow-list, never from

@@ -2,6 +2,7 @@ package bash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -49,8 +50,9 @@ type params struct {
 	timeout time.Duration
 	limit   int
 	workDir string
-	// spawn returns the argv and environment of a new shell.
-	spawn func(workDir string) (argv, env []string)
+	// spawn returns the argv and environment of a new shell whose command
+	// file lives in cmdDir.
+	spawn func(workDir, cmdDir string) (argv, env []string, err error)
 }
 
 // run runs one command, starting the shell if needed. On a timeout, a
@@ -116,11 +118,19 @@ func (s *session) startLocked(ctx context.Context, p *params) error {
 	if err := os.MkdirAll(p.workDir, 0o755); err != nil {
 		return fmt.Errorf("%w: work dir: %w", ErrStart, err)
 	}
-	argv, env := p.spawn(p.workDir)
-	if len(argv) == 0 {
-		return fmt.Errorf("%w: empty argv", ErrStart)
+	dir, err := newCommandDir()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	sh, err := startShell(argv, p.workDir, env)
+	argv, env, err := p.spawn(p.workDir, dir)
+	if err == nil && len(argv) == 0 {
+		err = errors.New("empty argv")
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	sh, err := startShell(argv, p.workDir, dir, env)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStart, err)
 	}

@@ -60,14 +60,20 @@ type shell struct {
 	carryOut, carryErr []byte
 }
 
-// startShell starts argv on a new pty in workDir with env. The caller must
-// wait for the ready marker (see session.startLocked) and eventually call
-// close.
-func startShell(argv []string, workDir string, env []string) (_ *shell, err error) {
+// newCommandDir creates the private directory that holds a shell's command file.
+func newCommandDir() (string, error) {
 	dir, err := os.MkdirTemp("", "flock-bash-")
 	if err != nil {
-		return nil, fmt.Errorf("command dir: %w", err)
+		return "", fmt.Errorf("command dir: %w", err)
 	}
+	return dir, nil
+}
+
+// startShell starts argv on a new pty in workDir with env, using dir (from
+// newCommandDir, owned by the shell from now on, removed on failure) for
+// its command file. The caller must wait for the ready marker (see
+// session.startLocked) and eventually call close.
+func startShell(argv []string, workDir, dir string, env []string) (_ *shell, err error) {
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(dir)

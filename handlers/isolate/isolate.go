@@ -33,6 +33,13 @@ const (
 // path to an existing directory; symbolic links in it and in hidden are
 // resolved. Wrap does not run bwrap; see Available.
 func Wrap(s configs.Sandbox, workDir string, hidden []string, argv []string) ([]string, error) {
+	return WrapReadOnly(s, workDir, hidden, nil, argv)
+}
+
+// WrapReadOnly is Wrap with extra paths bound read-only at their own path
+// inside the sandbox, on top of the private /tmp and the hidden paths (the
+// bash handler uses it for its per-shell command directory).
+func WrapReadOnly(s configs.Sandbox, workDir string, hidden, readOnly []string, argv []string) ([]string, error) {
 	switch s.Kind {
 	case "", KindNone:
 		return argv, nil
@@ -72,6 +79,11 @@ func Wrap(s configs.Sandbox, workDir string, hidden []string, argv []string) ([]
 		args []string
 	}
 	mounts := []mount{{wd, []string{"--bind", wd, wd}}}
+	for _, r := range readOnly {
+		if p, err := filepath.EvalSymlinks(r); err == nil && filepath.IsAbs(p) {
+			mounts = append(mounts, mount{p, []string{"--ro-bind", p, p}})
+		}
+	}
 	for _, h := range hidden {
 		if h == "" || !filepath.IsAbs(h) || filepath.Clean(h) == "/" {
 			continue
@@ -96,7 +108,7 @@ func Wrap(s configs.Sandbox, workDir string, hidden []string, argv []string) ([]
 			return di < dj
 		}
 		// Same path hidden and bound: hide first, then bind back.
-		return mounts[i].args[0] != "--bind" && mounts[j].args[0] == "--bind"
+		return mounts[i].args[0] == "--tmpfs" && mounts[j].args[0] != "--tmpfs"
 	})
 	for _, m := range mounts {
 		out = append(out, m.args...)
