@@ -3,4 +3,5 @@ package app
 // Built-in workflows register themselves in phases.Default from init.
 import (
 	_ "github.com/flockrun/flock/phases/script"
+	_ "github.com/flockrun/flock/phases/triframe"
 )

@@ -28,6 +28,10 @@ type Budget struct {
 	Note string
 	// NoteRole is the note's role (default user).
 	NoteRole string
+	// Earlier counts messages the caller already left out before the ones
+	// given (for example because it stopped reading old entries once it had
+	// more than the budget); with Earlier > 0 the note is always added.
+	Earlier int
 }
 
 // DefaultNote is the note Fit inserts when it dropped messages.
@@ -58,8 +62,11 @@ func (b Budget) Fit(msgs []operations.Message) ([]operations.Message, int) {
 		trimmed[i] = m
 	}
 	first := min(max(0, b.KeepFirst), len(trimmed))
-	if b.Limit <= 0 {
+	if b.Limit <= 0 && b.Earlier == 0 {
 		return trimmed, 0
+	}
+	if b.Limit <= 0 {
+		b.Limit = int(^uint(0) >> 1)
 	}
 	used := 0
 	for _, m := range trimmed[:first] {
@@ -99,7 +106,7 @@ func (b Budget) Fit(msgs []operations.Message) ([]operations.Message, int) {
 	for keepFrom < len(rest) && rest[keepFrom].Role == operations.RoleTool {
 		keepFrom++
 	}
-	if keepFrom == 0 {
+	if keepFrom == 0 && b.Earlier == 0 {
 		return trimmed, 0
 	}
 	out := make([]operations.Message, 0, first+1+len(rest)-keepFrom)
@@ -113,5 +120,5 @@ func (b Budget) Fit(msgs []operations.Message) ([]operations.Message, int) {
 	}
 	out = append(out, operations.Message{Role: role, Content: note})
 	out = append(out, rest[keepFrom:]...)
-	return out, keepFrom
+	return out, keepFrom + b.Earlier
 }

@@ -11,9 +11,8 @@ import (
 )
 
 // Trim keeps limit bytes of s, half from its head and half from its tail,
-// and puts a
-// marker counting the omitted bytes in the middle (s is returned whole
-// when that would not make it shorter). Cuts fall on rune
+// with a marker counting the omitted bytes in the middle (s is returned
+// whole when that would not make it shorter). Cuts fall on rune
 // boundaries. A limit <= 0 keeps s whole.
 func Trim(s string, limit int) string {
 	if limit <= 0 || len(s) <= limit {

@@ -326,7 +326,8 @@ type Parsed struct {
 
 // ParseOutput reads the call of a model output: in ModeTools the first
 // native tool call (others are ignored), in text modes the first block
-// naming one of tools. An invalid call leaves Call nil and says why in
+// naming one of tools (when the text has none in the mode's convention,
+// the other text convention is tried). An invalid call leaves Call nil and says why in
 // Invalid; no call at all leaves both empty.
 func ParseOutput(o operations.Output, mode Mode, tools []string) Parsed {
 	if mode == ModeTools || mode == "" {
@@ -344,6 +345,15 @@ func ParseOutput(o operations.Output, mode Mode, tools []string) Parsed {
 		return p
 	}
 	before, c, err := ParseText(o.Content, mode, tools)
+	if err == ErrNoCall {
+		// Lenient: a model told to use one text convention sometimes uses
+		// the other; accept it rather than lose the step.
+		other := ModeXML
+		if mode == ModeXML {
+			other = ModeFenced
+		}
+		before, c, err = ParseText(o.Content, other, tools)
+	}
 	switch {
 	case err == ErrNoCall:
 		return Parsed{Content: strings.TrimSpace(o.Content)}

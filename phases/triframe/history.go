@@ -1,0 +1,274 @@
+package triframe
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/agent"
+)
+
+// Histories are built from the log newest-first: entries are decoded only
+// until the budget is exceeded, so a long run costs no more per phase than
+// a short one once its history outgrows the budget.
+
+// isHistory reports whether entries of type typ appear in histories.
+func isHistory(typ string) bool {
+	switch typ {
+	case EntryAdvice, EntryChoice, EntryToolOutput, EntryWarning:
+		return true
+	}
+	return false
+}
+
+// render turns one log entry into messages for a reader.
+type render func(e phases.Entry) ([]operations.Message, error)
+
+// collect walks the log newest-first, rendering history entries until
+// their size exceeds budget. It returns the messages oldest first and the
+// number of history entries left out before them.
+func collect(st phases.State, budget, perMessage int, fn render) ([]operations.Message, int, error) {
+	var rev [][]operations.Message
+	size, i := 0, st.Len()-1
+	for ; i >= 0; i-- {
+		e := st.Entry(i)
+		if !isHistory(e.Type) {
+			continue
+		}
+		msgs, err := fn(e)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		for k := range msgs {
+			msgs[k].Content = agent.Trim(msgs[k].Content, perMessage)
+			size += agent.Size(msgs[k])
+		}
+		rev = append(rev, msgs)
+		if budget > 0 && size > budget {
+			i--
+			break
+		}
+	}
+	earlier := 0
+	for ; i >= 0; i-- {
+		if isHistory(st.Entry(i).Type) {
+			earlier++
+		}
+	}
+	var out []operations.Message
+	for k := len(rev) - 1; k >= 0; k-- {
+		out = append(out, rev[k]...)
+	}
+	return out, earlier, nil
+}
+
+// actorRender renders entries as the actor's own conversation.
+func actorRender(mode agent.Mode, withAdvice bool) render {
+	return func(e phases.Entry) ([]operations.Message, error) {
+		switch e.Type {
+		case EntryAdvice:
+			a, err := decode[Advice](e.Data)
+			if err != nil || !withAdvice || a.Advice == "" {
+				return nil, err
+			}
+			return []operations.Message{{Role: operations.RoleUser, Content: adviceMessage(a.Advice)}}, nil
+		case EntryChoice:
+			c, err := decode[Choice](e.Data)
+			if err != nil {
+				return nil, err
+			}
+			return []operations.Message{assistantMessage(c.Option, mode)}, nil
+		case EntryToolOutput:
+			t, err := decode[agent.ToolOutput](e.Data)
+			if err != nil {
+				return nil, err
+			}
+			return []operations.Message{toolMessage(t, mode)}, nil
+		case EntryWarning:
+			w, err := decode[agent.Warning](e.Data)
+			if err != nil {
+				return nil, err
+			}
+			return []operations.Message{{Role: operations.RoleUser, Content: "Warning: " + w.Message}}, nil
+		}
+		return nil, nil
+	}
+}
+
+func assistantMessage(o agent.Option, mode agent.Mode) operations.Message {
+	m := operations.Message{Role: operations.RoleAssistant, Content: o.Content, Reasoning: o.Reasoning}
+	switch {
+	case o.Call == nil:
+		if m.Content == "" {
+			m.Content = "(no action)"
+		}
+	case mode == agent.ModeTools:
+		m.ToolCalls = []operations.ToolCall{o.Call.ToolCall()}
+	default:
+		block := agent.RenderText(*o.Call, mode)
+		if m.Content == "" {
+			m.Content = block
+		} else {
+			m.Content += "\n\n" + block
+		}
+	}
+	return m
+}
+
+func toolMessage(t agent.ToolOutput, mode agent.Mode) operations.Message {
+	body := t.Output
+	if t.Notice != "" {
+		body += "\n\n" + t.Notice
+	}
+	if mode == agent.ModeTools && t.CallID != "" {
+		return operations.Message{Role: operations.RoleTool, ToolCallID: t.CallID, Content: body}
+	}
+	return operations.Message{Role: operations.RoleUser, Content: outputTag(t.Tool, t.Output) + notice(t.Notice)}
+}
+
+func outputTag(tool, output string) string {
+	return "<" + tool + "-output>\n" + output + "\n</" + tool + "-output>"
+}
+
+func notice(n string) string {
+	if n == "" {
+		return ""
+	}
+	return "\n" + n
+}
+
+// transcriptRender renders entries for readers other than the actor
+// (advisor, raters): the agent's actions and what they returned.
+func transcriptRender(e phases.Entry) ([]operations.Message, error) {
+	var text string
+	switch e.Type {
+	case EntryChoice:
+		c, err := decode[Choice](e.Data)
+		if err != nil {
+			return nil, err
+		}
+		text = "<agent_action>\n" + actionText(c.Option) + "\n</agent_action>"
+	case EntryToolOutput:
+		t, err := decode[agent.ToolOutput](e.Data)
+		if err != nil {
+			return nil, err
+		}
+		text = outputTag(t.Tool, t.Output)
+	case EntryWarning:
+		w, err := decode[agent.Warning](e.Data)
+		if err != nil {
+			return nil, err
+		}
+		text = "<warning>\n" + w.Message + "\n</warning>"
+	default:
+		return nil, nil
+	}
+	return []operations.Message{{Role: operations.RoleUser, Content: text}}, nil
+}
+
+// actionText renders an option: its text, then its call as name + JSON.
+func actionText(o agent.Option) string {
+	var parts []string
+	if c := strings.TrimSpace(o.Content); c != "" {
+		parts = append(parts, c)
+	}
+	switch {
+	case o.Call != nil:
+		parts = append(parts, "Tool call: "+o.Call.Name+" "+string(o.Call.Arguments))
+	case o.Invalid != "":
+		parts = append(parts, "Invalid tool call: "+o.Invalid)
+	default:
+		parts = append(parts, "(no tool call)")
+	}
+	return strings.Join(parts, "\n")
+}
+
+// actorMessages builds one actor prompt.
+func actorMessages(in phases.Input, s *Settings, tools []string, withAdvice bool) ([]operations.Message, error) {
+	_, limits := in.State.Usage()
+	head := []operations.Message{
+		{Role: operations.RoleSystem, Content: actorSystem(s, tools, s.Limit().Describe(limits))},
+		{Role: operations.RoleUser, Content: taskMessage(in.Run.Task, in.Run.WorkDir)},
+	}
+	return fitted(in.State, s, head, actorRender(s.Mode(), withAdvice), nil)
+}
+
+// advisorMessages builds the advisor prompt.
+func advisorMessages(in phases.Input, s *Settings, tools []string) ([]operations.Message, error) {
+	_, limits := in.State.Usage()
+	head := []operations.Message{
+		{Role: operations.RoleSystem, Content: advisorSystem(s, tools, s.Limit().Describe(limits))},
+		{Role: operations.RoleUser, Content: taskMessage(in.Run.Task, in.Run.WorkDir)},
+	}
+	tail := []operations.Message{{Role: operations.RoleUser, Content: advisorRequest}}
+	return fitted(in.State, s, head, transcriptRender, tail)
+}
+
+// fitted is head + the history that fits + tail.
+func fitted(st phases.State, s *Settings, head []operations.Message, fn render, tail []operations.Message) ([]operations.Message, error) {
+	budget := s.ContextTrimmingThreshold
+	for _, m := range append(head[:len(head):len(head)], tail...) {
+		budget -= agent.Size(m)
+	}
+	hist, earlier, err := collect(st, max(budget, 1), s.OutputLimit, fn)
+	if err != nil {
+		return nil, err
+	}
+	all := append(append([]operations.Message{}, head...), hist...)
+	b := agent.Budget{Limit: s.ContextTrimmingThreshold - tailSize(tail), PerMessage: s.OutputLimit, KeepFirst: len(head), Earlier: earlier}
+	out, _ := b.Fit(all)
+	return append(out, tail...), nil
+}
+
+func tailSize(tail []operations.Message) int {
+	n := 0
+	for _, m := range tail {
+		n += agent.Size(m)
+	}
+	return n
+}
+
+// raterMessages builds the rater prompt for opts.
+func raterMessages(in phases.Input, s *Settings, opts []agent.Option) ([]operations.Message, error) {
+	var o strings.Builder
+	o.WriteString("Candidate next actions:\n")
+	for i, op := range opts {
+		fmt.Fprintf(&o, "\n<option_%d>\n%s\n</option_%d>\n", i, agent.Trim(actionText(op), s.OutputLimit), i)
+	}
+	// Nothing but the request follows the options: readers (and the
+	// simulated rater) take an option's text to run until the next one.
+	o.WriteString("\nRate every one of these " + fmt.Sprint(len(opts)) + " options on the scale above.")
+	system := raterSystem(s)
+	task := taskMessage(in.Run.Task, in.Run.WorkDir)
+	budget := s.ContextTrimmingThreshold - len(system) - len(task) - o.Len()
+	hist, earlier, err := collect(in.State, max(budget, 1), s.OutputLimit, transcriptRender)
+	if err != nil {
+		return nil, err
+	}
+	kept, dropped := agent.Budget{Limit: max(budget, 1), PerMessage: s.OutputLimit, Earlier: earlier}.Fit(hist)
+	var t strings.Builder
+	t.WriteString(task + "\n\nTranscript of the agent's work so far")
+	switch {
+	case len(hist) == 0 && earlier == 0:
+		t.WriteString(": nothing yet, this is its first action.\n")
+	case dropped > 0:
+		fmt.Fprintf(&t, " (the %d oldest entries are left out):\n", dropped)
+	default:
+		t.WriteString(":\n")
+	}
+	for _, m := range kept {
+		if m.Content == agent.DefaultNote {
+			continue
+		}
+		t.WriteString("\n" + m.Content + "\n")
+	}
+	t.WriteString("\n" + ratingScale + "\n\n" + o.String())
+	return []operations.Message{
+		{Role: operations.RoleSystem, Content: system},
+		{Role: operations.RoleUser, Content: t.String()},
+	}, nil
+}
