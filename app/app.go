@@ -59,7 +59,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 	if err != nil {
 		return nil, err
 	}
-	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log})
+	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log, Journal: st})
 	// A bwrap sandbox hides the data directory (the journal, other runs).
 	hidden := []string{cfg.DataDir}
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil {

@@ -116,6 +116,8 @@
 // script parallel calls. A line with "n": k stands for k identical outputs
 // of an n > 1 request. When no line fits, the generate fails with
 // "scripted model X: script exhausted after N replies". Cursors live in
-// memory only (a restarted server starts the script over; CloseRun or a
-// changed file resets them): scripted replies are for tests.
+// memory; when Options.Journal is set (the server sets it), a run's cursor
+// is rebuilt after a restart by replaying the generate requests its journal
+// holds as done, so a resumed run continues its script instead of starting
+// over. Without a journal, CloseRun or a changed file resets a cursor.
 package generate

@@ -64,6 +64,10 @@ type Options struct {
 	BackoffBase   time.Duration
 	BackoffMax    time.Duration
 	MaxRetryAfter time.Duration
+	// Journal, when set, lets the scripted provider rebuild a run's place
+	// in its script from the run's journal after a restart (the cursor is
+	// otherwise in memory only).
+	Journal Journal
 }
 
 // Handler runs generate operations. It is safe for concurrent use by many
@@ -143,7 +147,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	case ProviderSimulated:
 		out = simulate(g)
 	case ProviderScripted:
-		out, err = h.scripts.reply(env.RunID, m, g)
+		out, err = h.scripts.reply(ctx, h.opts.Journal, env.RunID, env.OpID, m, g)
 	default:
 		out, err = h.callOpenAI(ctx, m, g)
 	}

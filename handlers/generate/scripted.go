@@ -3,6 +3,7 @@ package generate
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/state"
 )
 
 // scriptLine is one reply of a script file (one JSON object per line).
@@ -152,10 +154,63 @@ func lastUserOrTool(msgs []operations.Message) string {
 	return ""
 }
 
+// Journal reads a run's operation journal; the scripted provider uses it
+// to rebuild a run's cursor after a restart.
+type Journal interface {
+	Ops(ctx context.Context, id string, after string, limit int) ([]state.Op, error)
+}
+
+// next returns the index of the first unused line of c that either has no
+// match or whose match occurs in last, or -1.
+func (c *cursor) next(last string) int {
+	for i, l := range c.file.lines {
+		if !c.used[i] && (l.Match == "" || strings.Contains(last, l.Match)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// consume marks the lines that answering g takes, without building output.
+func (c *cursor) consume(g *operations.GenerateRequest) {
+	last := lastUserOrTool(g.Messages)
+	for n := 0; n < max(1, g.N); {
+		idx := c.next(last)
+		if idx < 0 {
+			return
+		}
+		c.used[idx] = true
+		c.count++
+		n += max(1, c.file.lines[idx].N)
+	}
+}
+
+// replay rebuilds a fresh cursor from the generate ops of model key that
+// the run's journal holds as done (in step order), except the op being
+// answered now: after a crash, the script goes on where the run was.
+func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) error {
+	for after := ""; ; {
+		ops, err := j.Ops(ctx, runID, after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, op := range ops {
+			g := op.Request.Generate
+			if op.Status == state.OpDone && op.ID != opID && g != nil && g.Model == key {
+				c.consume(g)
+			}
+		}
+		if len(ops) < 1000 {
+			return nil
+		}
+		after = ops[len(ops)-1].ID
+	}
+}
+
 // reply answers g from the script of m, consuming lines of the run's
 // cursor: for each of the n outputs, the first unused line that either has
 // no match or whose match occurs in the last user/tool message.
-func (s *scripts) reply(runID string, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
+func (s *scripts) reply(ctx context.Context, j Journal, runID, opID string, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
 	f, err := s.load(m.script)
 	if err != nil {
 		return nil, fmt.Errorf("scripted model %q: %w", m.key, err)
@@ -169,18 +224,17 @@ func (s *scripts) reply(runID string, m *model, g *operations.GenerateRequest) (
 	c := s.cursors[k]
 	if c == nil || c.file != f {
 		c = &cursor{file: f, used: make([]bool, len(f.lines))}
+		if j != nil {
+			if err := replay(ctx, j, c, runID, opID, m.key); err != nil {
+				return nil, fmt.Errorf("scripted model %q: replay the run's journal: %w", m.key, err)
+			}
+		}
 		s.cursors[k] = c
 	}
 	out := &operations.GenerateResult{Model: m.name}
 	prompt, completion, usageGiven := 0, 0, false
 	for len(out.Outputs) < want {
-		idx := -1
-		for i, l := range f.lines {
-			if !c.used[i] && (l.Match == "" || strings.Contains(last, l.Match)) {
-				idx = i
-				break
-			}
-		}
+		idx := c.next(last)
 		if idx < 0 {
 			return nil, fmt.Errorf("scripted model %q: %w after %d replies", m.key, ErrScriptExhausted, c.count)
 		}
