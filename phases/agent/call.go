@@ -34,7 +34,12 @@ func (c Call) Same(d Call) bool { return c.Name == d.Name && bytes.Equal(c.Argum
 
 // ToolCall returns the call in wire form.
 func (c Call) ToolCall() operations.ToolCall {
-	return operations.ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}
+	args := string(c.Arguments)
+	var b bytes.Buffer
+	if json.Compact(&b, c.Arguments) == nil {
+		args = b.String()
+	}
+	return operations.ToolCall{ID: c.ID, Name: c.Name, Arguments: args}
 }
 
 // Argument types of the built-in tools.

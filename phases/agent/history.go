@@ -11,7 +11,8 @@ import (
 // not (so the kept history is always a contiguous recent part). A unit is
 // one message, or an assistant message with tool calls together with the
 // tool messages answering it, so a call is never separated from its result.
-// Each message's content is first trimmed to PerMessage (see Trim). When
+// Each message's content (except the first KeepFirst) is first trimmed to
+// PerMessage (see Trim). When
 // anything was dropped, a note is inserted after the kept first messages.
 type Budget struct {
 	// Limit is the budget in Measure units; <= 0 keeps everything.
@@ -54,14 +55,14 @@ func (b Budget) Fit(msgs []operations.Message) ([]operations.Message, int) {
 	if measure == nil {
 		measure = Size
 	}
+	first := min(max(0, b.KeepFirst), len(msgs))
 	trimmed := make([]operations.Message, len(msgs))
 	for i, m := range msgs {
-		if b.PerMessage > 0 {
+		if b.PerMessage > 0 && i >= first {
 			m.Content = Trim(m.Content, b.PerMessage)
 		}
 		trimmed[i] = m
 	}
-	first := min(max(0, b.KeepFirst), len(trimmed))
 	if b.Limit <= 0 && b.Earlier == 0 {
 		return trimmed, 0
 	}

@@ -140,7 +140,7 @@ type TournamentRound struct {
 
 // Conclusion is a subagent's final report (its run result, as JSON).
 type Conclusion struct {
-	Summary    string `json:"summary"`
+	Summary    string `json:"summary,omitempty"`
 	Conclusion string `json:"conclusion"`
 	Report     string `json:"report"`
 }

@@ -178,7 +178,7 @@ func actionText(o agent.Option) string {
 	}
 	switch {
 	case o.Call != nil:
-		parts = append(parts, "Tool call: "+o.Call.Name+" "+string(o.Call.Arguments))
+		parts = append(parts, "Tool call: "+o.Call.Name+" "+o.Call.ToolCall().Arguments)
 	case o.Invalid != "":
 		parts = append(parts, "Invalid tool call: "+o.Invalid)
 	default:

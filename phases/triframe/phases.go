@@ -499,7 +499,7 @@ func Process(in phases.Input) (phases.Output, error) {
 		return out, err
 	}
 	if !ok || ch.Option.Call == nil {
-		why := "the chosen action has no valid tool call"
+		why := "The chosen action has no valid tool call"
 		if ch.Option.Invalid != "" {
 			why += ": " + ch.Option.Invalid
 		}

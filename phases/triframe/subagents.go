@@ -356,11 +356,15 @@ func finishTournament(in phases.Input, s *Settings, v vars, out phases.Output, b
 		runs[r.ID] = r
 	}
 	var sb strings.Builder
-	var winners []string
+	var winners []string // "id: conclusion" per task
 	fmt.Fprintf(&sb, "%d subagents finished.\n", len(entry.Agents))
 	for _, g := range b.Groups {
 		w := runs[g.Alive[0]]
-		winners = append(winners, w.ID)
+		if w.Concluded() {
+			winners = append(winners, w.ID+": "+agent.Line(w.Conclusion, 120))
+		} else {
+			winners = append(winners, w.ID+": no conclusion ("+w.Status+")")
+		}
 		fmt.Fprintf(&sb, "\nAssignment: %s\n", agent.Line(g.Task, 300))
 		for _, r := range entry.Agents {
 			if r.Task != g.Task || r.ID == w.ID {
@@ -374,8 +378,7 @@ func finishTournament(in phases.Input, s *Settings, v vars, out phases.Output, b
 		}
 	}
 	t := agent.ToolOutput{Tool: agent.ToolLaunchSubagents, CallID: entry.CallID, Output: agent.Trim(strings.TrimRight(sb.String(), "\n"), s.OutputLimit)}
-	first := runs[winners[0]]
-	t.Summary = fmt.Sprintf("subagents: winner %s: %s", strings.Join(winners, ", "), agent.Line(orNone(first.Conclusion), 160))
+	t.Summary = "subagents: winner " + strings.Join(winners, "; winner ")
 	u, l := in.State.Usage()
 	t.Notice = agent.UsageNotice(s.Limit(), u, l, s.thresholds())
 	out.Append = append(out.Append, phases.MustEntry(EntryToolOutput, t))
