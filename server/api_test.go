@@ -314,3 +314,41 @@ func TestWorkflows(t *testing.T) {
 		t.Fatalf("graph = %+v", g)
 	}
 }
+
+func TestPauseResume(t *testing.T) {
+	e := newEnv(t)
+	id := e.start(t, "test.wait", "")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		var p struct {
+			Ops []state.Op `json:"ops"`
+		}
+		e.getJSON(t, "/runs/"+id+"/ops", &p)
+		return len(p.Ops) == 1, fmt.Sprintf("%d ops journaled", len(p.Ops))
+	})
+	tests := []struct {
+		name, action string
+		wantStatus   int
+		wantBody     string
+	}{
+		{"resume a running run", "resume", http.StatusConflict, `is not paused (running)`},
+		{"pause", "pause", http.StatusOK, `"status":"paused"`},
+		{"pause again", "pause", http.StatusOK, `"status":"paused"`},
+		{"resume", "resume", http.StatusOK, `"status":"running"`},
+		{"cancel", "cancel", http.StatusOK, `"status":"cancelled"`},
+		{"pause an ended run", "pause", http.StatusConflict, `has already ended (cancelled)`},
+		{"resume an ended run", "resume", http.StatusConflict, `is not paused (cancelled)`},
+		{"unknown run", "pause", http.StatusNotFound, `not found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := id
+			if tt.name == "unknown run" {
+				target = "nosuchrun"
+			}
+			r := e.do(t, http.MethodPost, "/runs/"+target+"/"+tt.action, nil)
+			if r.status != tt.wantStatus || !strings.Contains(string(r.body), tt.wantBody) {
+				t.Fatalf("%s = %d %s, want %d with %s", tt.action, r.status, r.body, tt.wantStatus, tt.wantBody)
+			}
+		})
+	}
+}

@@ -12,6 +12,8 @@
 //	GET  /runs/:id/ops         ?after=&limit= -> {"ops","next"}
 //	GET  /runs/:id/events      Server-Sent Events, resumable with Last-Event-ID
 //	POST /runs/:id/cancel      -> {"run_id","status"}; 409 once the run has ended
+//	POST /runs/:id/pause       -> {"run_id","status":"paused"}; 409 once the run has ended
+//	POST /runs/:id/resume      -> {"run_id","status":"running"}; 409 unless the run is paused
 //	GET  /workflows            {"workflows":[graph...]}
 //
 // Paginated lists return "next", the cursor to pass as "after" for the next

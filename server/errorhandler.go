@@ -56,7 +56,7 @@ func (s *Server) describe(err error, c echo.Context) (int, string) {
 		return s.describeHTTP(he, c)
 	case errors.Is(err, state.ErrNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, workflows.ErrEnded):
+	case errors.Is(err, workflows.ErrEnded), errors.Is(err, workflows.ErrNotPaused):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, workflows.ErrUnknownWorkflow):
 		return http.StatusBadRequest, s.unknownWorkflow(err)

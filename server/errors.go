@@ -52,6 +52,8 @@ func (e *runError) Error() string {
 		return fmt.Sprintf("run %q has already ended (%s)", e.id, e.status)
 	case errors.Is(e.err, workflows.ErrEnded):
 		return fmt.Sprintf("run %q has already ended", e.id)
+	case errors.Is(e.err, workflows.ErrNotPaused) && e.status != "":
+		return fmt.Sprintf("run %q is not paused (%s)", e.id, e.status)
 	}
 	return fmt.Sprintf("run %q: %v", e.id, e.err)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -296,6 +297,37 @@ func (s *Server) cancelRun(c echo.Context) error {
 			if head, herr := s.ex.Store().Run(ctx, id); herr == nil {
 				re.status = head.Status
 			}
+		}
+		return re
+	}
+	head, err := s.ex.Store().Run(ctx, id)
+	if err != nil {
+		return &runError{id: id, err: err}
+	}
+	return c.JSON(http.StatusOK, runStatus{RunID: head.ID, Status: head.Status})
+}
+
+// pauseRun answers POST /runs/:id/pause: the run (and its running
+// children) stop being driven and get status paused; operations in flight
+// run again on resume. Pausing a paused run is a no-op; an ended run gives 409.
+func (s *Server) pauseRun(c echo.Context) error {
+	return s.control(c, s.ex.Pause)
+}
+
+// resumeRun answers POST /runs/:id/resume for a paused run; any other
+// status gives 409.
+func (s *Server) resumeRun(c echo.Context) error {
+	return s.control(c, s.ex.Resume)
+}
+
+// control applies a pause or resume and answers with the run's status.
+func (s *Server) control(c echo.Context, act func(context.Context, string) error) error {
+	id := c.Param("id")
+	ctx := c.Request().Context()
+	if err := act(ctx, id); err != nil {
+		re := &runError{id: id, err: err}
+		if head, herr := s.ex.Store().Run(ctx, id); herr == nil {
+			re.status = head.Status
 		}
 		return re
 	}

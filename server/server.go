@@ -191,6 +191,8 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/runs/:id/ops", s.listOps)
 	e.GET("/runs/:id/events", s.streamEvents)
 	e.POST("/runs/:id/cancel", s.cancelRun)
+	e.POST("/runs/:id/pause", s.pauseRun)
+	e.POST("/runs/:id/resume", s.resumeRun)
 	e.GET("/workflows", s.listWorkflows)
 	return e
 }

@@ -14,6 +14,12 @@ var (
 	// when the executor stops (context.Cause), so that a handler can tell a
 	// shutdown (the op runs again after the restart) from a cancel.
 	ErrStopped = errors.New("executor stopped")
+	// ErrPaused is the cancellation cause of a paused run's contexts
+	// (context.Cause): its operations are interrupted and run again when
+	// the run is resumed.
+	ErrPaused = errors.New("run paused")
+	// ErrNotPaused is returned when resuming a run that is not paused.
+	ErrNotPaused = errors.New("run is not paused")
 	// ErrUndeclaredNext fails a run whose phase returns a Next its workflow does not declare.
 	ErrUndeclaredNext = errors.New("phase returned an undeclared next phase")
 )

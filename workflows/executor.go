@@ -373,6 +373,72 @@ func (e *Executor) Cancel(ctx context.Context, id string) error {
 		Events: []state.Event{{Time: now, Type: "run", Status: string(head.Status), Message: "cancelled"}}})
 }
 
+// Pause stops driving a running run and its running children, recording
+// status paused. Operations in flight are interrupted and run again on
+// Resume; paused time does not count toward the time limit.
+func (e *Executor) Pause(ctx context.Context, id string) error {
+	head, err := e.store.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if head.Status.Terminal() {
+		return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
+	}
+	if head.Status == state.StatusPaused {
+		return nil
+	}
+	e.mu.Lock()
+	r := e.runs[id]
+	e.mu.Unlock()
+	if r != nil {
+		r.cancel(ErrPaused)
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	children, err := e.store.Children(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if err := e.Pause(ctx, c); err != nil && !errors.Is(err, ErrEnded) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Resume drives a paused run (and its paused children) again.
+func (e *Executor) Resume(ctx context.Context, id string) error {
+	head, err := e.store.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if head.Status != state.StatusPaused {
+		return fmt.Errorf("%w: run %s is %s", ErrNotPaused, id, head.Status)
+	}
+	children, err := e.store.Children(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if err := e.Resume(ctx, c); err != nil && !errors.Is(err, ErrNotPaused) {
+			return err
+		}
+	}
+	now := e.now().UTC()
+	head.Status = state.StatusRunning
+	head.UpdatedAt = now
+	c := &state.Commit{RunID: id, Run: &head,
+		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "resumed"}}}
+	if err := e.store.Commit(ctx, c); err != nil {
+		return fmt.Errorf("resume run %s: %w", id, err)
+	}
+	return e.resume(ctx, head)
+}
+
 // Wait blocks until the run ends and returns its final head.
 func (e *Executor) Wait(ctx context.Context, id string) (state.Run, error) {
 	for {

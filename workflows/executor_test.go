@@ -584,3 +584,54 @@ func TestDelay(t *testing.T) {
 		t.Fatalf("calls = %v", calls)
 	}
 }
+
+func TestPauseResume(t *testing.T) {
+	reg := phases.NewRegistry()
+	reg.MustRegister(fanout(2))
+	b := newBlocker()
+	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindBash: b})
+	h := e.start("fanout", "", "")
+	<-b.started
+	<-b.started
+	if err := e.ex.Pause(context.Background(), h.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.store.Run(context.Background(), h.ID)
+	if got.Status != state.StatusPaused || len(e.ex.Active()) != 0 {
+		t.Fatalf("after pause: %s, active %v", got.Status, e.ex.Active())
+	}
+	if err := e.ex.Resume(context.Background(), "nosuch"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("resume unknown: %v", err)
+	}
+	// A paused run stays paused across a restart.
+	e.restart()
+	if got, _ := e.store.Run(context.Background(), h.ID); got.Status != state.StatusPaused {
+		t.Fatalf("after restart: %s", got.Status)
+	}
+	if err := e.ex.Resume(context.Background(), h.ID); err != nil {
+		t.Fatal(err)
+	}
+	<-b.started // the interrupted ops run again
+	<-b.started
+	close(b.release)
+	end := e.wait(h.ID)
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("end = %s %q", end.Status, end.Error)
+	}
+	if err := e.ex.Resume(context.Background(), h.ID); !errors.Is(err, workflows.ErrNotPaused) {
+		t.Fatalf("resume of an ended run: %v", err)
+	}
+	if err := e.ex.Pause(context.Background(), h.ID); !errors.Is(err, workflows.ErrEnded) {
+		t.Fatalf("pause of an ended run: %v", err)
+	}
+	evs, _ := e.store.Events(context.Background(), h.ID, 0, 100)
+	var seen []string
+	for _, ev := range evs {
+		if ev.Type == "run" {
+			seen = append(seen, ev.Status)
+		}
+	}
+	if strings.Join(seen, ",") != "running,paused,running,succeeded" {
+		t.Fatalf("run events = %v", seen)
+	}
+}

@@ -110,6 +110,8 @@ func (r *runner) interrupted(err error) {
 	switch cause := context.Cause(r.ctx); {
 	case errors.Is(cause, errCancelled):
 		r.finish(state.StatusCancelled, state.ReasonCancelled, "")
+	case errors.Is(cause, ErrPaused):
+		r.pause()
 	case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
 		// Leave the run as it is in the store; the next Start resumes it.
 		r.e.broker.forget(r.head.ID)
@@ -117,6 +119,25 @@ func (r *runner) interrupted(err error) {
 		r.e.log.Error("run interrupted; it resumes on the next start", "run", r.head.ID, "err", err)
 		r.e.broker.forget(r.head.ID)
 	}
+}
+
+// pause records the run as paused; Resume drives it again. Operations that
+// were interrupted run again then.
+func (r *runner) pause() {
+	now := r.e.now().UTC()
+	h := r.head
+	h.Usage.Seconds = r.seconds()
+	h.Status = state.StatusPaused
+	h.UpdatedAt = now
+	c := &state.Commit{RunID: h.ID, Run: &h,
+		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused"}}}
+	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+		r.e.log.Error("commit pause; the run resumes on the next start", "run", h.ID, "err", err)
+	} else {
+		r.head = h
+		r.e.broker.publish(h.ID, c.Events)
+	}
+	r.e.broker.forget(h.ID)
 }
 
 // collect runs the ops of the current step that have no result yet and

@@ -13,7 +13,8 @@
 // Cancelling the parent cancels its children (the executor does that). If
 // the op's context ends for another reason (the parent's time limit), the
 // handler cancels the child. When the executor is stopping, the child is
-// left running: both resume after the restart.
+// left running: both resume after the restart. Pausing the parent pauses
+// its children (the executor does that) and leaves them be here.
 package spawn
 
 import (
@@ -67,7 +68,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	}
 	end, err := h.runs.Wait(ctx, child.ID)
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), workflows.ErrStopped) {
+		if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, workflows.ErrStopped) && !errors.Is(cause, workflows.ErrPaused) {
 			_ = h.runs.Cancel(context.WithoutCancel(ctx), child.ID)
 		}
 		return operations.Failed(req, "spawn %s: waiting for child %s: %v", sp.Workflow, child.ID, err)
