@@ -2,9 +2,10 @@ package workflows
 
 import (
 	"crypto/rand"
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/flockrun/flock/state"
 )
 
 const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -28,7 +29,7 @@ func NewRunID(now time.Time) string {
 
 // OpID is the journal id of operation index of step in run.
 func OpID(run string, step uint64, index int) string {
-	return fmt.Sprintf("%s/%d/%d", run, step, index)
+	return state.OpID(run, step, index)
 }
 
 // ChildID derives the id of a child run from the op that spawned it, so a
