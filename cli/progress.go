@@ -48,8 +48,6 @@ func (p *progress) event(ctx context.Context, ev state.Event) {
 		_ = json.Unmarshal(ev.Data, &d)
 		if d.Error != "" {
 			p.line(fmt.Sprintf("  ! %s failed after %dms: %s", ev.Kind, d.DurationMS, oneLine(d.Error, 160)))
-		} else if ev.Kind != "log" && ev.Kind != "get_usage" && ev.Kind != "get_task" {
-			p.line(fmt.Sprintf("  · %s done in %dms", ev.Kind, d.DurationMS))
 		}
 	case "run":
 		p.printEntries(ctx)
