@@ -1,0 +1,435 @@
+package react
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/agent"
+)
+
+// Name is the workflow's registry name.
+const Name = "react"
+
+// Phase names.
+const (
+	PhaseStart   = "start"
+	PhasePrompt  = "prompt"
+	PhaseAct     = "act"
+	PhaseObserve = "observe"
+)
+
+func init() { phases.Register(Workflow()) }
+
+// Workflow returns the react workflow declaration.
+func Workflow() phases.Workflow {
+	return phases.Workflow{
+		Name:        Name,
+		Description: "Tool-calling agent loop: every tool call of a turn runs in parallel and gets its own tool message; ends on submit, on a reply without tool calls or at max_turns; optional context folding.",
+		Start:       PhaseStart,
+		Phases: []phases.PhaseSpec{
+			{Name: PhaseStart, Run: Start, Next: []string{PhasePrompt, PhaseAct}},
+			{Name: PhasePrompt, Run: Prompt, Next: []string{PhaseAct}},
+			{Name: PhaseAct, Run: Act, Next: []string{PhaseObserve}},
+			{Name: PhaseObserve, Run: Observe, Next: []string{PhaseAct}},
+		},
+		CheckSettings: func(doc json.RawMessage) error {
+			_, err := ParseSettings(doc)
+			return err
+		},
+	}
+}
+
+// Start reads the system prompt file if one is configured, or opens the
+// conversation.
+func Start(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	if s.SystemPrompt == "" && s.SystemPromptFile != "" {
+		return phases.Output{Ops: []operations.Request{operations.NewReadFile(s.SystemPromptFile)}, Next: PhasePrompt}, nil
+	}
+	sys := string(s.SystemPrompt)
+	if sys == "" {
+		sys = DefaultSystemPrompt
+	}
+	return open(in, s, sys)
+}
+
+// Prompt opens the conversation with the system prompt read from the file.
+func Prompt(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	if len(in.Results) != 1 {
+		return phases.Output{}, fmt.Errorf("%w: prompt got %d results, want 1", ErrState, len(in.Results))
+	}
+	r := in.Results[0]
+	switch {
+	case r.Error != "":
+		return fail(in, s, loop{}, nil, "system_prompt_file: "+r.Error)
+	case r.ReadFile == nil || !r.ReadFile.Exists:
+		return fail(in, s, loop{}, nil, fmt.Sprintf("system_prompt_file: %s does not exist", s.SystemPromptFile))
+	}
+	return open(in, s, r.ReadFile.Content)
+}
+
+// open appends the system prompt and the task and asks for the first reply.
+func open(in phases.Input, s Settings, system string) (phases.Output, error) {
+	var out phases.Output
+	msgs := []Message{
+		{Message: operations.Message{Role: operations.RoleSystem, Content: system}, Summary: "system: " + agent.Line(system, 160)},
+		{Message: operations.Message{Role: operations.RoleUser, Content: in.Run.Task}, Summary: "task: " + agent.Line(in.Run.Task, 160)},
+	}
+	for _, m := range msgs {
+		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
+	}
+	return generate(out, s, loop{}, toWire(msgs), "")
+}
+
+// generate asks for the next reply with ctx as the prompt.
+func generate(out phases.Output, s Settings, l loop, ctx []operations.Message, toolChoice string) (phases.Output, error) {
+	if s.ContextChars > 0 {
+		ctx, _ = agent.Budget{Limit: s.ContextChars, KeepFirst: 2}.Fit(ctx)
+	}
+	m := s.Model.Model
+	m.N = 1
+	if toolChoice == "" {
+		toolChoice = s.ToolChoice
+	}
+	req := m.Request(ctx, agent.Tools(s.ToolNames()...), toolChoice)
+	out.Ops = append(out.Ops, operations.NewGenerate(req))
+	l.Pending = nil
+	if err := out.SetVar(varLoop, l); err != nil {
+		return out, err
+	}
+	out.Next = PhaseAct
+	return out, nil
+}
+
+// Act records the model's reply and runs its tool calls, all of them, in
+// parallel; a reply without tool calls is the final answer.
+func Act(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	l, err := getLoop(in.State)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	if len(in.Results) != 1 || in.Results[0].Kind != operations.KindGenerate {
+		return phases.Output{}, fmt.Errorf("%w: act wants one generate result, got %d results", ErrState, len(in.Results))
+	}
+	r := in.Results[0]
+	if r.Error != "" || r.Generate == nil || len(r.Generate.Outputs) == 0 {
+		msg := r.Error
+		if msg == "" {
+			msg = "the model returned no output"
+		}
+		return fail(in, s, l, nil, "generate: "+msg)
+	}
+	o := r.Generate.Outputs[0]
+	l.Turns++
+	l.SegTurns++
+	am := Message{
+		Message:      operations.Message{Role: operations.RoleAssistant, Content: o.Content, Reasoning: o.Reasoning},
+		Segment:      l.Segment,
+		Turn:         l.Turns,
+		FinishReason: o.FinishReason,
+		TokenIDs:     o.TokenIDs,
+		Usage:        &r.Generate.Usage,
+	}
+	for _, lp := range o.Logprobs {
+		am.Logprobs = append(am.Logprobs, lp.Logprob)
+	}
+	var out phases.Output
+	for i, tc := range o.ToolCalls {
+		if tc.ID == "" {
+			tc.ID = "call_" + strconv.Itoa(l.Turns) + "_" + strconv.Itoa(i)
+		}
+		am.ToolCalls = append(am.ToolCalls, tc)
+	}
+	if len(am.ToolCalls) == 0 {
+		am.Summary = fmt.Sprintf("turn %d: %s", l.Turns, agent.Line(o.Content, 200))
+		answer, source := ExtractAnswer(o.Content)
+		return finish(in, s, l, []Message{am}, Result{Answer: answer, AnswerSource: source, TerminationReason: "env_done"})
+	}
+	var described []string
+	for _, tc := range am.ToolCalls {
+		p := pending{ID: tc.ID, Name: tc.Name, Op: -1}
+		c, err := agent.Validate(tc.ID, tc.Name, tc.Arguments, s.ToolNames())
+		if err != nil {
+			p.Invalid = err.Error()
+			described = append(described, tc.Name+" (invalid)")
+			l.Pending = append(l.Pending, p)
+			continue
+		}
+		described = append(described, agent.Describe(c))
+		var req *operations.Request
+		switch c.Name {
+		case agent.ToolBash:
+			var a agent.BashArgs
+			_ = c.Decode(&a)
+			r := operations.NewBash(a.Command, s.ToolTimeoutS)
+			req = &r
+		case agent.ToolPython:
+			var a agent.PythonArgs
+			_ = c.Decode(&a)
+			r := operations.NewPython(a.Code, s.ToolTimeoutS)
+			req = &r
+		case agent.ToolSubmit:
+			var a agent.SubmitArgs
+			_ = c.Decode(&a)
+			p.Text = a.Answer
+			r := operations.NewSubmit(a.Answer)
+			req = &r
+		case agent.ToolSummarize:
+			var a agent.SummarizeArgs
+			_ = c.Decode(&a)
+			p.Text = a.Summary
+		}
+		if req != nil {
+			p.Op = len(out.Ops)
+			out.Ops = append(out.Ops, req.WithMeta("call_id", tc.ID))
+		}
+		l.Pending = append(l.Pending, p)
+	}
+	am.Summary = fmt.Sprintf("turn %d: %s", l.Turns, agent.Line(strings.Join(described, "; "), 200))
+	out.Append = append(out.Append, phases.MustEntry(EntryMessage, am))
+	if err := out.SetVar(varLoop, l); err != nil {
+		return out, err
+	}
+	out.Next = PhaseObserve
+	return out, nil
+}
+
+// Observe answers every call of the turn with its own tool message, then
+// ends on submit or max_turns, folds the context after a summarize call,
+// nudges for a fold when the trigger is due, and asks for the next reply.
+func Observe(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	l, err := getLoop(in.State)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var (
+		added     []Message
+		submitted *pending
+		summary   string
+	)
+	for i := range l.Pending {
+		p := l.Pending[i]
+		tm := Message{Message: operations.Message{Role: operations.RoleTool, ToolCallID: p.ID, Name: p.Name},
+			Segment: l.Segment, Turn: l.Turns}
+		failed := false
+		switch {
+		case p.Invalid != "":
+			tm.Content = "Error: " + p.Invalid + ". Nothing was run; fix the call and try again."
+			failed = true
+		case p.Name == agent.ToolSummarize:
+			tm.Content = "[Previous Summary]: " + p.Text
+			if summary == "" {
+				summary = p.Text
+			}
+		case p.Op < 0 || p.Op >= len(in.Results):
+			return phases.Output{}, fmt.Errorf("%w: call %s has op %d of %d results", ErrState, p.ID, p.Op, len(in.Results))
+		default:
+			res := in.Results[p.Op]
+			tm.Content = agent.FormatResult(res, s.OutputLimit)
+			failed = agent.Failed(res)
+			if p.Name == agent.ToolSubmit && res.Error == "" && res.Submit != nil && res.Submit.Accepted && submitted == nil {
+				submitted = &l.Pending[i]
+			}
+		}
+		status := "ok"
+		if failed {
+			status = "failed"
+		}
+		tm.Summary = fmt.Sprintf("%s %s: %s", p.Name, status, agent.Line(tm.Content, 160))
+		added = append(added, tm)
+	}
+	l.Pending = nil
+	if submitted != nil {
+		return finish(in, s, l, added, Result{Answer: submitted.Text, AnswerSource: SourceSubmit, TerminationReason: "env_done"})
+	}
+	if l.Turns >= s.MaxTurns {
+		answer, source := lastAnswer(in.State, added)
+		return finish(in, s, l, added, Result{Answer: answer, AnswerSource: source, TerminationReason: "max_turns_exceeded"})
+	}
+	var out phases.Output
+	for _, m := range added {
+		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
+	}
+	if summary != "" {
+		return fold(in, s, l, out, summary)
+	}
+	ctx, err := contextOf(in.State)
+	if err != nil {
+		return out, err
+	}
+	ctx = append(ctx, toWire(added)...)
+	choice := ""
+	if s.Fold.TriggerTurns > 0 && l.SegTurns >= s.Fold.TriggerTurns && !l.Nudged {
+		nudge := Message{Message: operations.Message{Role: operations.RoleUser, Content: s.nudgeText()},
+			Segment: l.Segment, Turn: l.Turns, Summary: "fold nudge: " + agent.Line(s.nudgeText(), 120)}
+		out.Append = append(out.Append, phases.MustEntry(EntryMessage, nudge))
+		ctx = append(ctx, nudge.Message)
+		l.Nudged = true
+		if s.Fold.Force {
+			choice = agent.ToolSummarize
+		}
+	}
+	return generate(out, s, l, ctx, choice)
+}
+
+// fold ends the current segment and opens the next one with the system
+// prompt and the task followed by the summary (AgentFly's fold, without
+// its caveats: the task message is plain text, and earlier summaries are
+// not repeated because the new context is rebuilt from the original task).
+func fold(in phases.Input, s Settings, l loop, out phases.Output, summary string) (phases.Output, error) {
+	sys, task, err := prompt(in.State)
+	if err != nil {
+		return out, err
+	}
+	l.Segment++
+	l.SegTurns = 0
+	l.Nudged = false
+	out.Append = append(out.Append, phases.MustEntry(EntryFold, FoldRecord{
+		Summary: fmt.Sprintf("context folded after turn %d; segment %d starts", l.Turns, l.Segment),
+		Segment: l.Segment, Turn: l.Turns, Text: summary,
+	}))
+	user := task + "\n\n[Previous Summary]: " + summary
+	msgs := []Message{
+		{Message: operations.Message{Role: operations.RoleSystem, Content: sys}, Segment: l.Segment, Turn: l.Turns, Summary: "system (segment " + strconv.Itoa(l.Segment) + ")"},
+		{Message: operations.Message{Role: operations.RoleUser, Content: user}, Segment: l.Segment, Turn: l.Turns, Summary: "task + summary: " + agent.Line(summary, 160)},
+	}
+	for _, m := range msgs {
+		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
+	}
+	return generate(out, s, l, toWire(msgs), "")
+}
+
+// prompt returns the original system prompt and task (the first two
+// messages of the log).
+func prompt(st phases.State) (system, task string, err error) {
+	var found int
+	for i := 0; i < st.Len() && found < 2; i++ {
+		e := st.Entry(i)
+		if e.Type != EntryMessage {
+			continue
+		}
+		var m Message
+		if err := e.Decode(&m); err != nil {
+			return "", "", err
+		}
+		switch {
+		case found == 0 && m.Role == operations.RoleSystem:
+			system = m.Content
+		case found == 1 && m.Role == operations.RoleUser:
+			task = m.Content
+		default:
+			return "", "", fmt.Errorf("%w: the log does not start with the system prompt and the task", ErrState)
+		}
+		found++
+	}
+	if found < 2 {
+		return "", "", fmt.Errorf("%w: the log does not start with the system prompt and the task", ErrState)
+	}
+	return system, task, nil
+}
+
+// contextOf returns the messages of the current segment.
+func contextOf(st phases.State) ([]operations.Message, error) {
+	msgs, err := messages(st, phases.Last(st, EntryFold)+1)
+	if err != nil {
+		return nil, err
+	}
+	return toWire(msgs), nil
+}
+
+// lastAnswer extracts an answer from the newest assistant message with
+// content, for runs that end at max_turns.
+func lastAnswer(st phases.State, added []Message) (string, string) {
+	for i := len(added) - 1; i >= 0; i-- {
+		if added[i].Role == operations.RoleAssistant && strings.TrimSpace(added[i].Content) != "" {
+			return ExtractAnswer(added[i].Content)
+		}
+	}
+	for i := st.Len() - 1; i >= 0; i-- {
+		e := st.Entry(i)
+		if e.Type != EntryMessage {
+			continue
+		}
+		var m Message
+		if e.Decode(&m) == nil && m.Role == operations.RoleAssistant && strings.TrimSpace(m.Content) != "" {
+			return ExtractAnswer(m.Content)
+		}
+	}
+	return "", SourceNone
+}
+
+// fail ends the run as failed with the reason, after writing the
+// trajectory so far.
+func fail(in phases.Input, s Settings, l loop, added []Message, reason string) (phases.Output, error) {
+	out, err := finish(in, s, l, added, Result{TerminationReason: "error", AnswerSource: SourceNone, Error: reason})
+	if out.End != nil {
+		out.End.Failed = true
+		out.End.Reason = "error: " + agent.Line(reason, 200)
+	}
+	return out, err
+}
+
+// finish ends the run with res, appending the last messages and writing
+// the trajectory file when configured.
+func finish(in phases.Input, s Settings, l loop, added []Message, res Result) (phases.Output, error) {
+	var out phases.Output
+	for _, m := range added {
+		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
+	}
+	l.Pending = nil
+	res.Turns = l.Turns
+	res.Segments = l.Segment + 1
+	if err := out.SetVar(varLoop, l); err != nil {
+		return out, err
+	}
+	if s.TrajectoryFile != "" {
+		t, err := BuildTrajectory(in.State, added, s.TrajectoryName)
+		if err != nil {
+			return out, err
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			return out, fmt.Errorf("encode trajectory: %w", err)
+		}
+		out.Ops = append(out.Ops, operations.NewWriteFile(s.TrajectoryFile, string(b), false))
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return out, err
+	}
+	reason := "answered"
+	if res.AnswerSource == SourceSubmit {
+		reason = "submitted"
+	} else if res.TerminationReason == "max_turns_exceeded" {
+		reason = "max_turns"
+	}
+	out.End = &phases.End{Reason: reason, Result: b}
+	return out, nil
+}
+
+func toWire(msgs []Message) []operations.Message {
+	out := make([]operations.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Message
+	}
+	return out
+}

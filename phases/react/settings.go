@@ -1,0 +1,224 @@
+package react
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/flockrun/flock/phases/agent"
+)
+
+// Defaults of the settings.
+const (
+	DefaultMaxTurns       = 30
+	DefaultOutputLimit    = 4000
+	DefaultTrajectoryName = "react"
+	// DefaultSystemPrompt is used when neither system_prompt nor
+	// system_prompt_file is set.
+	DefaultSystemPrompt = "You are a capable assistant solving a task step by step. Use the tools when they help; " +
+		"every tool call gets its own result. When you are done, call submit with your final answer, exactly as it should be graded. " +
+		"If no submit tool is offered, end your reply with a line \"Final answer: <answer>\"."
+)
+
+// Nudge styles of the fold trigger (AgentFly's context trigger messages).
+const (
+	NudgeBase     = "base"
+	NudgeDetail   = "detail"
+	NudgeProgress = "progress"
+)
+
+var nudges = map[string]string{
+	NudgeBase: "Your context is getting long. Call the summarize tool now with a summary of your work so far; " +
+		"the conversation will be replaced by the task and your summary.",
+	NudgeDetail: "Your context is getting long. Call the summarize tool now with a handoff summary in four sections: " +
+		"1. Goal and constraints. 2. Progress: what you did and found, with exact identifiers, paths, numbers and commands. " +
+		"3. Failed approaches and why they failed. 4. Next steps. The conversation will be replaced by the task and this summary.",
+	NudgeProgress: "Your context is getting long. Call the summarize tool now with a summary of your progress: " +
+		"what is done, what you learned, and what remains. The conversation will be replaced by the task and your summary.",
+}
+
+// Settings are the react workflow's keys of the settings document. The
+// engine's keys (models, limits, bash, python) sit beside them.
+type Settings struct {
+	// Model is the model entry (agent.Model), or just a model name.
+	Model ModelRef `json:"model"`
+	// SystemPrompt is the system prompt; a list is joined with newlines.
+	SystemPrompt Text `json:"system_prompt,omitempty"`
+	// SystemPromptFile is read (read_file, relative to the run's work
+	// directory) when SystemPrompt is empty.
+	SystemPromptFile string `json:"system_prompt_file,omitempty"`
+	// Tools offered to the model, from bash, python, submit and summarize.
+	// Default bash, python, submit. An empty list offers no tools: the
+	// first reply is the final answer.
+	Tools *[]string `json:"tools,omitempty"`
+	// MaxTurns bounds the model calls (default 30).
+	MaxTurns int `json:"max_turns,omitempty"`
+	// ToolChoice is passed to the endpoint ("", auto, none, required).
+	ToolChoice string `json:"tool_choice,omitempty"`
+	// ToolTimeoutS is the timeout of each bash and python call (0: the
+	// handler's default).
+	ToolTimeoutS float64 `json:"tool_timeout_s,omitempty"`
+	// OutputLimit caps each tool message, head and tail kept (default 4000
+	// bytes; the original cut to 4000 characters).
+	OutputLimit int `json:"output_limit,omitempty"`
+	// ContextChars, when > 0, fits each prompt into this many characters,
+	// keeping the system prompt and the task and dropping the oldest turns
+	// (agent.Budget).
+	ContextChars int `json:"context_chars,omitempty"`
+	// Fold configures context folding.
+	Fold Fold `json:"fold,omitempty"`
+	// TrajectoryFile, when set, is written (relative to the run's work
+	// directory) at the end with the run's trajectory as a
+	// metrics.Trajectory JSON object. The rollout workflow sets it to
+	// "trajectory.json" to build episodes.
+	TrajectoryFile string `json:"trajectory_file,omitempty"`
+	// TrajectoryName names the trajectory (default "react"); trajectories
+	// group by "task_id:name".
+	TrajectoryName string `json:"trajectory_name,omitempty"`
+}
+
+// Fold configures context folding (AgentFly's summarize tool and context
+// trigger).
+type Fold struct {
+	// Summarize offers the summarize tool (also implied by TriggerTurns).
+	Summarize bool `json:"summarize,omitempty"`
+	// TriggerTurns, when > 0, adds a user nudge asking for a summary once
+	// the current segment holds that many assistant turns; once per
+	// segment.
+	TriggerTurns int `json:"trigger_turns,omitempty"`
+	// Nudge is the nudge style (base, detail, progress; default base) or,
+	// when it contains a space, the nudge text itself.
+	Nudge string `json:"nudge,omitempty"`
+	// Force sets tool_choice to summarize on the nudged turn, so the model
+	// must fold.
+	Force bool `json:"force,omitempty"`
+}
+
+// ModelRef is a model entry written either as an agent.Model object or as
+// a bare model name.
+type ModelRef struct{ agent.Model }
+
+// UnmarshalJSON accepts "name" or {"model": "name", ...}.
+func (m *ModelRef) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		m.Model = agent.Model{Model: s}
+		return nil
+	}
+	return json.Unmarshal(b, &m.Model)
+}
+
+// Text is a string, or a list of strings joined with newlines.
+type Text string
+
+// UnmarshalJSON accepts a string or a list of strings.
+func (t *Text) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*t = Text(s)
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("want a string or a list of strings")
+	}
+	*t = Text(strings.Join(l, "\n"))
+	return nil
+}
+
+// offerable are the tools react can run.
+var offerable = []string{agent.ToolBash, agent.ToolPython, agent.ToolSubmit, agent.ToolSummarize}
+
+// ParseSettings decodes the settings, applies defaults and validates them.
+func ParseSettings(doc json.RawMessage) (Settings, error) {
+	var s Settings
+	if len(bytes.TrimSpace(doc)) > 0 {
+		if err := json.Unmarshal(doc, &s); err != nil {
+			return s, fmt.Errorf("%w: %v", ErrSettings, err)
+		}
+	}
+	if s.Model.Model.Model == "" {
+		return s, fmt.Errorf("%w: model: required (a model name or {\"model\": NAME, ...})", ErrSettings)
+	}
+	if err := s.Model.Validate("model"); err != nil {
+		return s, fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if s.Tools == nil {
+		t := []string{agent.ToolBash, agent.ToolPython, agent.ToolSubmit}
+		s.Tools = &t
+	}
+	for i, name := range *s.Tools {
+		if !contains(offerable, name) {
+			return s, fmt.Errorf("%w: tools[%d]: %q is not one of %s", ErrSettings, i, name, strings.Join(offerable, ", "))
+		}
+	}
+	switch {
+	case s.MaxTurns < 0:
+		return s, fmt.Errorf("%w: max_turns: must be >= 0", ErrSettings)
+	case s.ToolTimeoutS < 0:
+		return s, fmt.Errorf("%w: tool_timeout_s: must be >= 0", ErrSettings)
+	case s.OutputLimit < 0:
+		return s, fmt.Errorf("%w: output_limit: must be >= 0", ErrSettings)
+	case s.ContextChars < 0:
+		return s, fmt.Errorf("%w: context_chars: must be >= 0", ErrSettings)
+	case s.Fold.TriggerTurns < 0:
+		return s, fmt.Errorf("%w: fold.trigger_turns: must be >= 0", ErrSettings)
+	}
+	switch s.ToolChoice {
+	case "", "auto", "none", "required":
+	default:
+		return s, fmt.Errorf("%w: tool_choice: %q is not one of auto, none, required", ErrSettings, s.ToolChoice)
+	}
+	if n := s.Fold.Nudge; n != "" && !strings.Contains(n, " ") {
+		if _, ok := nudges[n]; !ok {
+			return s, fmt.Errorf("%w: fold.nudge: %q is not one of base, detail, progress (or a text with spaces)", ErrSettings, n)
+		}
+	}
+	if s.MaxTurns == 0 {
+		s.MaxTurns = DefaultMaxTurns
+	}
+	if s.OutputLimit == 0 {
+		s.OutputLimit = DefaultOutputLimit
+	}
+	if s.TrajectoryName == "" {
+		s.TrajectoryName = DefaultTrajectoryName
+	}
+	if (s.Fold.Summarize || s.Fold.TriggerTurns > 0) && !contains(*s.Tools, agent.ToolSummarize) {
+		t := append(append([]string{}, *s.Tools...), agent.ToolSummarize)
+		s.Tools = &t
+	}
+	return s, nil
+}
+
+// ToolNames returns the offered tools.
+func (s Settings) ToolNames() []string {
+	if s.Tools == nil {
+		return nil
+	}
+	return *s.Tools
+}
+
+func (s Settings) nudgeText() string {
+	n := s.Fold.Nudge
+	if strings.Contains(n, " ") {
+		return n
+	}
+	if n == "" {
+		n = NudgeBase
+	}
+	return nudges[n]
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
