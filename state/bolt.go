@@ -25,9 +25,10 @@ var (
 	bucketEvents     = []byte("events")     // run \x00 be64(seq) -> Event JSON
 	bucketUnfinished = []byte("unfinished") // run id -> empty, for running and paused runs
 	bucketChildren   = []byte("children")   // parent \x00 child -> empty
+	bucketBlobs      = []byte("blobs")      // sha256[:16] of content -> content (see blobs.go)
 
 	allBuckets = [][]byte{bucketMeta, bucketRuns, bucketSpecs, bucketEntries, bucketOps,
-		bucketEvents, bucketUnfinished, bucketChildren}
+		bucketEvents, bucketUnfinished, bucketChildren, bucketBlobs}
 
 	keySchema = []byte("schema")
 )

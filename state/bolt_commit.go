@@ -27,6 +27,7 @@ type commitReq struct {
 	entries [][]byte // encoded entries, in order
 	opKeys  [][]byte
 	ops     [][]byte // encoded ops, parallel to opKeys
+	blobs   []blob   // message contents the ops refer to (put if absent)
 	events  [][]byte // encoded events with Seq 0 (see eventWithSeq)
 	size    int      // bytes of the above, for the batch budget
 
@@ -164,9 +165,14 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 			if op.ID != want {
 				return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
 			}
-			b, err := json.Marshal(&op)
+			so, blobs := splitBlobs(op)
+			b, err := json.Marshal(&so)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, op.ID, err)
+			}
+			r.blobs = append(r.blobs, blobs...)
+			for _, bl := range blobs {
+				r.size += len(bl.key) + len(bl.val)
 			}
 			r.opKeys[i] = opKey(id, op.Step, uint32(op.Index))
 			r.ops[i] = b
@@ -270,7 +276,7 @@ func (s *BoltStore) commitLoop() {
 
 // buckets are the buckets of one write transaction.
 type buckets struct {
-	runs, specs, entries, ops, events, unfinished, children *bolt.Bucket
+	runs, specs, entries, ops, events, unfinished, children, blobs *bolt.Bucket
 }
 
 // applyBatch applies batch in one transaction and answers each request.
@@ -330,6 +336,7 @@ func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, 
 			events:     tx.Bucket(bucketEvents),
 			unfinished: tx.Bucket(bucketUnfinished),
 			children:   tx.Bucket(bucketChildren),
+			blobs:      tx.Bucket(bucketBlobs),
 		}
 		for i, r := range batch {
 			if errs[i] = validate(&b, r); errs[i] != nil {
@@ -413,6 +420,13 @@ func write(b *buckets, r *commitReq) (uint64, error) {
 	for i, v := range r.entries {
 		if err := put(b.entries, seqKey(id, r.c.Entries[i].Seq), v); err != nil {
 			return 0, fmt.Errorf("put entry of %s: %w", id, err)
+		}
+	}
+	for _, bl := range r.blobs {
+		if b.blobs.Get(bl.key) == nil {
+			if err := put(b.blobs, bl.key, bl.val); err != nil {
+				return 0, fmt.Errorf("put blob of %s: %w", id, err)
+			}
 		}
 	}
 	for i, v := range r.ops {

@@ -270,7 +270,7 @@ func (s *BoltStore) StepOps(ctx context.Context, id string, step uint64) ([]Op, 
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		p := opKey(id, step, 0)[:len(id)+1+8]
 		var err error
-		out, err = scanLog[Op](tx.Bucket(bucketOps), p, p, nil, maxInt)
+		out, err = scanOps(tx, p, p, nil, maxInt)
 		return err
 	})
 	return out, err
@@ -299,7 +299,7 @@ func (s *BoltStore) Ops(ctx context.Context, id string, after string, limit int)
 	var out []Op
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		out, err = scanLog[Op](tx.Bucket(bucketOps), p, start, skip,
+		out, err = scanOps(tx, p, start, skip,
 			clampLimit(limit, defaultLogLimit, maxLogLimit))
 		return err
 	})
