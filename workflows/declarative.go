@@ -120,13 +120,14 @@ func ParseWorkflow(file string, data []byte) (wf phases.Workflow, err error) {
 func fileError(file string, err error) error {
 	var pe *posError
 	if errors.As(err, &pe) {
-		return &WorkflowFileError{File: file, Line: pe.at.line, Column: pe.at.col, Msg: pe.Error()}
+		// Fields decoded from null nodes have no position: line 1.
+		return &WorkflowFileError{File: file, Line: max(pe.at.line, 1), Column: max(pe.at.col, 1), Msg: pe.Error()}
 	}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		at := pos{1, 1}
 		if t := ye.GetToken(); t != nil && t.Position != nil {
-			at = pos{t.Position.Line, t.Position.Column}
+			at = pos{max(t.Position.Line, 1), max(t.Position.Column, 1)}
 		}
 		return &WorkflowFileError{File: file, Line: at.line, Column: at.col, Msg: ye.GetMessage()}
 	}

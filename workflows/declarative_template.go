@@ -35,7 +35,7 @@ func posOf(n ast.Node) pos {
 	if t == nil || t.Position == nil {
 		return pos{1, 1}
 	}
-	return pos{t.Position.Line, t.Position.Column}
+	return pos{max(t.Position.Line, 1), max(t.Position.Column, 1)}
 }
 
 // posError is a load error at a position; the loader adds the file name.

@@ -228,6 +228,7 @@ var brokenFiles = []struct {
 	{name: "alias in template", src: "name: x\nphases:\n  - name: a\n    ops:\n      - kind: log\n        params: &p {content: x}\n      - kind: log\n        params: *p\n", line: 8, msg: "alias"},
 	{name: "too many nodes", src: "name: x\nphases:\n  - name: a\n    set:\n      v: " + strings.Repeat("1+", 3000) + "1\n", line: 5, msg: "exceeds maximum allowed nodes"},
 	{name: "two documents", src: "name: x\n---\nname: y\n", line: 1, msg: "exactly one"},
+	{name: "null phase", src: "name: 0\nphases:\n  -", line: 1, msg: "phase: name required"},
 	{name: "bad name", src: "name: a b\nphases:\n  - name: a\n", line: 1, msg: "space or slash"},
 	{name: "json syntax", src: "{\"name\": \"x\", \"phases\": [{\"name\": \"a\",}\n", line: 1, msg: ""},
 	{name: "json bad expr", src: "{\"name\": \"x\",\n \"phases\": [{\"name\": \"a\",\n   \"set\": {\"v\": \"1 +\"}}]}\n", line: 3, msg: "expression \"1 +\""},
