@@ -11,7 +11,9 @@
 //   - the entry log: append-only, one key per entry;
 //   - the operation journal: one record per operation, written pending when
 //     the phase that asked for it commits and again when its result arrives;
-//   - the event log: append-only, numbered per run, read by SSE clients.
+//   - the event log: append-only, numbered per run, read by SSE clients;
+//   - blobs: the contents of generate messages, stored once by hash, so
+//     that prompts that repeat a run's history cost only what is new.
 //
 // # bbolt
 //
