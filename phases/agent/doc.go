@@ -43,7 +43,9 @@
 //   - a closing fence must be at least as long as the opening one, so a
 //     body containing ``` can be fenced with ````; a block left open at the
 //     end of the text (a stop sequence cut it) runs to the end;
-//   - aliases: sh and shell mean bash, py and python3 mean python.
+//   - aliases: sh and shell mean bash, py and python3 mean python;
+//   - ParseOutput falls back to the other text convention when the text has
+//     no call in the configured one (models mix them up).
 //
 // RenderText writes a call back as a block, so text-mode history replays
 // the calls that were executed (not whatever else the model wrote);

@@ -25,11 +25,18 @@ func isHistory(typ string) bool {
 // render turns one log entry into messages for a reader.
 type render func(e phases.Entry) ([]operations.Message, error)
 
-// collect walks the log newest-first, rendering history entries until
-// their size exceeds budget. It returns the messages oldest first and the
-// number of history entries left out before them.
-func collect(st phases.State, budget, perMessage int, fn render) ([]operations.Message, int, error) {
-	var rev [][]operations.Message
+// rendered is the messages of one log entry.
+type rendered struct {
+	typ  string
+	msgs []operations.Message
+}
+
+// collect walks the log newest-first, rendering history entries until the
+// size of those that count (all, when counts is nil) exceeds budget. It
+// returns the rendered entries oldest first and the number of history
+// entries left out before them.
+func collect(st phases.State, budget, perMessage int, fn render, counts func(typ string) bool) ([]rendered, int, error) {
+	var rev []rendered
 	size, i := 0, st.Len()-1
 	for ; i >= 0; i-- {
 		e := st.Entry(i)
@@ -45,9 +52,11 @@ func collect(st phases.State, budget, perMessage int, fn render) ([]operations.M
 		}
 		for k := range msgs {
 			msgs[k].Content = agent.Trim(msgs[k].Content, perMessage)
-			size += agent.Size(msgs[k])
+			if counts == nil || counts(e.Type) {
+				size += agent.Size(msgs[k])
+			}
 		}
-		rev = append(rev, msgs)
+		rev = append(rev, rendered{e.Type, msgs})
 		if budget > 0 && size > budget {
 			i--
 			break
@@ -59,20 +68,31 @@ func collect(st phases.State, budget, perMessage int, fn render) ([]operations.M
 			earlier++
 		}
 	}
-	var out []operations.Message
+	out := make([]rendered, 0, len(rev))
 	for k := len(rev) - 1; k >= 0; k-- {
-		out = append(out, rev[k]...)
+		out = append(out, rev[k])
 	}
 	return out, earlier, nil
 }
 
+// flatten concatenates rendered entries, skipping types skip rejects.
+func flatten(rs []rendered, skip func(typ string) bool) []operations.Message {
+	var out []operations.Message
+	for _, r := range rs {
+		if skip == nil || !skip(r.typ) {
+			out = append(out, r.msgs...)
+		}
+	}
+	return out
+}
+
 // actorRender renders entries as the actor's own conversation.
-func actorRender(mode agent.Mode, withAdvice bool) render {
+func actorRender(mode agent.Mode) render {
 	return func(e phases.Entry) ([]operations.Message, error) {
 		switch e.Type {
 		case EntryAdvice:
 			a, err := decode[Advice](e.Data)
-			if err != nil || !withAdvice || a.Advice == "" {
+			if err != nil || a.Advice == "" {
 				return nil, err
 			}
 			return []operations.Message{{Role: operations.RoleUser, Content: adviceMessage(a.Advice)}}, nil
@@ -187,14 +207,25 @@ func actionText(o agent.Option) string {
 	return strings.Join(parts, "\n")
 }
 
-// actorMessages builds one actor prompt.
-func actorMessages(in phases.Input, s *Settings, tools []string, withAdvice bool) ([]operations.Message, error) {
+// actorMessages builds the actor prompts with and without advice, from
+// one walk over the log.
+func actorMessages(in phases.Input, s *Settings, tools []string, advising bool) (with, without []operations.Message, err error) {
 	_, limits := in.State.Usage()
 	head := []operations.Message{
 		{Role: operations.RoleSystem, Content: actorSystem(s, tools, s.Limit().Describe(limits))},
 		{Role: operations.RoleUser, Content: taskMessage(in.Run.Task, in.Run.WorkDir)},
 	}
-	return fitted(in.State, s, head, actorRender(s.Mode(), withAdvice), nil)
+	notAdvice := func(typ string) bool { return typ != EntryAdvice }
+	isAdvice := func(typ string) bool { return typ == EntryAdvice }
+	rs, earlier, err := collect(in.State, max(s.ContextTrimmingThreshold-tailSize(head), 1), s.OutputLimit, actorRender(s.Mode()), notAdvice)
+	if err != nil {
+		return nil, nil, err
+	}
+	without = fit(s, head, flatten(rs, isAdvice), earlier, nil)
+	if advising {
+		with = fit(s, head, flatten(rs, nil), earlier, nil)
+	}
+	return with, without, nil
 }
 
 // advisorMessages builds the advisor prompt.
@@ -205,23 +236,19 @@ func advisorMessages(in phases.Input, s *Settings, tools []string) ([]operations
 		{Role: operations.RoleUser, Content: taskMessage(in.Run.Task, in.Run.WorkDir)},
 	}
 	tail := []operations.Message{{Role: operations.RoleUser, Content: advisorRequest}}
-	return fitted(in.State, s, head, transcriptRender, tail)
-}
-
-// fitted is head + the history that fits + tail.
-func fitted(st phases.State, s *Settings, head []operations.Message, fn render, tail []operations.Message) ([]operations.Message, error) {
-	budget := s.ContextTrimmingThreshold
-	for _, m := range append(head[:len(head):len(head)], tail...) {
-		budget -= agent.Size(m)
-	}
-	hist, earlier, err := collect(st, max(budget, 1), s.OutputLimit, fn)
+	rs, earlier, err := collect(in.State, max(s.ContextTrimmingThreshold-tailSize(head)-tailSize(tail), 1), s.OutputLimit, transcriptRender, nil)
 	if err != nil {
 		return nil, err
 	}
-	all := append(append([]operations.Message{}, head...), hist...)
+	return fit(s, head, flatten(rs, nil), earlier, tail), nil
+}
+
+// fit is head + the part of hist that fits + tail.
+func fit(s *Settings, head, hist []operations.Message, earlier int, tail []operations.Message) []operations.Message {
+	all := append(append(make([]operations.Message, 0, len(head)+len(hist)+len(tail)+1), head...), hist...)
 	b := agent.Budget{Limit: s.ContextTrimmingThreshold - tailSize(tail), PerMessage: s.OutputLimit, KeepFirst: len(head), Earlier: earlier}
 	out, _ := b.Fit(all)
-	return append(out, tail...), nil
+	return append(out, tail...)
 }
 
 func tailSize(tail []operations.Message) int {
@@ -245,10 +272,11 @@ func raterMessages(in phases.Input, s *Settings, opts []agent.Option) ([]operati
 	system := raterSystem(s)
 	task := taskMessage(in.Run.Task, in.Run.WorkDir)
 	budget := s.ContextTrimmingThreshold - len(system) - len(task) - o.Len()
-	hist, earlier, err := collect(in.State, max(budget, 1), s.OutputLimit, transcriptRender)
+	rs, earlier, err := collect(in.State, max(budget, 1), s.OutputLimit, transcriptRender, nil)
 	if err != nil {
 		return nil, err
 	}
+	hist := flatten(rs, nil)
 	kept, dropped := agent.Budget{Limit: max(budget, 1), PerMessage: s.OutputLimit, Earlier: earlier}.Fit(hist)
 	var t strings.Builder
 	t.WriteString(task + "\n\nTranscript of the agent's work so far")

@@ -173,14 +173,8 @@ func Actor(in phases.Input) (phases.Output, error) {
 		variants = []bool{true, false}
 	}
 	var byVariant [2][]operations.Message
-	for _, with := range variants {
-		k := 0
-		if with {
-			k = 1
-		}
-		if byVariant[k], err = actorMessages(in, s, tools, with); err != nil {
-			return out, err
-		}
+	if byVariant[1], byVariant[0], err = actorMessages(in, s, tools, s.Advising()); err != nil {
+		return out, err
 	}
 	for i, m := range s.Actors {
 		for _, with := range variants {
