@@ -1,0 +1,254 @@
+package modular
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/phases/phasetest"
+)
+
+func TestParseSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		err  string
+	}{
+		{name: "minimal", doc: `{"generator":{"model":"gpt-4o"}}`},
+		{name: "flock keys", doc: `{"workflow_type":"modular","generator":{"model":"m","temp":0,"n":2,"priority":"low"},"limit_type":"time","intermediate_scoring":true,"enable_tool_use":false,"enable_xml":true}`},
+		{name: "empty document", doc: ``, err: "generator: required"},
+		{name: "missing generator", doc: `{"limit_type":"token"}`, err: "generator: required"},
+		{name: "generator without model", doc: `{"generator":{"n":1}}`, err: "generator.model: required"},
+		{name: "bad limit type", doc: `{"generator":{"model":"m"},"limit_type":"moons"}`, err: "limit_type"},
+		{name: "negative threshold", doc: `{"generator":{"model":"m"},"context_trimming_threshold":-1}`, err: "context_trimming_threshold"},
+		{name: "keep first too small", doc: `{"generator":{"model":"m"},"keep_first_messages":1}`, err: "keep_first_messages"},
+		{name: "timeout too large", doc: `{"generator":{"model":"m"},"timeout":100000}`, err: "timeout"},
+		{name: "negative retries", doc: `{"generator":{"model":"m"},"max_retries":-1}`, err: "max_retries"},
+		{name: "bad warnings", doc: `{"generator":{"model":"m"},"usage_warnings":[0.9,0.5]}`, err: "usage_warnings"},
+		{name: "bad tokenizer", doc: `{"generator":{"model":"m"},"tokenizer":"words"}`, err: "tokenizer"},
+		{name: "malformed", doc: `{"generator":`, err: "modular settings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseSettings(json.RawMessage(tt.doc))
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if *s.KeepFirstMessages != DefaultKeepFirstMessages || *s.MaxRetries != DefaultMaxRetries || s.Timeout != DefaultTimeout {
+					t.Fatalf("defaults not applied: %+v", s)
+				}
+				return
+			}
+			if !errors.Is(err, ErrSettings) || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want ErrSettings naming %q", err, tt.err)
+			}
+		})
+	}
+	// The workflow's check is what the engine calls before creating a run.
+	if err := Workflow().CheckSettings(json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "generator") {
+		t.Fatalf("CheckSettings({}) = %v, want an error naming generator", err)
+	}
+}
+
+func TestTokenizerFor(t *testing.T) {
+	tests := []struct{ setting, model, want string }{
+		{"", "gpt-4o", TokenizerO200k},
+		{"auto", "gpt-4o-mini-2024-07-18", TokenizerO200k},
+		{"auto", "openai/gpt-5", TokenizerO200k},
+		{"auto", "o3-mini", TokenizerO200k},
+		{"auto", "ft:gpt-4.1-nano:org::id", TokenizerO200k},
+		{"auto", "gpt-4-turbo", TokenizerCl100k},
+		{"auto", "gpt-3.5-turbo", TokenizerCl100k},
+		{"auto", "claude-sonnet-4", TokenizerApprox},
+		{"auto", "meta-llama/Llama-3.1-8B-Instruct", TokenizerApprox},
+		{"auto", "simulated", TokenizerApprox},
+		{"cl100k_base", "claude-3-opus", TokenizerCl100k},
+		{"approx", "gpt-4o", TokenizerApprox},
+	}
+	for _, tt := range tests {
+		t.Run(tt.setting+"/"+tt.model, func(t *testing.T) {
+			if got := tokenizerFor(tt.setting, tt.model); got != tt.want {
+				t.Fatalf("tokenizerFor(%q, %q) = %q, want %q", tt.setting, tt.model, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCounters(t *testing.T) {
+	tests := []struct {
+		name, tokenizer, text string
+		want                  int
+	}{
+		{name: "o200k", tokenizer: TokenizerO200k, text: "hello world", want: 2},
+		{name: "cl100k", tokenizer: TokenizerCl100k, text: "hello world", want: 2},
+		{name: "approx", tokenizer: TokenizerApprox, text: "hello world", want: 3},
+		{name: "empty", tokenizer: TokenizerO200k, text: "", want: 0},
+		{name: "invalid utf-8", tokenizer: TokenizerO200k, text: "a\xffb", want: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := newCounter(tt.tokenizer)(tt.text); got != tt.want {
+				t.Fatalf("count(%q) = %d, want %d", tt.text, got, tt.want)
+			}
+		})
+	}
+}
+
+// history builds a log of n steps with outputs of varying size, an invalid
+// attempt answered by a warning, a no-call choice and a set_timeout.
+func history(n int) []phases.Entry {
+	log := []phases.Entry{phases.MustEntry(EntryTask, Task{Summary: "task", Task: "t"})}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		switch i % 5 {
+		case 1:
+			log = append(log,
+				phases.MustEntry(EntryChoice, Choice{Option: agent.Option{Invalid: "bad"}, Attempt: &operations.ToolCall{ID: id, Name: "bash", Arguments: "{}"}}),
+				phases.MustEntry(EntryWarning, Warning{Warning: agent.NewWarning("rejected"), CallID: id}))
+		case 3:
+			log = append(log,
+				phases.MustEntry(EntryChoice, Choice{Option: agent.Option{Content: strings.Repeat("musing ", i)}}),
+				phases.MustEntry(EntryWarning, Warning{Warning: agent.NewWarning("no call")}))
+		default:
+			c := agent.Call{ID: id, Name: "bash", Arguments: json.RawMessage(fmt.Sprintf(`{"command":"echo %d"}`, i))}
+			log = append(log,
+				phases.MustEntry(EntryChoice, Choice{Option: agent.Option{Content: "step", Call: &c}}),
+				phases.MustEntry(EntryToolOutput, ToolOutput{ToolOutput: agent.ToolOutput{Tool: "bash", CallID: id,
+					Output: strings.Repeat(fmt.Sprintf("output line %d\n", i), 1+i*7%23)}}))
+		}
+	}
+	return log
+}
+
+// TestPromptInvariants checks, over many budgets, that a prompt keeps the
+// first messages, marks trimming, pairs every call with its answer, stays
+// within budget when the budget allows, and ends with the usage message.
+func TestPromptInvariants(t *testing.T) {
+	for _, mode := range []string{`true`, `false`} {
+		for _, threshold := range []int{200, 700, 1500, 4000, 100000} {
+			for _, keep := range []int{2, 3, 4, 7} {
+				name := fmt.Sprintf("tools=%s/threshold=%d/keep=%d", mode, threshold, keep)
+				t.Run(name, func(t *testing.T) {
+					doc := fmt.Sprintf(`{"generator":{"model":"gpt-4o"},"enable_tool_use":%s,"context_trimming_threshold":%d,"keep_first_messages":%d}`, mode, threshold, keep)
+					s, err := ParseSettings(json.RawMessage(doc))
+					if err != nil {
+						t.Fatal(err)
+					}
+					st := &phasetest.State{Log: history(30), Limited: operations.RunLimits{Tokens: 1000}}
+					c, err := buildConversation(st, &s, "the task")
+					if err != nil {
+						t.Fatal(err)
+					}
+					count := newCounter(s.tokenizer())
+					ctx := plan(c, &s, count, usageMessage(&s, operations.RunUsage{Tokens: 800}, st.Limited))
+					msgs := prompt(c, ctx, &s)
+					checkPrompt(t, c, ctx, msgs, &s, count)
+				})
+			}
+		}
+	}
+}
+
+func checkPrompt(t *testing.T, c conversation, ctx Context, msgs []operations.Message, s *Settings, count counter) {
+	t.Helper()
+	if msgs[0].Role != operations.RoleSystem || !strings.Contains(msgs[1].Content, "<task>") {
+		t.Fatalf("prompt does not start with the system prompt and the task")
+	}
+	if ctx.KeepFirst < min(*s.KeepFirstMessages, len(c.msgs)) {
+		t.Fatalf("kept %d first messages, want at least %d", ctx.KeepFirst, *s.KeepFirstMessages)
+	}
+	for i := 0; i < ctx.KeepFirst; i++ {
+		if msgs[i].Content != c.msgs[i].Content {
+			t.Fatalf("first message %d not kept", i)
+		}
+	}
+	hasNote := strings.HasPrefix(msgs[ctx.KeepFirst].Content, "[History trimmed:")
+	if hasNote != (ctx.Dropped > 0) {
+		t.Fatalf("notice present = %v, dropped = %d", hasNote, ctx.Dropped)
+	}
+	if last := msgs[len(msgs)-1]; last.Content != ctx.Usage {
+		t.Fatalf("last message is not the usage message: %q", last.Content)
+	}
+	open := map[string]bool{}
+	for i, m := range msgs {
+		switch {
+		case m.Role == operations.RoleTool:
+			if !open[m.ToolCallID] {
+				t.Fatalf("message %d answers call %q that is not open", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+		case len(open) > 0:
+			t.Fatalf("message %d (%s) follows unanswered calls %v", i, m.Role, open)
+		}
+		for _, tc := range m.ToolCalls {
+			open[tc.ID] = true
+		}
+	}
+	if len(open) > 0 {
+		t.Fatalf("unanswered calls at the end: %v", open)
+	}
+	measure := c.measure(count)
+	total := count.toolsTokens(tools(s)) + replyTokens
+	firstSize := total + measure(operations.Message{Role: operations.RoleUser, Content: ctx.Usage})
+	for i, m := range msgs {
+		total += measure(m)
+		if i < ctx.KeepFirst {
+			firstSize += measure(m)
+		}
+	}
+	if firstSize+60 < s.ContextTrimmingThreshold && total > s.ContextTrimmingThreshold {
+		t.Fatalf("prompt has %d tokens, budget %d", total, s.ContextTrimmingThreshold)
+	}
+	if ctx.Dropped == 0 && total != ctx.Tokens {
+		t.Fatalf("planned %d tokens, prompt has %d", ctx.Tokens, total)
+	}
+}
+
+// TestRecordedTokens checks that token counts recorded in entries equal
+// what counting the replayed messages gives.
+func TestRecordedTokens(t *testing.T) {
+	s, err := ParseSettings(json.RawMessage(`{"generator":{"model":"gpt-4o"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := newCounter(s.tokenizer())
+	res := operations.Result{Kind: operations.KindGenerate, Generate: &operations.GenerateResult{Outputs: []operations.Output{
+		{Content: "Listing the files first.", ToolCalls: []operations.ToolCall{{ID: "x", Name: "bash", Arguments: `{"command": "ls -la"}`}}}}}}
+	in := phases.Input{Run: phases.RunInfo{Settings: json.RawMessage(`{"generator":{"model":"gpt-4o"}}`), Step: 3},
+		State: &phasetest.State{}, Results: []operations.Result{res}}
+	out, err := Discriminator(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch Choice
+	if err := out.Append[0].Decode(&ch); err != nil {
+		t.Fatal(err)
+	}
+	if want := count.contentTokens(choiceMessage(ch, s.Mode(), s.OutputLimit)); ch.Tokens != want || want == 0 {
+		t.Fatalf("recorded %d tokens, counting gives %d", ch.Tokens, want)
+	}
+	c, err := buildConversation(&phasetest.State{Log: out.Append}, &s, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.known[fingerprint(c.msgs[2])]; n != ch.Tokens {
+		t.Fatalf("conversation uses %d recorded tokens, want %d", n, ch.Tokens)
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	w, ok := phases.Default.Lookup(Name)
+	if !ok {
+		t.Fatal("modular is not registered")
+	}
+	g := w.Graph()
+	if g.Start != PhaseInit || len(g.Phases) != 6 {
+		t.Fatalf("graph = %+v", g)
+	}
+}
