@@ -2,6 +2,8 @@ package app
 
 // Built-in workflows register themselves in phases.Default from init.
 import (
+	_ "github.com/flockrun/flock/phases/react"
+	_ "github.com/flockrun/flock/phases/rollout"
 	_ "github.com/flockrun/flock/phases/script"
 	_ "github.com/flockrun/flock/phases/triframe"
 )

@@ -1,0 +1,258 @@
+package rollout_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/phases/rollout"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// miniSettings is the rollout of testdata/mini with the scripted model.
+func miniSettings(t testing.TB, out string, extra map[string]any) json.RawMessage {
+	t.Helper()
+	dir, err := filepath.Abs("testdata/mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := map[string]any{
+		"data_path":       filepath.Join(dir, "bench.jsonl"),
+		"benchmark_name":  "mini",
+		"output_dir":      out,
+		"num_chains":      3,
+		"max_concurrency": 4,
+		"models":          map[string]any{"m": map[string]any{"provider": "scripted", "script": filepath.Join(dir, "script.jsonl")}},
+		"agent": map[string]any{"workflow": "react", "settings": map[string]any{
+			"model": "m", "max_turns": 6, "fold": map[string]any{"summarize": true}}},
+		"advantages": []string{"grpo", "rloo"},
+	}
+	for k, v := range extra {
+		s[k] = v
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func openApp(t testing.TB, data string) *app.App {
+	t.Helper()
+	a, err := app.Open(context.Background(), configs.Server{DataDir: data}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func closeApp(t testing.TB, a *app.App) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wait(t testing.TB, a *app.App, id string) state.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h, err := a.Executor.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func readLines(t testing.TB, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// TestMiniRollout runs testdata/mini (5 tasks × 3 chains) end to end: real
+// executor, bbolt, bash and the scripted model; checks every output file
+// and pass@k against hand-computed values.
+func TestMiniRollout(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	a := openApp(t, filepath.Join(dir, "data"))
+	defer closeApp(t, a)
+	h, err := a.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: rollout.Name, Settings: miniSettings(t, out, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := wait(t, a, h.ID)
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("rollout %s: %s %s", end.Status, end.EndReason, end.Error)
+	}
+	var man rollout.Manifest
+	readJSON(t, filepath.Join(out, "rollout_mini.json"), &man)
+	if !man.Complete || man.RunID != h.ID {
+		t.Fatalf("manifest %+v", man)
+	}
+	var sum rollout.Summary
+	readJSON(t, man.Summary, &sum)
+	var res rollout.Summary
+	if err := json.Unmarshal(end.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.MeanScore != sum.MeanScore || res.FinishedSamples != sum.FinishedSamples {
+		t.Fatalf("run result %+v differs from summary file %+v", res, sum)
+	}
+	// Correct per task: add 3, cap 1, mul 0 (one agent failed), fold 2, file 2.
+	want := []float64{8.0 / 15, (1 + 2.0/3 + 0 + 1 + 1) / 5, 0.8}
+	if len(sum.PassAtK) != 3 {
+		t.Fatalf("pass@k %v", sum.PassAtK)
+	}
+	for k, w := range want {
+		if !near(sum.PassAtK[k], w) {
+			t.Fatalf("pass@%d = %v, want %v (all %v)", k+1, sum.PassAtK[k], w, sum.PassAtK)
+		}
+	}
+	if !near(sum.PassAt["pass@3"], 0.8) {
+		t.Fatalf("pass_at %v", sum.PassAt)
+	}
+	switch {
+	case sum.TotalTasks != 5 || sum.TotalSamples != 15 || sum.FinishedSamples != 15 || !sum.Complete:
+		t.Fatalf("counts %+v", sum)
+	case sum.Failed != 1 || sum.Correct != 8 || !near(sum.MeanScore, 8.0/15) || !near(sum.SuccessRate, 14.0/15):
+		t.Fatalf("aggregate %+v", sum.Summary)
+	case sum.Errors["agent_failed"] != 1 || sum.Errors["eval_error"] != 0:
+		t.Fatalf("errors %v", sum.Errors)
+	case !near(sum.SignalMeans["file_ok"], 2.0/3):
+		t.Fatalf("signal means %v", sum.SignalMeans)
+	case sum.Tokens == 0:
+		t.Fatal("no tokens counted")
+	}
+
+	lines := readLines(t, man.Results)
+	if len(lines) != 15 {
+		t.Fatalf("%d result lines, want 15", len(lines))
+	}
+	rows := map[string]rollout.Row{}
+	for _, l := range lines {
+		var r rollout.Row
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		rows[r.EpisodeID] = r
+	}
+	if r := rows["fold:0"]; r.PredictedAnswer != "12" || !r.Correct || r.Steps != 3 {
+		t.Fatalf("fold:0 %+v", r)
+	}
+	if r := rows["cap:0"]; r.PredictedAnswer != "paris" || !r.Correct {
+		t.Fatalf("cap:0 %+v", r)
+	}
+	if r := rows["mul:2"]; r.Success || r.Status != "failed" || r.TerminationReason != "error" {
+		t.Fatalf("mul:2 %+v", r)
+	}
+	if r := rows["file:2"]; r.Metric != "verifier" || r.Correct || r.Signals["file_ok"] != 0 {
+		t.Fatalf("file:2 %+v", r)
+	}
+	if r := rows["add:2"]; r.PredictedAnswer != "4" || !r.Correct {
+		t.Fatalf("add:2 %+v", r)
+	}
+
+	var ev rollout.Evaluation
+	readJSON(t, man.Evaluation, &ev)
+	if len(ev.Evaluations) != 15 || ev.Evaluations[0].TaskID != "add" || ev.Evaluations[14].TaskID != "file" || ev.PerfectMatches != 8 {
+		t.Fatalf("evaluation %+v", ev)
+	}
+
+	// Episodes: one per sample, valid, the folded ones with two segments.
+	eps := map[string]metrics.Episode{}
+	for _, l := range readLines(t, man.Episodes) {
+		ep, err := metrics.DecodeEpisode([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps[ep.ID] = ep
+	}
+	if len(eps) != 15 {
+		t.Fatalf("%d episodes", len(eps))
+	}
+	fe := eps["fold:1"]
+	if tr := fe.Trajectories[0]; tr.NumSegments() != 2 || len(tr.SegmentRewards) != 2 || tr.SegmentRewards[1] != 1 || tr.SegmentRewards[0] != 0 || fe.Artifacts.Answer != "12" {
+		t.Fatalf("fold:1 episode %+v", fe)
+	}
+	if !strings.Contains(fe.Trajectories[0].Steps[2].ChatCompletions[1].Content, "[Previous Summary]: I am chain c1") {
+		t.Fatalf("folded context %+v", fe.Trajectories[0].Steps[2].ChatCompletions)
+	}
+	// Groups with GRPO and RLOO advantages.
+	groups := readLines(t, man.Groups)
+	found := false
+	for _, l := range groups {
+		var g rollout.GroupLine
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatal(err)
+		}
+		if g.ID == "cap:react" {
+			found = true
+			rl := g.Advantages["rloo"]
+			// Rewards 1, 0, 0: RLOO = r_i - mean of the others.
+			if len(rl) != 3 || !near(rl[0], 1) || !near(rl[1], -0.5) || len(g.Advantages["grpo"]) != 3 {
+				t.Fatalf("cap group %+v", g)
+			}
+		}
+	}
+	if !found || len(groups) != 5 {
+		t.Fatalf("%d groups, cap:react found %v", len(groups), found)
+	}
+
+	// A second rollout on the same output directory skips every finished
+	// sample and reruns only the failed one (retry_failed).
+	h2, err := a.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: rollout.Name, Settings: miniSettings(t, out, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end2 := wait(t, a, h2.ID)
+	if end2.Status != state.StatusSucceeded {
+		t.Fatalf("second rollout %s: %s", end2.Status, end2.Error)
+	}
+	if got := len(readLines(t, man.Results)); got != 16 {
+		t.Fatalf("%d result lines after the re-run, want 16 (15 + the retried failure)", got)
+	}
+	var sum2 rollout.Summary
+	readJSON(t, man.Summary, &sum2)
+	if sum2.Timestamp != sum.Timestamp || sum2.FinishedSamples != 15 || !near(sum2.PassAtK[0], 8.0/15) || sum2.RunID != h2.ID {
+		t.Fatalf("re-run summary %+v", sum2)
+	}
+}

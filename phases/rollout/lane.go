@@ -1,0 +1,564 @@
+package rollout
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/agent"
+)
+
+// LaneName is the registry name of the lane workflow.
+const LaneName = "rollout.lane"
+
+// Lane phase names.
+const (
+	LaneStart     = "start"
+	LaneAgentDone = "agent_done"
+	LaneEvaluated = "evaluated"
+	LaneFinish    = "finish"
+)
+
+// LaneWorkflow returns the lane declaration: a lane runs its samples one
+// after another, one agent child in flight, grading each and appending its
+// row (and episode) to the output files while the next sample runs.
+func LaneWorkflow() phases.Workflow {
+	return phases.Workflow{
+		Name:        LaneName,
+		Description: "One lane of a rollout: runs its samples one at a time as child runs, grades each and appends its results.",
+		Start:       LaneStart,
+		Phases: []phases.PhaseSpec{
+			{Name: LaneStart, Run: LaneStartPhase, Next: []string{LaneAgentDone}},
+			{Name: LaneAgentDone, Run: LaneAgentDonePhase, Next: []string{LaneEvaluated, LaneAgentDone, LaneFinish}},
+			{Name: LaneEvaluated, Run: LaneEvaluatedPhase, Next: []string{LaneAgentDone, LaneFinish}},
+			{Name: LaneFinish, Run: LaneFinishPhase},
+		},
+		CheckSettings: func(doc json.RawMessage) error {
+			_, err := parseLane(doc)
+			return err
+		},
+	}
+}
+
+// LaneSettings are a lane's settings, written by the rollout.
+type LaneSettings struct {
+	Models json.RawMessage `json:"models,omitempty"`
+	Lane   Lane            `json:"lane"`
+}
+
+// Lane is the work of one lane.
+type Lane struct {
+	// Round and Index name the lane (round r, lane i of the round).
+	Round int `json:"round"`
+	Index int `json:"index"`
+	// Workflow and Settings are the agent's.
+	Workflow string          `json:"workflow"`
+	Settings json.RawMessage `json:"settings"`
+	// TrajectoryFile is read in each agent's work directory for episodes.
+	TrajectoryFile string       `json:"trajectory_file,omitempty"`
+	Items          []Item       `json:"items"`
+	Metric         string       `json:"metric"`
+	Threshold      float64      `json:"threshold"`
+	Judge          *JudgeSpec   `json:"judge,omitempty"`
+	Verifier       VerifierSpec `json:"verifier"`
+	ResultsFile    string       `json:"results_file"`
+	EpisodesFile   string       `json:"episodes_file,omitempty"`
+	SegmentReward  string       `json:"segment_reward,omitempty"`
+	Gamma          float64      `json:"gamma,omitempty"`
+}
+
+// Item is one sample: a task and a chain index.
+type Item struct {
+	Task  Task `json:"task"`
+	Chain int  `json:"chain"`
+}
+
+// childName is the agent run's name (and work subdirectory) for an item.
+func (it Item) childName() string {
+	return fmt.Sprintf("t%05d-c%d", it.Task.Index, it.Chain)
+}
+
+func parseLane(doc json.RawMessage) (LaneSettings, error) {
+	var s LaneSettings
+	if err := json.Unmarshal(doc, &s); err != nil {
+		return s, fmt.Errorf("%w: lane: %v", ErrSettings, err)
+	}
+	if s.Lane.Workflow == "" || s.Lane.ResultsFile == "" {
+		return s, fmt.Errorf("%w: lane: workflow and results_file are required", ErrSettings)
+	}
+	return s, nil
+}
+
+// laneVar is the lane's var "lane".
+type laneVar struct {
+	// Item is the index of the item in flight.
+	Item int `json:"item"`
+	// Started is when its agent was spawned.
+	Started time.Time `json:"started"`
+	// Agent is the finished agent run of Item, kept while it is graded.
+	Agent *agentRun `json:"agent,omitempty"`
+	// WriteErrors counts failed appends.
+	WriteErrors int `json:"write_errors,omitempty"`
+}
+
+// agentRun is what a lane keeps of a finished agent run.
+type agentRun struct {
+	RunID             string  `json:"run_id"`
+	Status            string  `json:"status"`
+	EndReason         string  `json:"end_reason,omitempty"`
+	Error             string  `json:"error,omitempty"`
+	Answer            string  `json:"answer"`
+	TerminationReason string  `json:"termination_reason"`
+	Tokens            int     `json:"tokens"`
+	Cost              float64 `json:"cost"`
+	Seconds           float64 `json:"seconds"`
+}
+
+const varLane = "lane"
+
+// LaneResult is a lane's run result.
+type LaneResult struct {
+	Rows        []Row `json:"rows"`
+	WriteErrors int   `json:"write_errors,omitempty"`
+}
+
+// LaneStartPhase spawns the first sample's agent.
+func LaneStartPhase(in phases.Input) (phases.Output, error) {
+	ls, err := parseLane(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var out phases.Output
+	if len(ls.Lane.Items) == 0 {
+		res, _ := json.Marshal(LaneResult{Rows: []Row{}})
+		out.End = &phases.End{Result: res}
+		return out, nil
+	}
+	return spawnItem(in, ls.Lane, laneVar{}, out, 0)
+}
+
+// spawnItem adds the spawn of item i to out.
+func spawnItem(in phases.Input, l Lane, v laneVar, out phases.Output, i int) (phases.Output, error) {
+	it := l.Items[i]
+	settings, err := itemSettings(l.Settings, it)
+	if err != nil {
+		return out, err
+	}
+	out.Ops = append([]operations.Request{operations.NewSpawn(operations.SpawnRequest{
+		Workflow: l.Workflow, Settings: settings, Task: it.Task.Question, Name: it.childName(),
+	}).WithMeta("item", strconv.Itoa(i))}, out.Ops...)
+	v.Item, v.Started, v.Agent = i, in.Run.Now, nil
+	if err := out.SetVar(varLane, v); err != nil {
+		return out, err
+	}
+	out.Next = LaneAgentDone
+	return out, nil
+}
+
+// itemSettings adds the task's kwargs (as task_kwargs) to the agent's
+// settings.
+func itemSettings(base json.RawMessage, it Item) (json.RawMessage, error) {
+	if len(it.Task.Kwargs) == 0 {
+		return base, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(base, &m); err != nil {
+		return nil, fmt.Errorf("%w: agent settings: %v", ErrSettings, err)
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["task_kwargs"] = it.Task.Kwargs
+	return json.Marshal(m)
+}
+
+// LaneAgentDonePhase takes the finished agent run (and the appends of the
+// previous sample), then grades it: at once, or after the verifier, the
+// judge and the trajectory read it needs.
+func LaneAgentDonePhase(in phases.Input) (phases.Output, error) {
+	ls, err := parseLane(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	l := ls.Lane
+	var v laneVar
+	if _, err := phases.GetVar(in.State, varLane, &v); err != nil {
+		return phases.Output{}, err
+	}
+	var spawn *operations.Result
+	for i := range in.Results {
+		r := &in.Results[i]
+		switch r.Kind {
+		case operations.KindSpawn:
+			spawn = r
+		case operations.KindWriteFile:
+			if r.Error != "" {
+				v.WriteErrors++
+			}
+		}
+	}
+	if spawn == nil || v.Item >= len(l.Items) {
+		return phases.Output{}, fmt.Errorf("%w: agent_done without a spawn result for item %d", ErrState, v.Item)
+	}
+	it := l.Items[v.Item]
+	a := readAgent(*spawn, in.Run.Now.Sub(v.Started))
+	v.Agent = &a
+	var out phases.Output
+	if a.Status == "succeeded" {
+		if cmd := verifierOf(l, it); cmd != "" {
+			out.Ops = append(out.Ops, operations.NewBash(verifierCommand(cmd, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier"))
+		} else if l.Metric == metrics.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
+			msgs := metrics.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
+			m := l.Judge.Model.Model
+			m.N = 1
+			out.Ops = append(out.Ops, operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge"))
+		}
+	}
+	if l.EpisodesFile != "" && a.RunID != "" {
+		out.Ops = append(out.Ops, operations.NewReadFile("children/"+it.childName()+"/"+l.TrajectoryFile).WithMeta("purpose", "trajectory"))
+	}
+	if len(out.Ops) > 0 {
+		if err := out.SetVar(varLane, v); err != nil {
+			return out, err
+		}
+		out.Next = LaneEvaluated
+		return out, nil
+	}
+	return complete(in, l, v, nil)
+}
+
+// LaneEvaluatedPhase grades the sample with the verifier's or the judge's
+// output.
+func LaneEvaluatedPhase(in phases.Input) (phases.Output, error) {
+	ls, err := parseLane(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var v laneVar
+	if _, err := phases.GetVar(in.State, varLane, &v); err != nil {
+		return phases.Output{}, err
+	}
+	if v.Agent == nil {
+		return phases.Output{}, fmt.Errorf("%w: evaluated without an agent run", ErrState)
+	}
+	return complete(in, ls.Lane, v, in.Results)
+}
+
+// readAgent reads a spawn result.
+func readAgent(r operations.Result, took time.Duration) agentRun {
+	a := agentRun{Status: "failed", Seconds: took.Seconds(), TerminationReason: string(metrics.TerminationError)}
+	if r.Error != "" || r.Spawn == nil {
+		a.Error = r.Error
+		if a.Error == "" {
+			a.Error = "spawn returned no result"
+		}
+		return a
+	}
+	sp := r.Spawn
+	a.RunID, a.Status, a.EndReason, a.Error = sp.RunID, sp.Status, sp.EndReason, sp.Error
+	a.Tokens, a.Cost = sp.Usage.Tokens, sp.Usage.Cost
+	if sp.Usage.Seconds > 0 {
+		a.Seconds = sp.Usage.Seconds
+	}
+	a.Answer, a.TerminationReason = answerOf(sp.Result)
+	switch {
+	case a.TerminationReason != "":
+	case sp.Status == "succeeded":
+		a.TerminationReason = string(metrics.TerminationEnvDone)
+	case sp.EndReason == "limit_time":
+		a.TerminationReason = string(metrics.TerminationTimeout)
+	default:
+		a.TerminationReason = string(metrics.TerminationError)
+	}
+	if len(a.Answer) > maxAnswerBytesInLaneVars {
+		a.Answer = agent.Trim(a.Answer, maxAnswerBytesInLaneVars)
+	}
+	return a
+}
+
+// answerOf reads an agent's result: a JSON string (a submission), or an
+// object with "answer" (and "termination_reason", as react writes).
+func answerOf(res json.RawMessage) (answer, termination string) {
+	if len(res) == 0 {
+		return "", ""
+	}
+	var s string
+	if json.Unmarshal(res, &s) == nil {
+		return s, ""
+	}
+	var obj struct {
+		Answer            *string `json:"answer"`
+		TerminationReason string  `json:"termination_reason"`
+	}
+	if json.Unmarshal(res, &obj) == nil && obj.Answer != nil {
+		t := obj.TerminationReason
+		if !metrics.TerminationReason(t).Valid() {
+			t = ""
+		}
+		return *obj.Answer, t
+	}
+	return string(res), ""
+}
+
+func verifierOf(l Lane, it Item) string {
+	if it.Task.Verifier != "" {
+		return it.Task.Verifier
+	}
+	return l.Verifier.Command
+}
+
+// verifierCommand runs cmd in the agent's work directory, in a subshell so
+// the lane's shell keeps its directory.
+func verifierCommand(cmd string, it Item, answer string) string {
+	gt, _ := json.Marshal(it.Task.References)
+	if it.Task.References == nil {
+		gt = []byte("[]")
+	}
+	return fmt.Sprintf("( cd %s && export FLOCK_TASK_ID=%s FLOCK_CHAIN=%d FLOCK_ANSWER=%s FLOCK_GROUND_TRUTH=%s && %s )",
+		quote("children/"+it.childName()), quote(it.Task.ID), it.Chain, quote(answer), quote(string(gt)), cmd)
+}
+
+// quote single-quotes s for bash.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// complete grades the sample, records its row and appends it (and its
+// episode) to the files, together with the next sample's spawn.
+func complete(in phases.Input, l Lane, v laneVar, results []operations.Result) (phases.Output, error) {
+	it := l.Items[v.Item]
+	a := *v.Agent
+	row := Row{SchemaVersion: SchemaVersion, TaskID: it.Task.ID, TaskIndex: it.Task.Index, Chain: it.Chain,
+		EpisodeID: metrics.EpisodeID(it.Task.ID, it.Chain), Question: it.Task.Question, GroundTruth: it.Task.References,
+		PredictedAnswer: a.Answer, Metric: l.Metric, Success: a.Status == "succeeded", Status: a.Status,
+		EndReason: a.EndReason, Error: a.Error, TerminationReason: a.TerminationReason, RunID: a.RunID,
+		Tokens: a.Tokens, Cost: a.Cost, AgentSeconds: a.Seconds, Seconds: in.Run.Now.Sub(v.Started).Seconds(),
+		FinishedAt: in.Run.Now}
+	if len(it.Task.Metadata) > 0 {
+		row.Metadata, _ = json.Marshal(it.Task.Metadata)
+	}
+	var trajectory *operations.Result
+	var verifier, judge *operations.Result
+	for i := range results {
+		switch results[i].Meta["purpose"] {
+		case "verifier":
+			verifier = &results[i]
+		case "judge":
+			judge = &results[i]
+		case "trajectory":
+			trajectory = &results[i]
+		}
+	}
+	grade(&row, l, it, verifier, judge)
+	var out phases.Output
+	ep, epErr := episode(row, l, it, trajectory)
+	if epErr != "" {
+		row.EpisodeError = epErr
+	}
+	if ep != nil {
+		row.Trajectory, row.Steps = ep.Trajectories[0].Name, len(ep.Trajectories[0].Steps)
+	}
+	row.Summary = rowSummary(row)
+	out.Append = append(out.Append, phases.MustEntry(EntryRow, row))
+	line := row
+	line.Summary = ""
+	b, err := json.Marshal(line)
+	if err != nil {
+		return out, fmt.Errorf("encode row: %w", err)
+	}
+	out.Ops = append(out.Ops, operations.NewWriteFile(l.ResultsFile, string(b)+"\n", true).WithMeta("purpose", "results"))
+	if ep != nil {
+		eb, err := json.Marshal(ep)
+		if err != nil {
+			return out, fmt.Errorf("encode episode: %w", err)
+		}
+		out.Ops = append(out.Ops, operations.NewWriteFile(l.EpisodesFile, string(eb)+"\n", true).WithMeta("purpose", "episode"))
+	}
+	if v.Item+1 < len(l.Items) {
+		return spawnItem(in, l, v, out, v.Item+1)
+	}
+	v.Agent = nil
+	if err := out.SetVar(varLane, v); err != nil {
+		return out, err
+	}
+	out.Next = LaneFinish
+	return out, nil
+}
+
+// grade scores row: by the verifier when there is one, else by the metric
+// (the judge's verdict for llm_judgement). Failed agent runs score 0.
+func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
+	if !row.Success {
+		row.Evaluated = true
+		return
+	}
+	switch {
+	case verifierOf(l, it) != "":
+		row.Evaluated = true
+		row.Metric = "verifier"
+		vr, err := verifierResult(verifier)
+		if err != nil {
+			row.EvalError = err.Error()
+			return
+		}
+		row.Score, row.Correct, row.Signals = vr.Reward, vr.IsCorrect, vr.Signals
+	case l.Metric == MetricNone || len(it.Task.References) == 0:
+		return
+	case l.Metric == metrics.NameLLMJudgement:
+		row.Evaluated = true
+		if strings.TrimSpace(row.PredictedAnswer) == "" {
+			row.JudgeReasoning = "empty answer: not sent to the judge"
+			return
+		}
+		if judge == nil || judge.Error != "" || judge.Generate == nil || len(judge.Generate.Outputs) == 0 {
+			msg := "judge: no reply"
+			if judge != nil && judge.Error != "" {
+				msg = "judge: " + judge.Error
+			}
+			row.EvalError = msg
+			return
+		}
+		row.Tokens += judge.Generate.Usage.PromptTokens + judge.Generate.Usage.CompletionTokens
+		row.Cost += judge.Generate.Usage.Cost
+		verdict, err := metrics.ParseJudgeReply(judge.Generate.Outputs[0].Content)
+		if err != nil {
+			row.EvalError = err.Error()
+			return
+		}
+		row.Score, row.Correct, row.JudgeReasoning = verdict.Score(), verdict.Correct, verdict.Reasoning
+	default:
+		row.Evaluated = true
+		score, err := metrics.Score(l.Metric, row.PredictedAnswer, it.Task.References)
+		if err != nil {
+			row.EvalError = err.Error()
+			return
+		}
+		row.Score = score
+		row.Correct = score >= l.Threshold
+	}
+}
+
+// verifierResult reads the verifier's stdout: the whole output, else its
+// last non-empty line.
+func verifierResult(r *operations.Result) (metrics.VerifierResult, error) {
+	if r == nil {
+		return metrics.VerifierResult{}, fmt.Errorf("verifier: not run")
+	}
+	if r.Error != "" || r.Bash == nil {
+		return metrics.VerifierResult{}, fmt.Errorf("verifier: %s", r.Error)
+	}
+	b := r.Bash
+	if vr, err := metrics.ParseVerifierOutput([]byte(b.Stdout)); err == nil {
+		return vr, nil
+	}
+	lines := strings.Split(strings.TrimSpace(b.Stdout), "\n")
+	vr, err := metrics.ParseVerifierOutput([]byte(lines[len(lines)-1]))
+	if err != nil {
+		msg := fmt.Sprintf("verifier (exit %d): %v", b.ExitCode, err)
+		if s := strings.TrimSpace(b.Stderr); s != "" {
+			msg += ": " + agent.Line(s, 200)
+		}
+		if b.TimedOut {
+			msg += " (timed out)"
+		}
+		return vr, fmt.Errorf("%s", msg)
+	}
+	return vr, nil
+}
+
+// episode builds the sample's episode from the agent's trajectory file
+// (an episode without steps when the agent wrote none). The second result
+// says why the trajectory was left out, if it was.
+func episode(row Row, l Lane, it Item, traj *operations.Result) (*metrics.Episode, string) {
+	if l.EpisodesFile == "" {
+		return nil, ""
+	}
+	ep := metrics.Episode{SchemaVersion: metrics.EpisodeSchemaVersion, ID: row.EpisodeID, Task: it.Task.Row,
+		Artifacts: metrics.Artifacts{Answer: row.PredictedAnswer}, IsCorrect: row.Correct,
+		TerminationReason: metrics.TerminationReason(row.TerminationReason),
+		Metrics: map[string]float64{"score": row.Score, "tokens": float64(row.Tokens), "cost": row.Cost,
+			"time/agentflow_s": row.AgentSeconds, "time/rollout_s": row.Seconds}}
+	if !ep.TerminationReason.Valid() {
+		ep.TerminationReason = metrics.TerminationUnknown
+	}
+	for k, x := range row.Signals {
+		ep.Metrics["signal/"+k] = x
+	}
+	t := metrics.Trajectory{Name: l.Workflow, Steps: []metrics.Step{}}
+	problem := ""
+	if traj != nil && traj.Error == "" && traj.ReadFile != nil && traj.ReadFile.Exists {
+		var got metrics.Trajectory
+		if err := json.Unmarshal([]byte(traj.ReadFile.Content), &got); err != nil {
+			problem = "trajectory: " + err.Error()
+		} else {
+			t = got
+			if t.Name == "" {
+				t.Name = l.Workflow
+			}
+		}
+	} else if traj != nil && traj.Error != "" {
+		problem = "trajectory: " + traj.Error
+	}
+	t.Reward, t.Signals = row.Score, row.Signals
+	if len(t.Steps) > 0 {
+		if err := t.AssignSegmentRewards(l.SegmentReward, l.Gamma); err != nil {
+			problem = err.Error()
+		}
+	}
+	ep.Trajectories = []metrics.Trajectory{t}
+	if err := ep.Validate(); err != nil {
+		problem = err.Error()
+		t.Steps, t.SegmentRewards, t.SegmentRewardMode = []metrics.Step{}, nil, ""
+		ep.Trajectories = []metrics.Trajectory{t}
+	}
+	return &ep, problem
+}
+
+func rowSummary(r Row) string {
+	verdict := "wrong"
+	switch {
+	case !r.Success:
+		verdict = "agent " + r.Status
+	case r.EvalError != "":
+		verdict = "eval error"
+	case !r.Evaluated:
+		verdict = "not graded"
+	case r.Correct:
+		verdict = "correct"
+	}
+	return fmt.Sprintf("%s #%d: %s (score %.2f) answer %q", r.TaskID, r.Chain, verdict, r.Score, agent.Line(r.PredictedAnswer, 60))
+}
+
+// LaneFinishPhase ends the lane with its rows as the result.
+func LaneFinishPhase(in phases.Input) (phases.Output, error) {
+	var v laneVar
+	if _, err := phases.GetVar(in.State, varLane, &v); err != nil {
+		return phases.Output{}, err
+	}
+	for _, r := range in.Results {
+		if r.Kind == operations.KindWriteFile && r.Error != "" {
+			v.WriteErrors++
+		}
+	}
+	res := LaneResult{Rows: []Row{}, WriteErrors: v.WriteErrors}
+	for i := 0; i < in.State.Len(); i++ {
+		e := in.State.Entry(i)
+		if e.Type != EntryRow {
+			continue
+		}
+		var r Row
+		if err := e.Decode(&r); err != nil {
+			return phases.Output{}, err
+		}
+		r.Summary = ""
+		res.Rows = append(res.Rows, r)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	return phases.Output{End: &phases.End{Result: b}}, nil
+}

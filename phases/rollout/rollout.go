@@ -1,0 +1,639 @@
+package rollout
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/agent"
+)
+
+// Name is the workflow's registry name.
+const Name = "rollout"
+
+// Phase names.
+const (
+	PhaseInit   = "init"
+	PhaseLoad   = "load"
+	PhaseResume = "resume"
+	PhaseRun    = "run"
+	PhaseDone   = "done"
+)
+
+// Entry types of the rollout run.
+const (
+	// EntryTask is one selected task (Task).
+	EntryTask = "task"
+	// EntryPlan lists the samples to run (Plan).
+	EntryPlan = "plan"
+	// EntryLaneError records a lane that did not succeed (LaneError).
+	EntryLaneError = "lane_error"
+)
+
+func init() {
+	phases.Register(Workflow())
+	phases.Register(LaneWorkflow())
+}
+
+// Workflow returns the rollout declaration.
+func Workflow() phases.Workflow {
+	return phases.Workflow{
+		Name:        Name,
+		Description: "Benchmark rollout: runs an agent workflow on every task × chain under a concurrency cap, grades each sample, writes results, evaluation, summary, episodes and group advantages; resumable.",
+		Start:       PhaseInit,
+		Phases: []phases.PhaseSpec{
+			{Name: PhaseInit, Run: Init, Next: []string{PhaseLoad}},
+			{Name: PhaseLoad, Run: Load, Next: []string{PhaseResume, PhaseRun, PhaseDone}},
+			{Name: PhaseResume, Run: Resume, Next: []string{PhaseRun, PhaseDone}},
+			{Name: PhaseRun, Run: Run, Next: []string{PhaseRun, PhaseDone}},
+			{Name: PhaseDone, Run: Done},
+		},
+		CheckSettings: func(doc json.RawMessage) error {
+			_, err := ParseSettings(doc)
+			return err
+		},
+	}
+}
+
+// Plan is the list of samples to run: [task position, chain] pairs, the
+// position indexing the run's task entries.
+type Plan struct {
+	Summary string   `json:"summary"`
+	Items   [][2]int `json:"items"`
+}
+
+// LaneError is a lane that did not succeed; its samples have no rows in
+// this run (those it finished are in the results file, and a re-run picks
+// up the others).
+type LaneError struct {
+	Summary string `json:"summary"`
+	RunID   string `json:"run_id"`
+	Status  string `json:"status"`
+	Error   string `json:"error"`
+}
+
+// Manifest is rollout_<bench>.json in the output directory: it names the
+// timestamp of the files a re-run continues.
+type Manifest struct {
+	SchemaVersion int    `json:"schema_version"`
+	BenchmarkName string `json:"benchmark_name"`
+	Timestamp     string `json:"timestamp"`
+	RunID         string `json:"run_id"`
+	Complete      bool   `json:"complete"`
+	Files
+}
+
+// runState is the rollout's var "rollout": small counters only; tasks,
+// the plan and rows are entries.
+type runState struct {
+	Timestamp   string    `json:"timestamp"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at,omitzero"`
+	Files       Files     `json:"files"`
+	Tasks       int       `json:"tasks"`
+	Samples     int       `json:"samples"`
+	Previous    int       `json:"previous"`
+	Planned     int       `json:"planned"`
+	Next        int       `json:"next"`
+	Round       int       `json:"round"`
+	Lanes       int       `json:"lanes"`
+	LaneFailed  int       `json:"lane_failed,omitempty"`
+	WriteErrors int       `json:"write_errors,omitempty"`
+}
+
+const varState = "rollout"
+
+func getState(s phases.State) (runState, error) {
+	var st runState
+	ok, err := phases.GetVar(s, varState, &st)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: var %q is not set", ErrState, varState)
+	}
+	return st, err
+}
+
+// Init names the output files after the start time and reads the
+// benchmark and the manifest of an earlier rollout.
+func Init(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	ts := in.Run.Now.UTC().Format("20060102_150405")
+	st := runState{Timestamp: ts, StartedAt: in.Run.Now, Files: s.files(in.Run.WorkDir, ts)}
+	var out phases.Output
+	out.Ops = []operations.Request{operations.NewReadFile(abs(in.Run.WorkDir, s.DataPath))}
+	if *s.Resume {
+		out.Ops = append(out.Ops, operations.NewReadFile(st.Files.Manifest))
+	}
+	if err := out.SetVar(varState, st); err != nil {
+		return out, err
+	}
+	out.Next = PhaseLoad
+	return out, nil
+}
+
+// Load parses and selects the tasks, then reads the earlier results when
+// the manifest names an earlier rollout, or plans every sample.
+func Load(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	st, err := getState(in.State)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var out phases.Output
+	if len(in.Results) < 1 {
+		return out, fmt.Errorf("%w: load without the benchmark read", ErrState)
+	}
+	data := in.Results[0]
+	switch {
+	case data.Error != "":
+		return failed(out, "data_path: "+data.Error)
+	case data.ReadFile == nil || !data.ReadFile.Exists:
+		return failed(out, fmt.Sprintf("data_path: %s does not exist", abs(in.Run.WorkDir, s.DataPath)))
+	}
+	all, err := ParseBenchmark([]byte(data.ReadFile.Content))
+	if err != nil {
+		return failed(out, "data_path: "+err.Error())
+	}
+	tasks, err := selectTasks(all, s)
+	if err != nil {
+		return failed(out, err.Error())
+	}
+	for _, t := range tasks {
+		out.Append = append(out.Append, phases.MustEntry(EntryTask, t))
+	}
+	st.Tasks, st.Samples = len(tasks), len(tasks)*s.NumChains
+	if len(in.Results) > 1 && *s.Resume {
+		if m := in.Results[1]; m.Error == "" && m.ReadFile != nil && m.ReadFile.Exists {
+			var man Manifest
+			if err := json.Unmarshal([]byte(m.ReadFile.Content), &man); err != nil || man.Timestamp == "" {
+				return failed(out, fmt.Sprintf("%s: not a rollout manifest (delete it or set resume false)", st.Files.Manifest))
+			}
+			st.Timestamp = man.Timestamp
+			st.Files = s.files(in.Run.WorkDir, man.Timestamp)
+			out.Ops = []operations.Request{operations.NewReadFile(st.Files.Results)}
+			if err := out.SetVar(varState, st); err != nil {
+				return out, err
+			}
+			out.Next = PhaseResume
+			return out, nil
+		}
+	}
+	return plan(in, s, st, out, tasks, nil)
+}
+
+// selectTasks applies task_ids and max_tasks.
+func selectTasks(all []Task, s Settings) ([]Task, error) {
+	tasks := all
+	if len(s.TaskIDs) > 0 {
+		want := make(map[string]bool, len(s.TaskIDs))
+		for _, id := range s.TaskIDs {
+			want[id] = true
+		}
+		tasks = nil
+		for _, t := range all {
+			if want[t.ID] {
+				tasks = append(tasks, t)
+				delete(want, t.ID)
+			}
+		}
+		if len(want) > 0 {
+			var missing []string
+			for _, id := range s.TaskIDs {
+				if want[id] {
+					missing = append(missing, id)
+				}
+			}
+			return nil, fmt.Errorf("task_ids: not in the benchmark: %s", strings.Join(missing, ", "))
+		}
+	}
+	if s.MaxTasks > 0 && len(tasks) > s.MaxTasks {
+		tasks = tasks[:s.MaxTasks]
+	}
+	return tasks, nil
+}
+
+// Resume keeps the finished samples of the earlier rollout and plans the
+// rest.
+func Resume(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	st, err := getState(in.State)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	tasks, err := tasksOf(in.State)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var out phases.Output
+	if len(in.Results) != 1 {
+		return out, fmt.Errorf("%w: resume wants the results read", ErrState)
+	}
+	r := in.Results[0]
+	if r.Error != "" {
+		return failed(out, "read earlier results: "+r.Error)
+	}
+	done := map[sampleKey]bool{}
+	if r.ReadFile != nil && r.ReadFile.Exists {
+		byID := make(map[string]Task, len(tasks))
+		for _, t := range tasks {
+			byID[t.ID] = t
+		}
+		for _, row := range parseResults(r.ReadFile.Content) {
+			t, ok := byID[row.TaskID]
+			if !ok || row.Chain < 0 || row.Chain >= s.NumChains || !row.finished(*s.RetryFailed) {
+				continue
+			}
+			row.TaskIndex = t.Index
+			row.Summary = "earlier: " + rowSummary(row)
+			out.Append = append(out.Append, phases.MustEntry(EntryRow, row))
+			done[sampleKey{row.TaskID, row.Chain}] = true
+		}
+	}
+	st.Previous = len(done)
+	return plan(in, s, st, out, tasks, done)
+}
+
+// tasksOf returns the task entries in order.
+func tasksOf(s phases.State) ([]Task, error) {
+	var tasks []Task
+	for i := 0; i < s.Len(); i++ {
+		e := s.Entry(i)
+		if e.Type != EntryTask {
+			continue
+		}
+		var t Task
+		if err := e.Decode(&t); err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// plan records the samples still to run, writes the manifest and starts
+// the first round (or finishes when nothing is left).
+func plan(in phases.Input, s Settings, st runState, out phases.Output, tasks []Task, done map[sampleKey]bool) (phases.Output, error) {
+	p := Plan{Items: [][2]int{}}
+	for pos, t := range tasks {
+		for c := 0; c < s.NumChains; c++ {
+			if !done[sampleKey{t.ID, c}] {
+				p.Items = append(p.Items, [2]int{pos, c})
+			}
+		}
+	}
+	p.Summary = fmt.Sprintf("%d tasks × %d chains: %d samples to run, %d finished earlier", len(tasks), s.NumChains, len(p.Items), len(done))
+	out.Append = append(out.Append, phases.MustEntry(EntryPlan, p))
+	st.Planned = len(p.Items)
+	man, err := manifest(in, s, st, false)
+	if err != nil {
+		return out, err
+	}
+	out.Ops = []operations.Request{man}
+	if len(p.Items) == 0 {
+		return finalize(in, s, st, out, nil)
+	}
+	return spawnRound(in, s, st, out, tasks, p)
+}
+
+func manifest(in phases.Input, s Settings, st runState, complete bool) (operations.Request, error) {
+	b, err := json.MarshalIndent(Manifest{SchemaVersion: SchemaVersion, BenchmarkName: s.BenchmarkName, Timestamp: st.Timestamp,
+		RunID: in.Run.ID, Complete: complete, Files: st.Files}, "", "  ")
+	if err != nil {
+		return operations.Request{}, err
+	}
+	return operations.NewWriteFile(st.Files.Manifest, string(b)+"\n", false).WithMeta("purpose", "manifest"), nil
+}
+
+// spawnRound spawns the next round of lanes: up to max_concurrency lanes,
+// each with items_per_lane samples (all remaining samples when 0), dealt
+// round-robin so the chains of a task run side by side.
+func spawnRound(in phases.Input, s Settings, st runState, out phases.Output, tasks []Task, p Plan) (phases.Output, error) {
+	remaining := p.Items[st.Next:]
+	size := len(remaining)
+	if s.ItemsPerLane > 0 {
+		size = min(size, s.MaxConcurrency*s.ItemsPerLane)
+	}
+	round := remaining[:size]
+	lanes := min(s.MaxConcurrency, len(round))
+	agentSettings, err := s.agentSettings()
+	if err != nil {
+		return out, err
+	}
+	trajFile := trajectoryFile
+	var am map[string]json.RawMessage
+	if json.Unmarshal(agentSettings, &am) == nil {
+		var name string
+		if json.Unmarshal(am["trajectory_file"], &name) == nil && name != "" {
+			trajFile = name
+		}
+	}
+	for j := 0; j < lanes; j++ {
+		l := Lane{Round: st.Round, Index: j, Workflow: s.Agent.Workflow, Settings: agentSettings, TrajectoryFile: trajFile,
+			Metric: s.EvaluationMetric, Threshold: *s.CorrectThreshold, Judge: s.Judge, Verifier: s.Verifier,
+			ResultsFile: st.Files.Results, EpisodesFile: st.Files.Episodes, SegmentReward: s.SegmentReward, Gamma: s.Gamma}
+		for k := j; k < len(round); k += lanes {
+			pos, chain := round[k][0], round[k][1]
+			if pos < 0 || pos >= len(tasks) {
+				return out, fmt.Errorf("%w: plan names task %d of %d", ErrState, pos, len(tasks))
+			}
+			l.Items = append(l.Items, Item{Task: tasks[pos], Chain: chain})
+		}
+		b, err := json.Marshal(LaneSettings{Models: s.Models, Lane: l})
+		if err != nil {
+			return out, err
+		}
+		out.Ops = append(out.Ops, operations.NewSpawn(operations.SpawnRequest{
+			Workflow: LaneName, Settings: b, Name: fmt.Sprintf("lane-r%d-%03d", st.Round, j),
+			Task: fmt.Sprintf("%s: round %d, lane %d (%d samples)", s.BenchmarkName, st.Round, j, len(l.Items)),
+		}).WithMeta("lane", strconv.Itoa(j)))
+	}
+	st.Next += size
+	st.Round++
+	st.Lanes += lanes
+	if err := out.SetVar(varState, st); err != nil {
+		return out, err
+	}
+	out.Next = PhaseRun
+	return out, nil
+}
+
+// Run collects the rows of a finished round; it starts the next round
+// (rewriting the evaluation and summary files with the rows so far) or
+// finishes.
+func Run(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	st, err := getState(in.State)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var out phases.Output
+	var fresh []Row
+	for _, r := range in.Results {
+		switch r.Kind {
+		case operations.KindWriteFile:
+			if r.Error != "" {
+				st.WriteErrors++
+			}
+		case operations.KindSpawn:
+			var lr LaneResult
+			ok := r.Error == "" && r.Spawn != nil && r.Spawn.Status == "succeeded" && json.Unmarshal(r.Spawn.Result, &lr) == nil
+			if !ok {
+				st.LaneFailed++
+				le := LaneError{Error: r.Error}
+				if r.Spawn != nil {
+					le.RunID, le.Status = r.Spawn.RunID, r.Spawn.Status
+					if le.Error == "" {
+						le.Error = r.Spawn.Error
+					}
+				}
+				le.Summary = fmt.Sprintf("lane %s %s: %s", r.Meta["lane"], le.Status, agent.Line(le.Error, 160))
+				out.Append = append(out.Append, phases.MustEntry(EntryLaneError, le))
+				continue
+			}
+			st.WriteErrors += lr.WriteErrors
+			for _, row := range lr.Rows {
+				row.Summary = rowSummary(row)
+				out.Append = append(out.Append, phases.MustEntry(EntryRow, row))
+				fresh = append(fresh, row)
+			}
+		}
+	}
+	if st.Next < st.Planned {
+		tasks, err := tasksOf(in.State)
+		if err != nil {
+			return out, err
+		}
+		i := phases.Last(in.State, EntryPlan)
+		if i < 0 {
+			return out, fmt.Errorf("%w: no plan entry", ErrState)
+		}
+		var p Plan
+		if err := in.State.Entry(i).Decode(&p); err != nil {
+			return out, err
+		}
+		rows, err := rowsOf(in.State, fresh)
+		if err != nil {
+			return out, err
+		}
+		writes, err := reports(in, s, st, rows, false)
+		if err != nil {
+			return out, err
+		}
+		out.Ops = writes
+		return spawnRound(in, s, st, out, tasks, p)
+	}
+	return finalize(in, s, st, out, fresh)
+}
+
+// rowsOf returns the deduplicated rows of the log plus fresh ones.
+func rowsOf(s phases.State, fresh []Row) ([]Row, error) {
+	var rows []Row
+	for i := 0; i < s.Len(); i++ {
+		e := s.Entry(i)
+		if e.Type != EntryRow {
+			continue
+		}
+		var r Row
+		if err := e.Decode(&r); err != nil {
+			return nil, err
+		}
+		r.Summary = ""
+		rows = append(rows, r)
+	}
+	for _, r := range fresh {
+		r.Summary = ""
+		rows = append(rows, r)
+	}
+	return dedupe(rows), nil
+}
+
+func progressOf(in phases.Input, s Settings, st runState, now time.Time) progress {
+	return progress{RunID: in.Run.ID, Bench: s.BenchmarkName, Timestamp: st.Timestamp, Workflow: s.Agent.Workflow,
+		Metric: s.EvaluationMetric, NumChains: s.NumChains, Tasks: st.Tasks, Samples: st.Samples, StartedAt: st.StartedAt,
+		Now: now, LaneFailed: st.LaneFailed, WriteError: st.WriteErrors, Files: st.Files}
+}
+
+// reports returns the writes of the evaluation and summary files (and,
+// when final, the groups file and the completed manifest).
+func reports(in phases.Input, s Settings, st runState, rows []Row, final bool) ([]operations.Request, error) {
+	now := in.Run.Now
+	if final {
+		now = st.FinishedAt
+	}
+	sum, ev := summarize(rows, progressOf(in, s, st, now))
+	eb, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	sb, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	ops := []operations.Request{
+		operations.NewWriteFile(st.Files.Evaluation, string(eb)+"\n", false).WithMeta("purpose", "evaluation"),
+		operations.NewWriteFile(st.Files.Summary, string(sb)+"\n", false).WithMeta("purpose", "summary"),
+	}
+	if !final {
+		return ops, nil
+	}
+	if st.Files.Groups != "" {
+		g, err := groups(rows, s)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, operations.NewWriteFile(st.Files.Groups, g, false).WithMeta("purpose", "groups"))
+	}
+	man, err := manifest(in, s, st, sum.Complete)
+	if err != nil {
+		return nil, err
+	}
+	return append(ops, man), nil
+}
+
+// GroupLine is one line of groups_<bench>_<ts>.jsonl: a metrics.Group with
+// its advantages per estimator, in member order.
+type GroupLine struct {
+	metrics.Group
+	Advantages map[string][]float64 `json:"advantages"`
+}
+
+// groups groups the samples that have trajectory steps by
+// "task_id:trajectory_name" and computes the requested advantages.
+func groups(rows []Row, s Settings) (string, error) {
+	var eps []metrics.Episode
+	for _, r := range rows {
+		if r.Steps == 0 {
+			continue
+		}
+		eps = append(eps, metrics.Episode{ID: r.EpisodeID, IsCorrect: r.Correct,
+			TerminationReason: metrics.TerminationReason(r.TerminationReason),
+			Trajectories:      []metrics.Trajectory{{Name: r.Trajectory, Steps: make([]metrics.Step, r.Steps), Reward: r.Score}}})
+	}
+	gs, err := metrics.GroupTrajectories(eps)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, g := range gs {
+		line := GroupLine{Group: g, Advantages: map[string][]float64{}}
+		for _, est := range s.Advantages {
+			adv, err := metrics.Advantages(g.Rewards(), metrics.AdvantageOptions{Estimator: est, NoStdNorm: s.GRPONoStdNorm})
+			if err != nil {
+				return "", err
+			}
+			line.Advantages[est] = adv
+		}
+		lb, err := json.Marshal(line)
+		if err != nil {
+			return "", err
+		}
+		b.Write(lb)
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+// finalize writes the final reports and goes to done.
+func finalize(in phases.Input, s Settings, st runState, out phases.Output, fresh []Row) (phases.Output, error) {
+	st.FinishedAt = in.Run.Now
+	rows, err := rowsOf(in.State, fresh)
+	if err != nil {
+		return out, err
+	}
+	// Rows appended in this output but not passed as fresh (Resume's
+	// earlier rows) are in out.Append.
+	if fresh == nil {
+		for _, e := range out.Append {
+			if e.Type == EntryRow {
+				var r Row
+				if err := e.Decode(&r); err != nil {
+					return out, err
+				}
+				r.Summary = ""
+				rows = append(rows, r)
+			}
+		}
+		rows = dedupe(rows)
+	}
+	writes, err := reports(in, s, st, rows, true)
+	if err != nil {
+		return out, err
+	}
+	// The manifest write of plan (if any) is superseded by the final one.
+	var ops []operations.Request
+	for _, op := range out.Ops {
+		if op.Meta["purpose"] != "manifest" {
+			ops = append(ops, op)
+		}
+	}
+	out.Ops = append(ops, writes...)
+	if err := out.SetVar(varState, st); err != nil {
+		return out, err
+	}
+	out.Next = PhaseDone
+	return out, nil
+}
+
+// Done checks the final writes and ends the run with the summary as its
+// result. The run fails when a lane failed or a file could not be written.
+func Done(in phases.Input) (phases.Output, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	st, err := getState(in.State)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var out phases.Output
+	for _, r := range in.Results {
+		if r.Kind == operations.KindWriteFile && r.Error != "" {
+			st.WriteErrors++
+			out.Append = append(out.Append, phases.MustEntry("warning", agent.NewWarning("write "+r.Meta["purpose"]+": "+r.Error)))
+		}
+	}
+	rows, err := rowsOf(in.State, nil)
+	if err != nil {
+		return out, err
+	}
+	sum, _ := summarize(rows, progressOf(in, s, st, st.FinishedAt))
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return out, err
+	}
+	if err := out.SetVar(varState, st); err != nil {
+		return out, err
+	}
+	end := &phases.End{Result: b, Reason: "completed"}
+	switch {
+	case st.LaneFailed > 0:
+		end.Failed, end.Reason = true, fmt.Sprintf("lanes_failed: %d of %d", st.LaneFailed, st.Lanes)
+	case st.WriteErrors > 0:
+		end.Failed, end.Reason = true, fmt.Sprintf("write_errors: %d", st.WriteErrors)
+	}
+	out.End = end
+	return out, nil
+}
+
+// failed ends the run at once with reason.
+func failed(out phases.Output, reason string) (phases.Output, error) {
+	out.Ops, out.Next = nil, ""
+	out.End = &phases.End{Failed: true, Reason: reason}
+	return out, nil
+}

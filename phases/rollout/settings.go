@@ -1,0 +1,292 @@
+package rollout
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/phases/react"
+)
+
+// Defaults of the settings.
+const (
+	DefaultMaxConcurrency    = 16
+	DefaultMetric            = metrics.NameExactMatch
+	DefaultVerifierTimeoutS  = 300
+	DefaultOutputDir         = "results"
+	DefaultGamma             = 0.9
+	DefaultAgentWorkflow     = react.Name
+	MetricNone               = "none"
+	trajectoryFile           = "trajectory.json"
+	maxAnswerBytesInLaneVars = 64 << 10
+)
+
+// Settings are the rollout workflow's settings.
+type Settings struct {
+	// DataPath is the benchmark file (JSONL, JSON list or {"data": [...]}).
+	// A relative path is resolved against the run's work directory (the
+	// CLI resolves it against the config file first).
+	DataPath string `json:"data_path"`
+	// BenchmarkName names the output files (default: DataPath's base name
+	// without extension).
+	BenchmarkName string `json:"benchmark_name,omitempty"`
+	// OutputDir receives the result files (default "results" in the run's
+	// work directory). Re-running with the same OutputDir resumes: finished
+	// samples are not run again.
+	OutputDir string `json:"output_dir,omitempty"`
+	// Agent is the workflow each sample runs and its settings.
+	Agent AgentSpec `json:"agent"`
+	// NumChains is the number of samples per task (default 1).
+	NumChains int `json:"num_chains,omitempty"`
+	// MaxConcurrency caps the agent runs in flight (default 16).
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// ItemsPerLane is how many samples one lane runs before the rollout
+	// refills (0, the default: all samples are spread over the lanes in
+	// one round; 1: one lane per sample, refilled round by round).
+	ItemsPerLane int `json:"items_per_lane,omitempty"`
+	// MaxTasks keeps the first N selected tasks (0: all).
+	MaxTasks int `json:"max_tasks,omitempty"`
+	// TaskIDs keeps only these tasks (in file order).
+	TaskIDs []string `json:"task_ids,omitempty"`
+	// EvaluationMetric is exact_match (default), f1 (f1_score),
+	// contains_answer, numeric_match, similarity, llm_judgement or none.
+	EvaluationMetric string `json:"evaluation_metric,omitempty"`
+	// CorrectThreshold: a score at or above it is correct (default 1).
+	CorrectThreshold *float64 `json:"correct_threshold,omitempty"`
+	// Judge is the llm_judgement model.
+	Judge *JudgeSpec `json:"judge,omitempty"`
+	// Verifier is the default per-sample verifier; a task's own "verifier"
+	// key wins.
+	Verifier VerifierSpec `json:"verifier,omitempty"`
+	// Episodes writes episodes_<bench>_<ts>.jsonl (default true).
+	Episodes *bool `json:"episodes,omitempty"`
+	// Advantages lists the estimators (grpo, rloo) whose group advantages
+	// are written to groups_<bench>_<ts>.jsonl; empty writes no groups.
+	Advantages []string `json:"advantages,omitempty"`
+	// GRPONoStdNorm makes GRPO only subtract the group mean.
+	GRPONoStdNorm bool `json:"grpo_no_std_norm,omitempty"`
+	// SegmentReward splits a folded trajectory's reward over its segments:
+	// last_only (default), broadcast, uniform or geometric (with Gamma,
+	// default 0.9).
+	SegmentReward string  `json:"segment_reward,omitempty"`
+	Gamma         float64 `json:"gamma,omitempty"`
+	// Resume (default true) continues the files of an earlier rollout of
+	// the same benchmark in OutputDir, skipping its finished samples.
+	Resume *bool `json:"resume,omitempty"`
+	// RetryFailed (default true) runs again samples whose agent run failed
+	// in an earlier rollout.
+	RetryFailed *bool `json:"retry_failed,omitempty"`
+	// Models are the engine's model declarations; the agent's settings
+	// inherit them unless they declare their own.
+	Models json.RawMessage `json:"models,omitempty"`
+}
+
+// AgentSpec names the agent workflow of each sample.
+type AgentSpec struct {
+	// Workflow is any registered workflow (default react).
+	Workflow string `json:"workflow,omitempty"`
+	// Settings are the agent run's settings (a JSON object).
+	Settings json.RawMessage `json:"settings,omitempty"`
+}
+
+// JudgeSpec configures llm_judgement.
+type JudgeSpec struct {
+	Model react.ModelRef `json:"model"`
+	// Instructions replace metrics.DefaultJudgeInstructions.
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// VerifierSpec is a command run after each sample in the agent's work
+// directory; its stdout is {"reward": x, "is_correct": b, "signals": {...}}
+// (see metrics.ParseVerifierOutput). It sees FLOCK_TASK_ID, FLOCK_CHAIN,
+// FLOCK_ANSWER and FLOCK_GROUND_TRUTH (a JSON list) in its environment.
+type VerifierSpec struct {
+	Command  string  `json:"command,omitempty"`
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+}
+
+// ParseSettings decodes the settings, applies defaults and validates them.
+func ParseSettings(doc json.RawMessage) (Settings, error) {
+	var s Settings
+	if err := json.Unmarshal(doc, &s); err != nil {
+		return s, fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	bad := func(field, format string, args ...any) (Settings, error) {
+		return s, fmt.Errorf("%w: %s: %s", ErrSettings, field, fmt.Sprintf(format, args...))
+	}
+	if strings.TrimSpace(s.DataPath) == "" {
+		return bad("data_path", "required")
+	}
+	if s.Agent.Workflow == "" {
+		s.Agent.Workflow = DefaultAgentWorkflow
+	}
+	if s.Agent.Workflow == Name || s.Agent.Workflow == LaneName {
+		return bad("agent.workflow", "%q cannot be the agent", s.Agent.Workflow)
+	}
+	if a := bytes.TrimSpace(s.Agent.Settings); len(a) == 0 || string(a) == "null" {
+		s.Agent.Settings = json.RawMessage("{}")
+	} else if a[0] != '{' {
+		return bad("agent.settings", "must be a JSON object")
+	}
+	if s.Agent.Workflow == react.Name {
+		if _, err := react.ParseSettings(s.Agent.Settings); err != nil {
+			return bad("agent.settings", "%v", err)
+		}
+	}
+	switch {
+	case s.NumChains < 0:
+		return bad("num_chains", "must be >= 1")
+	case s.MaxConcurrency < 0:
+		return bad("max_concurrency", "must be >= 1")
+	case s.ItemsPerLane < 0:
+		return bad("items_per_lane", "must be >= 0")
+	case s.MaxTasks < 0:
+		return bad("max_tasks", "must be >= 0")
+	case s.Verifier.TimeoutS < 0:
+		return bad("verifier.timeout_s", "must be >= 0")
+	}
+	if s.NumChains == 0 {
+		s.NumChains = 1
+	}
+	if s.MaxConcurrency == 0 {
+		s.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if s.Verifier.TimeoutS == 0 {
+		s.Verifier.TimeoutS = DefaultVerifierTimeoutS
+	}
+	if s.EvaluationMetric == "" {
+		s.EvaluationMetric = DefaultMetric
+	}
+	if s.EvaluationMetric != MetricNone && s.EvaluationMetric != metrics.NameLLMJudgement {
+		if _, err := metrics.Lookup(s.EvaluationMetric); err != nil {
+			return bad("evaluation_metric", "%q is not one of %s, none", s.EvaluationMetric, strings.Join(metrics.Names(), ", "))
+		}
+	}
+	if s.EvaluationMetric == metrics.NameLLMJudgement {
+		if s.Judge == nil || s.Judge.Model.Model.Model == "" {
+			return bad("judge.model", "required for llm_judgement")
+		}
+		if err := s.Judge.Model.Validate("judge.model"); err != nil {
+			return bad("judge.model", "%v", err)
+		}
+	}
+	if s.CorrectThreshold == nil {
+		one := 1.0
+		s.CorrectThreshold = &one
+	}
+	for i, a := range s.Advantages {
+		if a != metrics.EstimatorGRPO && a != metrics.EstimatorRLOO {
+			return bad(fmt.Sprintf("advantages[%d]", i), "%q is not one of grpo, rloo", a)
+		}
+	}
+	if s.Gamma == 0 {
+		s.Gamma = DefaultGamma
+	}
+	if _, err := metrics.SegmentRewards(s.SegmentReward, 1, 1, s.Gamma); err != nil {
+		return bad("segment_reward", "%v", err)
+	}
+	if s.Episodes == nil {
+		t := true
+		s.Episodes = &t
+	}
+	if s.Resume == nil {
+		t := true
+		s.Resume = &t
+	}
+	if s.RetryFailed == nil {
+		t := true
+		s.RetryFailed = &t
+	}
+	if s.BenchmarkName == "" {
+		base := filepath.Base(s.DataPath)
+		s.BenchmarkName = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	s.BenchmarkName = fileSafe(s.BenchmarkName)
+	if s.OutputDir == "" {
+		s.OutputDir = DefaultOutputDir
+	}
+	return s, nil
+}
+
+// fileSafe keeps a name usable inside a file name.
+func fileSafe(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.Trim(b.String(), ".")
+	if s == "" {
+		return "benchmark"
+	}
+	return s
+}
+
+// abs resolves p against the run's work directory.
+func abs(workDir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(workDir, p)
+}
+
+// Files are the output files of one rollout.
+type Files struct {
+	Dir        string `json:"dir"`
+	Manifest   string `json:"manifest"`
+	Results    string `json:"results_file"`
+	Evaluation string `json:"evaluation_file"`
+	Summary    string `json:"summary_file"`
+	Episodes   string `json:"episodes_file,omitempty"`
+	Groups     string `json:"groups_file,omitempty"`
+}
+
+// files names the output files for timestamp ts.
+func (s Settings) files(workDir, ts string) Files {
+	dir := abs(workDir, s.OutputDir)
+	name := func(kind, ext string) string {
+		return filepath.Join(dir, kind+"_"+s.BenchmarkName+"_"+ts+ext)
+	}
+	f := Files{
+		Dir:        dir,
+		Manifest:   filepath.Join(dir, "rollout_"+s.BenchmarkName+".json"),
+		Results:    name("results", ".jsonl"),
+		Evaluation: name("evaluation", ".json"),
+		Summary:    name("summary", ".json"),
+	}
+	if *s.Episodes {
+		f.Episodes = name("episodes", ".jsonl")
+	}
+	if len(s.Advantages) > 0 {
+		f.Groups = name("groups", ".jsonl")
+	}
+	return f
+}
+
+// agentSettings returns the agent's settings with the models inherited and,
+// for react with episodes on, the trajectory file set.
+func (s Settings) agentSettings() (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(s.Agent.Settings, &m); err != nil {
+		return nil, fmt.Errorf("%w: agent.settings: %v", ErrSettings, err)
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	if _, ok := m["models"]; !ok && len(s.Models) > 0 {
+		m["models"] = s.Models
+	}
+	if s.Agent.Workflow == react.Name && *s.Episodes {
+		if _, ok := m["trajectory_file"]; !ok {
+			m["trajectory_file"] = json.RawMessage(`"` + trajectoryFile + `"`)
+		}
+	}
+	return json.Marshal(m)
+}
