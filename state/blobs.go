@@ -1,94 +1,131 @@
 package state
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/flockrun/flock/operations"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Generate requests carry the whole prompt, and an agent's prompts repeat
-// the same history step after step: journaling them verbatim would make
-// each step cost O(context) bytes, twice (the op is written pending, then
-// again with its result). So the store keeps every message content of at
-// least blobMinBytes once, in the blobs bucket keyed by its hash, and the
-// op record refers to it. Readers get the full request back; the
-// deduplication is invisible outside this file.
+// the same history step after step (a window that grows, then slides).
+// Journaling them verbatim would make each step cost O(context) bytes. So
+// the store cuts a generate request's messages into chunks with
+// content-defined boundaries (a boundary follows a message whose hash
+// ends in chunkMask, follows any message of chunkBigBytes or more, and
+// precedes one; a chunk also ends past chunkMaxBytes) and keeps every
+// chunk once, in the blobs bucket keyed by its hash. Consecutive prompts
+// then share all their chunks but the few at the edges of what changed.
+// The op record lists its chunks; readers get the full request back. The
+// scheme is invisible outside this file.
 
-// blobMinBytes is the smallest message content stored as a blob.
-const blobMinBytes = 256
+const (
+	chunkMask     = 7        // about eight messages per chunk
+	chunkBigBytes = 1 << 10  // a message this large is a chunk of its own
+	chunkMaxBytes = 32 << 10 // a chunk ends once it is this large
+	chunkMinMsgs  = 4        // requests with fewer messages are stored inline
+	blobKeyBytes  = 16       // sha256 prefix
+)
 
 // blob is one content to store if absent.
 type blob struct {
 	key, val []byte
 }
 
-// storedOp is the stored form of an Op: MsgRefs maps the index of a
-// generate message whose content was moved to a blob to the blob's key.
+// storedOp is the stored form of an Op: when MsgChunks is set, the
+// generate request's messages are the concatenation of those chunks.
 type storedOp struct {
 	Op
-	MsgRefs map[int]string `json:"msg_refs,omitempty"`
+	MsgChunks []string `json:"msg_chunks,omitempty"`
 }
 
-// splitBlobs returns the stored form of op and the blobs it refers to. It
+// splitBlobs returns the stored form of op and the chunks it refers to. It
 // does not modify op.
-func splitBlobs(op Op) (storedOp, []blob) {
+func splitBlobs(op Op) (storedOp, []blob, error) {
 	g := op.Request.Generate
-	if op.Request.Kind != operations.KindGenerate || g == nil {
-		return storedOp{Op: op}, nil
+	if op.Request.Kind != operations.KindGenerate || g == nil || len(g.Messages) < chunkMinMsgs {
+		return storedOp{Op: op}, nil, nil
 	}
-	var refs map[int]string
-	var blobs []blob
-	var msgs []operations.Message
-	for i, m := range g.Messages {
-		if len(m.Content) < blobMinBytes {
-			continue
+	var (
+		blobs []blob
+		refs  []string
+		cur   bytes.Buffer
+		n     int
+	)
+	flush := func() {
+		if n == 0 {
+			return
 		}
-		if msgs == nil {
-			msgs = append([]operations.Message(nil), g.Messages...)
-			refs = make(map[int]string)
+		cur.WriteByte(']')
+		sum := sha256.Sum256(cur.Bytes())
+		k := sum[:blobKeyBytes]
+		blobs = append(blobs, blob{key: k, val: bytes.Clone(cur.Bytes())})
+		refs = append(refs, hex.EncodeToString(k))
+		cur.Reset()
+		n = 0
+	}
+	for i := range g.Messages {
+		b, err := json.Marshal(&g.Messages[i])
+		if err != nil {
+			return storedOp{}, nil, fmt.Errorf("encode message %d: %w", i, err)
 		}
-		sum := sha256.Sum256([]byte(m.Content))
-		k := sum[:16]
-		refs[i] = hex.EncodeToString(k)
-		blobs = append(blobs, blob{key: k, val: []byte(m.Content)})
-		msgs[i].Content = ""
+		big := len(b) >= chunkBigBytes
+		if big {
+			flush()
+		}
+		if n == 0 {
+			cur.WriteByte('[')
+		} else {
+			cur.WriteByte(',')
+		}
+		cur.Write(b)
+		n++
+		h := fnv.New64a()
+		h.Write(b)
+		if big || h.Sum64()&chunkMask == chunkMask || cur.Len() >= chunkMaxBytes {
+			flush()
+		}
 	}
-	if msgs == nil {
-		return storedOp{Op: op}, nil
-	}
+	flush()
 	gc := *g
-	gc.Messages = msgs
+	gc.Messages = nil
 	op.Request.Generate = &gc
-	return storedOp{Op: op, MsgRefs: refs}, blobs
+	return storedOp{Op: op, MsgChunks: refs}, blobs, nil
 }
 
-// join puts the blob contents back into s's request.
+// join puts the chunked messages back into s's request.
 func (s *storedOp) join(bk *bolt.Bucket) (Op, error) {
-	if len(s.MsgRefs) == 0 {
+	if len(s.MsgChunks) == 0 {
 		return s.Op, nil
 	}
 	g := s.Op.Request.Generate
 	if g == nil {
-		return Op{}, fmt.Errorf("op %s: message refs on a %s request", s.ID, s.Request.Kind)
+		return Op{}, fmt.Errorf("op %s: message chunks on a %s request", s.ID, s.Request.Kind)
 	}
-	for i, ref := range s.MsgRefs {
+	for _, ref := range s.MsgChunks {
 		k, err := hex.DecodeString(ref)
-		if err != nil || i < 0 || i >= len(g.Messages) {
-			return Op{}, fmt.Errorf("op %s: bad message ref %d=%q", s.ID, i, ref)
+		if err != nil {
+			return Op{}, fmt.Errorf("op %s: bad chunk ref %q", s.ID, ref)
 		}
 		v := bk.Get(k)
 		if v == nil {
-			return Op{}, fmt.Errorf("op %s: message blob %s is missing", s.ID, ref)
+			return Op{}, fmt.Errorf("op %s: message chunk %s is missing", s.ID, ref)
 		}
-		g.Messages[i].Content = string(v) // copies out of the transaction
+		var msgs []operations.Message
+		if err := json.Unmarshal(v, &msgs); err != nil { // copies out of the transaction
+			return Op{}, fmt.Errorf("op %s: decode chunk %s: %w", s.ID, ref, err)
+		}
+		g.Messages = append(g.Messages, msgs...)
 	}
 	return s.Op, nil
 }
 
-// scanOps is scanLog for ops: it decodes stored ops and joins their blobs.
+// scanOps is scanLog for ops: it decodes stored ops and joins their chunks.
 func scanOps(tx *bolt.Tx, p, start, skip []byte, limit int) ([]Op, error) {
 	stored, err := scanLog[storedOp](tx.Bucket(bucketOps), p, start, skip, limit)
 	if err != nil {

@@ -165,7 +165,10 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 			if op.ID != want {
 				return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
 			}
-			so, blobs := splitBlobs(op)
+			so, blobs, err := splitBlobs(op)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: op %s: %w", id, op.ID, err)
+			}
 			b, err := json.Marshal(&so)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, op.ID, err)

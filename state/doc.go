@@ -12,8 +12,9 @@
 //   - the operation journal: one record per operation, written pending when
 //     the phase that asked for it commits and again when its result arrives;
 //   - the event log: append-only, numbered per run, read by SSE clients;
-//   - blobs: the contents of generate messages, stored once by hash, so
-//     that prompts that repeat a run's history cost only what is new.
+//   - blobs: generate prompts cut into content-defined chunks of messages,
+//     each stored once by hash, so that prompts that repeat a run's history
+//     cost only what is new.
 //
 // # bbolt
 //
