@@ -13,7 +13,7 @@ import (
 // Task is one benchmark row.
 type Task struct {
 	// Index is the row's position in the benchmark file, from 0.
-	Index int `json:"index"`
+	Index int    `json:"index"`
 	ID    string `json:"id"`
 	// Question is the agent's task text.
 	Question string `json:"question"`
