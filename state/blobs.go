@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"sync"
 
 	"github.com/flockrun/flock/operations"
 	bolt "go.etcd.io/bbolt"
@@ -96,6 +97,57 @@ func splitBlobs(op Op) (storedOp, []blob, error) {
 	gc.Messages = nil
 	op.Request.Generate = &gc
 	return storedOp{Op: op, MsgChunks: refs}, blobs, nil
+}
+
+// chunkCache remembers the chunk refs of generate requests journaled as
+// pending, by request pointer, so that journaling the same op again with
+// its result (the executor passes the same request) does not chunk and
+// hash the whole prompt a second time. An entry is dropped when its op is
+// journaled done; ops abandoned by a stop leave theirs until the process
+// ends (one per op in flight). The zero value is ready; a nil cache
+// chunks every time.
+type chunkCache struct {
+	m sync.Map // *operations.GenerateRequest -> []string
+}
+
+// cached is a chunking to remember once its commit has succeeded.
+type cached struct {
+	g    *operations.GenerateRequest
+	refs []string
+}
+
+// split is splitBlobs that reuses the chunking of a pending op for its
+// done record. The second result, if set, is to be remembered (remember)
+// once the commit holding op is durable, so that a done record never
+// refers to chunks that were not stored.
+func (cc *chunkCache) split(op Op) (storedOp, []blob, *cached, error) {
+	g := op.Request.Generate
+	if cc == nil || g == nil {
+		so, blobs, err := splitBlobs(op)
+		return so, blobs, nil, err
+	}
+	if op.Status == OpDone {
+		if refs, ok := cc.m.LoadAndDelete(g); ok {
+			gc := *g
+			gc.Messages = nil
+			op.Request.Generate = &gc
+			return storedOp{Op: op, MsgChunks: refs.([]string)}, nil, nil, nil
+		}
+		so, blobs, err := splitBlobs(op)
+		return so, blobs, nil, err
+	}
+	so, blobs, err := splitBlobs(op)
+	if err != nil || len(so.MsgChunks) == 0 {
+		return so, blobs, nil, err
+	}
+	return so, blobs, &cached{g: g, refs: so.MsgChunks}, nil
+}
+
+// remember records chunkings whose commit succeeded.
+func (cc *chunkCache) remember(cs []*cached) {
+	for _, c := range cs {
+		cc.m.Store(c.g, c.refs)
+	}
 }
 
 // join puts the chunked messages back into s's request.

@@ -99,6 +99,9 @@ type BoltStore struct {
 	reqs chan *commitReq // owned by the committer
 	done chan struct{}   // closed when the committer has exited
 
+	// chunks remembers how in-flight generate requests were chunked.
+	chunks chunkCache
+
 	commits  atomic.Uint64
 	rejected atomic.Uint64
 	txs      atomic.Uint64

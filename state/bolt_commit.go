@@ -27,9 +27,11 @@ type commitReq struct {
 	entries [][]byte // encoded entries, in order
 	opKeys  [][]byte
 	ops     [][]byte // encoded ops, parallel to opKeys
-	blobs   []blob   // message contents the ops refer to (put if absent)
-	events  [][]byte // encoded events with Seq 0 (see eventWithSeq)
-	size    int      // bytes of the above, for the batch budget
+	blobs   []blob   // message chunks the ops refer to (put if absent)
+	// remember are chunkings to cache once the commit is durable.
+	remember []*cached
+	events   [][]byte // encoded events with Seq 0 (see eventWithSeq)
+	size     int      // bytes of the above, for the batch budget
 
 	firstEvent uint64     // Seq of the first event, set when applied
 	done       chan error // buffered; receives the outcome once
@@ -60,7 +62,7 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 	if s.isClosed.Load() {
 		return ErrClosed
 	}
-	r, err := encodeCommit(c)
+	r, err := encodeCommitWith(c, &s.chunks)
 	if err != nil {
 		s.rejected.Add(1)
 		return err
@@ -77,12 +79,20 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 		return ctx.Err()
 	}
 	s.mu.RUnlock()
-	return <-r.done
+	err = <-r.done
+	if err == nil {
+		s.chunks.remember(r.remember)
+	}
+	return err
 }
 
 // encodeCommit checks what can be checked without stored state and
 // encodes c.
-func encodeCommit(c *Commit) (*commitReq, error) {
+func encodeCommit(c *Commit) (*commitReq, error) { return encodeCommitWith(c, nil) }
+
+// encodeCommitWith is encodeCommit with a cache of chunked prompts (see
+// chunkCache), nil for none.
+func encodeCommitWith(c *Commit, cache *chunkCache) (*commitReq, error) {
 	if c == nil {
 		return nil, errors.New("commit: nil commit")
 	}
@@ -165,9 +175,12 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 			if op.ID != want {
 				return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
 			}
-			so, blobs, err := splitBlobs(op)
+			so, blobs, remember, err := cache.split(op)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: op %s: %w", id, op.ID, err)
+			}
+			if remember != nil {
+				r.remember = append(r.remember, remember)
 			}
 			b, err := json.Marshal(&so)
 			if err != nil {
