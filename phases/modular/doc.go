@@ -7,6 +7,8 @@
 //	init -> prompter -> generator -> discriminator -> actor -> tool_output -> prompter
 //	                        ^------------' (retry)        '--> prompter (set_timeout, no valid call)
 //
+// What each phase does:
+//
 //   - init records a "task" entry (task, model, tools, mode, tokenizer).
 //     No operations: the task comes with the run; usage and limits are
 //     read from the state (the engine keeps them).
@@ -76,9 +78,10 @@
 // # Usage message
 //
 // Every prompt ends with a user message reporting the usage of the
-// chosen limit type, then tokens and time when they are limited. When the
-// largest fraction used among tokens, time and the chosen type passes
-// 75% (90%), a hint to wrap up (to submit now) follows.
+// chosen limit type, then of every other limited dimension. When the
+// largest fraction used passes 75% (90%), a hint to wrap up (to submit
+// now) follows. Flock looked at tokens and time only; actions and cost
+// count here too because the engine enforces those limits as well.
 //
 // # Text modes
 //

@@ -20,7 +20,8 @@ func TestParseSettings(t *testing.T) {
 		err  string
 	}{
 		{name: "minimal", doc: `{"generator":{"model":"gpt-4o"}}`},
-		{name: "flock keys", doc: `{"workflow_type":"modular","generator":{"model":"m","temp":0,"n":2,"priority":"low"},"limit_type":"time","intermediate_scoring":true,"enable_tool_use":false,"enable_xml":true}`},
+		{name: "flock keys", doc: `{"workflow_type":"modular","generator":{"model":"m","temp":0,"n":2,"priority":"low"},"limit_type":"time","intermediate_scoring":true,"enable_tool_use":false,"enable_xml":true,"limits":{"seconds":600}}`},
+		{name: "intermediate scoring without limits", doc: `{"generator":{"model":"m"},"scoring":{"intermediate":true}}`, err: "intermediate_scoring"},
 		{name: "empty document", doc: ``, err: "generator: required"},
 		{name: "missing generator", doc: `{"limit_type":"token"}`, err: "generator: required"},
 		{name: "generator without model", doc: `{"generator":{"n":1}}`, err: "generator.model: required"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/agent"
 )
 
@@ -49,7 +50,8 @@ type Settings struct {
 	// limit of the settings' "limits" whatever this says.
 	LimitType string `json:"limit_type"`
 	// IntermediateScoring offers score and score_log instead of submit; the
-	// run then ends by a limit. Also on when scoring.intermediate is.
+	// run then ends by a limit, so one is required. Also on when
+	// scoring.intermediate is.
 	IntermediateScoring bool `json:"intermediate_scoring"`
 	// EnableToolUse (default true) uses the API's native tool calls; false
 	// switches to text tool modes: fenced blocks, or with EnableXML
@@ -93,6 +95,9 @@ type Settings struct {
 	Scoring struct {
 		Intermediate bool `json:"intermediate"`
 	} `json:"scoring"`
+	// Limits is the engine's limits section: intermediate scoring has no
+	// submit, so it needs one to end.
+	Limits operations.RunLimits `json:"limits"`
 	// Models is the engine's model table, read for the endpoint name of
 	// the generator (which picks the tokenizer).
 	Models map[string]struct {
@@ -142,6 +147,10 @@ func (s *Settings) check() error {
 		if n != 2 || s.UsageWarnings[0] <= 0 || s.UsageWarnings[1] > 1 || s.UsageWarnings[0] >= s.UsageWarnings[1] {
 			return fmt.Errorf("usage_warnings: want two increasing fractions in (0, 1], e.g. [0.75, 0.9]")
 		}
+	}
+	if (s.IntermediateScoring || s.Scoring.Intermediate) && s.Limits == (operations.RunLimits{}) {
+		return fmt.Errorf("intermediate_scoring: there is no submit tool, so the run ends only by a limit; " +
+			"set limits.tokens, limits.actions, limits.seconds or limits.cost")
 	}
 	switch s.Tokenizer {
 	case "", TokenizerAuto, TokenizerO200k, TokenizerCl100k, TokenizerApprox:
