@@ -3,6 +3,7 @@
 //
 //	flock serve [--addr] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR]
 //	flock run --workflow NAME --settings FILE [--task TEXT]
+//	flock rollout --config FILE
 //	flock --workflow NAME --settings FILE [--task TEXT]   (serve and start that workflow)
 //	flock version
 package cli
@@ -32,6 +33,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serve(ctx, rest, stdout, stderr)
 	case "run":
 		err = runCmd(ctx, rest, stdout, stderr)
+	case "rollout":
+		err = rolloutCmd(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, Version())
 	case "help":
@@ -68,6 +71,8 @@ Usage:
         Serve the HTTP API; resumes unfinished runs on start.
   flock run --workflow NAME --settings FILE [--task TEXT] [--data DIR] [--mode ...]
         Run one workflow to the end in-process with live progress; exit 0 on success.
+  flock rollout --config FILE [--data DIR] [--output-dir DIR] [--max-tasks N] [--num-chains N] ...
+        Run a benchmark rollout in-process with a progress bar and a summary table.
   flock --workflow NAME --settings FILE [--task TEXT] [serve flags]
         Serve and immediately start that workflow (Flock style). --workflow listen
         (the default) starts nothing.

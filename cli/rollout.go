@@ -1,0 +1,370 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/phases/rollout"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+	"github.com/schollz/progressbar/v3"
+)
+
+// rolloutCmd runs `flock rollout --config FILE`: a rollout in-process with
+// a progress bar and a summary table at the end.
+func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rollout", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg configs.Server
+	var level, configPath, outputDir, metric string
+	var taskIDs stringList
+	var maxTasks, numChains, maxConc int
+	var quiet bool
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
+	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
+	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
+	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
+	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
+	fs.StringVar(&configPath, "config", "", "rollout settings file (JSON or YAML); relative paths in it are relative to the file")
+	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
+	fs.StringVar(&metric, "metric", "", "override evaluation_metric")
+	fs.Var(&taskIDs, "task-ids", "override task_ids (comma-separated, repeatable)")
+	fs.IntVar(&maxTasks, "max-tasks", 0, "override max_tasks")
+	fs.IntVar(&numChains, "num-chains", 0, "override num_chains")
+	fs.IntVar(&maxConc, "max-concurrency", 0, "override max_concurrency")
+	fs.BoolVar(&quiet, "quiet", false, "no progress bar; print only the summary")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if configPath == "" {
+		return fmt.Errorf("%w: --config is required", errUsage)
+	}
+	doc, err := configs.LoadSettingsFile(configPath)
+	if err != nil {
+		return err
+	}
+	var s map[string]any
+	if err := json.Unmarshal(doc, &s); err != nil || s == nil {
+		return fmt.Errorf("%s: must be an object of rollout settings", configPath)
+	}
+	set := func(k string, v any, ok bool) {
+		if ok {
+			s[k] = v
+		}
+	}
+	set("output_dir", outputDir, outputDir != "")
+	set("evaluation_metric", metric, metric != "")
+	set("task_ids", []string(taskIDs), len(taskIDs) > 0)
+	set("max_tasks", maxTasks, maxTasks > 0)
+	set("num_chains", numChains, numChains > 0)
+	set("max_concurrency", maxConc, maxConc > 0)
+	if _, ok := s["output_dir"]; !ok {
+		s["output_dir"] = "results"
+	}
+	base, err := filepath.Abs(filepath.Dir(configPath))
+	if err != nil {
+		return err
+	}
+	resolvePaths(s, base, outputDir)
+	settings, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.Close(cctx); err != nil {
+			fmt.Fprintf(stderr, "flock rollout: close: %v\n", err)
+		}
+	}()
+	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: rollout.Name, Settings: settings})
+	if err != nil {
+		return err
+	}
+	if !quiet {
+		fmt.Fprintf(stdout, "rollout %s: data %s\n", h.ID, a.Config.DataDir)
+	}
+	w := &rolloutWatch{store: a.Store, id: h.ID, out: stdout, tty: isTerminal(stdout), quiet: quiet, lanes: map[string]uint64{}}
+	end, err := w.follow(ctx, a)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "flock rollout: interrupted; run %s stays resumable (flock serve --data %s resumes it; or run the same config again)\n", h.ID, a.Config.DataDir)
+		}
+		return err
+	}
+	printRolloutSummary(stdout, end)
+	if end.Status != state.StatusSucceeded {
+		return errRunFailed
+	}
+	return nil
+}
+
+// resolvePaths makes the file paths of a rollout config absolute against
+// base (the config file's directory): data_path, output_dir (against the
+// working directory when given on the command line), the scripts of
+// scripted models and the agent's system_prompt_file.
+func resolvePaths(s map[string]any, base, outputFlag string) {
+	absAt := func(dir string, v any) any {
+		p, ok := v.(string)
+		if !ok || p == "" || filepath.IsAbs(p) {
+			return v
+		}
+		return filepath.Join(dir, p)
+	}
+	s["data_path"] = absAt(base, s["data_path"])
+	if outputFlag != "" {
+		if p, err := filepath.Abs(outputFlag); err == nil {
+			s["output_dir"] = p
+		}
+	} else {
+		s["output_dir"] = absAt(base, s["output_dir"])
+	}
+	scripts := func(models any) {
+		m, _ := models.(map[string]any)
+		for _, v := range m {
+			if e, ok := v.(map[string]any); ok {
+				if _, ok := e["script"]; ok {
+					e["script"] = absAt(base, e["script"])
+				}
+			}
+		}
+	}
+	scripts(s["models"])
+	if ag, ok := s["agent"].(map[string]any); ok {
+		if as, ok := ag["settings"].(map[string]any); ok {
+			scripts(as["models"])
+			if _, ok := as["system_prompt_file"]; ok {
+				as["system_prompt_file"] = absAt(base, as["system_prompt_file"])
+			}
+		}
+	}
+}
+
+// rolloutWatch follows a rollout: it reads the rollout's plan from its
+// vars and the rows its lanes append, and draws a progress bar.
+type rolloutWatch struct {
+	store state.Reader
+	id    string
+	out   io.Writer
+	tty   bool
+	quiet bool
+	bar   *progressbar.ProgressBar
+	// lanes maps a lane run id to the last entry seq read.
+	lanes        map[string]uint64
+	total, done  int
+	correct      int
+	graded       int
+	tokens       int
+	lastPrinted  int
+	planReported bool
+}
+
+func (w *rolloutWatch) follow(ctx context.Context, a *app.App) (state.Run, error) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	ended := make(chan state.Run, 1)
+	errc := make(chan error, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		h, err := a.Executor.Wait(wctx, w.id)
+		if err != nil {
+			errc <- err
+			return
+		}
+		ended <- h
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return state.Run{}, ctx.Err()
+		case err := <-errc:
+			return state.Run{}, err
+		case h := <-ended:
+			w.poll(ctx)
+			w.finish()
+			return h, nil
+		case <-tick.C:
+			w.poll(ctx)
+		}
+	}
+}
+
+// poll reads new rows of every lane and updates the bar.
+func (w *rolloutWatch) poll(ctx context.Context) {
+	if w.quiet {
+		return
+	}
+	if w.total == 0 {
+		h, err := w.store.Run(ctx, w.id)
+		if err != nil {
+			return
+		}
+		var st struct {
+			Planned  int `json:"planned"`
+			Previous int `json:"previous"`
+			Samples  int `json:"samples"`
+		}
+		if raw := h.Vars["rollout"]; raw == nil || json.Unmarshal(raw, &st) != nil || st.Samples == 0 {
+			return
+		}
+		if st.Planned == 0 && st.Previous < st.Samples {
+			return // not planned yet
+		}
+		w.total = max(st.Planned, 1)
+		if !w.planReported {
+			w.planReported = true
+			fmt.Fprintf(w.out, "%d samples to run (%d finished earlier)\n", st.Planned, st.Previous)
+		}
+		if w.tty {
+			w.bar = progressbar.NewOptions(w.total, progressbar.OptionSetWriter(w.out), progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionSetDescription("rollout"), progressbar.OptionShowElapsedTimeOnFinish())
+		}
+	}
+	lanes, err := w.store.Children(ctx, w.id)
+	if err != nil {
+		return
+	}
+	for _, id := range lanes {
+		for {
+			es, err := w.store.Entries(ctx, id, w.lanes[id], 1000)
+			if err != nil || len(es) == 0 {
+				break
+			}
+			for _, e := range es {
+				w.lanes[id] = e.Seq
+				if e.Type != rollout.EntryRow {
+					continue
+				}
+				var r rollout.Row
+				if json.Unmarshal(e.Data, &r) != nil {
+					continue
+				}
+				w.done++
+				w.tokens += r.Tokens
+				if r.Evaluated || !r.Success {
+					w.graded++
+					if r.Correct {
+						w.correct++
+					}
+				}
+			}
+			if len(es) < 1000 {
+				break
+			}
+		}
+	}
+	acc := 0.0
+	if w.graded > 0 {
+		acc = float64(w.correct) / float64(w.graded)
+	}
+	desc := fmt.Sprintf("acc %.3f · %s tokens", acc, humanInt(w.tokens))
+	if w.bar != nil {
+		w.bar.Describe(desc)
+		_ = w.bar.Set(min(w.done, w.total))
+		return
+	}
+	if w.total > 0 && (w.done-w.lastPrinted)*10 >= w.total {
+		w.lastPrinted = w.done
+		fmt.Fprintf(w.out, "%d/%d samples · %s\n", w.done, w.total, desc)
+	}
+}
+
+func (w *rolloutWatch) finish() {
+	if w.bar != nil {
+		_ = w.bar.Finish()
+		fmt.Fprintln(w.out)
+	}
+}
+
+func humanInt(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
+	case n >= 10_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// printRolloutSummary prints the rollout's end and its summary as a table.
+func printRolloutSummary(w io.Writer, h state.Run) {
+	fmt.Fprintf(w, "\nrollout %s %s", h.ID, h.Status)
+	if h.EndReason != "" {
+		fmt.Fprintf(w, " (%s)", h.EndReason)
+	}
+	fmt.Fprintln(w)
+	if h.Error != "" && h.Error != h.EndReason {
+		fmt.Fprintf(w, "error: %s\n", h.Error)
+	}
+	var s rollout.Summary
+	if len(h.Result) == 0 || json.Unmarshal(h.Result, &s) != nil || s.BenchmarkName == "" {
+		return
+	}
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(t, "%s\t%s\n", k, v) }
+	row("benchmark", fmt.Sprintf("%s (%s, agent %s)", s.BenchmarkName, s.Timestamp, s.AgentWorkflow))
+	row("samples", fmt.Sprintf("%d of %d (%d tasks × %d chains)", s.FinishedSamples, s.TotalSamples, s.TotalTasks, s.NumChains))
+	row("metric", s.Metric)
+	row("mean score", fmt.Sprintf("%.4f (failures count 0)", s.MeanScore))
+	row("accuracy", fmt.Sprintf("%.4f (%d correct)", s.Accuracy, s.Correct))
+	row("success rate", fmt.Sprintf("%.4f (%d agent runs failed)", s.SuccessRate, s.Failed))
+	for k, v := range s.PassAtK {
+		row(fmt.Sprintf("pass@%d", k+1), fmt.Sprintf("%.4f", v))
+	}
+	if len(s.SignalMeans) > 0 {
+		names := make([]string, 0, len(s.SignalMeans))
+		for n := range s.SignalMeans {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			row("signal "+n, fmt.Sprintf("%.4f", s.SignalMeans[n]))
+		}
+	}
+	if s.NotEvaluated > 0 {
+		row("not graded", strconv.Itoa(s.NotEvaluated))
+	}
+	if len(s.Errors) > 0 {
+		kinds := make([]string, 0, len(s.Errors))
+		for k, n := range s.Errors {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+		sort.Strings(kinds)
+		row("errors", strings.Join(kinds, ", "))
+	}
+	row("tokens", fmt.Sprintf("%d ($%.4f)", s.Tokens, s.Cost))
+	row("time", fmt.Sprintf("%.1fs (mean agent %.2fs)", s.TotalTimeSeconds, s.MeanAgentSeconds))
+	row("results", s.Results)
+	row("summary", s.Files.Summary)
+	if s.Episodes != "" {
+		row("episodes", s.Episodes)
+	}
+	if s.Groups != "" {
+		row("groups", s.Groups)
+	}
+	_ = t.Flush()
+}
