@@ -139,7 +139,7 @@ func printResult(w io.Writer, h state.Run) {
 	if h.EndReason != "" {
 		fmt.Fprintf(w, " (%s)", h.EndReason)
 	}
-	fmt.Fprintf(w, " after %.1fs: %d tokens, %d actions, $%.4f\n", h.Usage.Seconds, h.Usage.Tokens, h.Usage.Actions, h.Usage.Cost)
+	fmt.Fprintf(w, " after %.2fs: %d tokens, %d actions, $%.4f\n", h.Usage.Seconds, h.Usage.Tokens, h.Usage.Actions, h.Usage.Cost)
 	if h.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", h.Error)
 	}
