@@ -13,11 +13,14 @@ import (
 
 // conversation is the whole dialogue rebuilt from the log: the system
 // prompt, the task, then one message per choice, tool output and model-
-// facing warning. known holds the content tokens entries recorded, keyed
-// by message fingerprint.
+// facing warning. answers[i] marks a message that answers the assistant
+// turn before it (a tool result, or a warning about the turn), which must
+// not be separated from it. known holds the content tokens entries
+// recorded, keyed by message fingerprint.
 type conversation struct {
-	msgs  []operations.Message
-	known map[string]int
+	msgs    []operations.Message
+	answers []bool
+	known   map[string]int
 }
 
 // fingerprint identifies a message's counted content; equal fingerprints
@@ -42,9 +45,11 @@ func fingerprint(m operations.Message) string {
 // content with the native call (or the rejected attempt); in text modes the
 // content followed by the executed call re-rendered as a block (an invalid
 // attempt stays in the content as the model wrote it). Content is trimmed
-// to limit; the call is never cut.
+// to limit; the call is never cut. Reasoning stays in the entry: the
+// generate handler does not send it back, so it is neither replayed nor
+// counted.
 func choiceMessage(c Choice, mode agent.Mode, limit int) operations.Message {
-	m := operations.Message{Role: operations.RoleAssistant, Content: agent.Trim(c.Content, limit), Reasoning: c.Reasoning}
+	m := operations.Message{Role: operations.RoleAssistant, Content: agent.Trim(c.Content, limit)}
 	switch {
 	case mode == agent.ModeTools && c.Call != nil:
 		tc := c.Call.ToolCall()
@@ -117,18 +122,22 @@ func buildConversation(st phases.State, s *Settings, task string) (conversation,
 	c.msgs = append(c.msgs,
 		operations.Message{Role: operations.RoleSystem, Content: systemPrompt(s, limits)},
 		operations.Message{Role: operations.RoleUser, Content: taskMessage(task)})
+	c.answers = append(c.answers, false, false)
 	pending := ""
-	flush := func() {
-		if pending != "" {
-			c.msgs = append(c.msgs, answer(noResult, pending))
-			pending = ""
-		}
-	}
-	add := func(m operations.Message, tokens int) {
+	afterChoice := false
+	add := func(m operations.Message, tokens int, isChoice bool) {
 		if tokens > 0 {
 			c.known[fingerprint(m)] = tokens
 		}
 		c.msgs = append(c.msgs, m)
+		c.answers = append(c.answers, afterChoice && !isChoice)
+		afterChoice = isChoice
+	}
+	flush := func() {
+		if pending != "" {
+			add(answer(noResult, pending), 0, false)
+			pending = ""
+		}
 	}
 	for i := 0; i < st.Len(); i++ {
 		e := st.Entry(i)
@@ -140,7 +149,7 @@ func buildConversation(st phases.State, s *Settings, task string) (conversation,
 			}
 			flush()
 			m := choiceMessage(ch, mode, s.OutputLimit)
-			add(m, ch.Tokens)
+			add(m, ch.Tokens, true)
 			if len(m.ToolCalls) > 0 {
 				pending = m.ToolCalls[0].ID
 			}
@@ -149,7 +158,7 @@ func buildConversation(st phases.State, s *Settings, task string) (conversation,
 			if err := e.Decode(&t); err != nil {
 				return c, err
 			}
-			add(answer(outputContent(t.ToolOutput, mode), pending), t.Tokens)
+			add(answer(outputContent(t.ToolOutput, mode), pending), t.Tokens, false)
 			pending = ""
 		case EntryWarning:
 			var w Warning
@@ -162,7 +171,7 @@ func buildConversation(st phases.State, s *Settings, task string) (conversation,
 			if w.CallID == "" || w.CallID != pending {
 				flush()
 			}
-			add(answer(w.Message, pending), 0)
+			add(answer(w.Message, pending), 0, false)
 			pending = ""
 		}
 	}
@@ -193,26 +202,33 @@ func tools(s *Settings) []operations.Tool {
 }
 
 // plan decides what of the conversation fits the token budget: the first
-// KeepFirstMessages (extended over the answers of a call at the boundary),
-// then as many of the most recent messages as fit, never separating a call
-// from its answer (agent.Budget with a token Measure).
+// KeepFirstMessages (extended over the answers of the turn at the
+// boundary), then as many of the most recent messages as fit, never
+// separating a turn from its answers (agent.Budget with a token Measure;
+// Budget keeps tool results with their call, and an answer left first in
+// the recent part is dropped too).
 func plan(c conversation, s *Settings, count counter, usage string) Context {
 	measure := c.measure(count)
 	keep := min(*s.KeepFirstMessages, len(c.msgs))
-	for keep < len(c.msgs) && c.msgs[keep].Role == operations.RoleTool {
+	for keep < len(c.msgs) && c.answers[keep] {
 		keep++
 	}
-	fixed := count.toolsTokens(tools(s)) + measure(operations.Message{Role: operations.RoleUser, Content: usage}) + replyTokens
-	// The note's size, with the largest count it could show.
-	note := measure(operations.Message{Role: operations.RoleUser, Content: trimmedNote(len(c.msgs), s.ContextTrimmingThreshold)})
-	limit := max(1, s.ContextTrimmingThreshold-fixed-note)
-	kept, dropped := agent.Budget{Limit: limit, KeepFirst: keep, Measure: measure,
-		Note: trimmedNote(len(c.msgs), s.ContextTrimmingThreshold), NoteRole: operations.RoleUser}.Fit(c.msgs)
-	tokens := fixed
-	for _, m := range kept {
-		tokens += measure(m)
+	fixed := count.toolsTokens(tools(s)) + replyTokens
+	// The notice's size, with the largest count it could show.
+	note := trimmedNote(len(c.msgs), s.ContextTrimmingThreshold)
+	reserve := fixed + measure(operations.Message{Role: operations.RoleUser, Content: usage}) +
+		measure(operations.Message{Role: operations.RoleUser, Content: note})
+	_, dropped := agent.Budget{Limit: max(1, s.ContextTrimmingThreshold-reserve), KeepFirst: keep, Measure: measure,
+		Note: note, NoteRole: operations.RoleUser}.Fit(c.msgs)
+	for dropped > 0 && keep+dropped < len(c.msgs) && c.answers[keep+dropped] {
+		dropped++
 	}
-	return Context{Messages: len(c.msgs), KeepFirst: keep, Dropped: dropped, Tokens: tokens, Usage: usage}
+	ctx := Context{Messages: len(c.msgs), KeepFirst: keep, Dropped: dropped, Usage: usage}
+	ctx.Tokens = fixed
+	for _, m := range prompt(c, ctx, s) {
+		ctx.Tokens += measure(m)
+	}
+	return ctx
 }
 
 // prompt applies a plan to the conversation: the kept first messages, the

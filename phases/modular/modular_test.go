@@ -169,6 +169,12 @@ func checkPrompt(t *testing.T, c conversation, ctx Context, msgs []operations.Me
 			t.Fatalf("first message %d not kept", i)
 		}
 	}
+	if k := ctx.KeepFirst; k < len(c.msgs) && c.answers[k] {
+		t.Fatalf("message %d answers the last kept first message but was not kept with it", k)
+	}
+	if from := ctx.KeepFirst + ctx.Dropped; ctx.Dropped > 0 && from < len(c.msgs) && c.answers[from] {
+		t.Fatalf("the recent part starts with message %d, an answer whose turn was dropped", from)
+	}
 	hasNote := strings.HasPrefix(msgs[ctx.KeepFirst].Content, "[History trimmed:")
 	if hasNote != (ctx.Dropped > 0) {
 		t.Fatalf("notice present = %v, dropped = %d", hasNote, ctx.Dropped)
