@@ -259,3 +259,53 @@ func TestRegistered(t *testing.T) {
 		t.Fatalf("graph = %+v", g)
 	}
 }
+
+// withTokens records token counts in a log's choices and tool outputs, as
+// the discriminator and tool_output do.
+func withTokens(t testing.TB, s *Settings, log []phases.Entry) []phases.Entry {
+	count := newCounter(s.tokenizer())
+	out := make([]phases.Entry, len(log))
+	for i, e := range log {
+		switch e.Type {
+		case EntryChoice:
+			var ch Choice
+			if err := e.Decode(&ch); err != nil {
+				t.Fatal(err)
+			}
+			ch.Tokens = count.contentTokens(choiceMessage(ch, s.Mode(), s.OutputLimit))
+			e = phases.MustEntry(e.Type, ch)
+		case EntryToolOutput:
+			var o ToolOutput
+			if err := e.Decode(&o); err != nil {
+				t.Fatal(err)
+			}
+			e = phases.MustEntry(e.Type, toolOutput(s, o.ToolOutput))
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// BenchmarkPrompter measures a prompter step at 500 actions of history
+// with a real tokenizer, with token counts recorded in the entries (as in
+// runs) and without (every message tokenized again).
+func BenchmarkPrompter(b *testing.B) {
+	doc := json.RawMessage(`{"generator":{"model":"gpt-4o"},"context_trimming_threshold":20000}`)
+	s, err := ParseSettings(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		log  []phases.Entry
+	}{{"live", history(500)}, {"recorded", withTokens(b, &s, history(500))}} {
+		b.Run(bc.name, func(b *testing.B) {
+			in := phases.Input{Run: phases.RunInfo{Settings: doc, Task: "t"}, State: &phasetest.State{Log: bc.log}}
+			for b.Loop() {
+				if _, err := Prompter(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
