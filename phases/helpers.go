@@ -1,17 +1,31 @@
 package phases
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
 
-// NewEntry encodes v as an entry of type typ.
+// NewEntry encodes v as an entry of type typ. HTML characters are kept as
+// they are (no \u003c escapes), so raw JSON inside v, such as a tool call's
+// arguments, reads back byte for byte.
 func NewEntry(typ string, v any) (Entry, error) {
-	b, err := json.Marshal(v)
+	b, err := Marshal(v)
 	if err != nil {
 		return Entry{}, fmt.Errorf("encode %s entry: %w", typ, err)
 	}
 	return Entry{Type: typ, Data: b}, nil
+}
+
+// Marshal is json.Marshal without HTML escaping.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // MustEntry is NewEntry for values that always encode (plain structs).
@@ -37,7 +51,7 @@ func GetVar(s State, name string, v any) (bool, error) {
 
 // SetVar encodes v into out.Set[name].
 func (o *Output) SetVar(name string, v any) error {
-	b, err := json.Marshal(v)
+	b, err := Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode var %q: %w", name, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flockrun/flock/phases"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -146,7 +147,7 @@ func encodeCommitWith(c *Commit, cache *chunkCache) (*commitReq, error) {
 			if e.Seq != first+uint64(i) {
 				return nil, fmt.Errorf("commit to run %s: entry seqs not contiguous: %d after %d", id, e.Seq, first+uint64(i)-1)
 			}
-			b, err := json.Marshal(e)
+			b, err := phases.Marshal(e) // no HTML escaping: raw JSON in entries reads back byte for byte
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode entry %d: %w", id, e.Seq, err)
 			}

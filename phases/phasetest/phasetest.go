@@ -60,8 +60,8 @@ type State struct {
 }
 
 func (s *State) Var(name string) json.RawMessage { return s.Vars[name] }
-func (s *State) Len() int                         { return len(s.Log) }
-func (s *State) Entry(i int) phases.Entry         { return s.Log[i] }
+func (s *State) Len() int                        { return len(s.Log) }
+func (s *State) Entry(i int) phases.Entry        { return s.Log[i] }
 func (s *State) Usage() (operations.RunUsage, operations.RunLimits) {
 	return s.Used, s.Limited
 }
