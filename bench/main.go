@@ -70,6 +70,9 @@ func run(quick bool) error {
 		return err
 	}
 	fmt.Fprintf(w, "bash `true` through the executor\top p50 %s; full step %s\top p50 < 0.3ms\n", us(rt.P50), us(time.Duration(float64(time.Second)/rt.PerSecond)))
+	if err := rolloutRows(w, quick); err != nil {
+		return err
+	}
 	return w.Flush()
 }
 
