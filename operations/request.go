@@ -117,96 +117,10 @@ type WriteFileRequest struct {
 }
 
 // params returns the kind-specific payload of r.
-func (r *Request) params() (any, error) {
-	var p any
-	switch r.Kind {
-	case KindBash:
-		p = r.Bash
-	case KindPython:
-		p = r.Python
-	case KindGenerate:
-		p = r.Generate
-	case KindSpawn:
-		p = r.Spawn
-	case KindSubmit:
-		p = r.Submit
-	case KindScore:
-		p = r.Score
-	case KindScoreLog:
-		p = r.ScoreLog
-	case KindGetUsage:
-		p = r.GetUsage
-	case KindGetTask:
-		p = r.GetTask
-	case KindLog:
-		p = r.Log
-	case KindAction:
-		p = r.Action
-	case KindObservation:
-		p = r.Observation
-	case KindSandbox:
-		p = r.Sandbox
-	case KindReadFile:
-		p = r.ReadFile
-	case KindWriteFile:
-		p = r.WriteFile
-	default:
-		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
-	}
-	return p, nil
-}
+func (r *Request) params() (any, error) { return payloadOf(r, r.Kind, false) }
 
 // alloc sets a fresh zero payload for r.Kind and returns it.
-func (r *Request) alloc() (any, error) {
-	switch r.Kind {
-	case KindBash:
-		r.Bash = &BashRequest{}
-		return r.Bash, nil
-	case KindPython:
-		r.Python = &PythonRequest{}
-		return r.Python, nil
-	case KindGenerate:
-		r.Generate = &GenerateRequest{}
-		return r.Generate, nil
-	case KindSpawn:
-		r.Spawn = &SpawnRequest{}
-		return r.Spawn, nil
-	case KindSubmit:
-		r.Submit = &SubmitRequest{}
-		return r.Submit, nil
-	case KindScore:
-		r.Score = &ScoreRequest{}
-		return r.Score, nil
-	case KindScoreLog:
-		r.ScoreLog = &ScoreLogRequest{}
-		return r.ScoreLog, nil
-	case KindGetUsage:
-		r.GetUsage = &GetUsageRequest{}
-		return r.GetUsage, nil
-	case KindGetTask:
-		r.GetTask = &GetTaskRequest{}
-		return r.GetTask, nil
-	case KindLog:
-		r.Log = &LogRequest{}
-		return r.Log, nil
-	case KindAction:
-		r.Action = &ActionRequest{}
-		return r.Action, nil
-	case KindObservation:
-		r.Observation = &ObservationRequest{}
-		return r.Observation, nil
-	case KindSandbox:
-		r.Sandbox = &SandboxRequest{}
-		return r.Sandbox, nil
-	case KindReadFile:
-		r.ReadFile = &ReadFileRequest{}
-		return r.ReadFile, nil
-	case KindWriteFile:
-		r.WriteFile = &WriteFileRequest{}
-		return r.WriteFile, nil
-	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
-}
+func (r *Request) alloc() (any, error) { return payloadOf(r, r.Kind, true) }
 
 // Validate checks that the payload matching Kind is present.
 func (r *Request) Validate() error {

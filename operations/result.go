@@ -151,95 +151,9 @@ func Failed(req Request, format string, args ...any) Result {
 	return Result{Kind: req.Kind, Meta: req.Meta, Error: fmt.Sprintf(format, args...)}
 }
 
-func (r *Result) payload() (any, error) {
-	var p any
-	switch r.Kind {
-	case KindBash:
-		p = r.Bash
-	case KindPython:
-		p = r.Python
-	case KindGenerate:
-		p = r.Generate
-	case KindSpawn:
-		p = r.Spawn
-	case KindSubmit:
-		p = r.Submit
-	case KindScore:
-		p = r.Score
-	case KindScoreLog:
-		p = r.ScoreLog
-	case KindGetUsage:
-		p = r.GetUsage
-	case KindGetTask:
-		p = r.GetTask
-	case KindLog:
-		p = r.Log
-	case KindAction:
-		p = r.Action
-	case KindObservation:
-		p = r.Observation
-	case KindSandbox:
-		p = r.Sandbox
-	case KindReadFile:
-		p = r.ReadFile
-	case KindWriteFile:
-		p = r.WriteFile
-	default:
-		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
-	}
-	return p, nil
-}
+func (r *Result) payload() (any, error) { return payloadOf(r, r.Kind, false) }
 
-func (r *Result) alloc() (any, error) {
-	switch r.Kind {
-	case KindBash:
-		r.Bash = &BashResult{}
-		return r.Bash, nil
-	case KindPython:
-		r.Python = &PythonResult{}
-		return r.Python, nil
-	case KindGenerate:
-		r.Generate = &GenerateResult{}
-		return r.Generate, nil
-	case KindSpawn:
-		r.Spawn = &SpawnResult{}
-		return r.Spawn, nil
-	case KindSubmit:
-		r.Submit = &SubmitResult{}
-		return r.Submit, nil
-	case KindScore:
-		r.Score = &ScoreResult{}
-		return r.Score, nil
-	case KindScoreLog:
-		r.ScoreLog = &ScoreLogResult{}
-		return r.ScoreLog, nil
-	case KindGetUsage:
-		r.GetUsage = &GetUsageResult{}
-		return r.GetUsage, nil
-	case KindGetTask:
-		r.GetTask = &GetTaskResult{}
-		return r.GetTask, nil
-	case KindLog:
-		r.Log = &RecordedResult{}
-		return r.Log, nil
-	case KindAction:
-		r.Action = &RecordedResult{}
-		return r.Action, nil
-	case KindObservation:
-		r.Observation = &RecordedResult{}
-		return r.Observation, nil
-	case KindSandbox:
-		r.Sandbox = &SandboxResult{}
-		return r.Sandbox, nil
-	case KindReadFile:
-		r.ReadFile = &ReadFileResult{}
-		return r.ReadFile, nil
-	case KindWriteFile:
-		r.WriteFile = &WriteFileResult{}
-		return r.WriteFile, nil
-	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
-}
+func (r *Result) alloc() (any, error) { return payloadOf(r, r.Kind, true) }
 
 type wireResult struct {
 	Type  Kind              `json:"type"`
