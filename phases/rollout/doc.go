@@ -1,0 +1,138 @@
+// Package rollout is the built-in "rollout" workflow: a benchmark rollout
+// (AgentFlow's Rollout module, rLLM's eval runner, AgentFly's multi-chain
+// rollout) as phase graphs. Every sample — one task × one chain — is a
+// child run of any registered agent workflow (react by default; triframe,
+// modular, YAML or plugin workflows work too), graded with package metrics,
+// and written to the output files as it finishes.
+//
+// # Concurrency: lanes
+//
+// The executor calls a phase only when all operations of the previous step
+// have finished, so a parent that spawns its samples directly keeps a
+// batch barrier: a round of max_concurrency samples lasts as long as its
+// slowest one. The rollout therefore spawns lanes, a second workflow
+// ("rollout.lane"): up to max_concurrency lanes, each running its share of
+// the samples one after another with exactly one agent in flight, so the
+// concurrency stays at max_concurrency until the lanes run dry. Samples are
+// dealt round-robin in task order, so the chains of a task run side by
+// side and tasks finish roughly in order. A lane's step that grades sample
+// i also spawns sample i+1, and the appends of sample i's row and episode
+// run beside the next agent.
+//
+// items_per_lane N > 0 bounds the lanes instead: rounds of max_concurrency
+// lanes with N samples each, the rollout refilling after each round (with
+// N = 1 this is plain batching). Measured (bench: 100 tasks × 4 chains,
+// max_concurrency 32, one agent in ten taking 1 s, the rest 50 ms): lanes
+// 5.8 s, items_per_lane 4 8.8 s, batches 15.1 s. Rounds buy two things:
+// the evaluation and summary files are rewritten after every round, and
+// each finished lane (with items_per_lane 1, each sample) is an op event
+// on the rollout's own event stream.
+//
+// Do not cap "spawn" in the executor's per-kind concurrency: lanes hold a
+// spawn slot while their agents need one.
+//
+// # Phases
+//
+//	rollout: init   -> load     read the benchmark and the manifest
+//	         load   -> resume   read the earlier results (manifest found)
+//	                 | run | done   plan and spawn the first round
+//	         resume -> run | done
+//	         run    -> run | done   collect rows; next round or final reports
+//	         done   -> end          check the final writes; result = summary
+//	lane:    start -> agent_done -> (evaluated ->) agent_done ... -> finish
+//
+// # Settings
+//
+//	{"data_path": "bench.jsonl", "benchmark_name": "", "output_dir": "results",
+//	 "agent": {"workflow": "react", "settings": {...}},
+//	 "num_chains": 1, "max_concurrency": 16, "items_per_lane": 0,
+//	 "max_tasks": 0, "task_ids": [],
+//	 "evaluation_metric": "exact_match", "correct_threshold": 1,
+//	 "judge": {"model": ..., "instructions": ""},
+//	 "verifier": {"command": "", "timeout_s": 300},
+//	 "episodes": true, "advantages": ["grpo", "rloo"], "grpo_no_std_norm": false,
+//	 "segment_reward": "last_only", "gamma": 0.9,
+//	 "resume": true, "retry_failed": true,
+//	 "models": {...}, "limits": {...}}
+//
+// Relative data_path and output_dir are resolved against the run's work
+// directory (flock rollout resolves them against the config file first).
+// The agent's settings inherit "models" unless they declare their own; for
+// react with episodes on, trajectory_file defaults to "trajectory.json".
+// A task's kwargs reach the agent as settings key task_kwargs.
+//
+// # Benchmark
+//
+// See ParseBenchmark: JSONL, a JSON list or {"data": [...]}; id/task_id,
+// question/query/input/instruction/prompt, answer/ground_truth/expected
+// (a list means several acceptable answers), kwargs, verifier (a per-task
+// command); other keys are metadata.
+//
+// # Grading
+//
+// A failed agent run scores 0 and counts as failed. Otherwise, with a
+// verifier (the task's or the settings'), the verifier runs in the agent's
+// work directory (<lane work dir>/children/t<index>-c<chain>) with
+// FLOCK_TASK_ID, FLOCK_CHAIN, FLOCK_ANSWER and FLOCK_GROUND_TRUTH set, and
+// its stdout (whole, or last line) is metrics.ParseVerifierOutput's
+// {"reward", "is_correct", "signals"}. Else the metric scores the answer
+// against the references (best over them) and correct = score >=
+// correct_threshold; llm_judgement asks the judge model (a generate op of
+// the lane) and a reply without a clear verdict is an eval error scoring 0,
+// never a guess; an empty answer is wrong without asking. Samples without
+// references or verifier are "not evaluated" and left out of the means.
+//
+// # Files (in output_dir; ts = the rollout's start, UTC, 20060102_150405)
+//
+//   - results_<bench>_<ts>.jsonl: one Row per sample, appended as it
+//     finishes; a later line for the same task_id and chain supersedes an
+//     earlier one.
+//   - evaluation_<bench>_<ts>.json: Evaluation.
+//   - summary_<bench>_<ts>.json: Summary (also the run's result): mean
+//     score with failures as 0, success rate, accuracy, pass@k for k = 1 ..
+//     num_chains (unbiased estimator), signal means, error counts, tokens,
+//     cost, timings, file names.
+//   - episodes_<bench>_<ts>.jsonl: one metrics.Episode per sample (id
+//     "task_id:chain"), its trajectory read from the agent's trajectory
+//     file, reward = score, segment rewards per segment_reward.
+//   - groups_<bench>_<ts>.jsonl (with advantages): GroupLine per
+//     "task_id:trajectory_name" group of samples with steps, with the
+//     requested GRPO/RLOO advantages in member order.
+//   - rollout_<bench>.json: Manifest naming ts; a re-run with resume true
+//     continues these files.
+//
+// # Resume
+//
+// A crash (or a stop) resumes through the engine: the rollout, its lanes
+// and their agents are durable runs; a finished agent is never run again
+// (spawn ids derive from op ids), and appends dispatched again skip a line
+// already at the end of the file. Re-running the same settings with the
+// same output_dir reads the manifest, keeps the rows already in the
+// results file (failed ones are run again unless retry_failed is false)
+// and runs only the rest; the summary covers all of them.
+//
+// # Streaming
+//
+// Every run streams its own events (GET /runs/:id/events), and each stream
+// ends with its run: the rollout's stream shows lanes starting (phase
+// events listing spawn ops) and ending (spawn op events); a lane's stream
+// shows each sample's agent starting and ending, its verifier or judge,
+// and a "row" entry per sample; an agent's stream shows each generation
+// and tool call start (phase events listing generate, bash ... ops) and end
+// (op events, with errors). flock rollout follows the lanes' rows.
+//
+// # Caveats
+//
+//   - Phases here import metrics (pure Go: no I/O, clock or randomness);
+//     this is the one exception to "phases, operations and the standard
+//     library only".
+//   - Samples are assigned to lanes up front: with items_per_lane 0 a lane
+//     that draws slow samples finishes last (no work stealing between runs).
+//   - In lanes mode the evaluation and summary files are written once, at
+//     the end (and rewritten by a re-run); the results file is the live
+//     record.
+//   - Two rollouts writing the same output_dir at the same time interleave
+//     their lines; do not.
+//   - Episodes of retried samples are appended again: readers keep the last
+//     line per episode id.
+package rollout
