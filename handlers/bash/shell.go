@@ -299,17 +299,32 @@ func (sh *shell) wait(ctx context.Context, closing <-chan struct{}, timeout <-ch
 // interrupt sends SIGINT to the foreground job (the whole group, job
 // control being off), asks the shell for a marker once the command line
 // is abandoned, and waits up to interruptGrace for it so that output the
-// command prints on its way out is kept. The lone newline an interactive
-// bash prints when its foreground job dies of SIGINT is not output of the
-// command and is dropped.
+// command prints on its way out is kept. The newlines an interactive bash
+// prints when its foreground job dies of SIGINT are not output of the
+// command: a lone newline that is all that arrived after the signal is
+// dropped, and repeated trailing newlines that arrived after it collapse
+// to one.
 func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 	before := c.outSc.fed
 	defer func() {
-		if !c.outSc.Done || c.out.total != before+1 {
+		if !c.outSc.Done {
 			return
 		}
-		if b, ok := c.out.last(); ok && b == '\n' {
+		if c.out.total == before+1 {
+			if b, ok := c.out.last(); ok && b == '\n' {
+				c.out.dropLast()
+			}
+			return
+		}
+		for c.out.total > before+1 {
+			if b, ok := c.out.last(); !ok || b != '\n' {
+				return
+			}
 			c.out.dropLast()
+			if b, ok := c.out.last(); !ok || b != '\n' {
+				c.out.Write([]byte{'\n'})
+				return
+			}
 		}
 	}()
 	sh.signal(syscall.SIGINT)

@@ -250,7 +250,10 @@ def _main():
         error = _execute(msg, ns, cells)
         if os.getpid() != pid:
             os._exit(0)  # a child forked by the cell must not answer
-        _write_frame(_RESP_FD, {"id": msg["id"], "error": _clip(error, _MAX_ERROR), "interrupted": _State.fired})
+        try:
+            _write_frame(_RESP_FD, {"id": msg["id"], "error": _clip(error, _MAX_ERROR), "interrupted": _State.fired})
+        except OSError:
+            os._exit(70)  # the cell broke the reply pipe: the server sees the exit
 
 
 _main()
