@@ -256,3 +256,44 @@ func TestMiniRollout(t *testing.T) {
 		t.Fatalf("re-run summary %+v", sum2)
 	}
 }
+
+// TestJudgeRollout grades with llm_judgement through a scripted judge: a
+// clear verdict scores, an unclear reply is an eval error scoring 0.
+func TestJudgeRollout(t *testing.T) {
+	dir := t.TempDir()
+	judge, err := filepath.Abs("testdata/mini/judge.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs("testdata/mini/script.jsonl")
+	a := openApp(t, filepath.Join(dir, "data"))
+	defer closeApp(t, a)
+	settings := miniSettings(t, filepath.Join(dir, "out"), map[string]any{
+		"task_ids": []string{"add", "cap"}, "max_concurrency": 6, "evaluation_metric": "llm_judgement",
+		"judge":  map[string]any{"model": "judge"},
+		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}, "judge": map[string]any{"provider": "scripted", "script": judge}},
+	})
+	h, err := a.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: rollout.Name, Settings: settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := wait(t, a, h.ID)
+	var sum rollout.Summary
+	if err := json.Unmarshal(end.Result, &sum); err != nil || end.Status != state.StatusSucceeded {
+		t.Fatalf("%s %s: %v", end.Status, end.Error, err)
+	}
+	// add: 3 correct; cap: paris correct, Lyon wrong, Marseille unclear.
+	if sum.Correct != 4 || sum.Errors["eval_error"] != 1 || !near(sum.PassAtK[0], (1+1.0/3)/2) || sum.Metric != "llm_judgement" {
+		t.Fatalf("summary %+v", sum)
+	}
+	var ev rollout.Evaluation
+	readJSON(t, sum.Evaluation, &ev)
+	for _, e := range ev.Evaluations {
+		if e.TaskID == "cap" && e.Chain == 2 && (e.Details.EvalError == "" || e.Score != 0) {
+			t.Fatalf("unclear verdict graded %+v", e)
+		}
+		if e.TaskID == "cap" && e.Chain == 1 && e.Details.JudgeReasoning != "Lyon is not the capital" {
+			t.Fatalf("judge reasoning %+v", e)
+		}
+	}
+}
