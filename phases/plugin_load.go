@@ -1,7 +1,6 @@
 package phases
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,26 +8,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-)
-
-// Errors of plugin loading; a *PluginError wraps one of them.
-var (
-	// ErrPluginsUnsupported is returned by builds that cannot load Go
-	// plugins (no cgo, or not linux/darwin).
-	ErrPluginsUnsupported = errors.New("this build cannot load plugins (needs cgo on linux or darwin)")
-	// ErrPluginOpen is returned when the Go runtime refuses a plugin file,
-	// typically because it was built with another toolchain, other build
-	// flags or other versions of shared packages.
-	ErrPluginOpen = errors.New("cannot open plugin")
-	// ErrPluginVersion is returned when a plugin's APIVersion differs from
-	// this flock's phases.APIVersion.
-	ErrPluginVersion = errors.New("plugin API version mismatch")
-	// ErrPluginSymbol is returned when a plugin lacks APIVersion or Register,
-	// or exports them with the wrong type.
-	ErrPluginSymbol = errors.New("plugin symbol missing or of the wrong type")
-	// ErrPluginRegister is returned when a plugin's Register fails or
-	// registers nothing usable.
-	ErrPluginRegister = errors.New("plugin registration failed")
 )
 
 // PluginError is a plugin load failure: the file, the cause and a hint on

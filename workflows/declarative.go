@@ -16,10 +16,6 @@ import (
 	"github.com/flockrun/flock/phases"
 )
 
-// ErrWorkflowFile is wrapped by every error of loading a declarative
-// workflow file; the message names the file and line.
-var ErrWorkflowFile = errors.New("bad workflow file")
-
 // maxWorkflowFile caps the size of a workflow file.
 const maxWorkflowFile = 1 << 20
 
