@@ -72,3 +72,23 @@ func TestServeRefusesPublicAddressWithoutToken(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+func TestServeConfigFile(t *testing.T) {
+	t.Setenv("FLOCK_AUTH_TOKEN", "")
+	cfg := filepath.Join(t.TempDir(), "server.json")
+	if err := os.WriteFile(cfg, []byte(`{"addr": "0.0.0.0:0", "data": "`+t.TempDir()+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "serve", "--config", cfg)
+	if code != 1 || !strings.Contains(errs, "0.0.0.0:0 is not a loopback address") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("workflow_dirs: [/no/such/dir]\naddr: 127.0.0.1:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = run(t, "serve", "--config", bad, "--data", t.TempDir())
+	if code != 1 || !strings.Contains(errs, "/no/such/dir") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

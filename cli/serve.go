@@ -15,8 +15,10 @@ import (
 	"github.com/flockrun/flock/workflows"
 )
 
-// serverFlags registers the flags shared by serve and launch.
+// serverFlags registers the flags shared by serve and launch. Call
+// applyConfigFile after parsing.
 func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
+	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes); flags win")
 	fs.StringVar(&cfg.Addr, "addr", configs.DefaultAddr, "listen address")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
@@ -24,6 +26,39 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token required on every route but /health (env FLOCK_AUTH_TOKEN)")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// applyConfigFile fills cfg from the --config file, for every setting
+// whose flag was not given explicitly.
+func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
+	path := fs.Lookup("config").Value.String()
+	if path == "" {
+		return nil
+	}
+	file, err := configs.LoadServerFile(path)
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	pick := func(flagName string, dst *string, v string) {
+		if !set[flagName] && v != "" {
+			*dst = v
+		}
+	}
+	pick("addr", &cfg.Addr, file.Addr)
+	pick("data", &cfg.DataDir, file.DataDir)
+	pick("mode", &cfg.Mode, file.Mode)
+	pick("auth-token", &cfg.AuthToken, file.AuthToken)
+	if !set["plugins"] {
+		cfg.PluginDirs = file.PluginDirs
+	}
+	if !set["workflows"] {
+		cfg.WorkflowDirs = file.WorkflowDirs
+	}
+	cfg.MaxBodyBytes = file.MaxBodyBytes
+	cfg.Concurrency = file.Concurrency
+	return nil
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -37,6 +72,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if err := applyConfigFile(fs, &cfg); err != nil {
+		return err
 	}
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil)
 }
@@ -56,6 +94,9 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if err := applyConfigFile(fs, &cfg); err != nil {
+		return err
 	}
 	if wf == "listen" {
 		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil)

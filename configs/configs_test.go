@@ -110,3 +110,38 @@ func TestServerValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadServerFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("FLOCK_TEST_TOKEN", "secret")
+	tests := []struct {
+		name, file, body, err string
+		check               func(Server) bool
+	}{
+		{name: "yaml", file: "s.yaml", body: "addr: 0.0.0.0:9000\nplugin_dirs: [plugins]\nauth_token_env: FLOCK_TEST_TOKEN\nconcurrency: {bash: 2}\n",
+			check: func(s Server) bool {
+				return s.Addr == "0.0.0.0:9000" && s.PluginDirs[0] == "plugins" && s.AuthToken == "secret" && s.Concurrency["bash"] == 2
+			}},
+		{name: "unknown key", file: "u.json", body: `{"adress": "x"}`, err: `unknown field "adress"`},
+		{name: "token itself refused", file: "t.json", body: `{"auth_token": "x"}`, err: `unknown field "auth_token"`},
+		{name: "missing token env", file: "m.json", body: `{"auth_token_env": "FLOCK_TEST_NO_SUCH_VAR"}`, err: "FLOCK_TEST_NO_SUCH_VAR is not set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, tt.file)
+			if err := os.WriteFile(p, []byte(tt.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := LoadServerFile(p)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || !tt.check(s) {
+				t.Fatalf("got %+v, %v", s, err)
+			}
+		})
+	}
+}

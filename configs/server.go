@@ -1,32 +1,69 @@
 package configs
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 )
 
 // Server is the configuration of a flock server process.
+//
+// It is built from command-line flags, optionally on top of a server
+// settings file (flock serve --config FILE, JSON or YAML, keys as tagged
+// below); flags given explicitly win over the file.
 type Server struct {
 	// Addr is the listen address (default 127.0.0.1:46397).
-	Addr string
+	Addr string `json:"addr,omitempty"`
 	// DataDir holds flock.db and the runs' work directories (default ./flock-data).
-	DataDir string
+	DataDir string `json:"data,omitempty"`
 	// Mode is "live" (default) or "simulated"; simulated routes every
 	// generate to the built-in simulated provider.
-	Mode string
+	Mode string `json:"mode,omitempty"`
 	// PluginDirs are searched for *.so phase plugins at start-up.
-	PluginDirs []string
+	PluginDirs []string `json:"plugin_dirs,omitempty"`
 	// WorkflowDirs are searched for *.yaml/*.yml/*.json workflow files.
-	WorkflowDirs []string
+	WorkflowDirs []string `json:"workflow_dirs,omitempty"`
 	// AuthToken, when set, is required as a bearer token on every route but
-	// /health. Required when Addr is not a loopback address.
-	AuthToken string
+	// /health. Required when Addr is not a loopback address. A settings
+	// file names an environment variable instead (auth_token_env): tokens
+	// do not belong in files.
+	AuthToken string `json:"-"`
+	// AuthTokenEnv names the environment variable holding AuthToken.
+	AuthTokenEnv string `json:"auth_token_env,omitempty"`
 	// MaxBodyBytes caps request bodies (default 100 MB).
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 	// Concurrency caps concurrent operations per kind across all runs
 	// (defaults in DefaultConcurrency).
-	Concurrency map[string]int
+	Concurrency map[string]int `json:"concurrency,omitempty"`
+}
+
+// LoadServerFile reads a server settings file (.json, .yaml or .yml).
+// Unknown keys are errors, naming the key.
+func LoadServerFile(path string) (Server, error) {
+	var s Server
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read server settings: %w", err)
+	}
+	doc, err := ToJSON(path, b)
+	if err != nil {
+		return s, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return s, fmt.Errorf("%w: %s: %s", ErrInvalid, path, describeJSONError(err))
+	}
+	if s.AuthTokenEnv != "" {
+		s.AuthToken = os.Getenv(s.AuthTokenEnv)
+		if s.AuthToken == "" {
+			return s, fmt.Errorf("%w: %s: auth_token_env: environment variable %s is not set", ErrInvalid, path, s.AuthTokenEnv)
+		}
+	}
+	return s, nil
 }
 
 // Server defaults.
