@@ -44,6 +44,7 @@ type shell struct {
 	errR *os.File // read end of the stderr pipe
 	dir  string   // private temp dir holding the command file
 	file string   // the command file, rewritten for each command
+	cmdf *os.File // the command file, kept open: rewriting costs no open/close
 
 	out    chan []byte   // chunks read from ptmx; closed at EOF/EIO
 	errc   chan []byte   // chunks read from errR; closed at EOF
@@ -120,7 +121,14 @@ func startShell(argv []string, workDir, dir string, env []string) (_ *shell, err
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 
+	cmdf, err := os.OpenFile(filepath.Join(dir, "cmd"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("command file: %w", err)
+	}
 	sh := &shell{
+		cmdf:   cmdf,
 		cmd:    cmd,
 		pid:    cmd.Process.Pid,
 		ptmx:   ptmx,
@@ -191,7 +199,10 @@ func (sh *shell) send(command, tok string) error {
 	if err := resetTTY(sh.ptmx); err != nil {
 		return fmt.Errorf("reset pty modes: %w", err)
 	}
-	if err := os.WriteFile(sh.file, []byte(command), 0o600); err != nil {
+	if err := sh.cmdf.Truncate(0); err != nil {
+		return fmt.Errorf("write command: %w", err)
+	}
+	if _, err := sh.cmdf.WriteAt([]byte(command), 0); err != nil {
 		return fmt.Errorf("write command: %w", err)
 	}
 	line := fmt.Sprintf("{ __flock_set_rc \"$__flock_rc\" && :; { builtin source %s; } </dev/null %d>&- %d>&-; } 2>&%d; __flock_rc=$?; __flock_mark %s\n",
@@ -408,6 +419,7 @@ func (sh *shell) close() {
 		_ = sh.ptmx.Close()
 		_ = sh.errR.Close()
 		sh.wg.Wait()
+		_ = sh.cmdf.Close()
 		_ = os.RemoveAll(sh.dir)
 	})
 }
