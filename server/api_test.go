@@ -305,7 +305,7 @@ func TestWorkflows(t *testing.T) {
 	for _, g := range out.Workflows {
 		names = append(names, g.Name)
 	}
-	if fmt.Sprint(names) != "[test.fail test.log test.wait]" {
+	if fmt.Sprint(names) != "[test.fail test.log test.parent test.wait]" {
 		t.Fatalf("workflows = %v", names)
 	}
 	g := out.Workflows[1]

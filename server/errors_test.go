@@ -35,7 +35,7 @@ func TestBadStartBodies(t *testing.T) {
 		{"task not a string", `{"workflow":"test.log","task":{"a":1}}`, "task: must be a string, got JSON object"},
 		{"settings a string", `{"workflow":"test.log","settings":"settings.json"}`, "settings: must be a JSON object, got JSON string"},
 		{"settings an array", `{"workflow":"test.log","settings":[1]}`, "settings: must be a JSON object, got JSON array"},
-		{"unknown workflow", `{"workflow":"nope"}`, `"nope" is not registered (registered: test.fail, test.log, test.wait)`},
+		{"unknown workflow", `{"workflow":"nope"}`, `"nope" is not registered (registered: test.fail, test.log, test.parent, test.wait)`},
 		{"unknown workflow_type", `{"settings":{"workflow_type":"nope"}}`, `"nope"`},
 		{"bad settings field", `{"workflow":"test.log","settings":{"workflow_type":3}}`, "workflow_type"},
 	}

@@ -33,14 +33,27 @@ const (
 // store. The stream ends after the run's terminal "run" event (or at once
 // when the run has ended and the client has seen everything), when the
 // client disconnects, or when the server shuts down.
+//
+// With ?descendants=true the stream also carries live-only events (no id:
+// line; their data has seq 0 and run_id): the run's operations starting
+// and every event of its descendant runs (spawned children, their
+// children), so a rollout's stream shows each chain's generations and
+// tools. Live-only events are not replayed after a reconnect.
 func (s *Server) streamEvents(c echo.Context) error {
 	id := c.Param("id")
 	after, err := resumePoint(c)
 	if err != nil {
 		return err
 	}
+	tree := false
+	if v := c.QueryParam("descendants"); v != "" {
+		if tree, err = strconv.ParseBool(v); err != nil {
+			return badInput("descendants", "must be true or false (got %q)", v)
+		}
+	}
 	ctx := c.Request().Context()
-	ch, unsubscribe := s.subscribe(id)
+	st := &eventStream{s: s, id: id, last: after, tree: tree}
+	ch, unsubscribe := st.subscribe()
 	head, err := s.ex.Store().Run(ctx, id)
 	if err != nil {
 		unsubscribe()
@@ -57,7 +70,7 @@ func (s *Server) streamEvents(c echo.Context) error {
 
 	s.streams.Add(1)
 	defer s.streams.Add(-1)
-	st := &eventStream{s: s, w: w, id: id, last: after}
+	st.w = w
 	err = st.follow(ctx, head, ch, unsubscribe)
 	if err != nil {
 		// The response has started: the client can only see the stream end.
@@ -85,6 +98,14 @@ type eventStream struct {
 	w    *echo.Response
 	id   string
 	last uint64 // seq of the last event sent
+	tree bool   // also live-only events of the run's tree
+}
+
+func (st *eventStream) subscribe() (<-chan state.Event, func()) {
+	if st.tree {
+		return st.s.subscribeTree(st.id)
+	}
+	return st.s.subscribe(st.id)
 }
 
 // follow sends stored then live events until the run's end. It owns
@@ -117,7 +138,7 @@ func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan sta
 			}
 			backoff = min(2*backoff, maxResubscribe)
 		}
-		ch, unsubscribe = st.s.subscribe(st.id)
+		ch, unsubscribe = st.subscribe()
 		head, err = st.s.ex.Store().Run(ctx, st.id)
 		if err != nil {
 			return err
@@ -158,6 +179,12 @@ func (st *eventStream) live(ctx context.Context, ch <-chan state.Event, heartbea
 		case ev, ok := <-ch:
 			if !ok {
 				return false, nil
+			}
+			if ev.Seq == 0 {
+				if err := st.sendLive(ev); err != nil {
+					return false, err
+				}
+				continue
 			}
 			if ev.Seq <= st.last {
 				continue // already sent from the store
@@ -226,6 +253,24 @@ func (st *eventStream) send(ev state.Event) error {
 	}
 	st.w.Flush()
 	st.last = ev.Seq
+	return nil
+}
+
+// sendLive writes a live-only event: no id line, so a client's
+// Last-Event-ID keeps pointing at the run's own stored events.
+func (st *eventStream) sendLive(ev state.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode live event: %w", err)
+	}
+	typ := ev.Type
+	if typ == "" || strings.ContainsAny(typ, "\r\n") {
+		typ = "message"
+	}
+	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", typ, data); err != nil {
+		return err
+	}
+	st.w.Flush()
 	return nil
 }
 

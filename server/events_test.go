@@ -222,3 +222,50 @@ func TestEventsDroppedSubscription(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsDescendants streams a parent with ?descendants=true: its own
+// stored events keep their ids, and its child's events arrive live, without
+// an id line, tagged with the child's run id; the stream ends with the
+// parent.
+func TestEventsDescendants(t *testing.T) {
+	e := newEnv(t)
+	id := e.start(t, "test.parent", "")
+	s := e.openEvents(t, id, "?descendants=true")
+	plain := e.openEvents(t, id, "")
+	close(e.gate)
+	var own, child []sseEvent
+	for _, ev := range s.readAll(t) {
+		if ev.data.Seq == 0 {
+			if ev.id != 0 || ev.data.RunID == "" || ev.data.RunID == id {
+				if ev.data.RunID != id || ev.data.Status != "started" {
+					t.Fatalf("bad live event %+v", ev)
+				}
+				continue
+			}
+			child = append(child, ev)
+			continue
+		}
+		own = append(own, ev)
+	}
+	checkSeqs(t, own, 0, state.StatusSucceeded)
+	if len(child) < 2 {
+		t.Fatalf("saw %d events of the child: %+v", len(child), child)
+	}
+	var childEnd bool
+	for _, ev := range child {
+		if ev.data.Type == "run" && ev.data.Status == "succeeded" {
+			childEnd = true
+		}
+	}
+	if !childEnd {
+		t.Fatalf("the child's end did not reach the parent's stream: %+v", child)
+	}
+	for _, ev := range plain.readAll(t) {
+		if ev.data.Seq == 0 {
+			t.Fatalf("a plain stream carried a live event: %+v", ev)
+		}
+	}
+	if r := e.do(t, http.MethodGet, "/runs/"+id+"/events?descendants=maybe", nil); r.status != http.StatusBadRequest {
+		t.Fatalf("bad descendants value: %d %s", r.status, r.body)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -83,6 +84,22 @@ func testRegistry(tb testing.TB) *phases.Registry {
 			}},
 		},
 	})
+	reg.MustRegister(phases.Workflow{
+		Name:        "test.parent",
+		Description: "spawns test.wait and ends with it",
+		Start:       "start",
+		Phases: []phases.PhaseSpec{
+			{Name: "start", Next: []string{"finish"}, Run: func(in phases.Input) (phases.Output, error) {
+				return phases.Output{
+					Ops:  []operations.Request{operations.NewSpawn(operations.SpawnRequest{Workflow: "test.wait", Name: "child"})},
+					Next: "finish",
+				}, nil
+			}},
+			{Name: "finish", Run: func(in phases.Input) (phases.Output, error) {
+				return phases.Output{}, nil
+			}},
+		},
+	})
 	return reg
 }
 
@@ -122,28 +139,30 @@ func newEnvSetup(tb testing.TB, setup func(*Server), opts ...func(*configs.Serve
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	hs := map[operations.Kind]handlers.Handler{
+		operations.KindLog: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
+			return operations.Result{Kind: req.Kind, Meta: req.Meta, Log: &operations.RecordedResult{Recorded: true}}
+		}),
+		operations.KindBash: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
+			select {
+			case <-e.gate:
+				return operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: &operations.BashResult{}}
+			case <-ctx.Done():
+				return operations.Failed(req, "interrupted: %v", ctx.Err())
+			}
+		}),
+	}
 	ex, err := workflows.New(workflows.Config{
 		Store:    st,
 		Registry: testRegistry(tb),
-		Handlers: map[operations.Kind]handlers.Handler{
-			operations.KindLog: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
-				return operations.Result{Kind: req.Kind, Meta: req.Meta, Log: &operations.RecordedResult{Recorded: true}}
-			}),
-			operations.KindBash: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
-				select {
-				case <-e.gate:
-					return operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: &operations.BashResult{}}
-				case <-ctx.Done():
-					return operations.Failed(req, "interrupted: %v", ctx.Err())
-				}
-			}),
-		},
-		RunsDir: filepath.Join(dir, "runs"),
-		Logger:  logger,
+		Handlers: hs,
+		RunsDir:  filepath.Join(dir, "runs"),
+		Logger:   logger,
 	})
 	if err != nil {
 		tb.Fatalf("new executor: %v", err)
 	}
+	hs[operations.KindSpawn] = spawn.New(ex)
 	if err := ex.Start(context.Background()); err != nil {
 		tb.Fatalf("start executor: %v", err)
 	}

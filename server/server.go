@@ -38,6 +38,8 @@ type Server struct {
 	// subscribe is ex.Subscribe; tests replace it before Start to simulate
 	// subscriptions that are dropped.
 	subscribe func(id string) (<-chan state.Event, func())
+	// subscribeTree is ex.SubscribeTree (?descendants=true streams).
+	subscribeTree func(id string) (<-chan state.Event, func())
 
 	// quit is closed by Shutdown; event streams watch it and return, so
 	// that a graceful shutdown does not wait for them.
@@ -70,12 +72,13 @@ func New(cfg configs.Server, ex *workflows.Executor, logger *slog.Logger) (*Serv
 		return nil, fmt.Errorf("server: %w", &configs.FieldError{Field: "max_body_bytes", Reason: "must not be negative"})
 	}
 	s := &Server{
-		cfg:       cfg,
-		ex:        ex,
-		log:       logger,
-		heartbeat: DefaultHeartbeat,
-		subscribe: ex.Subscribe,
-		quit:      make(chan struct{}),
+		cfg:           cfg,
+		ex:            ex,
+		log:           logger,
+		heartbeat:     DefaultHeartbeat,
+		subscribe:     ex.Subscribe,
+		subscribeTree: ex.SubscribeTree,
+		quit:          make(chan struct{}),
 	}
 	s.e = s.newEcho()
 	return s, nil

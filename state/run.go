@@ -133,10 +133,18 @@ type Op struct {
 }
 
 // Event is one item of a run's event stream.
+//
+// Stored events have Seq >= 1. Live subscribers may also receive events
+// with Seq 0, which are never stored: an operation starting, and (for
+// subscribers of a run's whole tree) the events of its descendant runs;
+// those carry RunID.
 type Event struct {
-	// Seq numbers the run's events from 1; assigned by the Store.
-	Seq  uint64    `json:"seq"`
-	Time time.Time `json:"time"`
+	// Seq numbers the run's events from 1; assigned by the Store. 0 marks
+	// a live-only event.
+	Seq uint64 `json:"seq"`
+	// RunID names the run a live-only event belongs to.
+	RunID string    `json:"run_id,omitempty"`
+	Time  time.Time `json:"time"`
 	// Type is "run", "phase" or "op".
 	Type    string `json:"type"`
 	Status  string `json:"status,omitempty"`

@@ -6,15 +6,24 @@ import (
 	"github.com/flockrun/flock/state"
 )
 
-// subBuffer is the number of events a subscriber may lag before it is dropped.
-const subBuffer = 256
+// subBuffer is the number of events a subscriber may lag before it is
+// dropped; tree subscribers, who see a whole tree of runs, get treeBuffer.
+const (
+	subBuffer  = 256
+	treeBuffer = 4096
+)
 
 // broker fans out committed events to live subscribers, per run, in Seq
 // order. Commits of one run may finish out of order (op results of one step
 // share group commits); the broker holds early events until the gap fills.
+//
+// Tree subscribers of a run also get live-only events (Seq 0): the run's
+// operations starting, and every event of its active descendants, tagged
+// with the descendant's RunID.
 type broker struct {
-	mu   sync.Mutex
-	runs map[string]*topic // guarded by mu
+	mu     sync.Mutex
+	runs   map[string]*topic // guarded by mu
+	parent map[string]string // active run -> its parent; guarded by mu
 }
 
 type topic struct {
@@ -26,10 +35,13 @@ type topic struct {
 
 type subscriber struct {
 	ch     chan state.Event
+	tree   bool // also wants live-only events of the run and its descendants
 	closed bool
 }
 
-func newBroker() *broker { return &broker{runs: make(map[string]*topic)} }
+func newBroker() *broker {
+	return &broker{runs: make(map[string]*topic), parent: make(map[string]string)}
+}
 
 func (b *broker) topicLocked(run string) *topic {
 	t := b.runs[run]
@@ -41,8 +53,8 @@ func (b *broker) topicLocked(run string) *topic {
 }
 
 // seed sets the last delivered Seq for a run being loaded, so that the
-// first live event after a resume is delivered.
-func (b *broker) seed(run string, last uint64) {
+// first live event after a resume is delivered, and records its parent.
+func (b *broker) seed(run, parent string, last uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.topicLocked(run)
@@ -50,13 +62,21 @@ func (b *broker) seed(run string, last uint64) {
 		t.last = last
 	}
 	t.active = true
+	if parent != "" {
+		b.parent[run] = parent
+	}
 }
 
-// subscribe registers a subscriber for run's live events.
-func (b *broker) subscribe(run string) (<-chan state.Event, func()) {
+// subscribe registers a subscriber for run's live events; tree subscribers
+// also get live-only events of the run and its descendants.
+func (b *broker) subscribe(run string, tree bool) (<-chan state.Event, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := &subscriber{ch: make(chan state.Event, subBuffer)}
+	n := subBuffer
+	if tree {
+		n = treeBuffer
+	}
+	s := &subscriber{ch: make(chan state.Event, n), tree: tree}
 	t := b.topicLocked(run)
 	t.subs[s] = struct{}{}
 	return s.ch, func() {
@@ -75,7 +95,8 @@ func (b *broker) subscribe(run string) (<-chan state.Event, func()) {
 	}
 }
 
-// publish delivers events (with their assigned Seq) in order.
+// publish delivers stored events (with their assigned Seq) in order, and
+// forwards each to the tree subscribers of the run's ancestors.
 func (b *broker) publish(run string, events []state.Event) {
 	if len(events) == 0 {
 		return
@@ -94,29 +115,70 @@ func (b *broker) publish(run string, events []state.Event) {
 			t.pending[ev.Seq] = ev
 			continue
 		}
-		t.deliverLocked(ev)
+		b.deliverLocked(run, t, ev)
 		for {
 			next, ok := t.pending[t.last+1]
 			if !ok {
 				break
 			}
 			delete(t.pending, next.Seq)
-			t.deliverLocked(next)
+			b.deliverLocked(run, t, next)
 		}
 	}
 }
 
-func (t *topic) deliverLocked(ev state.Event) {
+func (b *broker) deliverLocked(run string, t *topic, ev state.Event) {
 	t.last = ev.Seq
 	for s := range t.subs {
-		select {
-		case s.ch <- ev:
-		default:
-			// Too slow: drop it; it re-reads the store and resubscribes.
-			delete(t.subs, s)
-			s.closed = true
-			close(s.ch)
+		send(t, s, ev)
+	}
+	b.forwardLocked(run, ev)
+}
+
+// live delivers a live-only event of run to the tree subscribers of run
+// and of its ancestors.
+func (b *broker) live(run string, ev state.Event) {
+	ev.Seq, ev.RunID = 0, run
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.runs[run]; t != nil {
+		for s := range t.subs {
+			if s.tree {
+				send(t, s, ev)
+			}
 		}
+	}
+	b.forwardLocked(run, ev)
+}
+
+// forwardLocked gives ev, as a live-only event of run, to the tree
+// subscribers of run's ancestors.
+func (b *broker) forwardLocked(run string, ev state.Event) {
+	ev.Seq, ev.RunID = 0, run
+	seen := map[string]bool{run: true}
+	for p := b.parent[run]; p != "" && !seen[p]; p = b.parent[p] {
+		seen[p] = true
+		t := b.runs[p]
+		if t == nil {
+			continue
+		}
+		for s := range t.subs {
+			if s.tree {
+				send(t, s, ev)
+			}
+		}
+	}
+}
+
+// send gives ev to s, dropping s when it is too slow: it then re-reads the
+// store and resubscribes.
+func send(t *topic, s *subscriber, ev state.Event) {
+	select {
+	case s.ch <- ev:
+	default:
+		delete(t.subs, s)
+		s.closed = true
+		close(s.ch)
 	}
 }
 
@@ -131,6 +193,7 @@ func (b *broker) end(run string) {
 func (b *broker) forget(run string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	delete(b.parent, run)
 	t := b.runs[run]
 	if t == nil {
 		return

@@ -243,7 +243,7 @@ func (e *Executor) StartRun(ctx context.Context, req StartRequest) (state.Run, e
 		return state.Run{}, fmt.Errorf("create run: %w", err)
 	}
 	r := e.newRunner(head, spec, rs, wf, nil)
-	e.broker.seed(id, c.Events[0].Seq)
+	e.broker.seed(id, head.ParentID, c.Events[0].Seq)
 	if !e.launch(r) {
 		return head, ErrStopped
 	}
@@ -283,7 +283,7 @@ func (e *Executor) resume(ctx context.Context, head state.Run) error {
 	}
 	r := e.newRunner(head, spec, rs, wf, entries)
 	r.resumed = true
-	e.broker.seed(head.ID, evs)
+	e.broker.seed(head.ID, head.ParentID, evs)
 	e.launch(r)
 	return nil
 }
@@ -478,7 +478,15 @@ func (e *Executor) Wait(ctx context.Context, id string) (state.Run, error) {
 // after their last seen Seq and subscribe again if the run goes on. The
 // returned function unsubscribes; it is idempotent.
 func (e *Executor) Subscribe(id string) (<-chan state.Event, func()) {
-	return e.broker.subscribe(id)
+	return e.broker.subscribe(id, false)
+}
+
+// SubscribeTree is Subscribe plus live-only events (Seq 0, RunID set):
+// the run's operations starting, and every event of its active descendant
+// runs (children spawned by it, their children, ...). Live-only events are
+// not stored and are not replayed after a reconnect.
+func (e *Executor) SubscribeTree(id string) (<-chan state.Event, func()) {
+	return e.broker.subscribe(id, true)
 }
 
 // Active returns the ids of the runs being driven, sorted.

@@ -635,3 +635,57 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("run events = %v", seen)
 	}
 }
+
+// TestSubscribeTree follows a parent that spawns a child: a tree
+// subscriber of the parent sees the child's events (tagged with its run
+// id) and operations starting, live; a plain subscriber sees neither.
+func TestSubscribeTree(t *testing.T) {
+	reg := phases.NewRegistry()
+	reg.MustRegister(counter(3))
+	parent := func(in phases.Input) (phases.Output, error) {
+		if len(in.Results) == 0 {
+			return phases.Output{Next: "parent", Ops: []operations.Request{
+				operations.NewSpawn(operations.SpawnRequest{Workflow: "counter", Name: "kid"})}}, nil
+		}
+		return phases.Output{}, nil
+	}
+	reg.MustRegister(phases.Workflow{Name: "parent", Start: "parent", Phases: []phases.PhaseSpec{{Name: "parent", Run: parent, Next: []string{"parent"}}}})
+	gate := make(chan struct{})
+	slowLog := handlers.HandlerFunc(func(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
+		<-gate // hold the child until both subscribers are in place
+		return operations.Result{Kind: req.Kind, Log: &operations.RecordedResult{Recorded: true}}
+	})
+	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindLog: slowLog})
+	h := e.start("parent", "", "")
+	tree, untree := e.ex.SubscribeTree(h.ID)
+	defer untree()
+	plain, unplain := e.ex.Subscribe(h.ID)
+	defer unplain()
+	close(gate)
+	child := workflows.ChildID(workflows.OpID(h.ID, 1, 0))
+	var fromChild, childStarts int
+	for ev := range tree {
+		switch {
+		case ev.Seq == 0 && ev.RunID == child:
+			fromChild++
+			if ev.Status == "started" {
+				childStarts++
+			}
+		case ev.Seq == 0 && ev.RunID == h.ID:
+		case ev.Seq == 0:
+			t.Fatalf("live event of an unknown run: %+v", ev)
+		}
+		if ev.Seq > 0 && ev.Type == "run" && state.Status(ev.Status).Terminal() {
+			break
+		}
+	}
+	if fromChild < 3 || childStarts < 1 {
+		t.Fatalf("tree subscriber saw %d events of the child, %d op starts", fromChild, childStarts)
+	}
+	for ev := range plain {
+		if ev.Seq == 0 {
+			t.Fatalf("plain subscriber got a live-only event: %+v", ev)
+		}
+	}
+	e.wait(h.ID)
+}

@@ -208,6 +208,8 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		defer cancel()
 	}
 	start := r.e.now().UTC()
+	r.e.broker.live(r.head.ID, state.Event{Time: start, Type: "op", Status: "started", Phase: op.Phase,
+		Step: op.Step, OpID: op.ID, Kind: string(kind)})
 	res := r.handle(ctx, op)
 	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, errCancelled) {
 		// Interrupted by a stop: the op runs again after the restart.
