@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"sync"
+	"time"
 
 	"github.com/flockrun/flock/operations"
 	bolt "go.etcd.io/bbolt"
@@ -99,57 +99,6 @@ func splitBlobs(op Op) (storedOp, []blob, error) {
 	return storedOp{Op: op, MsgChunks: refs}, blobs, nil
 }
 
-// chunkCache remembers the chunk refs of generate requests journaled as
-// pending, by request pointer, so that journaling the same op again with
-// its result (the executor passes the same request) does not chunk and
-// hash the whole prompt a second time. An entry is dropped when its op is
-// journaled done; ops abandoned by a stop leave theirs until the process
-// ends (one per op in flight). The zero value is ready; a nil cache
-// chunks every time.
-type chunkCache struct {
-	m sync.Map // *operations.GenerateRequest -> []string
-}
-
-// cached is a chunking to remember once its commit has succeeded.
-type cached struct {
-	g    *operations.GenerateRequest
-	refs []string
-}
-
-// split is splitBlobs that reuses the chunking of a pending op for its
-// done record. The second result, if set, is to be remembered (remember)
-// once the commit holding op is durable, so that a done record never
-// refers to chunks that were not stored.
-func (cc *chunkCache) split(op Op) (storedOp, []blob, *cached, error) {
-	g := op.Request.Generate
-	if cc == nil || g == nil {
-		so, blobs, err := splitBlobs(op)
-		return so, blobs, nil, err
-	}
-	if op.Status == OpDone {
-		if refs, ok := cc.m.LoadAndDelete(g); ok {
-			gc := *g
-			gc.Messages = nil
-			op.Request.Generate = &gc
-			return storedOp{Op: op, MsgChunks: refs.([]string)}, nil, nil, nil
-		}
-		so, blobs, err := splitBlobs(op)
-		return so, blobs, nil, err
-	}
-	so, blobs, err := splitBlobs(op)
-	if err != nil || len(so.MsgChunks) == 0 {
-		return so, blobs, nil, err
-	}
-	return so, blobs, &cached{g: g, refs: so.MsgChunks}, nil
-}
-
-// remember records chunkings whose commit succeeded.
-func (cc *chunkCache) remember(cs []*cached) {
-	for _, c := range cs {
-		cc.m.Store(c.g, c.refs)
-	}
-}
-
 // join puts the chunked messages back into s's request.
 func (s *storedOp) join(bk *bolt.Bucket) (Op, error) {
 	if len(s.MsgChunks) == 0 {
@@ -177,18 +126,60 @@ func (s *storedOp) join(bk *bolt.Bucket) (Op, error) {
 	return s.Op, nil
 }
 
-// scanOps is scanLog for ops: it decodes stored ops and joins their chunks.
-func scanOps(tx *bolt.Tx, p, start, skip []byte, limit int) ([]Op, error) {
-	stored, err := scanLog[storedOp](tx.Bucket(bucketOps), p, start, skip, limit)
+// opResult is the stored form of what an op's completion adds: it lives
+// in the results bucket under the op's key, so that completing an op
+// writes its result, not its request again.
+type opResult struct {
+	Status     OpStatus           `json:"status"`
+	Result     *operations.Result `json:"result,omitempty"`
+	Attempts   int                `json:"attempts"`
+	StartedAt  *time.Time         `json:"started_at,omitempty"`
+	FinishedAt *time.Time         `json:"finished_at,omitempty"`
+}
+
+func resultOf(op Op) opResult {
+	return opResult{Status: op.Status, Result: op.Result, Attempts: op.Attempts, StartedAt: op.StartedAt, FinishedAt: op.FinishedAt}
+}
+
+// requestRecord is the stored form of op's request: its own record as
+// pending, with the result part left to the results bucket.
+func requestRecord(op Op) ([]byte, []blob, error) {
+	op.Status, op.Result, op.Attempts, op.StartedAt, op.FinishedAt = OpPending, nil, 0, nil, nil
+	so, blobs, err := splitBlobs(op)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	bk := tx.Bucket(bucketBlobs)
-	out := make([]Op, len(stored))
-	for i := range stored {
-		if out[i], err = stored[i].join(bk); err != nil {
+	b, err := json.Marshal(&so)
+	return b, blobs, err
+}
+
+// scanOps reads up to limit ops from key start while keys keep prefix p:
+// each request record joined with its chunks and with its result record.
+func scanOps(tx *bolt.Tx, p, start, skip []byte, limit int) ([]Op, error) {
+	ops, results, blobsBk := tx.Bucket(bucketOps), tx.Bucket(bucketResults), tx.Bucket(bucketBlobs)
+	var out []Op
+	c := ops.Cursor()
+	k, v := c.Seek(start)
+	if skip != nil && bytes.Equal(k, skip) {
+		k, v = c.Next()
+	}
+	for ; k != nil && bytes.HasPrefix(k, p) && len(out) < limit; k, v = c.Next() {
+		var so storedOp
+		if err := json.Unmarshal(v, &so); err != nil {
+			return nil, fmt.Errorf("decode op %q: %w", k, err)
+		}
+		op, err := so.join(blobsBk)
+		if err != nil {
 			return nil, err
 		}
+		if rv := results.Get(k); rv != nil {
+			var r opResult
+			if err := json.Unmarshal(rv, &r); err != nil {
+				return nil, fmt.Errorf("decode result of op %s: %w", op.ID, err)
+			}
+			op.Status, op.Result, op.Attempts, op.StartedAt, op.FinishedAt = r.Status, r.Result, r.Attempts, r.StartedAt, r.FinishedAt
+		}
+		out = append(out, op)
 	}
 	return out, nil
 }

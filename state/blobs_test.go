@@ -98,3 +98,31 @@ func TestSlidingPromptChunks(t *testing.T) {
 	}
 	t.Logf("prompt %d bytes, %d bytes written per step", prompt, avg)
 }
+
+// TestCompletingAnOpWritesItsResult journals a large request pending, then
+// done: completion writes the result, not the request again.
+func TestCompletingAnOpWritesItsResult(t *testing.T) {
+	s := openTestStore(t)
+	req := operations.NewWriteFile("out/results.jsonl", strings.Repeat("x", 20000), true)
+	op := Op{ID: OpID("r1", 1, 0), RunID: "r1", Step: 1, Status: OpPending, Request: req}
+	mustCommit(t, s, &Commit{RunID: "r1", Ops: []Op{op}})
+	before := s.Stats().Bytes
+	done := op
+	done.Status, done.Attempts = OpDone, 1
+	done.Result = &operations.Result{Kind: operations.KindWriteFile, WriteFile: &operations.WriteFileResult{Path: "/w/out/results.jsonl", Bytes: 20000}}
+	mustCommit(t, s, &Commit{RunID: "r1", Ops: []Op{done}})
+	if n := s.Stats().Bytes - before; n > 1000 {
+		t.Fatalf("completing the op wrote %d bytes", n)
+	}
+	got, err := s.StepOps(context.Background(), "r1", 1)
+	if err != nil || len(got) != 1 {
+		t.Fatal(err)
+	}
+	sameJSON(t, "completed op", got[0], done)
+	// Journaling it pending again (a re-dispatch) clears the result.
+	mustCommit(t, s, &Commit{RunID: "r1", Ops: []Op{op}})
+	got, _ = s.StepOps(context.Background(), "r1", 1)
+	if got[0].Status != OpPending || got[0].Result != nil {
+		t.Fatalf("re-pended op: %+v", got[0])
+	}
+}

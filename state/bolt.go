@@ -25,10 +25,11 @@ var (
 	bucketEvents     = []byte("events")     // run \x00 be64(seq) -> Event JSON
 	bucketUnfinished = []byte("unfinished") // run id -> empty, for running and paused runs
 	bucketChildren   = []byte("children")   // parent \x00 child -> empty
-	bucketBlobs      = []byte("blobs")      // sha256[:16] of content -> content (see blobs.go)
+	bucketBlobs      = []byte("blobs")      // sha256[:16] of a message chunk -> chunk (see blobs.go)
+	bucketResults    = []byte("results")    // op key -> what completing the op added (see blobs.go)
 
 	allBuckets = [][]byte{bucketMeta, bucketRuns, bucketSpecs, bucketEntries, bucketOps,
-		bucketEvents, bucketUnfinished, bucketChildren, bucketBlobs}
+		bucketEvents, bucketUnfinished, bucketChildren, bucketBlobs, bucketResults}
 
 	keySchema = []byte("schema")
 )
@@ -98,9 +99,6 @@ type BoltStore struct {
 
 	reqs chan *commitReq // owned by the committer
 	done chan struct{}   // closed when the committer has exited
-
-	// chunks remembers how in-flight generate requests were chunked.
-	chunks chunkCache
 
 	commits  atomic.Uint64
 	rejected atomic.Uint64

@@ -29,10 +29,13 @@ type commitReq struct {
 	opKeys  [][]byte
 	ops     [][]byte // encoded ops, parallel to opKeys
 	blobs   []blob   // message chunks the ops refer to (put if absent)
-	// remember are chunkings to cache once the commit is durable.
-	remember []*cached
-	events   [][]byte // encoded events with Seq 0 (see eventWithSeq)
-	size     int      // bytes of the above, for the batch budget
+	// results holds, per op of c.Ops, the encoded result record of a done
+	// op (nil for a pending op, whose request record is in ops).
+	results [][]byte
+	// doneOps are the normalized done ops, in order, for the fallback in write.
+	doneOps []Op
+	events  [][]byte // encoded events with Seq 0 (see eventWithSeq)
+	size    int      // bytes of the above, for the batch budget
 
 	firstEvent uint64     // Seq of the first event, set when applied
 	done       chan error // buffered; receives the outcome once
@@ -63,7 +66,7 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 	if s.isClosed.Load() {
 		return ErrClosed
 	}
-	r, err := encodeCommitWith(c, &s.chunks)
+	r, err := encodeCommit(c)
 	if err != nil {
 		s.rejected.Add(1)
 		return err
@@ -80,20 +83,12 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 		return ctx.Err()
 	}
 	s.mu.RUnlock()
-	err = <-r.done
-	if err == nil {
-		s.chunks.remember(r.remember)
-	}
-	return err
+	return <-r.done
 }
 
 // encodeCommit checks what can be checked without stored state and
 // encodes c.
-func encodeCommit(c *Commit) (*commitReq, error) { return encodeCommitWith(c, nil) }
-
-// encodeCommitWith is encodeCommit with a cache of chunked prompts (see
-// chunkCache), nil for none.
-func encodeCommitWith(c *Commit, cache *chunkCache) (*commitReq, error) {
+func encodeCommit(c *Commit) (*commitReq, error) {
 	if c == nil {
 		return nil, errors.New("commit: nil commit")
 	}
@@ -158,6 +153,7 @@ func encodeCommitWith(c *Commit, cache *chunkCache) (*commitReq, error) {
 	if len(c.Ops) > 0 {
 		r.opKeys = make([][]byte, len(c.Ops))
 		r.ops = make([][]byte, len(c.Ops))
+		r.results = make([][]byte, len(c.Ops))
 		for i := range c.Ops {
 			op := c.Ops[i]
 			if op.RunID == "" {
@@ -176,14 +172,20 @@ func encodeCommitWith(c *Commit, cache *chunkCache) (*commitReq, error) {
 			if op.ID != want {
 				return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
 			}
-			so, blobs, remember, err := cache.split(op)
-			if err != nil {
-				return nil, fmt.Errorf("commit to run %s: op %s: %w", id, op.ID, err)
+			r.opKeys[i] = opKey(id, op.Step, uint32(op.Index))
+			if op.Status == OpDone {
+				// The request was journaled with the op as pending: write
+				// only what completion adds (see write for the fallback).
+				b, err := json.Marshal(resultOf(op))
+				if err != nil {
+					return nil, fmt.Errorf("commit to run %s: encode result of op %s: %w", id, op.ID, err)
+				}
+				r.results[i] = b
+				r.doneOps = append(r.doneOps, op)
+				r.size += len(b) + len(r.opKeys[i])
+				continue
 			}
-			if remember != nil {
-				r.remember = append(r.remember, remember)
-			}
-			b, err := json.Marshal(&so)
+			b, blobs, err := requestRecord(op)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, op.ID, err)
 			}
@@ -191,7 +193,6 @@ func encodeCommitWith(c *Commit, cache *chunkCache) (*commitReq, error) {
 			for _, bl := range blobs {
 				r.size += len(bl.key) + len(bl.val)
 			}
-			r.opKeys[i] = opKey(id, op.Step, uint32(op.Index))
 			r.ops[i] = b
 			r.size += len(b) + len(r.opKeys[i])
 		}
@@ -293,7 +294,7 @@ func (s *BoltStore) commitLoop() {
 
 // buckets are the buckets of one write transaction.
 type buckets struct {
-	runs, specs, entries, ops, events, unfinished, children, blobs *bolt.Bucket
+	runs, specs, entries, ops, events, unfinished, children, blobs, results *bolt.Bucket
 }
 
 // applyBatch applies batch in one transaction and answers each request.
@@ -354,6 +355,7 @@ func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, 
 			unfinished: tx.Bucket(bucketUnfinished),
 			children:   tx.Bucket(bucketChildren),
 			blobs:      tx.Bucket(bucketBlobs),
+			results:    tx.Bucket(bucketResults),
 		}
 		for i, r := range batch {
 			if errs[i] = validate(&b, r); errs[i] != nil {
@@ -446,9 +448,41 @@ func write(b *buckets, r *commitReq) (uint64, error) {
 			}
 		}
 	}
-	for i, v := range r.ops {
-		if err := put(b.ops, r.opKeys[i], v); err != nil {
-			return 0, fmt.Errorf("put op of %s: %w", id, err)
+	nextDone := 0
+	for i, key := range r.opKeys {
+		if v := r.ops[i]; v != nil { // pending: the request record, no result yet
+			if err := put(b.ops, key, v); err != nil {
+				return 0, fmt.Errorf("put op of %s: %w", id, err)
+			}
+			if b.results.Get(key) != nil {
+				if err := b.results.Delete(key); err != nil {
+					return 0, fmt.Errorf("reset result of %s: %w", id, err)
+				}
+			}
+			continue
+		}
+		op := r.doneOps[nextDone]
+		nextDone++
+		if b.ops.Get(key) == nil {
+			// Done without having been journaled pending (not what the
+			// executor does): write the request record too.
+			v, blobs, err := requestRecord(op)
+			if err != nil {
+				return 0, fmt.Errorf("encode op of %s: %w", id, err)
+			}
+			for _, bl := range blobs {
+				if b.blobs.Get(bl.key) == nil {
+					if err := put(b.blobs, bl.key, bl.val); err != nil {
+						return 0, fmt.Errorf("put blob of %s: %w", id, err)
+					}
+				}
+			}
+			if err := put(b.ops, key, v); err != nil {
+				return 0, fmt.Errorf("put op of %s: %w", id, err)
+			}
+		}
+		if err := put(b.results, key, r.results[i]); err != nil {
+			return 0, fmt.Errorf("put result of %s: %w", id, err)
 		}
 	}
 	for i, v := range r.events {

@@ -9,8 +9,10 @@
 //     counters, small vars) rewritten by each phase commit;
 //   - Spec, the run's immutable inputs (task, settings), written once;
 //   - the entry log: append-only, one key per entry;
-//   - the operation journal: one record per operation, written pending when
-//     the phase that asked for it commits and again when its result arrives;
+//   - the operation journal: one request record per operation, written
+//     pending when the phase that asked for it commits, and a separate
+//     result record written when its result arrives (completing an op does
+//     not write its request again);
 //   - the event log: append-only, numbered per run, read by SSE clients;
 //   - blobs: generate prompts cut into content-defined chunks of messages,
 //     each stored once by hash, so that prompts that repeat a run's history
