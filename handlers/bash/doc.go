@@ -20,7 +20,7 @@
 //
 // # Commands
 //
-// The command text is written to a private file (under os.TempDir(), one
+// The command text is written to a private file (under /dev/shm, else os.TempDir(), one
 // per shell) and the shell is sent one line that sources it:
 //
 //	{ builtin source FILE; } </dev/null 61>&- 62>&-   # inside { ...; } 2>&62

@@ -50,7 +50,7 @@ type Options struct {
 	// to run it under bwrap. It gets the bash argv and the run's work dir
 	// and returns the argv to exec. The wrapper must keep stdin, stdout,
 	// stderr (the pty) and fd 3 (the stderr pipe), and must let the shell
-	// read the per-session command file under os.TempDir(). Killing relies
+	// read the per-session command file (under /dev/shm or os.TempDir()). Killing relies
 	// on the wrapper and the shell staying in the process group started by
 	// the handler.
 	Wrap func(argv []string, workDir string) []string

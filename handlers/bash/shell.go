@@ -61,9 +61,19 @@ type shell struct {
 	carryOut, carryErr []byte
 }
 
-// newCommandDir creates the private directory that holds a shell's command file.
+// newCommandDir creates the private directory that holds a shell's command
+// file: in /dev/shm when it is usable (rewriting a file on tmpfs costs a few
+// microseconds; on a disk file system the truncate costs about 100 µs),
+// else in os.TempDir().
 func newCommandDir() (string, error) {
-	dir, err := os.MkdirTemp("", "flock-bash-")
+	base := ""
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, "flock-bash-")
+	if err != nil && base != "" {
+		dir, err = os.MkdirTemp("", "flock-bash-")
+	}
 	if err != nil {
 		return "", fmt.Errorf("command dir: %w", err)
 	}
