@@ -60,6 +60,11 @@ type BoltOptions struct {
 	// InitialMmapSize is passed to bbolt (0 = bbolt's default). A large value
 	// avoids remapping, which blocks writers while readers are open.
 	InitialMmapSize int
+	// PageSize is the page size of a new file (0 = the OS page size).
+	// An existing file keeps the page size it was created with. Small pages
+	// cut the bytes written by commits that touch many runs' scattered
+	// records; values larger than a page spill into overflow pages.
+	PageSize int
 }
 
 func (o BoltOptions) withDefaults() BoltOptions {
@@ -142,6 +147,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		// large free lists off every fsync.
 		NoFreelistSync:  true,
 		InitialMmapSize: opts.InitialMmapSize,
+		PageSize:        opts.PageSize,
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w (lock not acquired within %s)", path, ErrInUse, opts.Timeout)
