@@ -116,7 +116,7 @@ func TestLoadServerFile(t *testing.T) {
 	t.Setenv("FLOCK_TEST_TOKEN", "secret")
 	tests := []struct {
 		name, file, body, err string
-		check               func(Server) bool
+		check                 func(Server) bool
 	}{
 		{name: "yaml", file: "s.yaml", body: "addr: 0.0.0.0:9000\nplugin_dirs: [plugins]\nauth_token_env: FLOCK_TEST_TOKEN\nconcurrency: {bash: 2}\n",
 			check: func(s Server) bool {
