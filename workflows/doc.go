@@ -10,6 +10,14 @@
 // parallel under per-kind concurrency limits; journal each result the moment
 // it arrives; when all are done, start the next step.
 //
+// The result that completes a step is not given a transaction of its own:
+// it is written in the same transaction as the next phase's output
+// (committed right after that phase is called, microseconds later) or as
+// the run's end. One fsync then covers both, so a step with operations
+// costs one fsync instead of two, and the result is exactly as durable as
+// one whose own fsync is still in flight: a crash before that commit runs
+// the operation again, as it would have a moment earlier.
+//
 // # Resume
 //
 // On Start every run whose head says running is loaded again: the results

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/flockrun/flock/configs"
@@ -29,6 +30,12 @@ const maxVarsBytes = 256 << 10
 // maxErrorBytes caps the error text kept in a head.
 const maxErrorBytes = 16 << 10
 
+// carried is an op result waiting to share the next commit.
+type carried struct {
+	op    state.Op
+	event state.Event
+}
+
 // runner drives one run. Its fields are owned by the drive goroutine,
 // except ctx/cancel/done which are safe for concurrent use.
 type runner struct {
@@ -43,7 +50,14 @@ type runner struct {
 	// absorbed are entries recorded from the current step's results (log,
 	// action, observation, score, submit); the next commit appends them.
 	absorbed []phases.Entry
-	tick     time.Time // when head.Usage.Seconds was last brought up to date
+	// carry is the journal record of the op whose result completed the
+	// step, with its event: it is committed in the same transaction as
+	// what follows (the next phase's output, or the run's end), so a step
+	// costs one fsync, not two. Nil when every result was committed alone.
+	carry *carried
+	// outstanding counts the current step's ops still running.
+	outstanding atomic.Int32
+	tick        time.Time // when head.Usage.Seconds was last brought up to date
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -114,6 +128,8 @@ func (r *runner) interrupted(err error) {
 		r.pause()
 	case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
 		// Leave the run as it is in the store; the next Start resumes it.
+		// A finished result waiting for the next commit is kept.
+		r.commitCarry()
 		r.e.broker.forget(r.head.ID)
 	default:
 		r.e.log.Error("run interrupted; it resumes on the next start", "run", r.head.ID, "err", err)
@@ -131,6 +147,7 @@ func (r *runner) pause() {
 	h.UpdatedAt = now
 	c := &state.Commit{RunID: h.ID, Run: &h,
 		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused"}}}
+	r.takeCarry(c)
 	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
 		r.e.log.Error("commit pause; the run resumes on the next start", "run", h.ID, "err", err)
 	} else {
@@ -161,11 +178,16 @@ func (r *runner) collect() ([]operations.Result, error) {
 	done := make(chan int, len(r.ops))
 	running := 0
 	for i := range r.ops {
+		if r.ops[i].Status != state.OpDone || r.ops[i].Result == nil {
+			running++
+		}
+	}
+	r.outstanding.Store(int32(running))
+	for i := range r.ops {
 		if r.ops[i].Status == state.OpDone && r.ops[i].Result != nil {
 			results[i] = *r.ops[i].Result
 			continue
 		}
-		running++
 		go func(i int) {
 			results[i], errs[i] = r.dispatch(i)
 			done <- i
@@ -231,9 +253,18 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		DurationMS int64  `json:"duration_ms"`
 		Error      string `json:"error,omitempty"`
 	}{end.Sub(start).Milliseconds(), res.Error})
-	c := &state.Commit{RunID: r.head.ID, Ops: []state.Op{op},
-		Events: []state.Event{{Time: end, Type: "op", Status: status, Phase: op.Phase, Step: op.Step,
-			OpID: op.ID, Kind: string(kind), Data: data}}}
+	ev := state.Event{Time: end, Type: "op", Status: status, Phase: op.Phase, Step: op.Step,
+		OpID: op.ID, Kind: string(kind), Data: data}
+	if r.outstanding.Add(-1) == 0 {
+		// The step's last result: it shares the next commit (the next
+		// phase's output, written right after that phase is called, or the
+		// run's end), so one fsync serves both. Until then it is exactly
+		// as durable as a result whose own fsync has not finished.
+		r.ops[i] = op
+		r.carry = &carried{op: op, event: ev}
+		return res, nil
+	}
+	c := &state.Commit{RunID: r.head.ID, Ops: []state.Op{op}, Events: []state.Event{ev}}
 	// Journal even if the run was cancelled meanwhile: the result is real.
 	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
 		r.cancel(errStore)
@@ -512,6 +543,7 @@ func (r *runner) commitPhase(out phases.Output) error {
 	}{out.Next, kinds, len(entries)})
 	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries, Ops: ops,
 		Events: []state.Event{{Time: now, Type: "phase", Status: "committed", Phase: called, Step: h.Step, Data: data}}}
+	r.takeCarry(c)
 	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
 		return fmt.Errorf("%w: commit phase %s: %w", errStore, called, err)
 	}
@@ -530,6 +562,32 @@ func declared(wf *phases.Workflow, name string) []string {
 		return p.Next
 	}
 	return nil
+}
+
+// takeCarry moves the carried result, if any, into c, ahead of c's own
+// records (its event first, so events stay in the order things happened).
+func (r *runner) takeCarry(c *state.Commit) {
+	if r.carry == nil {
+		return
+	}
+	c.Ops = append([]state.Op{r.carry.op}, c.Ops...)
+	c.Events = append([]state.Event{r.carry.event}, c.Events...)
+	r.carry = nil
+}
+
+// commitCarry journals the carried result on its own (best effort: on
+// failure the op runs again after the restart).
+func (r *runner) commitCarry() {
+	if r.carry == nil {
+		return
+	}
+	c := &state.Commit{RunID: r.head.ID}
+	r.takeCarry(c)
+	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+		r.e.log.Warn("journal a finished result at stop; it runs again after the restart", "run", r.head.ID, "err", err)
+		return
+	}
+	r.e.broker.publish(r.head.ID, c.Events)
 }
 
 // finishPending ends the run as its last phase asked.
@@ -576,6 +634,7 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	entries := appendEntries(&h, h.Phase, r.absorbed)
 	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries,
 		Events: []state.Event{{Time: now, Type: "run", Status: string(status), Message: reason}}}
+	r.takeCarry(c)
 	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
 		r.e.log.Error("commit run end; it resumes on the next start", "run", h.ID, "err", err)
 		r.e.broker.forget(h.ID)
