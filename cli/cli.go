@@ -73,9 +73,9 @@ Usage:
         Run one workflow to the end in-process with live progress; exit 0 on success.
   flock rollout --config FILE [--data DIR] [--output-dir DIR] [--max-tasks N] [--num-chains N] ...
         Run a benchmark rollout in-process with a progress bar and a summary table.
-  flock --workflow NAME --settings FILE [--task TEXT] [serve flags]
+  flock --workflow NAME --settings FILE [--task TEXT] [--exit] [serve flags]
         Serve and immediately start that workflow (Flock style). --workflow listen
-        (the default) starts nothing.
+        (the default) starts nothing; --exit ends the process with the run.
   flock version
 
 Run "flock COMMAND -h" for the flags of a command.

@@ -92,3 +92,11 @@ func TestServeConfigFile(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+func TestLaunchAndExit(t *testing.T) {
+	code, out, errs := run(t, "--workflow", "script", "--settings", "../configs/examples/script.json",
+		"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--exit", "--log-level", "warn")
+	if code != 0 || !strings.Contains(out, "started run") || !strings.Contains(out, "succeeded (completed)") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -89,6 +90,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&wf, "workflow", "listen", "workflow to start once the server is up; listen starts nothing")
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML)")
 	fs.StringVar(&taskText, "task", "", "task text for the run")
+	exit := fs.Bool("exit", false, "exit when the started run ends (status 0 only if it succeeded), as Flock did after submit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,13 +107,27 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) error {
+	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) (<-chan error, error) {
 		h, err := a.Executor.StartRun(ctx, req)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(stdout, "started run %s (workflow %s)\n", h.ID, h.Workflow)
-		return nil
+		if !*exit {
+			return nil, nil
+		}
+		done := make(chan error, 1)
+		go func() { // owned: serveUntilDone waits for done or for ctx, which ends Wait
+			end, err := a.Executor.Wait(ctx, h.ID)
+			if err == nil {
+				printResult(stdout, end)
+				if end.Status != state.StatusSucceeded {
+					err = errRunFailed
+				}
+			}
+			done <- err
+		}()
+		return done, nil
 	})
 }
 
@@ -128,7 +144,10 @@ func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, er
 	return req, nil
 }
 
-func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdout, stderr io.Writer, after func(context.Context, *app.App) error) error {
+// serveUntilDone serves until ctx ends. after, if set, runs once the
+// server is up; when it returns a non-nil done channel, serving also ends
+// when that channel yields, with its error.
+func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error)) error {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return err
@@ -150,14 +169,22 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdou
 		return errors.Join(err, a.Close(context.Background()))
 	}
 	fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, %d runs resumed)\n", addr, a.Config.DataDir, a.Config.Mode, len(a.Executor.Active()))
+	var done <-chan error
 	if after != nil {
-		if err := after(ctx, a); err != nil {
+		if done, err = after(ctx, a); err != nil {
 			fmt.Fprintf(stderr, "flock: %v\n", err)
 		}
 	}
-	<-ctx.Done()
-	fmt.Fprintln(stdout, "flock: shutting down; unfinished runs resume on the next start")
+	var runErr error
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "flock: shutting down; unfinished runs resume on the next start")
+		if done != nil {
+			<-done // the waiter returns as soon as ctx is done
+		}
+	case runErr = <-done:
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return errors.Join(srv.Shutdown(sctx), a.Close(sctx))
+	return errors.Join(runErr, srv.Shutdown(sctx), a.Close(sctx))
 }
