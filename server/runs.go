@@ -289,22 +289,7 @@ func (s *Server) listOps(c echo.Context) error {
 // its children and returns once the run has ended; a run that had already
 // ended gives 409.
 func (s *Server) cancelRun(c echo.Context) error {
-	id := c.Param("id")
-	ctx := c.Request().Context()
-	if err := s.ex.Cancel(ctx, id); err != nil {
-		re := &runError{id: id, err: err}
-		if errors.Is(err, workflows.ErrEnded) {
-			if head, herr := s.ex.Store().Run(ctx, id); herr == nil {
-				re.status = head.Status
-			}
-		}
-		return re
-	}
-	head, err := s.ex.Store().Run(ctx, id)
-	if err != nil {
-		return &runError{id: id, err: err}
-	}
-	return c.JSON(http.StatusOK, runStatus{RunID: head.ID, Status: head.Status})
+	return s.control(c, s.ex.Cancel)
 }
 
 // pauseRun answers POST /runs/:id/pause: the run (and its running
