@@ -84,21 +84,11 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, level)
+	a, closeApp, err := openApp(ctx, cfg, level, stderr, "rollout")
 	if err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Close(cctx); err != nil {
-			fmt.Fprintf(stderr, "flock rollout: close: %v\n", err)
-		}
-	}()
+	defer closeApp()
 	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: rollout.Name, Settings: settings})
 	if err != nil {
 		return err

@@ -43,21 +43,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, level)
+	a, closeApp, err := openApp(ctx, cfg, level, stderr, "run")
 	if err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Close(cctx); err != nil {
-			fmt.Fprintf(stderr, "flock run: close: %v\n", err)
-		}
-	}()
+	defer closeApp()
 	h, err := a.Executor.StartRun(ctx, req)
 	if err != nil {
 		return err
@@ -156,4 +146,24 @@ func printResult(w io.Writer, h state.Run) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// openApp opens an App for an in-process command and returns the function
+// that closes it, reporting a close error on stderr.
+func openApp(ctx context.Context, cfg configs.Server, level string, stderr io.Writer, cmd string) (*app.App, func(), error) {
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.Close(cctx); err != nil {
+			fmt.Fprintf(stderr, "flock %s: close: %v\n", cmd, err)
+		}
+	}, nil
 }
