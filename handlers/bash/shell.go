@@ -127,6 +127,7 @@ func startShell(argv []string, workDir, dir string, env []string) (_ *shell, err
 	// A new session whose controlling terminal is the pty: the shell leads
 	// its own process group, so kill(-pid) reaches every child left in it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	dieWithServer(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}

@@ -71,6 +71,7 @@ func startInterp(ctx context.Context, argv []string, workDir string, env []strin
 	cmd.Stderr = out
 	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithServer(cmd.SysProcAttr)
 	err = cmd.Start()
 	reqR.Close()
 	respW.Close()
