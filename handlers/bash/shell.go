@@ -321,32 +321,30 @@ func (sh *shell) wait(ctx context.Context, closing <-chan struct{}, timeout <-ch
 // interrupt sends SIGINT to the foreground job (the whole group, job
 // control being off), asks the shell for a marker once the command line
 // is abandoned, and waits up to interruptGrace for it so that output the
-// command prints on its way out is kept. The newlines an interactive bash
-// prints when its foreground job dies of SIGINT are not output of the
-// command: a lone newline that is all that arrived after the signal is
-// dropped, and repeated trailing newlines that arrived after it collapse
-// to one.
+// command prints on its way out is kept. The newline an interactive bash
+// prints when its foreground job dies of SIGINT is not output of the
+// command: the line breaks (CR or LF bytes) that end what arrived after
+// the signal are dropped, and one newline is put back when there were
+// several (the command's own final newline plus bash's).
 func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 	before := c.outSc.fed
 	defer func() {
 		if !c.outSc.Done {
 			return
 		}
-		if c.out.total == before+1 {
-			if b, ok := c.out.last(); ok && b == '\n' {
-				c.out.dropLast()
+		newlines := 0
+		for c.out.total > before {
+			b, ok := c.out.last()
+			if !ok || (b != '\n' && b != '\r') {
+				break
 			}
-			return
-		}
-		for c.out.total > before+1 {
-			if b, ok := c.out.last(); !ok || b != '\n' {
-				return
+			if b == '\n' {
+				newlines++
 			}
 			c.out.dropLast()
-			if b, ok := c.out.last(); !ok || b != '\n' {
-				c.out.Write([]byte{'\n'})
-				return
-			}
+		}
+		if newlines > 1 {
+			c.out.Write([]byte{'\n'})
 		}
 	}()
 	sh.signal(syscall.SIGINT)
