@@ -342,6 +342,15 @@ func (e *Executor) Cancel(ctx context.Context, id string) error {
 	if head.Status.Terminal() {
 		return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
 	}
+	// Stop the run itself first, so that a child ending as cancelled
+	// cannot complete the parent's step and let it run on; then its
+	// children; then wait for it.
+	e.mu.Lock()
+	r := e.runs[id]
+	e.mu.Unlock()
+	if r != nil {
+		r.cancel(errCancelled)
+	}
 	children, err := e.store.Children(ctx, id)
 	if err != nil {
 		return err
@@ -351,11 +360,7 @@ func (e *Executor) Cancel(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	e.mu.Lock()
-	r := e.runs[id]
-	e.mu.Unlock()
 	if r != nil {
-		r.cancel(errCancelled)
 		select {
 		case <-r.done:
 		case <-ctx.Done():

@@ -327,7 +327,7 @@ func (sh *shell) wait(ctx context.Context, closing <-chan struct{}, timeout <-ch
 // the signal are dropped, and one newline is put back when there were
 // several (the command's own final newline plus bash's).
 func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
-	before := c.outSc.fed
+	before := c.out.total // bytes emitted so far (the scanner may still hold a few)
 	defer func() {
 		if !c.outSc.Done {
 			return
