@@ -23,6 +23,7 @@ func TestParseRunSettings(t *testing.T) {
 		{name: "provider", doc: `{"models":{"m":{"provider":"magic"}}}`, err: "models.m.provider"},
 		{name: "script required", doc: `{"models":{"m":{"provider":"scripted"}}}`, err: "models.m.script: required"},
 		{name: "key in place of env name", doc: `{"models":{"m":{"api_key_env":"sk-abc"}}}`, err: "must name an environment variable"},
+		{name: "inline key", doc: `{"models":{"m":{"api_key":"sk-abc"}}}`, err: "models.m.api_key: API keys do not belong in settings"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

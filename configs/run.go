@@ -206,11 +206,38 @@ func ParseRunSettings(doc json.RawMessage) (*RunSettings, error) {
 			return nil, fmt.Errorf("%w: %s", ErrInvalid, describeJSONError(err))
 		}
 	}
+	if err := rejectInlineKeys(doc); err != nil {
+		return nil, err
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	s.ApplyDefaults()
 	return s, nil
+}
+
+// rejectInlineKeys refuses API keys written into a settings document:
+// settings are stored with the run, and keys must never reach the store.
+func rejectInlineKeys(doc json.RawMessage) error {
+	var top struct {
+		Models map[string]map[string]json.RawMessage `json:"models"`
+	}
+	if json.Unmarshal(doc, &top) != nil {
+		return nil // the typed decode reports malformed documents
+	}
+	names := make([]string, 0, len(top.Models))
+	for n := range top.Models {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, k := range []string{"api_key", "key", "token", "authorization"} {
+			if _, ok := top.Models[n][k]; ok {
+				return fieldErr("models."+n+"."+k, "API keys do not belong in settings (they are stored with the run): export the key and name the variable in api_key_env")
+			}
+		}
+	}
+	return nil
 }
 
 // LoadSettingsFile reads a settings document from a .json, .yaml or .yml
