@@ -63,6 +63,8 @@ Usage:
         Serve the HTTP API; resumes unfinished runs on start.
   flock run --workflow NAME --settings FILE [--task TEXT] [--data DIR] [--mode ...]
         Run one workflow to the end in-process with live progress; exit 0 on success.
+  flock run --resume RUN_ID [--data DIR]
+        Follow an interrupted (or paused) run of the data directory to its end.
   flock rollout --config FILE [--data DIR] [--output-dir DIR] [--max-tasks N] [--num-chains N] ...
         Run a benchmark rollout in-process with a progress bar and a summary table.
   flock --workflow NAME --settings FILE [--task TEXT] [--exit] [serve flags]

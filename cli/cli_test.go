@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -98,5 +99,42 @@ func TestLaunchAndExit(t *testing.T) {
 		"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--exit", "--log-level", "warn")
 	if code != 0 || !strings.Contains(out, "started run") || !strings.Contains(out, "succeeded (completed)") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+// TestRunResume interrupts `flock run` in the middle of a run, then
+// finishes the same run with `flock run --resume`.
+func TestRunResume(t *testing.T) {
+	data := t.TempDir()
+	settings := filepath.Join(t.TempDir(), "slow.json")
+	if err := os.WriteFile(settings, []byte(`{"commands":["echo one","touch started; sleep 1","echo three"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() { done <- Main(ctx, []string{"run", "--workflow", "script", "--settings", settings, "--data", data}, &out, &errb) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(data, "runs", "*", "started")); len(m) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second command never started\n%s\n%s", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 1 || !strings.Contains(errb.String(), "flock run --resume") {
+		t.Fatalf("interrupted run: exit %d\n%s", code, errb.String())
+	}
+	id := strings.Fields(strings.TrimPrefix(out.String(), "run "))[0]
+	id = strings.TrimSuffix(id, ":")
+	code, stdout, errs := run(t, "run", "--resume", id, "--data", data)
+	if code != 0 || !strings.Contains(stdout, "succeeded") || !strings.Contains(stdout, `"commands":3`) {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, errs)
+	}
+	if code, _, errs := run(t, "run", "--resume", "nosuchrun", "--data", data); code != 1 || !strings.Contains(errs, "not found") {
+		t.Fatalf("resume unknown: exit %d %s", code, errs)
 	}
 }

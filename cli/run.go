@@ -12,6 +12,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
 	"golang.org/x/term"
 )
 
@@ -19,7 +20,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
-	var level, wf, settingsPath, taskText string
+	var level, wf, settingsPath, taskText, resume string
 	var quiet bool
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
@@ -30,26 +31,43 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML)")
 	fs.StringVar(&taskText, "task", "", "task text")
 	fs.BoolVar(&quiet, "quiet", false, "print only the result")
+	fs.StringVar(&resume, "resume", "", "follow an existing run of the data directory to its end instead of starting one (an interrupted run resumes where it stopped; a paused one is resumed)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	if settingsPath == "" && wf == "" {
+	if resume != "" && (settingsPath != "" || wf != "" || taskText != "") {
+		return fmt.Errorf("%w: --resume takes no --workflow, --settings or --task", errUsage)
+	}
+	if resume == "" && settingsPath == "" && wf == "" {
 		return fmt.Errorf("%w: --workflow or --settings is required", errUsage)
 	}
-	req, err := startRequest(wf, settingsPath, taskText)
-	if err != nil {
-		return err
+	var req workflows.StartRequest
+	if resume == "" {
+		var err error
+		if req, err = startRequest(wf, settingsPath, taskText); err != nil {
+			return err
+		}
 	}
 	a, closeApp, err := openApp(ctx, cfg, level, stderr, "run")
 	if err != nil {
 		return err
 	}
 	defer closeApp()
-	h, err := a.Executor.StartRun(ctx, req)
-	if err != nil {
+	var h state.Run
+	if resume != "" {
+		// Opening the app resumed every running run; a paused one needs a word.
+		if h, err = a.Store.Run(ctx, resume); err != nil {
+			return err
+		}
+		if h.Status == state.StatusPaused {
+			if err := a.Executor.Resume(ctx, resume); err != nil {
+				return err
+			}
+		}
+	} else if h, err = a.Executor.StartRun(ctx, req); err != nil {
 		return err
 	}
 	var p *progress
@@ -60,7 +78,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	end, err := follow(ctx, a, h.ID, p)
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "flock run: interrupted; run %s stays resumable (flock serve --data %s resumes it)\n", h.ID, a.Config.DataDir)
+			fmt.Fprintf(stderr, "flock run: interrupted; run %s stays resumable: flock run --resume %s --data %s\n", h.ID, h.ID, a.Config.DataDir)
 		}
 		return err
 	}
