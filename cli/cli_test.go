@@ -113,7 +113,9 @@ func TestRunResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb bytes.Buffer
 	done := make(chan int)
-	go func() { done <- Main(ctx, []string{"run", "--workflow", "script", "--settings", settings, "--data", data}, &out, &errb) }()
+	go func() {
+		done <- Main(ctx, []string{"run", "--workflow", "script", "--settings", settings, "--data", data}, &out, &errb)
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if m, _ := filepath.Glob(filepath.Join(data, "runs", "*", "started")); len(m) == 1 {
