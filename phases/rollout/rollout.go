@@ -117,6 +117,17 @@ func getState(s phases.State) (runState, error) {
 	return st, err
 }
 
+// load reads the settings and the rollout's state var, which every phase
+// after Init needs.
+func load(in phases.Input) (Settings, runState, error) {
+	s, err := ParseSettings(in.Run.Settings)
+	if err != nil {
+		return s, runState{}, err
+	}
+	st, err := getState(in.State)
+	return s, st, err
+}
+
 // Init names the output files after the start time and reads the
 // benchmark and the manifest of an earlier rollout.
 func Init(in phases.Input) (phases.Output, error) {
@@ -141,11 +152,7 @@ func Init(in phases.Input) (phases.Output, error) {
 // Load parses and selects the tasks, then reads the earlier results when
 // the manifest names an earlier rollout, or plans every sample.
 func Load(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
-	st, err := getState(in.State)
+	s, st, err := load(in)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -225,11 +232,7 @@ func selectTasks(all []Task, s Settings) ([]Task, error) {
 // Resume keeps the finished samples of the earlier rollout and plans the
 // rest.
 func Resume(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
-	st, err := getState(in.State)
+	s, st, err := load(in)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -374,11 +377,7 @@ func spawnRound(in phases.Input, s Settings, st runState, out phases.Output, tas
 // (rewriting the evaluation and summary files with the rows so far) or
 // finishes.
 func Run(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
-	st, err := getState(in.State)
+	s, st, err := load(in)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -593,11 +592,7 @@ func finalize(in phases.Input, s Settings, st runState, out phases.Output, fresh
 // Done checks the final writes and ends the run with the summary as its
 // result. The run fails when a lane failed or a file could not be written.
 func Done(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
-	st, err := getState(in.State)
+	s, st, err := load(in)
 	if err != nil {
 		return phases.Output{}, err
 	}
