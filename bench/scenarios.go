@@ -147,13 +147,30 @@ func (e *engine) runAll(wf string, settings any, runs int) (time.Duration, error
 	}
 	ctx := context.Background()
 	start := time.Now()
+	// Start the runs from several goroutines, as many clients would: their
+	// creation commits are grouped like any others, so all runs are live
+	// together instead of the first ones finishing while the last are made.
 	ids := make([]string, runs)
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(runs, 64); w++ {
+		wg.Go(func() {
+			for i := range next {
+				h, err := e.ex.StartRun(ctx, workflows.StartRequest{Workflow: wf, Settings: doc})
+				ids[i], errs[i] = h.ID, err
+			}
+		})
+	}
 	for i := range ids {
-		h, err := e.ex.StartRun(ctx, workflows.StartRequest{Workflow: wf, Settings: doc})
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return 0, err
 		}
-		ids[i] = h.ID
 	}
 	for _, id := range ids {
 		h, err := e.ex.Wait(ctx, id)
