@@ -371,3 +371,51 @@ func progressed(before, after []int) bool {
 	}
 	return true
 }
+
+// TestGracefulShutdown stops the server with SIGTERM while a run is in
+// the middle of a command: the process exits 0, the run stays running in
+// the store, and the next start finishes it.
+func TestGracefulShutdown(t *testing.T) {
+	data, addr := t.TempDir(), freePort(t)
+	p := startServer(t, data, addr)
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	marker := filepath.Join(t.TempDir(), "started")
+	if code := p.do("POST", "/start_workflow", map[string]any{"workflow": "script", "settings": map[string]any{
+		"commands": []string{"touch " + marker + "; sleep 2", "echo after"}}}, &started); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("server exit after SIGTERM: %v\n%s", err, p.out.String())
+	}
+	if !strings.Contains(p.out.String(), "unfinished runs resume on the next start") {
+		t.Fatalf("no shutdown message:\n%s", p.out.String())
+	}
+	st, err := state.OpenBolt(filepath.Join(data, "flock.db"), state.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := st.Run(context.Background(), started.RunID)
+	st.Close()
+	if err != nil || h.Status != state.StatusRunning {
+		t.Fatalf("after shutdown: %v %s", err, h.Status)
+	}
+	p = startServer(t, data, addr)
+	if end := waitEnded(t, p, started.RunID, 30*time.Second); end.Status != "succeeded" {
+		t.Fatalf("after restart: %+v", end)
+	}
+}
