@@ -22,6 +22,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/telemetry"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -32,6 +33,8 @@ type App struct {
 	Executor *workflows.Executor
 	Registry *phases.Registry
 	Log      *slog.Logger
+	// Metrics are the Prometheus metrics (served at GET /metrics).
+	Metrics *telemetry.Metrics
 }
 
 // Open builds an App from cfg and resumes the unfinished runs in its data
@@ -72,7 +75,15 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 	for _, k := range task.Kinds() {
 		hs[k] = th
 	}
-	ex, err := workflows.New(workflows.Config{
+	var ex *workflows.Executor
+	mx := telemetry.New(st, func() int {
+		if ex == nil {
+			return 0
+		}
+		return len(ex.Active())
+	})
+	ex, err = workflows.New(workflows.Config{
+		Observer:    mx,
 		Store:       st,
 		Registry:    reg,
 		Handlers:    hs,
@@ -95,7 +106,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 	if err := ex.Start(ctx); err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log}, nil
+	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx}, nil
 }
 
 // Close stops the executor (unfinished runs stay resumable) and closes the store.

@@ -164,6 +164,7 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdou
 	if err != nil {
 		return errors.Join(err, a.Close(context.Background()))
 	}
+	srv.Mount("/metrics", a.Metrics.Handler())
 	addr, err := srv.Start()
 	if err != nil {
 		return errors.Join(err, a.Close(context.Background()))

@@ -183,6 +183,18 @@ func TestServeStartAndFinish(t *testing.T) {
 	if len(entries.Entries) != 2 || !strings.Contains(string(entries.Entries[1].Data), `"stdout":"/tmp`) {
 		t.Fatalf("entries = %+v", entries.Entries)
 	}
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`flock_runs_ended_total{status="succeeded",workflow="script"} 1`,
+		`flock_operations_total{kind="bash",outcome="ok"} 2`, "flock_store_transactions_total"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Fatalf("/metrics lacks %q:\n%s", want, metrics)
+		}
+	}
 }
 
 func waitEnded(t testing.TB, p *proc, id string, d time.Duration) head {

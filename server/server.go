@@ -84,6 +84,13 @@ func New(cfg configs.Server, ex *workflows.Executor, logger *slog.Logger) (*Serv
 	return s, nil
 }
 
+// Mount serves h at GET path, behind the same middleware (and bearer
+// token) as the API. Call it before Start; the command line mounts the
+// Prometheus metrics at /metrics.
+func (s *Server) Mount(path string, h http.Handler) {
+	s.e.GET(path, echo.WrapHandler(h))
+}
+
 // Handler returns the server's routes with all middleware, for use with
 // httptest or an outer mux.
 func (s *Server) Handler() http.Handler { return s.e }

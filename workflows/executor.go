@@ -38,7 +38,31 @@ type Config struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now); tests inject their own.
 	Now func() time.Time
+	// Observer, if set, is told about runs, phases and operations (metrics).
+	// Its methods are called on the runs' goroutines and must not block.
+	Observer Observer
 }
+
+// Observer watches the executor's work, for metrics. Implementations must
+// be safe for concurrent use and fast.
+type Observer interface {
+	// RunStarted is called when a run is created or loaded to be driven.
+	RunStarted(workflow string, resumed bool)
+	// RunEnded is called when a run ends (succeeded, failed, cancelled).
+	RunEnded(workflow string, status state.Status)
+	// PhaseCommitted is called after each phase commit.
+	PhaseCommitted(workflow, phase string)
+	// OpFinished is called when an operation returns (ok reports no error).
+	OpFinished(kind operations.Kind, ok bool, d time.Duration)
+}
+
+// nopObserver is the Observer used when none is configured.
+type nopObserver struct{}
+
+func (nopObserver) RunStarted(string, bool)                         {}
+func (nopObserver) RunEnded(string, state.Status)                   {}
+func (nopObserver) PhaseCommitted(string, string)                   {}
+func (nopObserver) OpFinished(operations.Kind, bool, time.Duration) {}
 
 // Executor drives runs. It is safe for concurrent use.
 type Executor struct {
@@ -76,6 +100,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	e := &Executor{
 		cfg:    cfg,
@@ -325,6 +352,7 @@ func (e *Executor) launch(r *runner) bool {
 		return false
 	}
 	e.runs[r.head.ID] = r
+	e.cfg.Observer.RunStarted(r.head.Workflow, r.resumed)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

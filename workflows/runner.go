@@ -238,6 +238,7 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		return res, nil
 	}
 	end := r.e.now().UTC()
+	r.e.cfg.Observer.OpFinished(kind, res.Error == "", end.Sub(start))
 	op.Status = state.OpDone
 	op.Result = &res
 	op.Attempts++
@@ -549,6 +550,7 @@ func (r *runner) commitPhase(out phases.Output) error {
 	}
 	r.tick = r.e.now()
 	r.head = h
+	r.e.cfg.Observer.PhaseCommitted(h.Workflow, called)
 	r.entries = append(r.entries, entries...)
 	r.ops = ops
 	r.absorbed = r.absorbed[:0]
@@ -641,6 +643,7 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 		return
 	}
 	r.head = h
+	r.e.cfg.Observer.RunEnded(h.Workflow, status)
 	r.e.broker.publish(h.ID, c.Events)
 	r.e.broker.end(h.ID)
 	r.e.closeRunResources(h.ID)
