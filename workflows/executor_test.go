@@ -382,7 +382,7 @@ func TestResumeAfterStop(t *testing.T) {
 		t.Fatalf("end = %s %s %q", end.Status, end.Result, end.Error)
 	}
 	for i := 0; i < 3; i++ {
-		id := workflows.OpID(h.ID, 1, i)
+		id := state.OpID(h.ID, 1, i)
 		if n := b.count(id); n != 2 {
 			t.Fatalf("op %s ran %d times, want 2 (once before the stop, once after)", id, n)
 		}
@@ -408,7 +408,7 @@ func TestResumeSkipsJournaledOps(t *testing.T) {
 	})
 	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindBash: h})
 	run := e.start("fanout", "", "")
-	first := workflows.OpID(run.ID, 1, 0)
+	first := state.OpID(run.ID, 1, 0)
 	waitFor(t, "first op journaled", func() bool {
 		ops, _ := e.store.StepOps(context.Background(), run.ID, 1)
 		return len(ops) == 2 && ops[0].Status == state.OpDone
@@ -662,7 +662,7 @@ func TestSubscribeTree(t *testing.T) {
 	plain, unplain := e.ex.Subscribe(h.ID)
 	defer unplain()
 	close(gate)
-	child := workflows.ChildID(workflows.OpID(h.ID, 1, 0))
+	child := workflows.ChildID(state.OpID(h.ID, 1, 0))
 	var fromChild, childStarts int
 	for ev := range tree {
 		switch {

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/flockrun/flock/state"
 )
 
 const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -54,11 +52,6 @@ var idClock struct {
 	mu  sync.Mutex
 	ms  uint64
 	seq uint64
-}
-
-// OpID is the journal id of operation index of step in run.
-func OpID(run string, step uint64, index int) string {
-	return state.OpID(run, step, index)
 }
 
 // ChildID derives the id of a child run from the op that spawned it, so a

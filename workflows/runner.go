@@ -533,7 +533,7 @@ func (r *runner) commitPhase(out phases.Output) error {
 	ops := make([]state.Op, len(out.Ops))
 	kinds := make([]string, len(out.Ops))
 	for i, req := range out.Ops {
-		ops[i] = state.Op{ID: OpID(h.ID, h.Step, i), RunID: h.ID, Step: h.Step, Index: i, Phase: called,
+		ops[i] = state.Op{ID: state.OpID(h.ID, h.Step, i), RunID: h.ID, Step: h.Step, Index: i, Phase: called,
 			Status: state.OpPending, Request: req, CreatedAt: now}
 		kinds[i] = string(req.Kind)
 	}
