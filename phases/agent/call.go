@@ -241,17 +241,27 @@ func list(raw json.RawMessage) ([]map[string]json.RawMessage, bool) {
 	return nil, false
 }
 
-func checkRatings(a map[string]json.RawMessage) (any, error) {
-	raw, ok := a["ratings"]
+// listArg reads the non-empty array argument key; shape describes its
+// items for the error message.
+func listArg(a map[string]json.RawMessage, key, shape string) ([]map[string]json.RawMessage, error) {
+	raw, ok := a[key]
 	if !ok {
-		return nil, fmt.Errorf(`missing "ratings"`)
+		return nil, fmt.Errorf(`missing %q`, key)
 	}
 	items, ok := list(raw)
 	if !ok {
-		return nil, fmt.Errorf(`"ratings" must be an array of {option_index, rating, comment}`)
+		return nil, fmt.Errorf(`%q must be an array of %s`, key, shape)
 	}
 	if len(items) == 0 {
-		return nil, fmt.Errorf(`"ratings" is empty`)
+		return nil, fmt.Errorf(`%q is empty`, key)
+	}
+	return items, nil
+}
+
+func checkRatings(a map[string]json.RawMessage) (any, error) {
+	items, err := listArg(a, "ratings", "{option_index, rating, comment}")
+	if err != nil {
+		return nil, err
 	}
 	out := RateOptionsArgs{Ratings: make([]Rating, 0, len(items))}
 	for i, it := range items {
@@ -271,16 +281,9 @@ func checkRatings(a map[string]json.RawMessage) (any, error) {
 }
 
 func checkAgents(a map[string]json.RawMessage) (any, error) {
-	raw, ok := a["agents"]
-	if !ok {
-		return nil, fmt.Errorf(`missing "agents"`)
-	}
-	items, ok := list(raw)
-	if !ok {
-		return nil, fmt.Errorf(`"agents" must be an array of {task, approach, include_task_description}`)
-	}
-	if len(items) == 0 {
-		return nil, fmt.Errorf(`"agents" is empty`)
+	items, err := listArg(a, "agents", "{task, approach, include_task_description}")
+	if err != nil {
+		return nil, err
 	}
 	out := LaunchSubagentsArgs{Agents: make([]SubagentSpec, 0, len(items))}
 	for i, it := range items {
