@@ -241,14 +241,7 @@ func (s *Server) listEntries(c echo.Context) error {
 	if err != nil {
 		return &runError{id: head.ID, err: err}
 	}
-	next := ""
-	if len(entries) > limit {
-		entries = entries[:limit]
-		next = strconv.FormatUint(entries[limit-1].Seq, 10)
-	}
-	if entries == nil {
-		entries = []phases.Entry{}
-	}
+	entries, next := page(entries, limit, func(e phases.Entry) string { return strconv.FormatUint(e.Seq, 10) })
 	return c.JSON(http.StatusOK, struct {
 		Entries []phases.Entry `json:"entries"`
 		Next    string         `json:"next"`
@@ -271,18 +264,25 @@ func (s *Server) listOps(c echo.Context) error {
 	if err != nil {
 		return &runError{id: head.ID, err: err}
 	}
-	next := ""
-	if len(ops) > limit {
-		ops = ops[:limit]
-		next = ops[limit-1].ID
-	}
-	if ops == nil {
-		ops = []state.Op{}
-	}
+	ops, next := page(ops, limit, func(op state.Op) string { return op.ID })
 	return c.JSON(http.StatusOK, struct {
 		Ops  []state.Op `json:"ops"`
 		Next string     `json:"next"`
 	}{ops, next})
+}
+
+// page cuts items, read with limit+1 to learn whether more follow, to
+// limit and returns the cursor of the next page ("" when there is none).
+// It never returns nil, so the JSON is an empty list rather than null.
+func page[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
+	if len(items) > limit {
+		items = items[:limit]
+		return items, cursor(items[limit-1])
+	}
+	if items == nil {
+		items = []T{}
+	}
+	return items, ""
 }
 
 // cancelRun answers POST /runs/:id/cancel. The executor cancels the run and
