@@ -19,7 +19,7 @@ import (
 // serverFlags registers the flags shared by serve and launch. Call
 // applyConfigFile after parsing.
 func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
-	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes); flags win")
+	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models); flags win")
 	fs.StringVar(&cfg.Addr, "addr", configs.DefaultAddr, "listen address")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
@@ -59,6 +59,10 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
 	}
 	cfg.MaxBodyBytes = file.MaxBodyBytes
 	cfg.Concurrency = file.Concurrency
+	cfg.AllowedOrigins = file.AllowedOrigins
+	cfg.PublicNames = file.PublicNames
+	cfg.ReadRoots = file.ReadRoots
+	cfg.Models = file.Models
 	return nil
 }
 

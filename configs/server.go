@@ -38,6 +38,31 @@ type Server struct {
 	// Concurrency caps concurrent operations per kind across all runs
 	// (defaults in DefaultConcurrency).
 	Concurrency map[string]int `json:"concurrency,omitempty"`
+
+	// AllowedOrigins lists the browser origins (scheme://host[:port]) that
+	// may call the API besides the server's own. A request carrying any
+	// other Origin header is refused with 403.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+	// PublicNames lists the host names (or addresses) the server answers to
+	// besides loopback names and addresses. A request whose Host header is
+	// anything else is refused on every route (DNS-rebinding defence).
+	PublicNames []string `json:"public_names,omitempty"`
+	// ReadRoots lists directories that runs may read files from besides
+	// their own work directory (read_file, react's system_prompt_file,
+	// rollout's data_path, the scripted provider's script). Writes stay
+	// beneath the work directory.
+	ReadRoots []string `json:"read_roots,omitempty"`
+	// Models holds the operator's limits per model, keyed by model name or
+	// by base URL. They protect a shared endpoint: a run's own settings may
+	// only tighten them for itself.
+	Models map[string]ModelLimits `json:"models,omitempty"`
+}
+
+// ModelLimits are the operator's server-wide limits for one model
+// endpoint; 0 means unlimited.
+type ModelLimits struct {
+	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
+	MaxConcurrency    int `json:"max_concurrency,omitempty"`
 }
 
 // LoadServerFile reads a server settings file (.json, .yaml or .yml).
