@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/operations"
@@ -21,6 +22,13 @@ type Env struct {
 	Usage func() (operations.RunUsage, operations.RunLimits)
 	// State is the run's state as of the start of the current step.
 	State phases.State
+	// Waiting, when not nil, tells the run that this operation is held by
+	// something outside its control (a rate limit, a retry backoff) until
+	// the given time: the run publishes an event and its head shows the
+	// reason and the time while the wait lasts. A zero until ends the wait.
+	// Handlers must call it before a wait of more than a second and end it
+	// after; it is safe for concurrent use.
+	Waiting func(reason string, until time.Time)
 }
 
 // Handler runs one kind of operation.
