@@ -62,6 +62,8 @@ func (s *Server) describe(err error, c echo.Context) (int, string) {
 		return http.StatusBadRequest, s.unknownWorkflow(err)
 	case errors.Is(err, workflows.ErrBadRequest):
 		return http.StatusBadRequest, trimSentinel(err, workflows.ErrBadRequest)
+	case errors.Is(err, state.ErrNoSpace):
+		return http.StatusInsufficientStorage, err.Error() + ": free space on that disk and try again"
 	case errors.Is(err, workflows.ErrStopped):
 		return http.StatusServiceUnavailable, "the executor is stopped (the server is shutting down)"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

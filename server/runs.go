@@ -45,6 +45,11 @@ type runView struct {
 	CreatedAt time.Time            `json:"created_at"`
 	UpdatedAt time.Time            `json:"updated_at"`
 	EndedAt   *time.Time           `json:"ended_at,omitempty"`
+	// Stalled and Waiting say what holds a live run (workflows.Live): a
+	// commit retried for lack of disk space, operations waiting on a rate
+	// limit. Absent when nothing does.
+	Stalled string           `json:"stalled,omitempty"`
+	Waiting []workflows.Wait `json:"waiting,omitempty"`
 }
 
 func viewRun(r state.Run) runView {
@@ -218,7 +223,12 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, viewRun(head))
+	v := viewRun(head)
+	if !head.Status.Terminal() {
+		live := s.ex.Live(head.ID)
+		v.Stalled, v.Waiting = live.Stalled, live.Waiting
+	}
+	return c.JSON(http.StatusOK, v)
 }
 
 // listEntries answers GET /runs/:id/entries: the entry log oldest first,

@@ -244,7 +244,9 @@ func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
 	return fmt.Errorf("handler panic: %v", err)
 }
 
-// health answers GET /health.
+// health answers GET /health: {"status":"ok"}, or, while some run cannot
+// commit (a full disk), {"status":"degraded","reason":...,"stalled_runs":N}
+// still with 200: the server answers and runs go on once space is back.
 func (s *Server) health(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	return c.JSON(http.StatusOK, s.ex.Health())
 }

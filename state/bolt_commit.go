@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/flockrun/flock/phases"
 	bolt "go.etcd.io/bbolt"
@@ -334,6 +335,40 @@ func (s *BoltStore) applyBatch(batch []*commitReq) {
 	}
 }
 
+// classify marks a failed transaction's error with ErrNoSpace when the
+// disk was full, naming the file, so that callers can wait and retry.
+func (s *BoltStore) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if IsNoSpace(err) {
+		return &noSpaceError{path: s.path, err: err}
+	}
+	return err
+}
+
+// IsNoSpace reports whether err is a full disk or an exceeded quota.
+func IsNoSpace(err error) bool {
+	return errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// noSpaceError is a write that failed for lack of space on the disk that
+// holds path. It matches ErrNoSpace and the underlying error.
+type noSpaceError struct {
+	path string
+	err  error
+}
+
+func (e *noSpaceError) Error() string {
+	return "no space left on the disk holding " + e.path
+}
+
+func (e *noSpaceError) Unwrap() []error { return []error{ErrNoSpace, e.err} }
+
+// NoSpace wraps err, a failed write beneath path, so that it matches
+// ErrNoSpace and names path.
+func NoSpace(path string, err error) error { return &noSpaceError{path: path, err: err} }
+
 // update runs one write transaction over batch, storing per-commit
 // validation errors in errs. It reports whether a write failed (the
 // transaction was then rolled back) and the transaction's error.
@@ -375,7 +410,7 @@ func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, 
 		s.txs.Add(1)
 		s.bytes.Add(written)
 	}
-	return writeFailed, err
+	return writeFailed, s.classify(err)
 }
 
 // validate checks r against stored state without writing. It also assigns

@@ -14,4 +14,9 @@ var (
 	ErrConflict = errors.New("commit conflicts with stored state")
 	// ErrInUse is returned when another process holds the data file.
 	ErrInUse = errors.New("data directory is in use by another flock process")
+	// ErrNoSpace is returned when a commit failed because the disk holding
+	// the store is full (or over quota). Nothing of the commit was written;
+	// the same commit may be retried once space is freed. The error text
+	// names the store's file.
+	ErrNoSpace = errors.New("no space left on device")
 )

@@ -151,6 +151,21 @@ func (b *broker) live(run string, ev state.Event) {
 	b.forwardLocked(run, ev)
 }
 
+// notice delivers a live-only event of run to every subscriber of run,
+// plain and tree, and to the tree subscribers of its ancestors: what holds
+// a run (a stall, a rate-limit wait) matters to whoever watches it.
+func (b *broker) notice(run string, ev state.Event) {
+	ev.Seq, ev.RunID = 0, run
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.runs[run]; t != nil {
+		for s := range t.subs {
+			send(t, s, ev)
+		}
+	}
+	b.forwardLocked(run, ev)
+}
+
 // forwardLocked gives ev, as a live-only event of run, to the tree
 // subscribers of run's ancestors.
 func (b *broker) forwardLocked(run string, ev state.Event) {

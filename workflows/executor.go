@@ -233,6 +233,9 @@ func (e *Executor) StartRun(ctx context.Context, req StartRequest) (state.Run, e
 		workDir = abs
 	}
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		if state.IsNoSpace(err) {
+			err = state.NoSpace(workDir, err)
+		}
 		return state.Run{}, fmt.Errorf("create work dir: %w", err)
 	}
 

@@ -57,7 +57,10 @@ type runner struct {
 	carry *carried
 	// outstanding counts the current step's ops still running.
 	outstanding atomic.Int32
-	tick        time.Time // when head.Usage.Seconds was last brought up to date
+	// live is what holds the run now (a stalled commit, waiting ops); it
+	// is read by other goroutines (Executor.Live) and has its own lock.
+	live liveState
+	tick time.Time // when head.Usage.Seconds was last brought up to date
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -148,7 +151,7 @@ func (r *runner) pause() {
 	c := &state.Commit{RunID: h.ID, Run: &h,
 		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused"}}}
 	r.takeCarry(c)
-	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+	if err := r.commit(c); err != nil {
 		r.e.log.Error("commit pause; the run resumes on the next start", "run", h.ID, "err", err)
 	} else {
 		r.head = h
@@ -267,7 +270,7 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 	}
 	c := &state.Commit{RunID: r.head.ID, Ops: []state.Op{op}, Events: []state.Event{ev}}
 	// Journal even if the run was cancelled meanwhile: the result is real.
-	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+	if err := r.commit(c); err != nil {
 		r.cancel(errStore)
 		return res, fmt.Errorf("%w: journal op %s: %w", errStore, op.ID, err)
 	}
@@ -296,8 +299,10 @@ func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result
 		Settings: r.settings,
 		Usage:    r.usage,
 		State:    r.view(),
+		Waiting:  r.waiting(op.ID),
 	}
 	res = h.Handle(ctx, env, req)
+	r.live.setWait(op.ID, "", time.Time{}) // a wait the handler left open ends with the op
 	if res.Kind == "" {
 		res.Kind = req.Kind
 	}
@@ -545,7 +550,7 @@ func (r *runner) commitPhase(out phases.Output) error {
 	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries, Ops: ops,
 		Events: []state.Event{{Time: now, Type: "phase", Status: "committed", Phase: called, Step: h.Step, Data: data}}}
 	r.takeCarry(c)
-	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+	if err := r.commit(c); err != nil {
 		return fmt.Errorf("%w: commit phase %s: %w", errStore, called, err)
 	}
 	r.tick = r.e.now()
@@ -585,7 +590,7 @@ func (r *runner) commitCarry() {
 	}
 	c := &state.Commit{RunID: r.head.ID}
 	r.takeCarry(c)
-	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+	if err := r.commit(c); err != nil {
 		r.e.log.Warn("journal a finished result at stop; it runs again after the restart", "run", r.head.ID, "err", err)
 		return
 	}
@@ -637,7 +642,7 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries,
 		Events: []state.Event{{Time: now, Type: "run", Status: string(status), Message: reason}}}
 	r.takeCarry(c)
-	if err := r.e.store.Commit(context.WithoutCancel(r.ctx), c); err != nil {
+	if err := r.commit(c); err != nil {
 		r.e.log.Error("commit run end; it resumes on the next start", "run", h.ID, "err", err)
 		r.e.broker.forget(h.ID)
 		return
