@@ -270,6 +270,9 @@ func (s *Server) listOps(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOpCursor(head.ID, after); err != nil {
+		return err
+	}
 	ops, err := s.ex.Store().Ops(c.Request().Context(), head.ID, after, limit+1)
 	if err != nil {
 		return &runError{id: head.ID, err: err}
@@ -279,6 +282,22 @@ func (s *Server) listOps(c echo.Context) error {
 		Ops  []state.Op `json:"ops"`
 		Next string     `json:"next"`
 	}{ops, next})
+}
+
+// checkOpCursor checks that after is empty or an op id of run id: a
+// cursor of another form is the client's mistake, not the store's.
+func checkOpCursor(id, after string) error {
+	if after == "" {
+		return nil
+	}
+	run, _, _, err := state.ParseOpID(after)
+	if err != nil {
+		return badInput("after", "must be an op id of run %s, as returned in \"next\" (got %q)", id, after)
+	}
+	if run != id {
+		return badInput("after", "%q is an op of run %s, not of run %s", after, run, id)
+	}
+	return nil
 }
 
 // page cuts items, read with limit+1 to learn whether more follow, to
