@@ -74,6 +74,18 @@ func TestServeRefusesPublicAddressWithoutToken(t *testing.T) {
 	}
 }
 
+func TestServeRefusesShortToken(t *testing.T) {
+	const tok = "tiny-token"
+	t.Setenv("FLOCK_AUTH_TOKEN", tok)
+	code, out, errs := run(t, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	if code != 1 || !strings.Contains(errs, "shorter than 16 bytes") || !strings.Contains(errs, "FLOCK_AUTH_TOKEN") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Contains(out+errs, tok) {
+		t.Fatalf("the token was printed:\n%s%s", out, errs)
+	}
+}
+
 func TestServeConfigFile(t *testing.T) {
 	t.Setenv("FLOCK_AUTH_TOKEN", "")
 	cfg := filepath.Join(t.TempDir(), "server.json")

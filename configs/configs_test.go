@@ -96,7 +96,9 @@ func TestServerValidate(t *testing.T) {
 		{name: "ipv6 loopback", addr: "[::1]:1"},
 		{name: "public without token", addr: "0.0.0.0:46397", err: "not a loopback address"},
 		{name: "all interfaces", addr: ":46397", err: "not a loopback address"},
-		{name: "public with token", addr: "0.0.0.0:46397", token: "t"},
+		{name: "public with token", addr: "0.0.0.0:46397", token: "0123456789abcdef"},
+		{name: "short token", addr: "0.0.0.0:46397", token: "t0k3n-15-bytes!", err: "auth token (--auth-token, FLOCK_AUTH_TOKEN or auth_token_env): shorter than 16 bytes"},
+		{name: "short token on loopback", addr: "127.0.0.1:1", token: "s3cret", err: "shorter than 16 bytes"},
 		{name: "bad mode", mode: "dream", err: `--mode "dream"`},
 		{name: "bad addr", addr: "nope", err: "--addr"},
 	}
@@ -107,6 +109,72 @@ func TestServerValidate(t *testing.T) {
 			err := s.Validate()
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
+			}
+			if err != nil && tt.token != "" && strings.Contains(err.Error(), tt.token) {
+				t.Fatalf("error %q quotes the token", err)
+			}
+		})
+	}
+}
+
+func TestServerValidateOriginsAndNames(t *testing.T) {
+	tests := []struct {
+		name    string
+		origins []string
+		names   []string
+		err     string
+	}{
+		{name: "none"},
+		{name: "good", origins: []string{"https://ui.example", "http://localhost:5173", "http://[::1]:8080"}, names: []string{"flock.example", "10.0.0.5", "[fd00::1]", "::1"}},
+		{name: "origin with path", origins: []string{"https://ui.example/app"}, err: `allowed_origins[0]: "https://ui.example/app" is not an origin`},
+		{name: "origin without scheme", origins: []string{"ui.example"}, err: `allowed_origins[0]`},
+		{name: "wildcard origin", origins: []string{"https://ok.example", "*"}, err: `allowed_origins[1]: "*": wildcards are not supported`},
+		{name: "null origin", origins: []string{"null"}, err: `allowed_origins[0]`},
+		{name: "ftp origin", origins: []string{"ftp://x.example"}, err: `scheme http or https`},
+		{name: "name with port", names: []string{"flock.example:8080"}, err: `public_names[0]: "flock.example:8080" is not a host name: give the name alone, without a port`},
+		{name: "name as URL", names: []string{"https://flock.example"}, err: `public_names[0]`},
+		{name: "empty name", names: []string{"ok.example", " "}, err: `public_names[1]: empty host name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Server{AllowedOrigins: tt.origins, PublicNames: tt.names}
+			s.ApplyDefaults()
+			err := s.Validate()
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("err = %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestNormalizeOrigin(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://UI.Example", "https://ui.example"},
+		{"HTTPS://ui.example:443", "https://ui.example"},
+		{"http://ui.example:80", "http://ui.example"},
+		{"http://ui.example:443", "http://ui.example:443"},
+		{"https://ui.example/", "https://ui.example"},
+		{"http://127.0.0.1:46397", "http://127.0.0.1:46397"},
+		{"http://[::1]:46397", "http://[::1]:46397"},
+		{"http://[::1]", "http://[::1]"},
+		{"http://ui.example:0080", "http://ui.example"},
+		{"null", ""},
+		{"https://", ""},
+		{"https://u:p@ui.example", ""},
+		{"https://ui.example?x=1", ""},
+		{"https://ui.example:99999", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := NormalizeOrigin(tt.in)
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("accepted %q as %q", tt.in, got)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}

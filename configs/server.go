@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // Server is the configuration of a flock server process.
@@ -27,9 +30,9 @@ type Server struct {
 	// WorkflowDirs are searched for *.yaml/*.yml/*.json workflow files.
 	WorkflowDirs []string `json:"workflow_dirs,omitempty"`
 	// AuthToken, when set, is required as a bearer token on every route but
-	// /health. Required when Addr is not a loopback address. A settings
-	// file names an environment variable instead (auth_token_env): tokens
-	// do not belong in files.
+	// /health. Required when Addr is not a loopback address; at least
+	// MinAuthTokenLen bytes. A settings file names an environment variable
+	// instead (auth_token_env): tokens do not belong in files.
 	AuthToken string `json:"-"`
 	// AuthTokenEnv names the environment variable holding AuthToken.
 	AuthTokenEnv string `json:"auth_token_env,omitempty"`
@@ -39,13 +42,18 @@ type Server struct {
 	// (defaults in DefaultConcurrency).
 	Concurrency map[string]int `json:"concurrency,omitempty"`
 
-	// AllowedOrigins lists the browser origins (scheme://host[:port]) that
-	// may call the API besides the server's own. A request carrying any
-	// other Origin header is refused with 403.
+	// AllowedOrigins lists the browser origins (scheme://host[:port], as
+	// in an Origin header) that may call the API besides the server's own.
+	// A request carrying any other Origin header, "null" included, is
+	// refused with 403. Compared after NormalizeOrigin (case, default
+	// ports); there are no wildcards.
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
-	// PublicNames lists the host names (or addresses) the server answers to
-	// besides loopback names and addresses. A request whose Host header is
-	// anything else is refused on every route (DNS-rebinding defence).
+	// PublicNames lists the host names (or addresses), without port, that
+	// the server answers to besides loopback names and addresses and the
+	// host of Addr. A request whose Host header names anything else is
+	// refused with 403 on every route, /health included: this defeats DNS
+	// rebinding. List the name clients use when the server is reached
+	// through a proxy or by a DNS name.
 	PublicNames []string `json:"public_names,omitempty"`
 	// ReadRoots lists directories that runs may read files from besides
 	// their own work directory (read_file, react's system_prompt_file,
@@ -91,11 +99,13 @@ func LoadServerFile(path string) (Server, error) {
 	return s, nil
 }
 
-// Server defaults.
+// Server defaults and limits.
 const (
 	DefaultAddr         = "127.0.0.1:46397"
 	DefaultDataDir      = "flock-data"
 	DefaultMaxBodyBytes = 100 << 20
+	// MinAuthTokenLen is the shortest auth token Validate accepts, in bytes.
+	MinAuthTokenLen = 16
 )
 
 // DefaultConcurrency caps concurrent operations per kind.
@@ -137,10 +147,87 @@ func (s *Server) Validate() error {
 	if !IsLoopback(host) && s.AuthToken == "" {
 		return fmt.Errorf("%w: --addr %s is not a loopback address: set an auth token (--auth-token or FLOCK_AUTH_TOKEN) to expose the server", ErrInvalid, s.Addr)
 	}
+	if s.AuthToken != "" && len(s.AuthToken) < MinAuthTokenLen {
+		// The token itself is never quoted, nor its length.
+		return fieldErr("auth token (--auth-token, FLOCK_AUTH_TOKEN or auth_token_env)",
+			fmt.Sprintf("shorter than %d bytes; use a long random value (for example: openssl rand -hex 32)", MinAuthTokenLen))
+	}
 	if s.DataDir == "" {
 		return fmt.Errorf("%w: --data must not be empty", ErrInvalid)
 	}
+	for i, o := range s.AllowedOrigins {
+		if _, err := NormalizeOrigin(o); err != nil {
+			return fieldErr(fmt.Sprintf("allowed_origins[%d]", i), err.Error())
+		}
+	}
+	for i, n := range s.PublicNames {
+		if _, err := NormalizeHostName(n); err != nil {
+			return fieldErr(fmt.Sprintf("public_names[%d]", i), err.Error())
+		}
+	}
 	return nil
+}
+
+// NormalizeOrigin returns origin (a browser Origin value such as
+// "https://Example.com:443") as scheme://host[:port] with scheme and host
+// lowercased and the scheme's default port dropped, so that equal origins
+// compare equal. Only http and https origins with a host and nothing after
+// it (no path, query or user) are valid; "null" and "*" are not.
+func NormalizeOrigin(origin string) (string, error) {
+	if origin == "*" {
+		return "", fmt.Errorf("%q: wildcards are not supported; list each origin as scheme://host[:port]", origin)
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return "", fmt.Errorf("%q is not an origin (scheme://host[:port])", origin)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "", fmt.Errorf("%q is not an origin: want scheme://host[:port] with scheme http or https", origin)
+	}
+	if u.Host == "" || u.User != nil || u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%q is not an origin: want scheme://host[:port] and nothing else", origin)
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if host == "" {
+		return "", fmt.Errorf("%q is not an origin: the host is empty", origin)
+	}
+	if port != "" {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return "", fmt.Errorf("%q is not an origin: bad port %q", origin, port)
+		} else if scheme == "http" && n == 80 || scheme == "https" && n == 443 {
+			port = ""
+		} else {
+			port = strconv.FormatUint(n, 10)
+		}
+	}
+	if port != "" {
+		return scheme + "://" + net.JoinHostPort(host, port), nil
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host, nil
+}
+
+// NormalizeHostName returns name (a host name or IP address without port,
+// IPv6 with or without brackets) lowercased and without brackets, as
+// public_names entries are compared with Host headers.
+func NormalizeHostName(name string) (string, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	switch {
+	case n == "":
+		return "", fmt.Errorf("empty host name")
+	case strings.ContainsAny(n, "/@?# \t"):
+		return "", fmt.Errorf("%q is not a host name: give the name alone (no scheme, path or port)", name)
+	}
+	if strings.HasPrefix(n, "[") && strings.HasSuffix(n, "]") {
+		n = n[1 : len(n)-1]
+	}
+	if strings.Contains(n, ":") && net.ParseIP(n) == nil {
+		return "", fmt.Errorf("%q is not a host name: give the name alone, without a port", name)
+	}
+	return n, nil
 }
 
 // DBPath is the bbolt file inside DataDir.

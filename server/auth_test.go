@@ -20,7 +20,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 		{"all interfaces, empty host", ":46397", "", true},
 		{"all interfaces v6", "[::]:46397", "", true},
 		{"public address", "192.0.2.10:46397", "", true},
-		{"public with token", "0.0.0.0:46397", "s3cret", false},
+		{"public with token", "0.0.0.0:46397", "0123456789abcdef", false},
 		{"loopback v4", "127.0.0.1:0", "", false},
 		{"loopback v6", "[::1]:0", "", false},
 		{"localhost", "localhost:0", "", false},

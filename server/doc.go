@@ -25,9 +25,11 @@
 // Every error is a JSON body {"error": "..."} whose text names the bad field
 // or the unknown run. Handlers return Go errors; one error handler maps them
 // to statuses with errors.Is: ErrBadInput, workflows.ErrBadRequest and
-// workflows.ErrUnknownWorkflow give 400, state.ErrNotFound 404,
+// workflows.ErrUnknownWorkflow give 400 (a bad "after" cursor included),
+// ErrRefused 403 or 415 (see Security), state.ErrNotFound 404,
 // workflows.ErrEnded 409, an oversize body 413, workflows.ErrStopped 503 and
-// anything else 500 with a request id and no internals.
+// anything else 500 with a request id and no internals. Every response,
+// refusals included, carries the request id in X-Request-ID.
 //
 // # Events
 //
@@ -47,10 +49,38 @@
 // # Security
 //
 // A non-loopback listen address requires configs.Server.AuthToken; New
-// refuses the configuration otherwise. With a token, every route but
+// refuses the configuration otherwise, and refuses tokens shorter than
+// configs.MinAuthTokenLen (16) bytes. With a token, every route but
 // /health requires "Authorization: Bearer <token>" (compared in constant
 // time). Bodies are capped at configs.Server.MaxBodyBytes while they are
 // read, not only by Content-Length.
+//
+// A web page the user has open must not be able to drive a server on
+// loopback, nor read its answers after rebinding its own DNS name to
+// 127.0.0.1. Before authentication and routing (so that neither a 401 nor
+// a 404 answers a foreign page), every request passes three checks, each
+// refusal a JSON error naming the header and the setting that allows it:
+//
+//   - Host (every route, /health included): a loopback name or address
+//     (localhost, 127.0.0.0/8, ::1, with or without port), the specific
+//     host of the listen address (not 0.0.0.0 or ::), or a name in
+//     configs.Server.PublicNames (public_names). Anything else is 403. We
+//     answer 403 rather than 421 Misdirected Request: 421 invites clients
+//     to retry on another connection, and no connection would fare better.
+//   - Origin (every route, the event stream included): absent (curl,
+//     programs), the request's own origin (http:// or, under TLS,
+//     https:// plus Host), or one of configs.Server.AllowedOrigins
+//     (allowed_origins), compared after configs.NormalizeOrigin. Anything
+//     else, "null" included, is 403. Listed origins get CORS headers, and
+//     their preflights (OPTIONS with Access-Control-Request-Method) a 204,
+//     so that their pages can read answers and send JSON with a token.
+//   - Content-Type (every method but GET, HEAD and OPTIONS, so future
+//     routes inherit it): application/json, parameters allowed, case
+//     ignored; anything else is 415. A request with no body
+//     (Content-Length 0, no Transfer-Encoding) and no Content-Type passes
+//     (curl -X POST .../cancel). Browsers send text/plain and form bodies
+//     cross-site without a preflight; JSON needs one, which only allowed
+//     origins get.
 //
 // # Caveats
 //

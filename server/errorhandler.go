@@ -49,7 +49,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 // the log.
 func (s *Server) describe(err error, c echo.Context) (int, string) {
 	var he *echo.HTTPError
+	var re *refusedError
 	switch {
+	case errors.As(err, &re):
+		return re.status, re.msg
 	case errors.Is(err, ErrBadInput):
 		return http.StatusBadRequest, err.Error()
 	case errors.As(err, &he):

@@ -14,6 +14,12 @@ var (
 	// 400 with the error's text, which names the field.
 	ErrBadInput = errors.New("bad input")
 
+	// ErrRefused is wrapped by the refusals of the cross-site guard: a
+	// foreign Host or Origin (403) or a state-changing request that is not
+	// application/json (415). The error's text names the header and the
+	// setting that would allow it.
+	ErrRefused = errors.New("request refused")
+
 	// errShuttingDown ends event streams when Shutdown is called.
 	errShuttingDown = errors.New("server shutting down")
 )
@@ -33,6 +39,17 @@ func (e *inputError) Unwrap() error { return ErrBadInput }
 func badInput(field, format string, args ...any) error {
 	return &inputError{field: field, reason: fmt.Sprintf(format, args...)}
 }
+
+// refusedError is a request the guard refuses, with its status.
+type refusedError struct {
+	status int
+	msg    string
+}
+
+func (e *refusedError) Error() string { return e.msg }
+
+// Unwrap makes errors.Is(err, ErrRefused) true.
+func (e *refusedError) Unwrap() error { return ErrRefused }
 
 // runError attributes a store or executor error to a run so that the
 // message names the run. Status mapping still goes through errors.Is on
@@ -63,5 +80,6 @@ func (e *runError) Unwrap() error { return e.err }
 // Interface guards.
 var (
 	_ error = (*inputError)(nil)
+	_ error = (*refusedError)(nil)
 	_ error = (*runError)(nil)
 )

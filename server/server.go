@@ -31,6 +31,7 @@ const DefaultHeartbeat = 15 * time.Second
 // listener (for tests).
 type Server struct {
 	cfg       configs.Server
+	guard     *guard
 	ex        *workflows.Executor
 	log       *slog.Logger
 	e         *echo.Echo
@@ -71,7 +72,12 @@ func New(cfg configs.Server, ex *workflows.Executor, logger *slog.Logger) (*Serv
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("server: %w", &configs.FieldError{Field: "max_body_bytes", Reason: "must not be negative"})
 	}
+	g, err := newGuard(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s := &Server{
+		guard:         g,
 		cfg:           cfg,
 		ex:            ex,
 		log:           logger,
@@ -164,9 +170,13 @@ func (s *Server) newEcho() *echo.Echo {
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
 
+	// Every request, routed or not, gets an id, a log line and panic
+	// recovery; then the guard refuses cross-site and rebound requests
+	// before authentication and routing, so that neither a 401 nor a 404
+	// tells a foreign page anything.
 	e.Pre(middleware.RemoveTrailingSlash())
-	e.Use(middleware.RequestID())
-	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+	e.Pre(middleware.RequestID())
+	e.Pre(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogMethod:     true,
 		LogURI:        true,
 		LogStatus:     true,
@@ -177,9 +187,10 @@ func (s *Server) newEcho() *echo.Echo {
 		HandleError:   true,
 		LogValuesFunc: s.logRequest,
 	}))
-	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+	e.Pre(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: s.logPanic,
 	}))
+	e.Pre(s.guard.middleware)
 	if s.cfg.AuthToken != "" {
 		e.Use(middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
 			Skipper:      func(c echo.Context) bool { return c.Path() == "/health" },
