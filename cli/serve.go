@@ -25,7 +25,7 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
-	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token required on every route but /health (env FLOCK_AUTH_TOKEN)")
+	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
 }
 
