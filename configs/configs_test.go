@@ -24,6 +24,9 @@ func TestParseRunSettings(t *testing.T) {
 		{name: "script required", doc: `{"models":{"m":{"provider":"scripted"}}}`, err: "models.m.script: required"},
 		{name: "key in place of env name", doc: `{"models":{"m":{"api_key_env":"sk-abc"}}}`, err: "must name an environment variable"},
 		{name: "inline key", doc: `{"models":{"m":{"api_key":"sk-abc"}}}`, err: "models.m.api_key: API keys do not belong in settings"},
+		{name: "negative retry wait", doc: `{"models":{"m":{"max_retry_wait_s":-1}}}`, err: "models.m.max_retry_wait_s: must be a number of seconds >= 0"},
+		{name: "negative concurrency", doc: `{"models":{"m":{"max_concurrency":-2}}}`, err: "models.m.max_concurrency: must be >= 0"},
+		{name: "small retry wait", doc: `{"models":{"m":{"max_retry_wait_s":0.5}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,6 +41,9 @@ func TestParseRunSettings(t *testing.T) {
 				for name, m := range s.Models {
 					if m.Name != name || m.Provider != "openai" || m.APIKeyEnv != "OPENAI_API_KEY" || *m.MaxRetries != DefaultModelRetries {
 						t.Fatalf("model defaults: %+v", m)
+					}
+					if !strings.Contains(tt.doc, "max_retry_wait_s") && m.MaxRetryWaitS != DefaultModelMaxRetryWaitS {
+						t.Fatalf("max_retry_wait_s = %v", m.MaxRetryWaitS)
 					}
 				}
 				return
@@ -90,7 +96,12 @@ func TestLoadSettingsFile(t *testing.T) {
 func TestServerValidate(t *testing.T) {
 	tests := []struct {
 		name, addr, token, mode, err string
+		models                       map[string]ModelLimits
 	}{
+		{name: "model limits", models: map[string]ModelLimits{"gpt-4o": {MaxConcurrency: 2}, "http://vllm/v1": {RequestsPerMinute: 60}}},
+		{name: "negative concurrency", models: map[string]ModelLimits{"gpt-4o": {MaxConcurrency: -1}}, err: "models.gpt-4o.max_concurrency: must be >= 0"},
+		{name: "negative rpm", models: map[string]ModelLimits{"x": {RequestsPerMinute: -1}}, err: "models.x.requests_per_minute: must be >= 0"},
+		{name: "empty model key", models: map[string]ModelLimits{" ": {}}, err: "an empty key"},
 		{name: "default", addr: "", mode: ""},
 		{name: "localhost", addr: "localhost:1"},
 		{name: "ipv6 loopback", addr: "[::1]:1"},
@@ -104,7 +115,7 @@ func TestServerValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Server{Addr: tt.addr, AuthToken: tt.token, Mode: tt.mode}
+			s := Server{Addr: tt.addr, AuthToken: tt.token, Mode: tt.mode, Models: tt.models}
 			s.ApplyDefaults()
 			err := s.Validate()
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
@@ -190,6 +201,10 @@ func TestLoadServerFile(t *testing.T) {
 		{name: "yaml", file: "s.yaml", body: "addr: 0.0.0.0:9000\nplugin_dirs: [plugins]\nauth_token_env: FLOCK_TEST_TOKEN\nconcurrency: {bash: 2}\n",
 			check: func(s Server) bool {
 				return s.Addr == "0.0.0.0:9000" && s.PluginDirs[0] == "plugins" && s.AuthToken == "secret" && s.Concurrency["bash"] == 2
+			}},
+		{name: "model limits", file: "l.yaml", body: "models:\n  gpt-4o-mini: {max_concurrency: 2, requests_per_minute: 500}\n",
+			check: func(s Server) bool {
+				return s.Models["gpt-4o-mini"] == ModelLimits{RequestsPerMinute: 500, MaxConcurrency: 2}
 			}},
 		{name: "unknown key", file: "u.json", body: `{"adress": "x"}`, err: `unknown field "adress"`},
 		{name: "token itself refused", file: "t.json", body: `{"auth_token": "x"}`, err: `unknown field "auth_token"`},

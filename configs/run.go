@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -47,14 +48,22 @@ type Model struct {
 	// InputPrice and OutputPrice are USD per million tokens.
 	InputPrice  float64 `json:"input_price,omitempty"`
 	OutputPrice float64 `json:"output_price,omitempty"`
-	// RequestsPerMinute and MaxConcurrency limit calls to this model across
-	// all runs of the server; 0 means unlimited.
+	// RequestsPerMinute and MaxConcurrency limit this run's own calls
+	// through this model; 0 means no limit of the run's own. They can only
+	// tighten the operator's limits (the server settings' models), never
+	// raise them, and they never slow other runs.
 	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
 	MaxConcurrency    int `json:"max_concurrency,omitempty"`
 	// TimeoutS bounds one HTTP request (default 600).
 	TimeoutS float64 `json:"timeout_s,omitempty"`
 	// MaxRetries bounds retries on 429/5xx/timeouts (default 6).
 	MaxRetries *int `json:"max_retries,omitempty"`
+	// MaxRetryWaitS bounds each wait of a generate through this model: a
+	// retry's backoff, the endpoint's Retry-After and the wait for a
+	// requests_per_minute token (default 60; 0 means the default). A
+	// Retry-After or token wait longer than this fails the generate at once,
+	// naming the model, the wait asked and this setting.
+	MaxRetryWaitS float64 `json:"max_retry_wait_s,omitempty"`
 	// Script is the JSONL file of replies for the scripted provider.
 	Script string `json:"script,omitempty"`
 }
@@ -104,6 +113,8 @@ const (
 	DefaultScoringTimeoutS = 300
 	DefaultModelTimeoutS   = 600
 	DefaultModelRetries    = 6
+	// DefaultModelMaxRetryWaitS is models.NAME.max_retry_wait_s's default.
+	DefaultModelMaxRetryWaitS = 60
 )
 
 // ApplyDefaults fills zero fields with their defaults.
@@ -139,6 +150,9 @@ func (s *RunSettings) ApplyDefaults() {
 		if m.MaxRetries == nil {
 			n := DefaultModelRetries
 			m.MaxRetries = &n
+		}
+		if m.MaxRetryWaitS == 0 {
+			m.MaxRetryWaitS = DefaultModelMaxRetryWaitS
 		}
 		s.Models[name] = m
 	}
@@ -186,8 +200,14 @@ func (s *RunSettings) Validate() error {
 		if m.InputPrice < 0 || m.OutputPrice < 0 {
 			return fieldErr(p+".input_price", "prices must be >= 0")
 		}
-		if m.RequestsPerMinute < 0 || m.MaxConcurrency < 0 {
-			return fieldErr(p+".requests_per_minute", "limits must be >= 0")
+		if m.RequestsPerMinute < 0 {
+			return fieldErr(p+".requests_per_minute", "must be >= 0")
+		}
+		if m.MaxConcurrency < 0 {
+			return fieldErr(p+".max_concurrency", "must be >= 0")
+		}
+		if m.MaxRetryWaitS < 0 || math.IsNaN(m.MaxRetryWaitS) || math.IsInf(m.MaxRetryWaitS, 0) {
+			return fieldErr(p+".max_retry_wait_s", "must be a number of seconds >= 0")
 		}
 		if strings.HasPrefix(m.APIKeyEnv, "sk-") {
 			return fieldErr(p+".api_key_env", "must name an environment variable, not hold the key")

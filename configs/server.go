@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -67,7 +68,11 @@ type Server struct {
 }
 
 // ModelLimits are the operator's server-wide limits for one model
-// endpoint; 0 means unlimited.
+// endpoint; 0 means unlimited. A key matches a generate's model by the
+// name sent to the endpoint (models.NAME.name, default the map key) first;
+// a key equal to the model's base_url (trailing slashes ignored) applies
+// when no name key does, and is one budget shared by every model at that
+// URL. A name key counts each base_url separately.
 type ModelLimits struct {
 	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
 	MaxConcurrency    int `json:"max_concurrency,omitempty"`
@@ -163,6 +168,27 @@ func (s *Server) Validate() error {
 	for i, n := range s.PublicNames {
 		if _, err := NormalizeHostName(n); err != nil {
 			return fieldErr(fmt.Sprintf("public_names[%d]", i), err.Error())
+		}
+	}
+	return s.validateModels()
+}
+
+// validateModels checks the operator's per-model limits.
+func (s *Server) validateModels() error {
+	keys := make([]string, 0, len(s.Models))
+	for k := range s.Models {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		l := s.Models[k]
+		switch {
+		case strings.TrimSpace(k) == "":
+			return fieldErr("models", "an empty key names no model or base_url")
+		case l.RequestsPerMinute < 0:
+			return fieldErr("models."+k+".requests_per_minute", "must be >= 0")
+		case l.MaxConcurrency < 0:
+			return fieldErr("models."+k+".max_concurrency", "must be >= 0")
 		}
 	}
 	return nil
