@@ -44,11 +44,59 @@
 // final error names the model, the endpoint host, the failure and the
 // attempt count. The op's context ending stops everything at once.
 //
-// Every attempt (retries and n-emulation calls included) takes a token from
-// a per-(model, base URL) bucket of requests_per_minute (burst: one
-// second's worth, at least 1) and holds a slot of max_concurrency while in
-// flight. Limiters are shared by all runs of the Handler; when settings
-// declare new limits for the same model, the latest settings win.
+// # Bounded, visible waits
+//
+// Every wait of a generate is bounded by the model's max_retry_wait_s
+// (default 60 s) and by the run's remaining time (limits.seconds minus the
+// seconds used, read from Env.Usage when the op starts; no bound when the
+// run has no time limit):
+//
+//   - A backoff is capped at max_retry_wait_s.
+//   - A Retry-After longer than the bound fails the op at once (not
+//     retried), with an error naming the model, the wait asked and the
+//     setting that forbids it ("the endpoint asked to wait 3600 s, more
+//     than models.gpt-4o-mini.max_retry_wait_s (60 s) allows"). Waiting
+//     less than the endpoint asked would only draw another 429, and
+//     waiting longer is what the setting forbids; raise max_retry_wait_s
+//     to honour longer waits.
+//   - A backoff that would end after the run's time limit fails the op at
+//     once too, naming limits.seconds, rather than sleeping until the run
+//     is stopped.
+//   - A requests_per_minute token further away than the bound fails the op
+//     at once (the token is not booked), naming the limit and the bound.
+//
+// These errors unwrap to ErrWaitTooLong. While an op waits for a retry (or
+// for a rate-limit token, when that wait is a second or more) it calls
+// Env.Waiting with the reason and the wait's end, for example "rate
+// limited by gpt-4o-mini (HTTP 429), retrying", "gpt-4o-mini failed (HTTP
+// 503), retrying" or "queued by the server's
+// models.gpt-4o-mini.requests_per_minute (500) for gpt-4o-mini, sending",
+// and ends the wait with a zero time, so the run head shows why and until
+// when the run is held. Waits for a max_concurrency slot are bounded by the
+// op's context only (their end is not known in advance).
+//
+// # Rate and concurrency limits
+//
+// Limits that protect a shared endpoint belong to the operator:
+// Options.ModelLimits (the server settings' models map, keyed by model name
+// or base URL) creates one limiter per entry, shared by all runs, that no
+// run can raise. A key matches a generate's model by the name sent to the
+// endpoint (models.NAME.name, default the map key; the run's own alias
+// does not count) first, counted per base URL; failing that, a key equal
+// to the model's base_url (trailing slashes ignored) applies, as one budget
+// shared by every model at that URL. A model that matches no key has no
+// shared limit.
+//
+// A run's own requests_per_minute and max_concurrency (models.NAME in its
+// settings) create a limiter private to that run and that model entry,
+// nested inside the shared one: a call takes the run's token and slot
+// first, then the shared ones. So a run asking for 5 when the server says
+// 2 still gets 2, and a run asking for 1 gets 1 for its own calls without
+// slowing any other run. Run limiters are dropped by CloseRun.
+//
+// Every attempt (retries and n-emulation calls included) takes one token
+// of each requests_per_minute bucket (burst: one second's worth, at least
+// 1) and holds one slot of each max_concurrency while in flight.
 //
 // API keys are read from the environment at call time and never appear in
 // results, errors or logs: error and log text is scrubbed of the key.

@@ -14,6 +14,11 @@ var (
 	// ErrScriptExhausted is returned by the scripted provider when no unused
 	// line of the script can answer the request.
 	ErrScriptExhausted = errors.New("script exhausted")
+	// ErrWaitTooLong is returned when a generate would have to wait longer
+	// than its model's max_retry_wait_s or the run's remaining time allows:
+	// an endpoint's Retry-After, a backoff, or a requests_per_minute token.
+	// The message names the model, the wait and the bound.
+	ErrWaitTooLong = errors.New("wait too long")
 	// ErrScript is returned when a script file cannot be read or parsed.
 	ErrScript = errors.New("invalid script")
 )

@@ -59,11 +59,16 @@ type Options struct {
 	Logger *slog.Logger
 	// BackoffBase is the first retry delay before jitter (default 1 s); each
 	// further retry doubles it up to BackoffMax (default 60 s). A Retry-After
-	// header from the endpoint takes precedence, capped at MaxRetryAfter
-	// (default 5 min).
-	BackoffBase   time.Duration
-	BackoffMax    time.Duration
-	MaxRetryAfter time.Duration
+	// header from the endpoint takes precedence. Every wait is further
+	// bounded by the model's max_retry_wait_s and the run's remaining time
+	// (see the package doc).
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// ModelLimits are the operator's limits per model name or base URL
+	// (configs.Server.Models), shared by all runs; a run's own
+	// requests_per_minute and max_concurrency can only tighten them for
+	// that run. Nil: no shared limits.
+	ModelLimits map[string]configs.ModelLimits
 	// Journal, when set, lets the scripted provider rebuild a run's place
 	// in its script from the run's journal after a restart (the cursor is
 	// otherwise in memory only).
@@ -81,12 +86,19 @@ type Handler struct {
 	mu sync.Mutex
 	// clients caches one go-openai client per (base URL, key env); guarded by mu.
 	clients map[clientKey]*clientEntry
-	// limiters holds one limiter per (endpoint model name, base URL); guarded by mu.
-	limiters map[limiterKey]*limiter
+	// serverLimits indexes Options.ModelLimits; read-only.
+	serverLimits serverLimits
+	// shared holds the operator's limiters, created on first use; guarded by mu.
+	shared map[sharedKey]*limiter
+	// runLimiters holds each run's own limiters by model key; guarded by mu.
+	runLimiters map[string]map[string]*limiter
 	// transport is the shared, header-capturing transport; set once under mu.
 	transport *captureTransport
 
 	scripts *scripts
+	// notice is the shortest limiter wait announced through Env.Waiting
+	// (waitingNotice; tests shorten it). Read-only after New.
+	notice time.Duration
 }
 
 // New returns a Handler. It does no I/O: clients, limiters and scripts are
@@ -104,16 +116,16 @@ func New(opts Options) *Handler {
 	if opts.BackoffMax < opts.BackoffBase {
 		opts.BackoffMax = opts.BackoffBase
 	}
-	if opts.MaxRetryAfter <= 0 {
-		opts.MaxRetryAfter = 5 * time.Minute
-	}
 	h := &Handler{
-		opts:     opts,
-		getenv:   opts.Getenv,
-		log:      opts.Logger,
-		clients:  map[clientKey]*clientEntry{},
-		limiters: map[limiterKey]*limiter{},
-		scripts:  newScripts(),
+		opts:         opts,
+		getenv:       opts.Getenv,
+		log:          opts.Logger,
+		clients:      map[clientKey]*clientEntry{},
+		serverLimits: newServerLimits(opts.ModelLimits),
+		shared:       map[sharedKey]*limiter{},
+		runLimiters:  map[string]map[string]*limiter{},
+		scripts:      newScripts(),
+		notice:       waitingNotice,
 	}
 	if h.getenv == nil {
 		h.getenv = os.Getenv
@@ -149,7 +161,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	case ProviderScripted:
 		out, err = h.scripts.reply(ctx, h.opts.Journal, env.RunID, env.OpID, m, g)
 	default:
-		out, err = h.callOpenAI(ctx, m, g)
+		out, err = h.callOpenAI(ctx, env, m, g)
 	}
 	if err != nil {
 		return operations.Failed(req, "%s", err.Error())
@@ -191,8 +203,11 @@ func (h *Handler) CheckSettings(s *configs.RunSettings, models []string) error {
 	return errors.Join(errs...)
 }
 
-// CloseRun forgets the scripted cursors of a run.
-func (h *Handler) CloseRun(runID string) { h.scripts.closeRun(runID) }
+// CloseRun forgets the scripted cursors and the own rate limiters of a run.
+func (h *Handler) CloseRun(runID string) {
+	h.scripts.closeRun(runID)
+	h.closeRunLimiters(runID)
+}
 
 // Close releases idle HTTP connections. The handler stays usable.
 func (h *Handler) Close() error {
@@ -217,6 +232,8 @@ type model struct {
 	timeout             time.Duration
 	maxRetries          int
 	script              string
+	// maxRetryWait bounds each retry or rate-limit wait (max_retry_wait_s).
+	maxRetryWait time.Duration
 }
 
 func (m *model) cost(prompt, completion int) float64 {
@@ -264,6 +281,7 @@ func (h *Handler) resolve(s *configs.RunSettings, name string) (*model, error) {
 			m.maxRetries = max(0, *decl.MaxRetries)
 		}
 		m.script = decl.Script
+		m.maxRetryWait = time.Duration(decl.MaxRetryWaitS * float64(time.Second))
 	case name == ProviderSimulated:
 		m.provider = ProviderSimulated
 	default:
@@ -295,6 +313,9 @@ func (h *Handler) resolve(s *configs.RunSettings, name string) (*model, error) {
 	}
 	if m.timeout <= 0 {
 		m.timeout = configs.DefaultModelTimeoutS * time.Second
+	}
+	if m.maxRetryWait <= 0 {
+		m.maxRetryWait = configs.DefaultModelMaxRetryWaitS * time.Second
 	}
 	return m, nil
 }

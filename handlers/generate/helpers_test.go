@@ -41,13 +41,23 @@ func (s *syncBuffer) String() string {
 // and logs captured in the returned buffer.
 func newTestHandler(tb testing.TB, vars map[string]string) (*Handler, *syncBuffer) {
 	tb.Helper()
+	return newTestHandlerWith(tb, vars, nil)
+}
+
+// newTestHandlerWith is newTestHandler with tweak applied to the options.
+func newTestHandlerWith(tb testing.TB, vars map[string]string, tweak func(*Options)) (*Handler, *syncBuffer) {
+	tb.Helper()
 	logs := &syncBuffer{}
-	h := New(Options{
+	opts := Options{
 		Getenv:      func(k string) string { return vars[k] },
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		BackoffBase: time.Millisecond,
 		BackoffMax:  5 * time.Millisecond,
-	})
+	}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	h := New(opts)
 	tb.Cleanup(func() { h.Close() })
 	return h, logs
 }

@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -58,12 +59,14 @@ func (h *Handler) client(m *model, apiKey string) *openai.Client {
 // callOpenAI runs g against an OpenAI-compatible endpoint: one request with
 // n, then, if the endpoint returned fewer choices than n, the missing ones
 // as parallel single requests. Usage is summed over all requests.
-func (h *Handler) callOpenAI(ctx context.Context, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
+func (h *Handler) callOpenAI(ctx context.Context, env handlers.Env, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
 	apiKey := h.getenv(m.keyEnv)
 	if apiKey == "" {
 		return nil, m.missingKey()
 	}
-	c := &call{h: h, m: m, client: h.client(m, apiKey), apiKey: apiKey, lim: h.limiter(m), host: endpointHost(m.baseURL)}
+	c := &call{h: h, m: m, client: h.client(m, apiKey), apiKey: apiKey, lims: h.limiters(env.RunID, m),
+		host: endpointHost(m.baseURL), waiting: env.Waiting}
+	c.setDeadline(env)
 	creq := chatRequest(m, g)
 	first, err := c.do(ctx, creq)
 	if err != nil {

@@ -539,13 +539,15 @@ func TestConcurrencyLimiter(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		writeJSON(w, 200, textCompletion("ok"))
 	})
-	h, _ := newTestHandler(t, map[string]string{"OPENAI_API_KEY": testKey})
-	s := liveSettings(fs, func(m *configs.Model) { m.MaxConcurrency = 1 })
+	h, _ := newTestHandlerWith(t, map[string]string{"OPENAI_API_KEY": testKey}, func(o *Options) {
+		o.ModelLimits = map[string]configs.ModelLimits{"test-model": {MaxConcurrency: 1}}
+	})
+	s := liveSettings(fs, nil)
 	var wg sync.WaitGroup
 	errs := make([]string, 6)
 	for i := range errs {
 		wg.Go(func() {
-			// Two runs share the limiter; n=2 adds an emulated call each.
+			// Two runs share the server's limiter; n=2 adds an emulated call each.
 			env := handlers.Env{RunID: []string{"a", "b"}[i%2], Settings: s}
 			r := h.Handle(context.Background(), env, genReq(operations.GenerateRequest{Model: "m", Messages: userMsg("hi"), N: 2}))
 			errs[i] = r.Error

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/flockrun/flock/handlers"
 )
 
 // maxBody bounds the success body kept for decoding extras (64 MiB).
@@ -91,9 +93,22 @@ type call struct {
 	m      *model
 	client *openai.Client
 	apiKey string
-	lim    *limiter
-	host   string
+	// lims are the limiters every attempt goes through, the run's own first.
+	lims []*limiter
+	host string
+	// waiting is the run's Env.Waiting; nil when the run does not listen.
+	waiting func(reason string, until time.Time)
+	// deadline is when the run's time limit runs out, taken from Env.Usage
+	// at the op's start; zero when the run has no time limit.
+	deadline time.Time
+	// limitS is the run's limits.seconds, for messages.
+	limitS float64
 }
+
+// waitingNotice is the shortest rate-limiter wait that is announced through
+// Env.Waiting (shorter ones are routine spacing); retry waits are always
+// announced.
+const waitingNotice = time.Second
 
 // failure classifies a failed attempt.
 type failure struct {
@@ -105,12 +120,48 @@ type failure struct {
 	// retryAfter is the endpoint's Retry-After, when it sent one.
 	retryAfter    time.Duration
 	hasRetryAfter bool
+	// final, when set, is the op's error as is (a limiter wait out of bounds).
+	final error
 }
 
-// do sends one chat completion request, retrying transient failures with
-// jittered exponential backoff (or the endpoint's Retry-After) up to
-// m.maxRetries times. Each attempt waits for the model's limiter and is
-// bounded by the model's timeout; cancellation of ctx stops at once.
+// setDeadline reads the run's remaining time from env.Usage.
+func (c *call) setDeadline(env handlers.Env) {
+	if env.Usage == nil {
+		return
+	}
+	u, l := env.Usage()
+	if l.Seconds <= 0 {
+		return
+	}
+	c.limitS = l.Seconds
+	c.deadline = time.Now().Add(seconds(l.Seconds - u.Seconds))
+}
+
+// bound is the longest one wait may last: the model's max_retry_wait_s, or
+// the run's remaining time when that is shorter; what names the setting
+// that bounds it, for error messages.
+func (c *call) bound() (d time.Duration, what string) {
+	d = c.m.maxRetryWait
+	what = fmt.Sprintf("models.%s.max_retry_wait_s (%s)", c.m.key, fmtSeconds(d))
+	if !c.deadline.IsZero() {
+		if left := max(0, time.Until(c.deadline)); left < d {
+			d = left
+			what = fmt.Sprintf("the run's time left (%s of limits.seconds %s)", fmtSeconds(left), fmtSeconds(seconds(c.limitS)))
+		}
+	}
+	return d, what
+}
+
+// do sends one chat completion request, retrying transient failures up to
+// m.maxRetries times. Before retry k it waits the endpoint's Retry-After
+// when one was sent, else a jittered exponential backoff capped at
+// max_retry_wait_s. Each wait is bounded by max_retry_wait_s and by the
+// run's remaining time: a Retry-After beyond that bound, or a backoff that
+// would outlast the run, fails the op at once with an error naming the
+// model, the wait and the bound (ErrWaitTooLong), instead of sleeping for
+// nothing. While it waits, the run is told through Env.Waiting. Each
+// attempt waits for the limiters and is bounded by the model's timeout;
+// cancellation of ctx stops at once.
 func (c *call) do(ctx context.Context, creq openai.ChatCompletionRequest) (*reply, error) {
 	for attempt := 1; ; attempt++ {
 		r, f := c.attempt(ctx, creq)
@@ -120,30 +171,100 @@ func (c *call) do(ctx context.Context, creq openai.ChatCompletionRequest) (*repl
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("model %q: cancelled after %d attempt(s): %w", c.m.key, attempt, ctx.Err())
 		}
-		if !f.retry || attempt > c.m.maxRetries {
-			return nil, c.finalError(f, attempt)
+		if f.final != nil {
+			return nil, f.final
 		}
-		wait := c.backoff(attempt)
+		if !f.retry || attempt > c.m.maxRetries {
+			return nil, c.finalError(f, attempt, "")
+		}
+		bound, what := c.bound()
+		var wait time.Duration
 		if f.hasRetryAfter {
-			wait = min(f.retryAfter, c.h.opts.MaxRetryAfter)
+			if f.retryAfter > bound {
+				return nil, c.finalError(f, attempt, fmt.Sprintf("the endpoint asked to wait %s, more than %s allows", fmtSeconds(f.retryAfter), what))
+			}
+			wait = f.retryAfter
+		} else {
+			wait = min(c.backoff(attempt), c.m.maxRetryWait)
+			if wait > bound {
+				return nil, c.finalError(f, attempt, fmt.Sprintf("the next retry, in %s, would come after %s", fmtSeconds(wait), what))
+			}
 		}
 		c.h.log.Warn("generate: retrying",
 			"model", c.m.key, "endpoint", c.host, "attempt", attempt,
 			"failure", f.what, "wait", wait, "error", c.redact(errText(f.err)))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("model %q: cancelled after %d attempt(s): %w", c.m.key, attempt, ctx.Err())
-		case <-t.C:
+		if err := c.pause(ctx, wait, c.retryReason(f)); err != nil {
+			return nil, fmt.Errorf("model %q: cancelled after %d attempt(s): %w", c.m.key, attempt, err)
 		}
 	}
 }
 
-// attempt performs one HTTP exchange under the limiter and the per-request timeout.
+// retryReason is what the run head shows while a retry waits, e.g. "rate
+// limited by gpt-4o-mini (HTTP 429), retrying".
+func (c *call) retryReason(f *failure) string {
+	if f.status == http.StatusTooManyRequests {
+		return fmt.Sprintf("rate limited by %s (HTTP 429), retrying", c.m.key)
+	}
+	return fmt.Sprintf("%s failed (%s), retrying", c.m.key, f.what)
+}
+
+// pause waits d, telling the run why and until when; the wait is ended
+// (a zero until) however it ends.
+func (c *call) pause(ctx context.Context, d time.Duration, reason string) error {
+	if c.waiting != nil && d > 0 {
+		c.waiting(reason, time.Now().Add(d))
+		defer c.waiting(reason, time.Time{})
+	}
+	return sleep(ctx, d)
+}
+
+// acquire waits for a token and a slot of each limiter, the run's own
+// first; the returned release frees the slots. A token that would come
+// later than bound allows fails at once with ErrWaitTooLong.
+func (c *call) acquire(ctx context.Context) (release func(), err error) {
+	var held []*limiter
+	release = func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i].sem.Release(1)
+		}
+	}
+	for _, l := range c.lims {
+		if l.bucket != nil {
+			bound, what := c.bound()
+			d, ok := l.bucket.reserveWithin(bound)
+			if !ok {
+				release()
+				msg := fmt.Sprintf("model %q: the next request %s.requests_per_minute (%d) allows is %s away, more than %s allows", c.m.key, l.what, l.rpm, fmtSeconds(d), what)
+				return nil, &callError{msg: msg, sentinel: ErrWaitTooLong}
+			}
+			if d >= c.h.notice {
+				err = c.pause(ctx, d, fmt.Sprintf("queued by %s.requests_per_minute (%d) for %s, sending", l.what, l.rpm, c.m.key))
+			} else {
+				err = sleep(ctx, d)
+			}
+			if err != nil {
+				release()
+				return nil, err
+			}
+		}
+		if l.sem != nil {
+			if err := l.sem.Acquire(ctx, 1); err != nil {
+				release()
+				return nil, err
+			}
+			held = append(held, l)
+		}
+	}
+	return release, nil
+}
+
+// attempt performs one HTTP exchange under the limiters and the per-request timeout.
 func (c *call) attempt(ctx context.Context, creq openai.ChatCompletionRequest) (*reply, *failure) {
-	release, err := c.lim.acquire(ctx)
+	release, err := c.acquire(ctx)
 	if err != nil {
+		if errors.Is(err, ErrWaitTooLong) {
+			return nil, &failure{what: "rate limit", err: err, final: err}
+		}
 		return nil, &failure{what: "cancelled", err: err}
 	}
 	defer release()
@@ -167,6 +288,14 @@ func (c *call) attempt(ctx context.Context, creq openai.ChatCompletionRequest) (
 		f.retryAfter, f.hasRetryAfter = ex.retryAfter, ex.hasRetry
 	}
 	return nil, f
+}
+
+// seconds converts a float number of seconds to a Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// fmtSeconds writes d in seconds, as settings are written: "0.2 s", "3600 s".
+func fmtSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64) + " s"
 }
 
 // classify decides whether a failed attempt is worth retrying: 408, 429
@@ -231,7 +360,8 @@ func (c *call) backoff(attempt int) time.Duration {
 
 // finalError builds the op's error: model, endpoint host, what failed and
 // how many attempts were made, with the API key scrubbed.
-func (c *call) finalError(f *failure, attempts int) error {
+// why, when set, says why a retryable failure was not retried.
+func (c *call) finalError(f *failure, attempts int, why string) error {
 	msg := errText(f.err)
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
@@ -246,23 +376,32 @@ func (c *call) finalError(f *failure, attempts int) error {
 	if attempts == 1 {
 		tries = "after 1 attempt"
 	}
-	if !f.retry {
+	var sentinel error
+	switch {
+	case why != "":
+		tries += ", not retried: " + why
+		sentinel = ErrWaitTooLong
+	case !f.retry:
 		tries += ", not retried"
 	}
-	return &callError{msg: c.redact(fmt.Sprintf("model %q at %s: %s (%s): %s", c.m.key, c.host, f.what, tries, msg)), err: f.err}
+	return &callError{msg: c.redact(fmt.Sprintf("model %q at %s: %s (%s): %s", c.m.key, c.host, f.what, tries, msg)), err: f.err, sentinel: sentinel}
 }
 
 // callError is a final endpoint failure; its text is already redacted. It
-// unwraps to the sentinel (ErrMalformedReply) but not to the raw error,
-// whose text may hold the key.
+// unwraps to the sentinel (ErrWaitTooLong, ErrMalformedReply) but not to
+// the raw error, whose text may hold the key.
 type callError struct {
-	msg string
-	err error
+	msg      string
+	err      error
+	sentinel error
 }
 
 func (e *callError) Error() string { return e.msg }
 
 func (e *callError) Unwrap() error {
+	if e.sentinel != nil {
+		return e.sentinel
+	}
 	if errors.Is(e.err, ErrMalformedReply) {
 		return ErrMalformedReply
 	}
