@@ -58,7 +58,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 	if err != nil {
 		return nil, err
 	}
-	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log, Journal: st})
+	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log, Journal: st, ModelLimits: cfg.Models})
 	// A bwrap sandbox hides the data directory (the journal, other runs).
 	hidden := []string{cfg.DataDir}
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
