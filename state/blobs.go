@@ -166,16 +166,16 @@ func scanOps(tx *bolt.Tx, p, start, skip []byte, limit int) ([]Op, error) {
 	for ; k != nil && bytes.HasPrefix(k, p) && len(out) < limit; k, v = c.Next() {
 		var so storedOp
 		if err := json.Unmarshal(v, &so); err != nil {
-			return nil, fmt.Errorf("decode op %q: %w", k, err)
+			return nil, fmt.Errorf("%w: decode op %q: %v", ErrCorrupt, k, err)
 		}
 		op, err := so.join(blobsBk)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		if rv := results.Get(k); rv != nil {
 			var r opResult
 			if err := json.Unmarshal(rv, &r); err != nil {
-				return nil, fmt.Errorf("decode result of op %s: %w", op.ID, err)
+				return nil, fmt.Errorf("%w: decode result of op %s: %v", ErrCorrupt, op.ID, err)
 			}
 			op.Status, op.Result, op.Attempts, op.StartedAt, op.FinishedAt = r.Status, r.Result, r.Attempts, r.StartedAt, r.FinishedAt
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,7 +140,12 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	if err := preflight(path); err != nil {
+		return nil, err
+	}
+	var db *bolt.DB
+	err := safely(path, func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      opts.Timeout,
 		FreelistType: bolt.FreelistMapType,
 		// The freelist is not written on every commit; bbolt rebuilds it by
@@ -148,14 +154,19 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		NoFreelistSync:  true,
 		InitialMmapSize: opts.InitialMmapSize,
 		PageSize:        opts.PageSize,
+		})
+		return err
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w (lock not acquired within %s)", path, ErrInUse, opts.Timeout)
 	}
+	if errors.Is(err, ErrCorrupt) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := db.Update(initSchema); err != nil {
+	if err := safely(path, func() error { return db.Update(initSchema) }); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -168,6 +179,48 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 	}
 	go s.commitLoop()
 	return s, nil
+}
+
+// preflight refuses a damaged file before bbolt maps it: bbolt trusts its
+// pages and, opening a file written with NoFreelistSync, walks the whole
+// tree in a goroutine of its own where damage panics or faults beyond any
+// recover. A missing or empty file passes (bbolt creates the database).
+// The walk reads every reachable page once (see docs/benchmarks.md).
+func preflight(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("open %s: not a regular file", path)
+	}
+	res, err := scanFile(path, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, describeScanFailure(res, err))
+	}
+	switch n := len(res.problems); {
+	case n == 1:
+		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, res.problems[0])
+	case n > 1:
+		return fmt.Errorf("%s: %w: %s (and %d more problems)", path, ErrCorrupt, res.problems[0], n-1)
+	}
+	return nil
+}
+
+// safely runs fn, which reads or writes the mapped file, turning a panic
+// or a memory fault (a page of a file truncated under us) into an error
+// wrapping ErrCorrupt. bbolt panics on pages it cannot make sense of.
+func safely(path string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: %w: %v", path, ErrCorrupt, p)
+		}
+	}()
+	return fn()
 }
 
 // initSchema creates the buckets and checks or records the schema version.

@@ -373,6 +373,7 @@ func NoSpace(path string, err error) error { return &noSpaceError{path: path, er
 // validation errors in errs. It reports whether a write failed (the
 // transaction was then rolled back) and the transaction's error.
 func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			writeFailed = false

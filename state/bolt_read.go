@@ -37,7 +37,7 @@ func (s *BoltStore) view(ctx context.Context, fn func(tx *bolt.Tx) error) error 
 	if s.isClosed.Load() {
 		return ErrClosed
 	}
-	err := s.db.View(fn)
+	err := safely(s.path, func() error { return s.db.View(fn) })
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
@@ -48,7 +48,7 @@ func (s *BoltStore) view(ctx context.Context, fn func(tx *bolt.Tx) error) error 
 func decodeHead(id, v []byte) (Run, error) {
 	var r Run
 	if err := json.Unmarshal(v, &r); err != nil {
-		return Run{}, fmt.Errorf("decode run %s: %w", id, err)
+		return Run{}, fmt.Errorf("%w: decode run %s: %v", ErrCorrupt, id, err)
 	}
 	if err := Migrate(&r); err != nil {
 		return Run{}, err
@@ -82,7 +82,7 @@ func (s *BoltStore) Spec(ctx context.Context, id string) (Spec, error) {
 			return fmt.Errorf("%w: spec of %s", ErrNotFound, id)
 		}
 		if err := json.Unmarshal(v, &sp); err != nil {
-			return fmt.Errorf("decode spec %s: %w", id, err)
+			return fmt.Errorf("%w: decode spec %s: %v", ErrCorrupt, id, err)
 		}
 		return nil
 	})
@@ -172,8 +172,15 @@ func (s *BoltStore) Runs(ctx context.Context, f RunFilter) ([]Run, string, error
 
 // Unfinished lists the heads whose status is running or paused, in ID
 // (creation) order, from the unfinished index.
+//
+// A head that cannot be decoded does not hide the others: Unfinished then
+// returns the readable heads together with an error wrapping ErrCorrupt
+// that names each unreadable one.
 func (s *BoltStore) Unfinished(ctx context.Context) ([]Run, error) {
-	var runs []Run
+	var (
+		runs []Run
+		bad  []error
+	)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		heads := tx.Bucket(bucketRuns)
 		return tx.Bucket(bucketUnfinished).ForEach(func(k, _ []byte) error {
@@ -183,7 +190,8 @@ func (s *BoltStore) Unfinished(ctx context.Context) ([]Run, error) {
 			}
 			r, err := decodeHead(k, v)
 			if err != nil {
-				return err
+				bad = append(bad, err)
+				return nil
 			}
 			runs = append(runs, r)
 			return nil
@@ -192,7 +200,7 @@ func (s *BoltStore) Unfinished(ctx context.Context) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runs, nil
+	return runs, errors.Join(bad...)
 }
 
 // Children lists the IDs of run id's direct children in ID order (empty,
@@ -225,7 +233,7 @@ func scanLog[T any](bk *bolt.Bucket, p, start []byte, skip []byte, limit int) ([
 	for ; k != nil && bytes.HasPrefix(k, p) && len(out) < limit; k, v = c.Next() {
 		var x T
 		if err := json.Unmarshal(v, &x); err != nil {
-			return nil, fmt.Errorf("decode record %q: %w", k, err)
+			return nil, fmt.Errorf("%w: decode record %q: %v", ErrCorrupt, k, err)
 		}
 		out = append(out, x)
 	}

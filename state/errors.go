@@ -19,4 +19,7 @@ var (
 	// the same commit may be retried once space is freed. The error text
 	// names the store's file.
 	ErrNoSpace = errors.New("no space left on device")
+	// ErrCorrupt is returned when the database file is damaged: a page or
+	// record cannot be read. The error names the file and the first damage.
+	ErrCorrupt = errors.New("database is damaged")
 )

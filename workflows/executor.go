@@ -140,14 +140,19 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.started = true
 	e.mu.Unlock()
 	heads, err := e.store.Unfinished(ctx)
-	if err != nil {
+	if errors.Is(err, state.ErrCorrupt) {
+		// The readable heads resume; the damaged ones stay as they are.
+		e.log.Error("some unfinished runs cannot be read and are not resumed; run `flock db check`", "err", err)
+	} else if err != nil {
 		return fmt.Errorf("list unfinished runs: %w", err)
 	}
 	for _, h := range heads {
 		if h.Status != state.StatusRunning {
 			continue
 		}
-		if err := e.resume(ctx, h); err != nil {
+		if err := e.resume(ctx, h); errors.Is(err, state.ErrCorrupt) {
+			e.log.Error("run not resumed: its records in the database cannot be read; run `flock db check`", "run", h.ID, "err", err)
+		} else if err != nil {
 			e.log.Error("resume run", "run", h.ID, "err", err)
 		}
 	}
