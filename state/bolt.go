@@ -146,14 +146,14 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 	var db *bolt.DB
 	err := safely(path, func() (err error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      opts.Timeout,
-		FreelistType: bolt.FreelistMapType,
-		// The freelist is not written on every commit; bbolt rebuilds it by
-		// scanning the file when it opens after a crash. Safe, and it keeps
-		// large free lists off every fsync.
-		NoFreelistSync:  true,
-		InitialMmapSize: opts.InitialMmapSize,
-		PageSize:        opts.PageSize,
+			Timeout:      opts.Timeout,
+			FreelistType: bolt.FreelistMapType,
+			// The freelist is not written on every commit; bbolt rebuilds it by
+			// scanning the file when it opens after a crash. Safe, and it keeps
+			// large free lists off every fsync.
+			NoFreelistSync:  true,
+			InitialMmapSize: opts.InitialMmapSize,
+			PageSize:        opts.PageSize,
 		})
 		return err
 	})

@@ -120,17 +120,17 @@ type audit struct {
 
 // runAudit is what a scan saw of one run.
 type runAudit struct {
-	id        string
-	head      *Run
-	headBad   string
-	spec      *Spec
-	specBad   string
-	entries   []uint64            // readable seqs, ascending
-	opSteps   map[uint64][]uint32 // readable op indexes per step
-	ops       map[string]bool     // readable op keys (string of the key)
-	events    int
-	indexed   bool     // listed in the unfinished index
-	lost      []string // records found but unreadable
+	id      string
+	head    *Run
+	headBad string
+	spec    *Spec
+	specBad string
+	entries []uint64            // readable seqs, ascending
+	opSteps map[uint64][]uint32 // readable op indexes per step
+	ops     map[string]bool     // readable op keys (string of the key)
+	events  int
+	indexed bool     // listed in the unfinished index
+	lost    []string // records found but unreadable
 }
 
 func newAudit() *audit {
