@@ -54,7 +54,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 	if err := LoadExtensions(reg, cfg); err != nil {
 		return nil, err
 	}
-	st, err := state.OpenBolt(cfg.DBPath(), state.BoltOptions{})
+	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +107,37 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		return nil, errors.Join(err, st.Close())
 	}
 	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx}, nil
+}
+
+// openStore opens the data directory's database. It refuses a database
+// that is missing or empty while run directories exist (unless
+// cfg.NewStore), and words a damaged file's error with what to do.
+func openStore(cfg configs.Server) (*state.BoltStore, error) {
+	path := cfg.DBPath()
+	fi, err := os.Stat(path)
+	if (errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0)) && !cfg.NewStore {
+		runs, _ := os.ReadDir(cfg.RunsDir())
+		n := 0
+		for _, d := range runs {
+			if d.IsDir() {
+				n++
+			}
+		}
+		if n > 0 {
+			what := "missing"
+			if err == nil {
+				what = "empty (0 bytes)"
+			}
+			return nil, fmt.Errorf("%w: %s is %s but %s holds %d run directories of an earlier store; restore the database file, or start with --new-store (new_store in --config) to begin an empty store beside them",
+				ErrNoStore, path, what, cfg.RunsDir(), n)
+		}
+	}
+	st, err := state.OpenBolt(path, state.BoltOptions{})
+	if errors.Is(err, state.ErrCorrupt) {
+		return nil, fmt.Errorf("%w; run `flock db check --data %s` to list the damage and `flock db recover --data %s --to FILE` to copy what is readable, then move FILE to %s and start again",
+			err, cfg.DataDir, cfg.DataDir, path)
+	}
+	return st, err
 }
 
 // Close stops the executor (unfinished runs stay resumable) and closes the store.

@@ -27,6 +27,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runCmd(ctx, rest, stdout, stderr)
 	case "rollout":
 		err = rolloutCmd(ctx, rest, stdout, stderr)
+	case "db":
+		err = dbCmd(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, Version())
 	case "help":
@@ -59,8 +61,10 @@ var (
 const usage = `flock runs LLM agents and agent-data pipelines as durable phase graphs.
 
 Usage:
-  flock serve [--addr ADDR] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR]
-        Serve the HTTP API; resumes unfinished runs on start.
+  flock serve [--addr ADDR] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR] [--new-store]
+        Serve the HTTP API; resumes unfinished runs on start. A damaged flock.db
+        is refused (see flock db); so is a missing or empty one while DIR/runs
+        holds run directories, unless --new-store.
   flock run --workflow NAME --settings FILE [--task TEXT] [--data DIR] [--mode ...]
         Run one workflow to the end in-process with live progress; exit 0 on success.
   flock run --resume RUN_ID [--data DIR]
@@ -70,6 +74,12 @@ Usage:
   flock --workflow NAME --settings FILE [--task TEXT] [--exit] [serve flags]
         Serve and immediately start that workflow (Flock style). --workflow listen
         (the default) starts nothing; --exit ends the process with the run.
+  flock db check [--data DIR | --db FILE]
+        Check the database read-only (bbolt structure and flock's invariants);
+        exit 0 when clean, 1 with the list of problems.
+  flock db recover [--data DIR | --db FILE] --to FILE
+        Copy every readable run, entry, op and event of a damaged database into
+        a new FILE and report what could not be read.
   flock version
 
 Run "flock COMMAND -h" for the flags of a command.

@@ -27,6 +27,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
+	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 	fs.StringVar(&wf, "workflow", "", "workflow to run (default: the settings' workflow_type)")
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML)")
 	fs.StringVar(&taskText, "task", "", "task text")

@@ -19,7 +19,7 @@ import (
 // serverFlags registers the flags shared by serve and launch. Call
 // applyConfigFile after parsing.
 func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
-	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models); flags win")
+	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models, new_store); flags win")
 	fs.StringVar(&cfg.Addr, "addr", configs.DefaultAddr, "listen address")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
@@ -27,6 +27,7 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 }
 
 // applyConfigFile fills cfg from the --config file, for every setting
@@ -63,6 +64,9 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
 	cfg.PublicNames = file.PublicNames
 	cfg.ReadRoots = file.ReadRoots
 	cfg.Models = file.Models
+	if !set["new-store"] {
+		cfg.NewStore = file.NewStore
+	}
 	return nil
 }
 

@@ -65,6 +65,11 @@ type Server struct {
 	// by base URL. They protect a shared endpoint: a run's own settings may
 	// only tighten them for itself.
 	Models map[string]ModelLimits `json:"models,omitempty"`
+	// NewStore lets the server start with a missing or empty database
+	// (flock.db) although the data directory holds run directories of an
+	// earlier store. Without it, that start is refused: the database was
+	// probably lost, and an empty store would silently forget those runs.
+	NewStore bool `json:"new_store,omitempty"`
 }
 
 // ModelLimits are the operator's server-wide limits for one model

@@ -269,7 +269,8 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 		}
 		ra := a.run(id)
 		if !ra.ops[string(k)] {
-			return bad(ra, fmt.Sprintf("result of op %x has no readable op", k[len(id)+1:]), nil)
+			tail := k[len(id)+1:]
+			return bad(ra, fmt.Sprintf("op %s (request record)", OpID(id, binary.BigEndian.Uint64(tail), int(binary.BigEndian.Uint32(tail[8:])))), nil)
 		}
 		var r opResult
 		if err := json.Unmarshal(v, &r); err != nil {

@@ -124,18 +124,23 @@ func RecoverFile(ctx context.Context, from, to string) (*RecoverReport, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		var lost []string
 		if ra.head == nil {
 			why := "head missing"
 			if ra.headBad != "" {
 				why = "head unreadable: " + ra.headBad
 			}
-			rep.Dropped[ra.id] = fmt.Sprintf("%s (%d entries, %d ops, %d events not kept)", why, len(ra.entries), len(ra.ops), ra.events)
-			if err := dropRun(db, ra.id); err != nil {
-				return nil, err
+			if len(ra.entries)+len(ra.ops)+ra.events == 0 && ra.spec == nil {
+				rep.Dropped[ra.id] = why + " and nothing else of the run is readable"
+				if err := dropRun(db, ra.id); err != nil {
+					return nil, err
+				}
+				continue
 			}
-			continue
+			ra.head = rebuildHead(ra)
+			lost = append(lost, "head (rebuilt from the run's other records; the run is marked failed)")
 		}
-		lost := ra.lostSummary()
+		lost = append(lost, ra.lostSummary()...)
 		if len(lost) > 0 {
 			rep.Lost[ra.id] = lost
 		}
@@ -278,4 +283,29 @@ func rewriteRun(db *bolt.DB, ra *runAudit, lost []string) error {
 		}
 		return nil
 	})
+}
+
+// rebuildHead makes a failed head for a run whose head was lost, from its
+// readable records.
+func rebuildHead(ra *runAudit) *Run {
+	now := time.Now().UTC()
+	h := &Run{Schema: SchemaVersion, ID: ra.id, Workflow: "unknown", Status: StatusFailed,
+		EndReason: ReasonStoreDamaged, CreatedAt: now, UpdatedAt: now, EndedAt: &now,
+		Error: "the run's head record could not be read when the database was recovered; its readable records are kept"}
+	if n := len(ra.entries); n > 0 {
+		h.Entries = ra.entries[n-1]
+	}
+	for step := range ra.opSteps {
+		h.Step = max(h.Step, step)
+	}
+	h.NumOps = len(ra.opSteps[h.Step])
+	if ra.spec != nil {
+		var doc struct {
+			WorkflowType string `json:"workflow_type"`
+		}
+		if json.Unmarshal(ra.spec.Settings, &doc) == nil && doc.WorkflowType != "" {
+			h.Workflow = doc.WorkflowType
+		}
+	}
+	return h
 }
