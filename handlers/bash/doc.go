@@ -57,8 +57,9 @@
 // The timeout is the request's timeout_s, else the run's bash.timeout_s,
 // else Options.DefaultTimeout, else 600 s. When it expires the shell's
 // process group gets SIGINT, the handler waits up to a second for the
-// command to wind down, then kills the whole group with SIGKILL. The result
-// keeps the output captured so far, with timed_out true and exit code 124.
+// command to wind down, then kills the shell and every process it started
+// (see Process tree below). The result keeps the output captured so far,
+// with timed_out true and exit code 124.
 // The shell is gone: the next command of the session starts a new one and
 // changes to the last cwd the old one reported, but exported variables,
 // functions and aliases are lost.
@@ -71,12 +72,22 @@
 // CloseRun kills the run's shells and Close kills all; commands running in
 // them return at once with ErrSessionClosed.
 //
-// # Caveats
+// # Process tree
 //
-// Killing reaches the shell's process group only. A process that leaves it
-// (setsid, a daemon that double-forks) survives a timeout or CloseRun; the
-// handler stops reading from it after a short drain and does not wait for
-// it. Options.Wrap (for bwrap) is where stronger containment plugs in.
+// Each shell runs under its own reaper (package internal/reaper): the
+// server's binary re-executed as a child subreaper, which starts the shell
+// in a new session on the pty (the shell keeps its controlling terminal)
+// and then holds none of the shell's descriptors, so commands cost the same
+// as without it. Orphans of the session (double-forked daemons, setsid,
+// nohup) are reparented to the reaper instead of init. Whenever the shell
+// ends — timeout, cancellation, exit, CloseRun, Close — the reaper kills
+// every process below it, including ones that left the process group or
+// the session and ones that ignore SIGHUP and SIGTERM, before it exits;
+// the handler waits for that. If the server dies, even of kill -9, the
+// reaper gets a parent-death signal and does the same. Background jobs
+// therefore live exactly as long as their shell.
+//
+// # Caveats
 //
 // Commands that open /dev/tty directly (ssh, sudo asking for a password)
 // block until the timeout.

@@ -50,9 +50,10 @@ type Options struct {
 	// to run it under bwrap. It gets the bash argv and the run's work dir
 	// and returns the argv to exec. The wrapper must keep stdin, stdout,
 	// stderr (the pty) and fd 3 (the stderr pipe), and must let the shell
-	// read the per-session command file (under /dev/shm or os.TempDir()). Killing relies
-	// on the wrapper and the shell staying in the process group started by
-	// the handler.
+	// read the per-session command file (under /dev/shm or os.TempDir()).
+	// Interrupting relies on the wrapper and the shell staying in the
+	// process group started by the handler; killing reaches every
+	// descendant either way (see Process tree in the package doc).
 	Wrap func(argv []string, workDir string) []string
 	// Hidden lists paths a bwrap sandbox (settings sandbox.kind "bwrap")
 	// makes invisible: the server's data directory. Runs' own work

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/flockrun/flock/internal/reaper"
 )
 
 // Fixed file descriptors inside the shell. They are closed for the
@@ -38,13 +40,12 @@ const (
 // session holding it, one at a time; kill and close are also safe to call
 // concurrently with them.
 type shell struct {
-	cmd  *exec.Cmd
-	pid  int
-	ptmx *os.File // the pty master: commands in, stdout out
-	errR *os.File // read end of the stderr pipe
-	dir  string   // private temp dir holding the command file
-	file string   // the command file, rewritten for each command
-	cmdf *os.File // the command file, kept open: rewriting costs no open/close
+	proc *reaper.Process // the shell's reaper; the shell is its child
+	ptmx *os.File        // the pty master: commands in, stdout out
+	errR *os.File        // read end of the stderr pipe
+	dir  string          // private temp dir holding the command file
+	file string          // the command file, rewritten for each command
+	cmdf *os.File        // the command file, kept open: rewriting costs no open/close
 
 	out    chan []byte   // chunks read from ptmx; closed at EOF/EIO
 	errc   chan []byte   // chunks read from errR; closed at EOF
@@ -119,29 +120,32 @@ func startShell(argv []string, workDir, dir string, env []string) (_ *shell, err
 		}
 	}()
 
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = workDir
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	cmd.ExtraFiles = []*os.File{errW} // fd 3, moved to fdErr by the init line
-	// A new session whose controlling terminal is the pty: the shell leads
-	// its own process group, so kill(-pid) reaches every child left in it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	dieWithServer(cmd.SysProcAttr)
-	if err := cmd.Start(); err != nil {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	// The shell runs under a reaper (package reaper), in a new session
+	// whose controlling terminal is the pty: it leads its own process
+	// group, and whatever it starts, even in another session, ends with it.
+	proc, err := reaper.Start(reaper.Spec{
+		Path: path, Args: argv, Dir: workDir, Env: env,
+		Stdin: tty, Stdout: tty, Stderr: tty,
+		ExtraFiles: []*os.File{errW}, // fd 3, moved to fdErr by the init line
+		TTY:        true,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 
 	cmdf, err := os.OpenFile(filepath.Join(dir, "cmd"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		proc.Kill()
+		_, _ = proc.Wait()
 		return nil, fmt.Errorf("command file: %w", err)
 	}
 	sh := &shell{
 		cmdf:   cmdf,
-		cmd:    cmd,
-		pid:    cmd.Process.Pid,
+		proc:   proc,
 		ptmx:   ptmx,
 		errR:   errR,
 		dir:    dir,
@@ -182,25 +186,18 @@ func (sh *shell) pump(f *os.File, ch chan<- []byte) {
 	}
 }
 
-// reap waits for the process and records its status. A shell killed by a
+// reap waits for the reaper, which exits once the shell and everything
+// it started are gone, and records the shell's status. A shell killed by a
 // signal reports 128+signal, as bash does for its children.
 func (sh *shell) reap() {
 	defer sh.wg.Done()
-	_ = sh.cmd.Wait()
-	st := sh.cmd.ProcessState
+	st, _ := sh.proc.Wait()
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		sh.status = 128 + int(ws.Signal())
 	} else {
 		sh.status = st.ExitCode()
 	}
 	close(sh.exited)
-}
-
-// signal sends sig to the shell's process group and to the shell itself
-// (in case a wrapper moved it). Errors (the group is gone) are ignored.
-func (sh *shell) signal(sig syscall.Signal) {
-	_ = syscall.Kill(-sh.pid, sig)
-	_ = syscall.Kill(sh.pid, sig)
 }
 
 // send writes the command text to the command file and asks the shell to
@@ -347,7 +344,7 @@ func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 			c.out.Write([]byte{'\n'})
 		}
 	}()
-	sh.signal(syscall.SIGINT)
+	sh.proc.Interrupt() // SIGINT to the shell's process group
 	// The shell reads this line once the interrupted command line is
 	// abandoned. The deadline guards against a shell that never reads.
 	_ = sh.ptmx.SetWriteDeadline(time.Now().Add(interruptGrace))
@@ -378,10 +375,11 @@ func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 	}
 }
 
-// kill kills the process group and collects what is left in the streams
-// into c (when c is not nil), then releases everything (see close).
+// kill kills the shell and every process it started, collects what is
+// left in the streams into c (when c is not nil), then releases everything
+// (see close).
 func (sh *shell) kill(c *collector) {
-	sh.signal(syscall.SIGKILL)
+	sh.proc.Kill()
 	if c != nil {
 		sh.drain(c)
 	}
@@ -416,11 +414,11 @@ func (sh *shell) drain(c *collector) {
 	c.errSc.Flush()
 }
 
-// close kills the process group, waits for the process and the reader
-// goroutines, and removes the command dir. It is idempotent.
+// close kills the shell and every process it started, waits for them and
+// the reader goroutines, and removes the command dir. It is idempotent.
 func (sh *shell) close() {
 	sh.closeOnce.Do(func() {
-		sh.signal(syscall.SIGKILL)
+		sh.proc.Kill()
 		<-sh.exited
 		close(sh.quit)
 		// The master is non-blocking, so Close interrupts a pending Read

@@ -26,7 +26,8 @@
 //     namespace), and System V IPC and hostname changes (own IPC and UTS
 //     namespaces).
 //   - Outliving the server: --die-with-parent kills the sandbox when the
-//     process that started bwrap dies.
+//     process that started bwrap dies (the handlers' per-session reaper,
+//     which itself ends its whole tree when the server dies).
 //
 // # What it does not protect against
 //

@@ -42,6 +42,20 @@
 // error and does not end the interpreter. When ctx is done the interpreter
 // is killed and the result's Error is "cancelled".
 //
+// # Processes a cell starts
+//
+// Each interpreter runs under its own reaper (package internal/reaper): the
+// server's binary re-executed as a child subreaper, so that processes the
+// code starts stay below it even when they leave the process group or the
+// session (subprocess.Popen(..., start_new_session=True), os.fork daemons,
+// nohup). When the interpreter is killed, exits or is closed (CloseRun,
+// Close), and when the server dies (kill -9 included), every one of them
+// is killed too, whatever signals it ignores. A timed-out cell kills them
+// as well, from the server, even when the interpreter and its globals are
+// kept: after a timeout no process the interpreter started, in that cell or
+// an earlier one, is left running. Between cells, background processes
+// live on.
+//
 // # Interpreter and environment
 //
 // The binary is settings.python.interpreter, else python3 on the server's

@@ -11,8 +11,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/flockrun/flock/internal/reaper"
 )
 
 //go:embed driver.py
@@ -22,10 +23,10 @@ var driverSource string
 // it. It is created by startInterp and ends with kill; a session runs at
 // most one call on it at a time.
 type interp struct {
-	cmd   *exec.Cmd
-	reqW  *os.File // requests to the driver (its fd 3)
-	respR *os.File // replies from the driver (its fd 4)
-	out   *os.File // the driver's fd 1 and 2; unlinked, O_APPEND
+	proc  *reaper.Process // the interpreter's reaper; the driver is its child
+	reqW  *os.File        // requests to the driver (its fd 3)
+	respR *os.File        // replies from the driver (its fd 4)
+	out   *os.File        // the driver's fd 1 and 2; unlinked, O_APPEND
 	hello reply
 
 	// replies carries decoded replies; it is closed when the reply stream
@@ -64,15 +65,17 @@ func startInterp(ctx context.Context, argv []string, workDir string, env []strin
 		reqW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = workDir
-	cmd.Env = env
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithServer(cmd.SysProcAttr)
-	err = cmd.Start()
+	// The driver runs under a reaper (package reaper) that ends it and
+	// everything it starts, even in another session, together.
+	path, err := exec.LookPath(argv[0])
+	var proc *reaper.Process
+	if err == nil {
+		proc, err = reaper.Start(reaper.Spec{
+			Path: path, Args: argv, Dir: workDir, Env: env,
+			Stdout: out, Stderr: out,
+			ExtraFiles: []*os.File{reqR, respW}, // fds 3 and 4
+		})
+	}
 	reqR.Close()
 	respW.Close()
 	if err != nil {
@@ -82,7 +85,7 @@ func startInterp(ctx context.Context, argv []string, workDir string, env []strin
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	p := &interp{
-		cmd:     cmd,
+		proc:    proc,
 		reqW:    reqW,
 		respR:   respR,
 		out:     out,
@@ -142,7 +145,7 @@ func newOutputFile() (*os.File, error) {
 // wait reaps the process.
 func (p *interp) wait() {
 	defer p.wg.Done()
-	p.waitErr = p.cmd.Wait()
+	_, p.waitErr = p.proc.Wait()
 	close(p.exited)
 }
 
@@ -178,15 +181,15 @@ func (p *interp) send(r request, deadline time.Time) error {
 	return err
 }
 
-// kill stops the process group, waits for it and for the goroutines, and
-// closes the pipes. The output file stays open for reading until release.
+// kill stops the interpreter and every process it started, waits for
+// them and for the goroutines, and closes the pipes. The output file stays open for reading until release.
 // It is safe to call concurrently and more than once; a call waiting on
 // replies or exited returns once kill has run.
 func (p *interp) kill() {
 	p.killOnce.Do(func() {
-		// The driver leads its own process group (Setpgid), so this also
-		// reaches its subprocesses and, under bwrap, the sandbox.
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		// The reaper kills the driver's process group, then every
+		// descendant left (setsid, daemons), then exits.
+		p.proc.Kill()
 		close(p.done)
 		<-p.exited
 		p.respR.Close() // unblocks the reader

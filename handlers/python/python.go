@@ -42,8 +42,8 @@ type Options struct {
 	StartTimeout time.Duration
 	// Wrap, when set, rewrites the interpreter's command line, e.g. to run
 	// it in a sandbox; it replaces the settings-driven isolate.Wrap. It
-	// must keep file descriptors 0-4 and the environment, and exec the
-	// command in the same process group.
+	// must keep file descriptors 0-4 and the environment. Whatever it
+	// starts is killed with the interpreter (see the package doc).
 	Wrap func(argv []string, workDir string) []string
 	// Hidden are paths made invisible inside a bwrap sandbox (the server's
 	// data directory) when Wrap is nil and the run's settings.sandbox.kind
@@ -195,10 +195,21 @@ func (h *Handler) call(ctx context.Context, s *session, env handlers.Env, req *o
 				return nil, fmt.Errorf("read output: %w", err)
 			}
 			res := &operations.PythonResult{Output: out, Error: rep.Error, Truncated: cut}
-			if interrupted && rep.Interrupted {
-				res.TimedOut = true
-				res.Error = joinLines(res.Error, fmt.Sprintf(
-					"timed out after %s: the cell was interrupted; the interpreter and its globals are kept", seconds(timeout)))
+			if interrupted {
+				// A timeout ends every process the interpreter started,
+				// in this cell or earlier ones; the interpreter is kept.
+				kept := "the interpreter and its globals are kept"
+				if err := ip.proc.KillDescendants(ip.hello.PID); err != nil {
+					ip.kill()
+					h.drop(s, ip)
+					kept = fmt.Sprintf("the processes it started could not be stopped (%v), so the interpreter "+
+						"was killed; it restarts with fresh globals on the next call", err)
+				}
+				if rep.Interrupted {
+					res.TimedOut = true
+					res.Error = joinLines(res.Error, fmt.Sprintf(
+						"timed out after %s: the cell was interrupted; %s", seconds(timeout), kept))
+				}
 			}
 			res.Error, _ = handlers.Truncate(res.Error, limit)
 			return res, nil

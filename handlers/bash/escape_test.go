@@ -1,0 +1,155 @@
+package bash
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/reaper/reapertest"
+)
+
+// escapees returns a command that starts three processes that leave the
+// shell's process group, and their markers: a setsid sleep, a
+// double-forked daemon, and a double-forked setsid one that ignores SIGHUP
+// and SIGTERM and has its stdio on /dev/null (a nohup-style daemon).
+func escapees(t *testing.T) (command string, markers []string) {
+	t.Helper()
+	m := []string{reapertest.Marker(t, "setsid"), reapertest.Marker(t, "double"), reapertest.Marker(t, "daemon")}
+	t.Cleanup(func() { reapertest.KillAll(m...) })
+	command = fmt.Sprintf(`setsid bash -c 'exec -a %[1]s sleep 300' &
+( ( exec -a %[2]s sleep 300 & ) & )
+( setsid bash -c "trap '' HUP TERM; exec -a %[3]s sleep 300" </dev/null >/dev/null 2>&1 & ) &
+true`, m[0], m[1], m[2])
+	return command, m
+}
+
+// TestEscapeesDie starts processes that leave the shell's process group and
+// session, and checks that each way a shell ends takes them along.
+func TestEscapeesDie(t *testing.T) {
+	tests := []struct {
+		name    string
+		end     func(t *testing.T, h *Handler, env handlers.Env)
+		restart bool // the session goes on with a new shell
+	}{
+		{"timeout", func(t *testing.T, h *Handler, env handlers.Env) {
+			res := h.Handle(context.Background(), env, bashReq("sleep 30", 0.3, ""))
+			if res.Bash == nil || !res.Bash.TimedOut {
+				t.Fatalf("want a timeout, got %q %+v", res.Error, res.Bash)
+			}
+		}, true},
+		{"shell exits", func(t *testing.T, h *Handler, env handlers.Env) {
+			if res := run(t, h, env, "exit 3"); res.ExitCode != 3 {
+				t.Fatalf("exit code %d, want 3", res.ExitCode)
+			}
+		}, true},
+		{"CloseRun", func(t *testing.T, h *Handler, env handlers.Env) { h.CloseRun(env.RunID) }, false},
+		{"Close", func(t *testing.T, h *Handler, env handlers.Env) { _ = h.Close() }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHandler(t, Options{})
+			env := newEnv(t, "escape")
+			command, markers := escapees(t)
+			run(t, h, env, command)
+			reapertest.WaitAlive(t, 5*time.Second, markers...)
+			tt.end(t, h, env)
+			reapertest.WaitGone(t, 5*time.Second, markers...)
+			if tt.restart {
+				// The session restarts and works.
+				if res := run(t, h, env, "echo again"); res.Stdout != "again\n" {
+					t.Fatalf("after restart: %+v", res)
+				}
+			}
+		})
+	}
+}
+
+// TestEscapeesDieWithTimedOutCommand times out the command that started
+// the escapees while it still runs.
+func TestEscapeesDieWithTimedOutCommand(t *testing.T) {
+	h := newHandler(t, Options{})
+	env := newEnv(t, "escape")
+	command, markers := escapees(t)
+	res := h.Handle(context.Background(), env, bashReq(command+"\nsleep 30", 1, ""))
+	if res.Bash == nil || !res.Bash.TimedOut {
+		t.Fatalf("want a timeout, got %q %+v", res.Error, res.Bash)
+	}
+	reapertest.WaitGone(t, 5*time.Second, markers...)
+}
+
+// helperEnv, when set in the environment, makes TestKilledServerHelper act
+// as a server that starts escapees and waits to be killed.
+const helperEnv = "FLOCK_BASH_KILLED_SERVER_HELPER"
+
+// TestKilledServerHelper is not a test: it is the server process of
+// TestEscapeesDieWithKilledServer (the test binary re-executed).
+func TestKilledServerHelper(t *testing.T) {
+	markers := os.Getenv(helperEnv)
+	if markers == "" {
+		t.Skip("helper process only")
+	}
+	m := strings.Split(markers, ",")
+	h := New(Options{})
+	env := newEnv(t, "killed")
+	command := fmt.Sprintf(`setsid bash -c "trap '' HUP TERM; exec -a %[1]s sleep 300" &
+( ( trap '' HUP TERM; exec -a %[2]s sleep 300 & ) & )
+sleep 300`, m[0], m[1])
+	go h.Handle(context.Background(), env, bashReq(command, 600, ""))
+	reapertest.WaitAlive(t, 10*time.Second, m...)
+	fmt.Println("ready")
+	select {} // until killed
+}
+
+// TestEscapeesDieWithKilledServer kills a server process with SIGKILL while
+// its shell runs a command and daemons that ignore SIGHUP and SIGTERM; none
+// of them may outlive it.
+func TestEscapeesDieWithKilledServer(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	markers := []string{reapertest.Marker(t, "setsid"), reapertest.Marker(t, "double")}
+	t.Cleanup(func() { reapertest.KillAll(markers...) })
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledServerHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperEnv+"="+strings.Join(markers, ","))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				ready <- nil
+				return
+			}
+		}
+		ready <- fmt.Errorf("helper ended without ready: %v", sc.Err())
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("helper not ready after 30s")
+	}
+	reapertest.WaitAlive(t, time.Second, markers...)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	reapertest.WaitGone(t, 5*time.Second, markers...)
+}
