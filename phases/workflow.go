@@ -18,6 +18,18 @@ type Workflow struct {
 	// CheckSettings, if set, validates a run's settings before the run is
 	// created; its error is shown to the user as is.
 	CheckSettings func(settings json.RawMessage) error
+	// Settings declares the workflow's own settings keys, so that a run
+	// whose settings hold an unknown key (a typo such as "limts") is
+	// warned at start. It is either a value of the struct the workflow
+	// decodes its settings into (e.g. Settings{}), whose json tags name the
+	// keys, nested ones included, so the list cannot drift from the code;
+	// or a []string of top-level keys whose contents are not checked. The
+	// common keys (limits, models, python, bash, sandbox, scoring,
+	// workflow_type) are always known. Nil declares nothing: only the
+	// common sections are checked and other top-level keys pass unremarked
+	// (plugins built before this field). A field tagged
+	// `settings:"flock-unused"` is a Flock key accepted and ignored.
+	Settings any
 	// Source says where the workflow came from: "builtin", "plugin:FILE" or
 	// "file:FILE". Registries fill in "builtin" when it is empty.
 	Source string

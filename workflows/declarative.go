@@ -109,7 +109,43 @@ func ParseWorkflow(file string, data []byte) (wf phases.Workflow, err error) {
 	if err != nil {
 		return wf, fileError(file, err)
 	}
+	wf.Settings = d.settingsKeys(data)
 	return wf, nil
+}
+
+// settingsRef finds settings.NAME and settings["NAME"] in a workflow file.
+var settingsRef = regexp.MustCompile(`\bsettings\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']+)["']\s*\])`)
+
+// settingsKeys are the settings keys a workflow file declares, for the
+// unknown-key warnings: the keys of its settings defaults, its required
+// keys and every settings.NAME (or settings["NAME"]) its text mentions.
+// A file that reaches settings by a computed name (settings[var]) may see
+// warnings about keys it does read; they never reject a run.
+func (d *fileDoc) settingsKeys(data []byte) []string {
+	seen := map[string]bool{}
+	if d.Settings != nil {
+		if m, ok := d.Settings.v.(map[string]any); ok {
+			for k := range m {
+				seen[k] = true
+			}
+		}
+	}
+	for _, k := range d.Required {
+		seen[k] = true
+	}
+	for _, m := range settingsRef.FindAllSubmatch(data, -1) {
+		if len(m[1]) > 0 {
+			seen[string(m[1])] = true
+		} else {
+			seen[string(m[2])] = true
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // fileError converts a decode or compile error into a *WorkflowFileError.

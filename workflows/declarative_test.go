@@ -3,11 +3,13 @@ package workflows_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/bash"
 	"github.com/flockrun/flock/handlers/generate"
@@ -386,5 +388,27 @@ func TestDeclarativeExamplesRun(t *testing.T) {
 					tt.status, tt.reason, tt.result)
 			}
 		})
+	}
+}
+
+func TestWorkflowFileSettingsKeys(t *testing.T) {
+	src := "name: keys\nrequired: [b]\nsettings:\n  a: 1\nphases:\n  - name: p\n    set:\n      x: settings.c + settings[\"d\"]\n"
+	wf, err := workflows.ParseWorkflow("keys.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(wf.Settings), "[a b c d]"; got != want {
+		t.Fatalf("Settings = %s, want %s", got, want)
+	}
+	got := configs.SettingsWarnings(json.RawMessage(`{"a":1,"b":{"any":1},"c":1,"d":1,"cc":1,"limits":{"tokens":1}}`), wf.Name, wf.Settings)
+	if want := []string{`unknown settings key "cc" (did you mean "c"?)`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("warnings = %q, want %q", got, want)
+	}
+	empty, err := workflows.ParseWorkflow("empty.yaml", []byte("name: empty\nphases:\n  - name: p\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := configs.SettingsWarnings(json.RawMessage(`{"x":1}`), empty.Name, empty.Settings); fmt.Sprint(got) != `[unknown settings key "x"]` {
+		t.Fatalf("a file reading no settings: warnings = %q", got)
 	}
 }

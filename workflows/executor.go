@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -189,46 +190,58 @@ func (e *Executor) Stop(ctx context.Context) error {
 }
 
 // StartRun creates a run and starts driving it. It returns at once with the
-// new head (status running).
+// new head (status running). See StartRunWithWarnings for the settings
+// warnings, which StartRun drops (they are in the run's first event).
 func (e *Executor) StartRun(ctx context.Context, req StartRequest) (state.Run, error) {
+	h, _, err := e.StartRunWithWarnings(ctx, req)
+	return h, err
+}
+
+// StartRunWithWarnings is StartRun that also returns the warnings about the
+// run's settings: keys no one reads (typos, with the closest known key;
+// Flock keys flock ignores), see configs.SettingsWarnings. They never
+// reject the run; the run's first event ("created") carries them too, in
+// its data as {"warnings": [...]}.
+func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (state.Run, []string, error) {
 	name := req.Workflow
 	settingsDoc := bytes.TrimSpace(req.Settings)
 	if len(settingsDoc) == 0 || string(settingsDoc) == "null" {
 		settingsDoc = []byte("{}")
 	}
 	if settingsDoc[0] != '{' {
-		return state.Run{}, fmt.Errorf("%w: settings: must be a JSON object", ErrBadRequest)
+		return state.Run{}, nil, fmt.Errorf("%w: settings: must be a JSON object", ErrBadRequest)
 	}
 	rs, err := configs.ParseRunSettings(settingsDoc)
 	if err != nil {
-		return state.Run{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	if name == "" {
 		name = rs.WorkflowType
 	}
 	if name == "" {
-		return state.Run{}, fmt.Errorf("%w: workflow: required (or settings.workflow_type)", ErrBadRequest)
+		return state.Run{}, nil, fmt.Errorf("%w: workflow: required (or settings.workflow_type)", ErrBadRequest)
 	}
 	wf, ok := e.reg.Lookup(name)
 	if !ok {
-		return state.Run{}, fmt.Errorf("%w: workflow: %q is not registered", ErrUnknownWorkflow, name)
+		return state.Run{}, nil, fmt.Errorf("%w: workflow: %q is not registered", ErrUnknownWorkflow, name)
 	}
 	if wf.CheckSettings != nil {
 		if err := wf.CheckSettings(json.RawMessage(settingsDoc)); err != nil {
-			return state.Run{}, fmt.Errorf("%w: settings: %w", ErrBadRequest, err)
+			return state.Run{}, nil, fmt.Errorf("%w: settings: %w", ErrBadRequest, err)
 		}
 	}
 	if e.cfg.CheckRun != nil {
 		if err := e.cfg.CheckRun(wf, rs, json.RawMessage(settingsDoc)); err != nil {
-			return state.Run{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+			return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 		}
 	}
+	warnings := configs.SettingsWarnings(settingsDoc, wf.Name, wf.Settings)
 	now := e.now().UTC()
 	id := req.ID
 	if id == "" {
 		id = NewRunID(now)
 	} else if !validRunID(id) {
-		return state.Run{}, fmt.Errorf("%w: run id %q", ErrBadRequest, id)
+		return state.Run{}, nil, fmt.Errorf("%w: run id %q", ErrBadRequest, id)
 	}
 	workDir := req.WorkDir
 	if workDir == "" {
@@ -241,21 +254,21 @@ func (e *Executor) StartRun(ctx context.Context, req StartRequest) (state.Run, e
 		if state.IsNoSpace(err) {
 			err = state.NoSpace(workDir, err)
 		}
-		return state.Run{}, fmt.Errorf("create work dir: %w", err)
+		return state.Run{}, nil, fmt.Errorf("create work dir: %w", err)
 	}
 
 	e.mu.Lock()
 	stopped := e.stopped || !e.started
 	e.mu.Unlock()
 	if stopped {
-		return state.Run{}, ErrStopped
+		return state.Run{}, nil, ErrStopped
 	}
 	if req.ID != "" {
 		// Derived ids (spawn): the run may exist already.
 		if h, err := e.store.Run(ctx, id); err == nil {
-			return h, nil
+			return h, nil, nil
 		} else if !errors.Is(err, state.ErrNotFound) {
-			return state.Run{}, err
+			return state.Run{}, nil, err
 		}
 	}
 
@@ -272,18 +285,24 @@ func (e *Executor) StartRun(ctx context.Context, req StartRequest) (state.Run, e
 		UpdatedAt: now,
 	}
 	spec := state.Spec{Task: req.Task, Settings: json.RawMessage(settingsDoc)}
-	c := &state.Commit{RunID: id, Run: &head, Spec: &spec,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "created"}}}
+	created := state.Event{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "created"}
+	if len(warnings) > 0 {
+		created.Message = fmt.Sprintf("created with %d settings warning(s): %s", len(warnings), strings.Join(warnings, "; "))
+		created.Data, _ = json.Marshal(struct {
+			Warnings []string `json:"warnings"`
+		}{warnings})
+	}
+	c := &state.Commit{RunID: id, Run: &head, Spec: &spec, Events: []state.Event{created}}
 	if err := e.store.Commit(ctx, c); err != nil {
-		return state.Run{}, fmt.Errorf("create run: %w", err)
+		return state.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
 	r := e.newRunner(head, spec, rs, wf, nil)
 	e.broker.seed(id, head.ParentID, c.Events[0].Seq)
 	if !e.launch(r) {
-		return head, ErrStopped
+		return head, nil, ErrStopped
 	}
 	e.broker.publish(id, c.Events)
-	return head, nil
+	return head, warnings, nil
 }
 
 // resume loads a running run from the store and drives it.

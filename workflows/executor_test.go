@@ -689,3 +689,73 @@ func TestSubscribeTree(t *testing.T) {
 	}
 	e.wait(h.ID)
 }
+
+func TestStartWarnings(t *testing.T) {
+	reg := phases.NewRegistry()
+	declared := counter(1)
+	declared.Name = "declared"
+	declared.Settings = struct {
+		Count int `json:"count"`
+	}{}
+	reg.MustRegister(declared)
+	reg.MustRegister(counter(1)) // declares nothing
+	e := newEnv(t, reg, nil)
+	tests := []struct {
+		name     string
+		workflow string
+		settings string
+		want     []string
+	}{
+		{name: "clean", workflow: "declared", settings: `{"count":1,"limits":{"actions":5}}`},
+		{name: "typos", workflow: "declared", settings: `{"limts":{},"cuont":2,"bogus_key":1,"limits":{"tokns":5},"python":{"timout_s":1},"models":{"m":{"bse_url":"x"}}}`,
+			want: []string{
+				`unknown settings key "bogus_key"`,
+				`unknown settings key "cuont" (did you mean "count"?)`,
+				`unknown settings key "limits.tokns" (did you mean "limits.tokens"?)`,
+				`unknown settings key "limts" (did you mean "limits"?)`,
+				`unknown settings key "models.m.bse_url" (did you mean "models.m.base_url"?)`,
+				`unknown settings key "python.timout_s" (did you mean "python.timeout_s"?)`,
+			}},
+		{name: "flock key", workflow: "declared", settings: `{"advisors":[]}`,
+			want: []string{`settings key "advisors" is a Flock setting that flock does not use in workflow "declared"`}},
+		{name: "undeclared workflow: common sections only", workflow: "counter", settings: `{"cuont":2,"limits":{"tokns":5}}`,
+			want: []string{`unknown settings key "limits.tokns" (did you mean "limits.tokens"?)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, warnings, err := e.ex.StartRunWithWarnings(context.Background(),
+				workflows.StartRequest{Workflow: tt.workflow, Settings: json.RawMessage(tt.settings)})
+			if err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			if fmt.Sprint(warnings) != fmt.Sprint(tt.want) {
+				t.Errorf("warnings\n got %q\nwant %q", warnings, tt.want)
+			}
+			evs, err := e.store.Events(context.Background(), h.ID, 0, 1)
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("first event: %v %v", evs, err)
+			}
+			first := evs[0]
+			if first.Type != "run" || first.Status != string(state.StatusRunning) || !strings.HasPrefix(first.Message, "created") {
+				t.Fatalf("first event = %+v, want the run's creation", first)
+			}
+			var data struct {
+				Warnings []string `json:"warnings"`
+			}
+			if len(first.Data) > 0 {
+				if err := json.Unmarshal(first.Data, &data); err != nil {
+					t.Fatalf("first event data %s: %v", first.Data, err)
+				}
+			}
+			if fmt.Sprint(data.Warnings) != fmt.Sprint(tt.want) {
+				t.Errorf("first event warnings\n got %q\nwant %q", data.Warnings, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(first.Message, w) {
+					t.Errorf("first event message %q lacks %q", first.Message, w)
+				}
+			}
+			e.wait(h.ID)
+		})
+	}
+}

@@ -12,7 +12,8 @@ import (
 // Model is one model entry of an agent's settings, in the shape of Flock's
 // MiddlemanSettings. Keys Flock accepts that have no meaning here
 // (logit_bias, function_call, cache_key, delegation_token, priority,
-// max_reasoning_tokens) are accepted and ignored.
+// max_reasoning_tokens) are accepted and ignored; they carry the tag
+// settings:"flock-unused", so a run that sets one is warned at start.
 type Model struct {
 	// Model is the model name (required), looked up in the settings' models.
 	Model string `json:"model"`
@@ -32,12 +33,12 @@ type Model struct {
 	// alternatives per token.
 	Logprobs Logprobs `json:"logprobs,omitzero"`
 
-	MaxReasoningTokens int                `json:"max_reasoning_tokens,omitempty"`
-	LogitBias          map[string]float64 `json:"logit_bias,omitempty"`
-	FunctionCall       json.RawMessage    `json:"function_call,omitempty"`
-	CacheKey           string             `json:"cache_key,omitempty"`
-	DelegationToken    string             `json:"delegation_token,omitempty"`
-	Priority           string             `json:"priority,omitempty"`
+	MaxReasoningTokens int                `json:"max_reasoning_tokens,omitempty" settings:"flock-unused"`
+	LogitBias          map[string]float64 `json:"logit_bias,omitempty" settings:"flock-unused"`
+	FunctionCall       json.RawMessage    `json:"function_call,omitempty" settings:"flock-unused"`
+	CacheKey           string             `json:"cache_key,omitempty" settings:"flock-unused"`
+	DelegationToken    string             `json:"delegation_token,omitempty" settings:"flock-unused"`
+	Priority           string             `json:"priority,omitempty" settings:"flock-unused"`
 }
 
 // Logprobs is Flock's logprobs setting: a bool, or an int counting the top

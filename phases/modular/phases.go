@@ -339,6 +339,7 @@ func Workflow() phases.Workflow {
 			{Name: PhaseActor, Run: Actor, Next: []string{PhaseToolOutput, PhasePrompter}},
 			{Name: PhaseToolOutput, Run: ToolOutputPhase, Next: []string{PhasePrompter}},
 		},
+		Settings: Settings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := ParseSettings(doc)
 			return err

@@ -36,6 +36,7 @@ func Workflow() phases.Workflow {
 			{Name: PhaseAct, Run: Act, Next: []string{PhaseObserve}},
 			{Name: PhaseObserve, Run: Observe, Next: []string{PhaseAct}},
 		},
+		Settings: Settings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := ParseSettings(doc)
 			return err

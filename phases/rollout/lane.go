@@ -38,6 +38,7 @@ func LaneWorkflow() phases.Workflow {
 			{Name: LaneEvaluated, Run: LaneEvaluatedPhase, Next: []string{LaneAgentDone, LaneFinish}},
 			{Name: LaneFinish, Run: LaneFinishPhase},
 		},
+		Settings: LaneSettings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := parseLane(doc)
 			return err

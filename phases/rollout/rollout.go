@@ -53,6 +53,7 @@ func Workflow() phases.Workflow {
 			{Name: PhaseRun, Run: Run, Next: []string{PhaseRun, PhaseDone}},
 			{Name: PhaseDone, Run: Done},
 		},
+		Settings: Settings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := ParseSettings(doc)
 			return err

@@ -116,6 +116,7 @@ func Workflow() phases.Workflow {
 		Description: "Run shell commands one by one in a persistent shell; durable and resumable.",
 		Start:       "run",
 		Phases:      []phases.PhaseSpec{{Name: "run", Run: Run, Next: []string{"run"}}},
+		Settings:    Settings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := ParseSettings(doc)
 			return err

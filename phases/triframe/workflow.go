@@ -26,6 +26,7 @@ func Workflow() phases.Workflow {
 			{Name: PhaseSubagents, Run: Subagents, Next: []string{PhaseTournament, PhaseAdvisor}},
 			{Name: PhaseTournament, Run: Tournament, Next: []string{PhaseTournament, PhaseAdvisor}},
 		},
+		Settings: Settings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := ParseSettings(doc)
 			return err

@@ -339,6 +339,7 @@ func Workflow() phases.Workflow {
 			{Name: "map", Run: Map, Next: []string{"map", "reduce"}},
 			{Name: "reduce", Run: Reduce},
 		},
+		Settings: Settings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := ParseSettings(doc)
 			return err
