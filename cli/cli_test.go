@@ -152,3 +152,44 @@ func TestRunResume(t *testing.T) {
 		t.Fatalf("resume unknown: exit %d %s", code, errs)
 	}
 }
+
+// TestSettingsWarningsOnStderr: flock run and the Flock-style launch print
+// the settings warnings to stderr before progress, and still run.
+func TestSettingsWarningsOnStderr(t *testing.T) {
+	settings := filepath.Join(t.TempDir(), "typos.json")
+	doc := `{"workflow_type":"script","commands":["echo hi"],"limts":{"seconds":60},"bogus_key":1,"limits":{"tokns":5},"advisors":[]}`
+	if err := os.WriteFile(settings, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`warning: settings key "advisors" is a Flock setting that flock does not use in workflow "script"`,
+		`warning: unknown settings key "bogus_key"`,
+		`warning: unknown settings key "limits.tokns" (did you mean "limits.tokens"?)`,
+		`warning: unknown settings key "limts" (did you mean "limits"?)`,
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		prefix string
+	}{
+		{name: "run", args: []string{"run", "--settings", settings, "--data", t.TempDir()}, prefix: "flock run: "},
+		{name: "launch", args: []string{"--workflow", "script", "--settings", settings, "--addr", "127.0.0.1:0",
+			"--data", t.TempDir(), "--exit", "--log-level", "warn"}, prefix: "flock: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := run(t, tt.args...)
+			if code != 0 || !strings.Contains(out, "succeeded") {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			for _, w := range want {
+				if !strings.Contains(errs, tt.prefix+w) {
+					t.Errorf("stderr lacks %q:\n%s", tt.prefix+w, errs)
+				}
+			}
+			if strings.Contains(out, "warning") {
+				t.Errorf("warnings belong on stderr, not stdout:\n%s", out)
+			}
+		})
+	}
+}

@@ -89,10 +89,11 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeApp()
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: rollout.Name, Settings: settings})
+	h, warnings, err := a.Executor.StartRunWithWarnings(ctx, workflows.StartRequest{Workflow: rollout.Name, Settings: settings})
 	if err != nil {
 		return err
 	}
+	printWarnings(stderr, "flock rollout", warnings)
 	if !quiet {
 		fmt.Fprintf(stdout, "rollout %s: data %s\n", h.ID, a.Config.DataDir)
 	}

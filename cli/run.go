@@ -68,8 +68,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				return err
 			}
 		}
-	} else if h, err = a.Executor.StartRun(ctx, req); err != nil {
-		return err
+	} else {
+		var warnings []string
+		if h, warnings, err = a.Executor.StartRunWithWarnings(ctx, req); err != nil {
+			return err
+		}
+		printWarnings(stderr, "flock run", warnings)
 	}
 	var p *progress
 	if !quiet {
@@ -185,4 +189,13 @@ func openApp(ctx context.Context, cfg configs.Server, level string, stderr io.Wr
 			fmt.Fprintf(stderr, "flock %s: close: %v\n", cmd, err)
 		}
 	}, nil
+}
+
+// printWarnings writes a run's settings warnings to w, one a line, before
+// any progress: they never stop the run, but a typo in a key should not
+// pass unseen.
+func printWarnings(w io.Writer, cmd string, warnings []string) {
+	for _, m := range warnings {
+		fmt.Fprintf(w, "%s: warning: %s\n", cmd, m)
+	}
 }

@@ -116,10 +116,11 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) (<-chan error, error) {
-		h, err := a.Executor.StartRun(ctx, req)
+		h, warnings, err := a.Executor.StartRunWithWarnings(ctx, req)
 		if err != nil {
 			return nil, err
 		}
+		printWarnings(stderr, "flock", warnings)
 		fmt.Fprintf(stdout, "started run %s (workflow %s)\n", h.ID, h.Workflow)
 		if !*exit {
 			return nil, nil

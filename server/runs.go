@@ -65,6 +65,9 @@ func viewRun(r state.Run) runView {
 type runStatus struct {
 	RunID  string       `json:"run_id"`
 	Status state.Status `json:"status"`
+	// Warnings are start's settings warnings (unknown keys, Flock keys
+	// flock ignores); they never reject the run.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // startFields are the keys a start body may have.
@@ -77,12 +80,12 @@ func (s *Server) startWorkflow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	head, err := s.ex.StartRun(c.Request().Context(), req)
+	head, warnings, err := s.ex.StartRunWithWarnings(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/runs/"+head.ID)
-	return c.JSON(http.StatusCreated, runStatus{RunID: head.ID, Status: head.Status})
+	return c.JSON(http.StatusCreated, runStatus{RunID: head.ID, Status: head.Status, Warnings: warnings})
 }
 
 // decodeStart reads a start body. Errors name the field or the byte offset
