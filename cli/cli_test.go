@@ -193,3 +193,46 @@ func TestSettingsWarningsOnStderr(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeoutPrecedence runs real commands to show which of two timeout
+// settings wins: a workflow's own per-command timeout (script's timeout_s,
+// react's tool_timeout_s) over the engine's bash.timeout_s, which applies
+// when the workflow's is unset.
+func TestTimeoutPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "replies.jsonl")
+	replies := `{"tool_calls":[{"id":"c1","name":"bash","arguments":"{\"command\":\"sleep 30\"}"}]}` + "\n" +
+		`{"tool_calls":[{"id":"c2","name":"submit","arguments":"{\"answer\":\"done\"}"}]}` + "\n"
+	if err := os.WriteFile(script, []byte(replies), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		settings string
+		code     int
+	}{
+		{name: "script timeout_s wins over bash.timeout_s", code: 1,
+			settings: `{"workflow_type":"script","commands":["sleep 30"],"timeout_s":1,"bash":{"timeout_s":600}}`},
+		{name: "bash.timeout_s when script's is unset", code: 1,
+			settings: `{"workflow_type":"script","commands":["sleep 30"],"bash":{"timeout_s":1}}`},
+		{name: "react tool_timeout_s wins over bash.timeout_s", code: 0,
+			settings: `{"workflow_type":"react","model":"agent","tools":["bash","submit"],"tool_timeout_s":1,"bash":{"timeout_s":600},` +
+				`"models":{"agent":{"provider":"scripted","script":"` + script + `"}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			settings := filepath.Join(dir, "settings.json")
+			if err := os.WriteFile(settings, []byte(tt.settings), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			begin := time.Now()
+			code, out, errs := run(t, "run", "--settings", settings, "--data", t.TempDir())
+			if took := time.Since(begin); took > 15*time.Second {
+				t.Fatalf("took %v: the 1 s timeout did not apply\n%s\n%s", took, out, errs)
+			}
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errs)
+			}
+		})
+	}
+}

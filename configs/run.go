@@ -15,8 +15,9 @@ import (
 // RunSettings is the part of a run's settings that the engine and the
 // handlers read. It mirrors the top level of settings.example.json.
 type RunSettings struct {
-	// WorkflowType names the workflow (Flock's key); the request's
-	// "workflow" field wins when both are given.
+	// WorkflowType names the workflow (Flock's key). A start request that
+	// also names one in its "workflow" field (or flock's --workflow) must
+	// name the same workflow, or the run is refused naming both.
 	WorkflowType string `json:"workflow_type,omitempty"`
 	// Limits cap the run's usage; exceeding one ends the run with
 	// end_reason limit_tokens|limit_actions|limit_time|limit_cost.

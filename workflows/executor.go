@@ -215,6 +215,10 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	if err != nil {
 		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
+	if name != "" && rs.WorkflowType != "" && rs.WorkflowType != name {
+		return state.Run{}, nil, fmt.Errorf("%w: workflow %q and settings.workflow_type %q name different workflows: give one, or make them agree",
+			ErrBadRequest, name, rs.WorkflowType)
+	}
 	if name == "" {
 		name = rs.WorkflowType
 	}

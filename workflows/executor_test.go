@@ -266,6 +266,8 @@ func TestStartValidation(t *testing.T) {
 		{name: "settings not object", req: workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`[1]`)}, sentinel: workflows.ErrBadRequest, text: "settings: must be a JSON object"},
 		{name: "bad limit", req: workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`{"limits":{"tokens":-1}}`)}, sentinel: workflows.ErrBadRequest, text: "limits.tokens"},
 		{name: "wrong type", req: workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`{"limits":{"tokens":"many"}}`)}, sentinel: workflows.ErrBadRequest, text: "limits.tokens"},
+		{name: "workflow and workflow_type disagree", req: workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`{"workflow_type":"triframe"}`)},
+			sentinel: workflows.ErrBadRequest, text: `workflow "counter" and settings.workflow_type "triframe"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -274,6 +276,10 @@ func TestStartValidation(t *testing.T) {
 				t.Fatalf("err = %v, want %v containing %q", err, tt.sentinel, tt.text)
 			}
 		})
+	}
+	// Both naming the same workflow agree.
+	if _, err := e.ex.StartRun(context.Background(), workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`{"workflow_type":"counter"}`)}); err != nil {
+		t.Fatalf("workflow and the same workflow_type: %v", err)
 	}
 	// Flock style: the workflow named inside the settings.
 	h, err := e.ex.StartRun(context.Background(), workflows.StartRequest{Settings: json.RawMessage(`{"workflow_type":"counter"}`)})

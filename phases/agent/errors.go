@@ -11,4 +11,8 @@ var (
 	ErrNoCall = errors.New("no tool call")
 	// ErrBadModel is returned by Model.Validate.
 	ErrBadModel = errors.New("invalid model entry")
+	// ErrSettingsConflict is returned at start when two settings keys
+	// govern the same thing and one of them would be ignored; the error
+	// names both.
+	ErrSettingsConflict = errors.New("conflicting settings")
 )

@@ -339,12 +339,24 @@ func Workflow() phases.Workflow {
 			{Name: PhaseActor, Run: Actor, Next: []string{PhaseToolOutput, PhasePrompter}},
 			{Name: PhaseToolOutput, Run: ToolOutputPhase, Next: []string{PhasePrompter}},
 		},
-		Settings: Settings{},
-		CheckSettings: func(doc json.RawMessage) error {
-			_, err := ParseSettings(doc)
-			return err
-		},
+		Settings:      Settings{},
+		CheckSettings: CheckSettings,
 	}
+}
+
+// CheckSettings checks a run's settings at start: ParseSettings, then the
+// keys that govern what another key already does (agent.ErrSettingsConflict,
+// naming both): bash.timeout_s or python.timeout_s beside modular's own
+// timeout, and a generator with both temp and temperature.
+func CheckSettings(doc json.RawMessage) error {
+	s, err := ParseSettings(doc)
+	if err != nil {
+		return err
+	}
+	if err := agent.CheckTimeoutKeys(doc, Name, "timeout", DefaultTimeout); err != nil {
+		return err
+	}
+	return s.Generator.CheckConflicts("generator")
 }
 
 func init() { phases.Register(Workflow()) }

@@ -36,11 +36,8 @@ func Workflow() phases.Workflow {
 			{Name: PhaseAct, Run: Act, Next: []string{PhaseObserve}},
 			{Name: PhaseObserve, Run: Observe, Next: []string{PhaseAct}},
 		},
-		Settings: Settings{},
-		CheckSettings: func(doc json.RawMessage) error {
-			_, err := ParseSettings(doc)
-			return err
-		},
+		Settings:      Settings{},
+		CheckSettings: CheckSettings,
 	}
 }
 

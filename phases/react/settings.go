@@ -195,6 +195,18 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	return s, nil
 }
 
+// CheckSettings checks a run's settings at start: ParseSettings, then a
+// model entry with both temp and temperature (agent.ErrSettingsConflict).
+// tool_timeout_s beside bash.timeout_s or python.timeout_s is not a
+// conflict: the more specific tool_timeout_s wins (see Settings).
+func CheckSettings(doc json.RawMessage) error {
+	s, err := ParseSettings(doc)
+	if err != nil {
+		return err
+	}
+	return s.Model.CheckConflicts("model")
+}
+
 // ToolNames returns the offered tools.
 func (s Settings) ToolNames() []string {
 	if s.Tools == nil {

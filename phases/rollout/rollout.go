@@ -53,11 +53,8 @@ func Workflow() phases.Workflow {
 			{Name: PhaseRun, Run: Run, Next: []string{PhaseRun, PhaseDone}},
 			{Name: PhaseDone, Run: Done},
 		},
-		Settings: Settings{},
-		CheckSettings: func(doc json.RawMessage) error {
-			_, err := ParseSettings(doc)
-			return err
-		},
+		Settings:      Settings{},
+		CheckSettings: CheckSettings,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/phases/agent"
 	"github.com/flockrun/flock/phases/react"
 )
 
@@ -209,6 +210,57 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		s.OutputDir = DefaultOutputDir
 	}
 	return s, nil
+}
+
+// CheckSettings checks a rollout's settings at start: ParseSettings, then
+// the keys that would be ignored beside another (agent.ErrSettingsConflict,
+// naming both). The rollout itself runs no commands but its verifiers,
+// timed by verifier.timeout_s, so bash.timeout_s and python.timeout_s at
+// its top level are refused: the agents' commands take theirs from
+// agent.settings. Model entries with both temp and temperature are
+// refused, in judge.model and, for a react agent, in agent.settings.
+func CheckSettings(doc json.RawMessage) error {
+	s, err := ParseSettings(doc)
+	if err != nil {
+		return err
+	}
+	var engine struct {
+		Bash struct {
+			TimeoutS *float64 `json:"timeout_s"`
+		} `json:"bash"`
+		Python struct {
+			TimeoutS *float64 `json:"timeout_s"`
+		} `json:"python"`
+	}
+	if err := json.Unmarshal(doc, &engine); err == nil {
+		if engine.Bash.TimeoutS != nil {
+			return fmt.Errorf("%w: bash.timeout_s would time nothing: the rollout's own commands are its verifiers, "+
+				"timed by verifier.timeout_s (default %d s), and the agents' commands take agent.settings.bash.timeout_s: "+
+				"move it to one of those", agent.ErrSettingsConflict, DefaultVerifierTimeoutS)
+		}
+		if engine.Python.TimeoutS != nil {
+			return fmt.Errorf("%w: python.timeout_s would time nothing: the rollout runs no python itself, "+
+				"and the agents' python calls take agent.settings.python.timeout_s: move it there", agent.ErrSettingsConflict)
+		}
+	}
+	var agentDoc struct {
+		WorkflowType string `json:"workflow_type"`
+	}
+	if json.Unmarshal(s.Agent.Settings, &agentDoc) == nil && agentDoc.WorkflowType != "" && agentDoc.WorkflowType != s.Agent.Workflow {
+		return fmt.Errorf("%w: agent.workflow %q and agent.settings.workflow_type %q name different workflows: give one, or make them agree",
+			agent.ErrSettingsConflict, s.Agent.Workflow, agentDoc.WorkflowType)
+	}
+	if s.Judge != nil {
+		if err := s.Judge.Model.CheckConflicts("judge.model"); err != nil {
+			return err
+		}
+	}
+	if s.Agent.Workflow == react.Name {
+		if err := react.CheckSettings(s.Agent.Settings); err != nil {
+			return fmt.Errorf("agent.settings: %w", err)
+		}
+	}
+	return nil
 }
 
 // fileSafe keeps a name usable inside a file name.

@@ -2,8 +2,10 @@ package triframe
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/agent"
 )
 
 // Name is the workflow's registry name.
@@ -26,12 +28,34 @@ func Workflow() phases.Workflow {
 			{Name: PhaseSubagents, Run: Subagents, Next: []string{PhaseTournament, PhaseAdvisor}},
 			{Name: PhaseTournament, Run: Tournament, Next: []string{PhaseTournament, PhaseAdvisor}},
 		},
-		Settings: Settings{},
-		CheckSettings: func(doc json.RawMessage) error {
-			_, err := ParseSettings(doc)
-			return err
-		},
+		Settings:      Settings{},
+		CheckSettings: CheckSettings,
 	}
+}
+
+// CheckSettings checks a run's settings at start: ParseSettings, then the
+// keys that govern what another key already does (agent.ErrSettingsConflict,
+// naming both): bash.timeout_s or python.timeout_s beside triframe's own
+// timeout, and model entries with both temp and temperature.
+func CheckSettings(doc json.RawMessage) error {
+	s, err := ParseSettings(doc)
+	if err != nil {
+		return err
+	}
+	if err := agent.CheckTimeoutKeys(doc, Name, "timeout", DefaultTimeout); err != nil {
+		return err
+	}
+	for _, g := range []struct {
+		name string
+		list []agent.Model
+	}{{"advisors", s.Advisors}, {"actors", s.Actors}, {"raters", s.Raters}} {
+		for i, m := range g.list {
+			if err := m.CheckConflicts(fmt.Sprintf("%s[%d]", g.name, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return s.Subagents.Judge.CheckConflicts("subagents.judge")
 }
 
 func init() { phases.Register(Workflow()) }
