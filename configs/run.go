@@ -82,15 +82,24 @@ type Python struct {
 	// Interpreter is the python binary; default: the first real python3
 	// found (pyenv shims resolved).
 	Interpreter string `json:"interpreter,omitempty"`
-	// TimeoutS is the default timeout (default 600).
+	// TimeoutS is the default timeout (default 600). A workflow's own
+	// per-command timeout wins over it (react's tool_timeout_s); triframe
+	// and modular, whose "timeout" times every command, and rollout, which
+	// runs no python, refuse it at start.
 	TimeoutS float64 `json:"timeout_s,omitempty"`
 }
 
 // Bash configures the bash operation.
 type Bash struct {
-	// TimeoutS is the default timeout (default 600).
+	// TimeoutS is the default timeout (default 600). A workflow's own
+	// per-command timeout wins over it (react's tool_timeout_s, script's
+	// timeout_s); triframe and modular, whose "timeout" times every
+	// command, and rollout, whose commands are verifiers timed by
+	// verifier.timeout_s, refuse it at start.
 	TimeoutS float64 `json:"timeout_s,omitempty"`
-	// OutputLimit caps each stream in bytes, head and tail kept (default 100000).
+	// OutputLimit caps each stream in bytes, head and tail kept (default
+	// 100000), for bash and python. It is what the journal keeps; a
+	// workflow's output_limit then clips what the model is shown.
 	OutputLimit int `json:"output_limit,omitempty"`
 }
 

@@ -1,6 +1,18 @@
 // Package workflows runs workflows: the executor that calls phases, journals
 // their output, dispatches operations and resumes runs after a crash.
 //
+// # Start
+//
+// StartRun checks a run's settings before creating it: the common keys
+// (configs.ParseRunSettings), the workflow's (Workflow.CheckSettings, which
+// also refuses two keys governing the same thing, naming both) and the
+// server's (Config.CheckRun); any error rejects the start. Keys no one
+// reads are not errors: StartRunWithWarnings returns them as warnings
+// (configs.SettingsWarnings over the common keys and Workflow.Settings),
+// and the run's first event, "created", carries them in its data as
+// {"warnings": [...]}. A start request's workflow and its settings'
+// workflow_type must agree when both are given.
+//
 // # Run loop
 //
 // Each active run is driven by one goroutine owned by the Executor. A step

@@ -19,7 +19,9 @@ type Model struct {
 	Model string `json:"model"`
 	// Temp is the sampling temperature; unset means the endpoint's default.
 	Temp *float64 `json:"temp,omitempty"`
-	// Temperature is an alias of Temp; Temp wins when both are set.
+	// Temperature is an alias of Temp. A run whose entry sets both is
+	// refused at start (CheckConflicts); a stored run that has both (from
+	// before that check) goes on with Temp.
 	Temperature *float64 `json:"temperature,omitempty"`
 	// N is the number of completions per request (default 1).
 	N int `json:"n,omitempty"`

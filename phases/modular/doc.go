@@ -49,7 +49,8 @@
 //	 "context_trimming_threshold": 80000,        prompt budget in TOKENS (see below)
 //	 "keep_first_messages": 4,                   messages always kept, counting system prompt and task
 //	 "output_limit": 10000,                      bytes per tool output / replayed message, head+tail kept
-//	 "timeout": 60,                              initial bash/python timeout, seconds
+//	 "timeout": 60,                              initial bash/python timeout, seconds (bash.timeout_s and
+//	                                             python.timeout_s are refused beside it: it times every command)
 //	 "max_retries": 3,                           consecutive failures before the run ends
 //	 "usage_warnings": [0.75, 0.9],              hint thresholds of the usage message
 //	 "tokenizer": "auto"}                        auto|o200k_base|cl100k_base|approx

@@ -72,10 +72,14 @@ type Settings struct {
 	// result). At least 2. A call at the boundary keeps its result.
 	KeepFirstMessages *int `json:"keep_first_messages"`
 	// OutputLimit caps each tool output and each replayed message, in
-	// bytes, head and tail kept (default 10000).
+	// bytes, head and tail kept (default 10000). It clips what the model is
+	// shown; bash.output_limit, applied first by the handlers, caps what is
+	// kept of each stream.
 	OutputLimit int `json:"output_limit"`
 	// Timeout is the initial bash/python timeout in seconds (default 60);
-	// the agent changes it with set_timeout.
+	// the agent changes it with set_timeout. It times every command the
+	// agent runs, so bash.timeout_s and python.timeout_s could never apply:
+	// a run setting either is refused at start (CheckSettings).
 	Timeout int `json:"timeout"`
 	// MaxRetries bounds consecutive generations that yield no usable
 	// action (the generate failed, no output had content or a call, or the

@@ -56,11 +56,14 @@ type Settings struct {
 	MaxTurns int `json:"max_turns,omitempty"`
 	// ToolChoice is passed to the endpoint ("", auto, none, required).
 	ToolChoice string `json:"tool_choice,omitempty"`
-	// ToolTimeoutS is the timeout of each bash and python call (0: the
-	// handler's default).
+	// ToolTimeoutS is the timeout of each bash and python call. When set it
+	// wins over bash.timeout_s and python.timeout_s; when 0 those apply
+	// (then the handlers' default, 600 s).
 	ToolTimeoutS float64 `json:"tool_timeout_s,omitempty"`
 	// OutputLimit caps each tool message, head and tail kept (default 4000
-	// bytes; the original cut to 4000 characters).
+	// bytes; the original cut to 4000 characters). It clips what the model
+	// is shown; bash.output_limit, applied first by the handlers, caps what
+	// is kept of each stream.
 	OutputLimit int `json:"output_limit,omitempty"`
 	// ContextChars, when > 0, fits each prompt into this many characters,
 	// keeping the system prompt and the task and dropping the oldest turns

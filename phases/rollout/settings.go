@@ -81,7 +81,8 @@ type Settings struct {
 	// in an earlier rollout.
 	RetryFailed *bool `json:"retry_failed,omitempty"`
 	// Models are the engine's model declarations; the agent's settings
-	// inherit them unless they declare their own.
+	// inherit them unless they declare their own "models", which then win
+	// whole (the two tables are not merged).
 	Models json.RawMessage `json:"models,omitempty"`
 }
 

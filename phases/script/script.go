@@ -16,7 +16,9 @@ const Name = "script"
 type Settings struct {
 	Commands        []string `json:"commands"`
 	ContinueOnError bool     `json:"continue_on_error"`
-	// TimeoutS is each command's timeout (0: the bash handler's default).
+	// TimeoutS is each command's timeout. When set it wins over
+	// bash.timeout_s; when 0 bash.timeout_s applies (then the bash
+	// handler's default, 600 s).
 	TimeoutS float64 `json:"timeout_s"`
 }
 

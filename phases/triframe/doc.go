@@ -65,7 +65,12 @@
 // limit_type, intermediate_scoring, require_function_call,
 // enable_advising, enable_tool_use, enable_xml, generator,
 // context_trimming_threshold, output_limit, timeout) are accepted as they
-// are. CheckSettings rejects an empty actors list before the run starts.
+// are. CheckSettings rejects an empty actors list before the run starts,
+// and keys that another would silently override, naming both:
+// bash.timeout_s or python.timeout_s (timeout times every command), and a
+// model entry with both temp and temperature. Flock's model-entry keys
+// flock ignores (priority, cache_key ...) and unknown keys are warned
+// about at start, never refused (Workflow.Settings declares the keys).
 //
 // # Entries
 //

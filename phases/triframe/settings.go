@@ -49,10 +49,14 @@ type Settings struct {
 	// history is kept under (default 80000).
 	ContextTrimmingThreshold int `json:"context_trimming_threshold"`
 	// OutputLimit caps each tool output and each replayed message, in
-	// characters, head and tail kept (default 10000).
+	// characters, head and tail kept (default 10000). It clips what the
+	// models are shown; bash.output_limit, applied first by the handlers,
+	// caps what is kept of each stream.
 	OutputLimit int `json:"output_limit"`
 	// Timeout is the initial bash/python timeout in seconds (default 60);
-	// the agent changes it with set_timeout.
+	// the agent changes it with set_timeout. It times every command the
+	// agent runs, so bash.timeout_s and python.timeout_s could never apply:
+	// a run setting either is refused at start (CheckSettings).
 	Timeout int `json:"timeout"`
 	// MaxActorRetries bounds how often one step goes back to the actors
 	// (no usable option, or every option rated below RatingThreshold).
