@@ -229,9 +229,11 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	if !ok {
 		return state.Run{}, nil, fmt.Errorf("%w: workflow: %q is not registered", ErrUnknownWorkflow, name)
 	}
+	warnings := configs.SettingsWarnings(settingsDoc, wf.Name, wf.Settings)
 	if wf.CheckSettings != nil {
 		if err := wf.CheckSettings(json.RawMessage(settingsDoc)); err != nil {
-			return state.Run{}, nil, fmt.Errorf("%w: settings: %w", ErrBadRequest, err)
+			// A refused run's typo is often the cause ("actor" for "actors").
+			return state.Run{}, nil, fmt.Errorf("%w: settings: %w%s", ErrBadRequest, err, warningsHint(warnings))
 		}
 	}
 	if e.cfg.CheckRun != nil {
@@ -239,7 +241,6 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 			return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 		}
 	}
-	warnings := configs.SettingsWarnings(settingsDoc, wf.Name, wf.Settings)
 	now := e.now().UTC()
 	id := req.ID
 	if id == "" {
@@ -307,6 +308,14 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	}
 	e.broker.publish(id, c.Events)
 	return head, warnings, nil
+}
+
+// warningsHint appends settings warnings to a refusal.
+func warningsHint(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	return " (also: " + strings.Join(warnings, "; ") + ")"
 }
 
 // resume loads a running run from the store and drives it.

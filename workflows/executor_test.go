@@ -277,6 +277,26 @@ func TestStartValidation(t *testing.T) {
 			}
 		})
 	}
+	// A refused start names the typo that likely caused it.
+	strict := counter(1)
+	strict.Name = "strict"
+	strict.Settings = struct {
+		Actors []string `json:"actors"`
+	}{}
+	strict.CheckSettings = func(doc json.RawMessage) error {
+		var s struct {
+			Actors []string `json:"actors"`
+		}
+		if json.Unmarshal(doc, &s) != nil || len(s.Actors) == 0 {
+			return errors.New("actors: required")
+		}
+		return nil
+	}
+	reg.MustRegister(strict)
+	_, err := e.ex.StartRun(context.Background(), workflows.StartRequest{Workflow: "strict", Settings: json.RawMessage(`{"actor":["a"]}`)})
+	if want := `actors: required (also: unknown settings key "actor" (did you mean "actors"?))`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("refused start: err = %v, want it to contain %q", err, want)
+	}
 	// Both naming the same workflow agree.
 	if _, err := e.ex.StartRun(context.Background(), workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`{"workflow_type":"counter"}`)}); err != nil {
 		t.Fatalf("workflow and the same workflow_type: %v", err)
