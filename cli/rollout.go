@@ -30,7 +30,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var level, configPath, outputDir, metric string
 	var taskIDs stringList
 	var maxTasks, numChains, maxConc int
-	var quiet bool
+	var quiet, regrade bool
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
@@ -44,6 +44,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&numChains, "num-chains", 0, "override num_chains")
 	fs.IntVar(&maxConc, "max-concurrency", 0, "override max_concurrency")
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar; print only the summary")
+	fs.BoolVar(&regrade, "regrade", false, "re-grade the saved answers in the output directory with the current metric, judge and verifiers; run no agent")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,6 +73,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	set("max_tasks", maxTasks, maxTasks > 0)
 	set("num_chains", numChains, numChains > 0)
 	set("max_concurrency", maxConc, maxConc > 0)
+	set("regrade", true, regrade)
 	if _, ok := s["output_dir"]; !ok {
 		s["output_dir"] = "results"
 	}
@@ -214,20 +216,26 @@ func (w *rolloutWatch) poll(ctx context.Context) {
 			return
 		}
 		var st struct {
-			Planned  int `json:"planned"`
-			Previous int `json:"previous"`
-			Samples  int `json:"samples"`
+			Planned  int    `json:"planned"`
+			Previous int    `json:"previous"`
+			Samples  int    `json:"samples"`
+			Regrade  int    `json:"regrade"`
+			Notice   string `json:"notice"`
+			PlanMade bool   `json:"plan_made"`
 		}
 		if raw := h.Vars["rollout"]; raw == nil || json.Unmarshal(raw, &st) != nil || st.Samples == 0 {
 			return
 		}
-		if st.Planned == 0 && st.Previous < st.Samples {
+		if !st.PlanMade {
 			return // not planned yet
 		}
 		w.total = max(st.Planned, 1)
 		if !w.planReported {
 			w.planReported = true
-			fmt.Fprintf(w.out, "%d samples to run (%d finished earlier)\n", st.Planned, st.Previous)
+			fmt.Fprintf(w.out, "%d samples to run, re-grade %d (%d finished earlier)\n", st.Planned-st.Regrade, st.Regrade, st.Previous)
+			if st.Notice != "" {
+				fmt.Fprintf(w.out, "note: %s\n", st.Notice)
+			}
 		}
 		if w.tty {
 			w.bar = progressbar.NewOptions(w.total, progressbar.OptionSetWriter(w.out), progressbar.OptionShowCount(),
@@ -338,6 +346,9 @@ func printRolloutSummary(w io.Writer, h state.Run) {
 	}
 	if s.NotEvaluated > 0 {
 		row("not graded", strconv.Itoa(s.NotEvaluated))
+	}
+	if s.Notice != "" {
+		row("note", s.Notice)
 	}
 	if len(s.Errors) > 0 {
 		kinds := make([]string, 0, len(s.Errors))

@@ -109,7 +109,14 @@
 // already at the end of the file. Re-running the same settings with the
 // same output_dir reads the manifest, keeps the rows already in the
 // results file (failed ones are run again unless retry_failed is false)
-// and runs only the rest; the summary covers all of them.
+// and runs only the rest; the summary covers all of them. Grades never go
+// stale: the manifest records the grading (benchmark hash, metric,
+// threshold, judge, verifier) and each row the hashes of its task's
+// input and grading; a row whose grading changed is re-graded from its
+// stored answer (a lane item without an agent), a row whose task's
+// question or kwargs changed is run again, and the plan, a warning entry
+// and the summary's notice say so. regrade true re-grades every stored
+// row and runs no agent.
 //
 // # Streaming
 //

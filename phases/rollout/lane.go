@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,9 +34,9 @@ func LaneWorkflow() phases.Workflow {
 		Description: "One lane of a rollout: runs its samples one at a time as child runs, grades each and appends its results.",
 		Start:       LaneStart,
 		Phases: []phases.PhaseSpec{
-			{Name: LaneStart, Run: LaneStartPhase, Next: []string{LaneAgentDone}},
+			{Name: LaneStart, Run: LaneStartPhase, Next: []string{LaneAgentDone, LaneEvaluated, LaneFinish}},
 			{Name: LaneAgentDone, Run: LaneAgentDonePhase, Next: []string{LaneEvaluated, LaneAgentDone, LaneFinish}},
-			{Name: LaneEvaluated, Run: LaneEvaluatedPhase, Next: []string{LaneAgentDone, LaneFinish}},
+			{Name: LaneEvaluated, Run: LaneEvaluatedPhase, Next: []string{LaneAgentDone, LaneEvaluated, LaneFinish}},
 			{Name: LaneFinish, Run: LaneFinishPhase},
 		},
 		Settings: LaneSettings{},
@@ -77,6 +78,9 @@ type Lane struct {
 type Item struct {
 	Task  Task `json:"task"`
 	Chain int  `json:"chain"`
+	// Regrade is the sample's earlier row when only its grade is redone:
+	// no agent runs, the stored answer is graded again.
+	Regrade *Row `json:"regrade,omitempty"`
 }
 
 // childName is the agent run's name (and work subdirectory) for an item.
@@ -146,6 +150,9 @@ func LaneStartPhase(in phases.Input) (phases.Output, error) {
 // spawnItem adds the spawn of item i to out.
 func spawnItem(in phases.Input, l Lane, v laneVar, out phases.Output, i int) (phases.Output, error) {
 	it := l.Items[i]
+	if it.Regrade != nil {
+		return regradeItem(in, l, v, out, i)
+	}
 	settings, err := itemSettings(l.Settings, it)
 	if err != nil {
 		return out, err
@@ -159,6 +166,43 @@ func spawnItem(in phases.Input, l Lane, v laneVar, out phases.Output, i int) (ph
 	}
 	out.Next = LaneAgentDone
 	return out, nil
+}
+
+// regradeItem grades item i's stored answer again: at once, or after its
+// verifier or judge.
+func regradeItem(in phases.Input, l Lane, v laneVar, out phases.Output, i int) (phases.Output, error) {
+	r := l.Items[i].Regrade
+	a := agentRun{RunID: r.RunID, Status: r.Status, EndReason: r.EndReason, Error: r.Error, Answer: r.PredictedAnswer,
+		TerminationReason: r.TerminationReason, Tokens: r.Tokens - r.GradeTokens, Cost: r.Cost - r.GradeCost, Seconds: r.AgentSeconds}
+	v.Item, v.Started, v.Agent = i, in.Run.Now, &a
+	ops := gradeOps(l, l.Items[i], a, r.WorkDir)
+	if len(ops) == 0 {
+		return complete(in, l, v, out, nil)
+	}
+	out.Ops = append(ops, out.Ops...)
+	if err := out.SetVar(varLane, v); err != nil {
+		return out, err
+	}
+	out.Next = LaneEvaluated
+	return out, nil
+}
+
+// gradeOps returns the ops that grade a succeeded agent's answer: its
+// verifier (run in workDir) or its judge call; none for a metric.
+func gradeOps(l Lane, it Item, a agentRun, workDir string) []operations.Request {
+	if a.Status != "succeeded" {
+		return nil
+	}
+	if cmd := verifierOf(l, it); cmd != "" {
+		return []operations.Request{operations.NewBash(verifierCommand(cmd, workDir, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier")}
+	}
+	if l.Metric == metrics.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
+		msgs := metrics.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
+		m := l.Judge.Model.Model
+		m.N = 1
+		return []operations.Request{operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge")}
+	}
+	return nil
 }
 
 // itemSettings adds the task's kwargs (as task_kwargs) to the agent's
@@ -210,16 +254,7 @@ func LaneAgentDonePhase(in phases.Input) (phases.Output, error) {
 	a := readAgent(*spawn, in.Run.Now.Sub(v.Started))
 	v.Agent = &a
 	var out phases.Output
-	if a.Status == "succeeded" {
-		if cmd := verifierOf(l, it); cmd != "" {
-			out.Ops = append(out.Ops, operations.NewBash(verifierCommand(cmd, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier"))
-		} else if l.Metric == metrics.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
-			msgs := metrics.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
-			m := l.Judge.Model.Model
-			m.N = 1
-			out.Ops = append(out.Ops, operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge"))
-		}
-	}
+	out.Ops = gradeOps(l, it, a, childDir(in, it))
 	if l.EpisodesFile != "" && a.RunID != "" {
 		out.Ops = append(out.Ops, operations.NewReadFile("children/"+it.childName()+"/"+l.TrajectoryFile).WithMeta("purpose", "trajectory"))
 	}
@@ -230,7 +265,12 @@ func LaneAgentDonePhase(in phases.Input) (phases.Output, error) {
 		out.Next = LaneEvaluated
 		return out, nil
 	}
-	return complete(in, l, v, nil)
+	return complete(in, l, v, out, nil)
+}
+
+// childDir is the work directory of item it's agent run.
+func childDir(in phases.Input, it Item) string {
+	return filepath.Join(in.Run.WorkDir, "children", it.childName())
 }
 
 // LaneEvaluatedPhase grades the sample with the verifier's or the judge's
@@ -247,7 +287,12 @@ func LaneEvaluatedPhase(in phases.Input) (phases.Output, error) {
 	if v.Agent == nil {
 		return phases.Output{}, fmt.Errorf("%w: evaluated without an agent run", ErrState)
 	}
-	return complete(in, ls.Lane, v, in.Results)
+	for _, r := range in.Results {
+		if r.Kind == operations.KindWriteFile && r.Error != "" {
+			v.WriteErrors++
+		}
+	}
+	return complete(in, ls.Lane, v, phases.Output{}, in.Results)
 }
 
 // readAgent reads a spawn result.
@@ -313,15 +358,15 @@ func verifierOf(l Lane, it Item) string {
 	return l.Verifier.Command
 }
 
-// verifierCommand runs cmd in the agent's work directory, in a subshell so
-// the lane's shell keeps its directory.
-func verifierCommand(cmd string, it Item, answer string) string {
+// verifierCommand runs cmd in the agent's work directory dir, in a
+// subshell so the lane's shell keeps its directory.
+func verifierCommand(cmd, dir string, it Item, answer string) string {
 	gt, _ := json.Marshal(it.Task.References)
 	if it.Task.References == nil {
 		gt = []byte("[]")
 	}
 	return fmt.Sprintf("( cd %s && export FLOCK_TASK_ID=%s FLOCK_CHAIN=%d FLOCK_ANSWER=%s FLOCK_GROUND_TRUTH=%s && %s )",
-		quote("children/"+it.childName()), quote(it.Task.ID), it.Chain, quote(answer), quote(string(gt)), cmd)
+		quote(dir), quote(it.Task.ID), it.Chain, quote(answer), quote(string(gt)), cmd)
 }
 
 // quote single-quotes s for bash.
@@ -329,7 +374,7 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + 
 
 // complete grades the sample, records its row and appends it (and its
 // episode) to the files, together with the next sample's spawn.
-func complete(in phases.Input, l Lane, v laneVar, results []operations.Result) (phases.Output, error) {
+func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []operations.Result) (phases.Output, error) {
 	it := l.Items[v.Item]
 	a := *v.Agent
 	row := Row{SchemaVersion: SchemaVersion, TaskID: it.Task.ID, TaskIndex: it.Task.Index, Chain: it.Chain,
@@ -337,7 +382,11 @@ func complete(in phases.Input, l Lane, v laneVar, results []operations.Result) (
 		PredictedAnswer: a.Answer, Metric: l.Metric, Success: a.Status == "succeeded", Status: a.Status,
 		EndReason: a.EndReason, Error: a.Error, TerminationReason: a.TerminationReason, RunID: a.RunID,
 		Tokens: a.Tokens, Cost: a.Cost, AgentSeconds: a.Seconds, Seconds: in.Run.Now.Sub(v.Started).Seconds(),
-		FinishedAt: in.Run.Now}
+		FinishedAt: in.Run.Now, WorkDir: childDir(in, it), InputHash: it.Task.inputHash(),
+		GradingHash: gradingHash(l.Metric, l.Threshold, l.Judge, l.Verifier, it.Task)}
+	if old := it.Regrade; old != nil {
+		row.WorkDir, row.AgentSeconds, row.Trajectory, row.Steps, row.EpisodeError = old.WorkDir, old.AgentSeconds, old.Trajectory, old.Steps, old.EpisodeError
+	}
 	if len(it.Task.Metadata) > 0 {
 		row.Metadata, _ = json.Marshal(it.Task.Metadata)
 	}
@@ -354,13 +403,16 @@ func complete(in phases.Input, l Lane, v laneVar, results []operations.Result) (
 		}
 	}
 	grade(&row, l, it, verifier, judge)
-	var out phases.Output
-	ep, epErr := episode(row, l, it, trajectory)
-	if epErr != "" {
-		row.EpisodeError = epErr
-	}
-	if ep != nil {
-		row.Trajectory, row.Steps = ep.Trajectories[0].Name, len(ep.Trajectories[0].Steps)
+	var ep *metrics.Episode
+	if it.Regrade == nil {
+		var epErr string
+		ep, epErr = episode(row, l, it, trajectory)
+		if epErr != "" {
+			row.EpisodeError = epErr
+		}
+		if ep != nil {
+			row.Trajectory, row.Steps = ep.Trajectories[0].Name, len(ep.Trajectories[0].Steps)
+		}
 	}
 	row.Summary = rowSummary(row)
 	out.Append = append(out.Append, phases.MustEntry(EntryRow, row))
@@ -422,8 +474,10 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 			row.EvalError = msg
 			return
 		}
-		row.Tokens += judge.Generate.Usage.PromptTokens + judge.Generate.Usage.CompletionTokens
-		row.Cost += judge.Generate.Usage.Cost
+		row.GradeTokens = judge.Generate.Usage.PromptTokens + judge.Generate.Usage.CompletionTokens
+		row.GradeCost = judge.Generate.Usage.Cost
+		row.Tokens += row.GradeTokens
+		row.Cost += row.GradeCost
 		verdict, err := metrics.ParseJudgeReply(judge.Generate.Outputs[0].Content)
 		if err != nil {
 			row.EvalError = err.Error()
@@ -443,7 +497,8 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 }
 
 // verifierResult reads the verifier's stdout: the whole output, else its
-// last non-empty line.
+// last non-empty line. A verifier that exits non-zero or times out is an
+// eval error whatever it printed.
 func verifierResult(r *operations.Result) (metrics.VerifierResult, error) {
 	if r == nil {
 		return metrics.VerifierResult{}, fmt.Errorf("verifier: not run")
@@ -452,20 +507,26 @@ func verifierResult(r *operations.Result) (metrics.VerifierResult, error) {
 		return metrics.VerifierResult{}, fmt.Errorf("verifier: %s", r.Error)
 	}
 	b := r.Bash
-	if vr, err := metrics.ParseVerifierOutput([]byte(b.Stdout)); err == nil {
-		return vr, nil
-	}
-	lines := strings.Split(strings.TrimSpace(b.Stdout), "\n")
-	vr, err := metrics.ParseVerifierOutput([]byte(lines[len(lines)-1]))
-	if err != nil {
-		msg := fmt.Sprintf("verifier (exit %d): %v", b.ExitCode, err)
+	failure := func(what string) error {
+		msg := fmt.Sprintf("verifier (exit %d): %s", b.ExitCode, what)
 		if s := strings.TrimSpace(b.Stderr); s != "" {
 			msg += ": " + agent.Line(s, 200)
 		}
 		if b.TimedOut {
 			msg += " (timed out)"
 		}
-		return vr, fmt.Errorf("%s", msg)
+		return fmt.Errorf("%s", msg)
+	}
+	if b.ExitCode != 0 || b.TimedOut {
+		return metrics.VerifierResult{}, failure("a verifier must exit 0; its output is not used")
+	}
+	if vr, err := metrics.ParseVerifierOutput([]byte(b.Stdout)); err == nil {
+		return vr, nil
+	}
+	lines := strings.Split(strings.TrimSpace(b.Stdout), "\n")
+	vr, err := metrics.ParseVerifierOutput([]byte(lines[len(lines)-1]))
+	if err != nil {
+		return vr, failure(err.Error())
 	}
 	return vr, nil
 }

@@ -33,6 +33,8 @@ const (
 	EntryPlan = "plan"
 	// EntryLaneError records a lane that did not succeed (LaneError).
 	EntryLaneError = "lane_error"
+	// EntryRegrade is an earlier row to grade again (Row).
+	EntryRegrade = "regrade"
 )
 
 func init() {
@@ -83,6 +85,9 @@ type Manifest struct {
 	Timestamp     string `json:"timestamp"`
 	RunID         string `json:"run_id"`
 	Complete      bool   `json:"complete"`
+	// Grading is what graded the rows: a re-run with other grading
+	// re-grades them.
+	Grading Grading `json:"grading"`
 	Files
 }
 
@@ -102,6 +107,19 @@ type runState struct {
 	Lanes       int       `json:"lanes"`
 	LaneFailed  int       `json:"lane_failed,omitempty"`
 	WriteErrors int       `json:"write_errors,omitempty"`
+	// BenchmarkSHA256 is the hash of the benchmark file.
+	BenchmarkSHA256 string `json:"benchmark_sha256,omitempty"`
+	// GradingChanges lists how the grading settings differ from the earlier
+	// rollout's (from its manifest).
+	GradingChanges []string `json:"grading_changes,omitempty"`
+	// Regrade counts the planned samples that are re-graded from their
+	// stored answers (no agent run); Rerun the earlier samples run again
+	// because their task changed; Notice says so for people.
+	Regrade int `json:"regrade,omitempty"`
+	// PlanMade is set once the plan is made.
+	PlanMade bool   `json:"plan_made,omitempty"`
+	Rerun    int    `json:"rerun,omitempty"`
+	Notice   string `json:"notice,omitempty"`
 }
 
 const varState = "rollout"
@@ -165,6 +183,7 @@ func Load(in phases.Input) (phases.Output, error) {
 	case data.ReadFile == nil || !data.ReadFile.Exists:
 		return failed(out, fmt.Sprintf("data_path: %s does not exist", abs(in.Run.WorkDir, s.DataPath)))
 	}
+	st.BenchmarkSHA256 = sha256Hex([]byte(data.ReadFile.Content))
 	all, err := ParseBenchmark([]byte(data.ReadFile.Content))
 	if err != nil {
 		return failed(out, "data_path: "+err.Error())
@@ -185,6 +204,9 @@ func Load(in phases.Input) (phases.Output, error) {
 			}
 			st.Timestamp = man.Timestamp
 			st.Files = s.files(in.Run.WorkDir, man.Timestamp)
+			if man.Grading.Metric != "" {
+				st.GradingChanges = s.grading(st.BenchmarkSHA256).changes(man.Grading)
+			}
 			out.Ops = []operations.Request{operations.NewReadFile(st.Files.Results)}
 			if err := out.SetVar(varState, st); err != nil {
 				return out, err
@@ -193,7 +215,10 @@ func Load(in phases.Input) (phases.Output, error) {
 			return out, nil
 		}
 	}
-	return plan(in, s, st, out, tasks, nil)
+	if s.Regrade {
+		return failed(out, fmt.Sprintf("regrade: no earlier rollout of %s in %s", s.BenchmarkName, st.Files.Dir))
+	}
+	return plan(in, s, st, out, tasks, nil, nil)
 }
 
 // selectTasks applies task_ids and max_tasks.
@@ -247,24 +272,74 @@ func Resume(in phases.Input) (phases.Output, error) {
 		return failed(out, "read earlier results: "+r.Error)
 	}
 	done := map[sampleKey]bool{}
+	regrade := map[sampleKey]bool{}
+	var changedTasks, regradedTasks []string
 	if r.ReadFile != nil && r.ReadFile.Exists {
 		byID := make(map[string]Task, len(tasks))
 		for _, t := range tasks {
 			byID[t.ID] = t
 		}
+		changed, regraded := map[string]bool{}, map[string]bool{}
 		for _, row := range parseResults(r.ReadFile.Content) {
 			t, ok := byID[row.TaskID]
-			if !ok || row.Chain < 0 || row.Chain >= s.NumChains || !row.finished(*s.RetryFailed) {
+			if !ok || row.Chain < 0 || row.Chain >= s.NumChains {
+				continue
+			}
+			if row.InputHash != "" && row.InputHash != t.inputHash() {
+				// The task changed: its stored answer answers another task.
+				st.Rerun++
+				if !changed[t.ID] {
+					changed[t.ID] = true
+					changedTasks = append(changedTasks, t.ID)
+				}
+				continue
+			}
+			if !row.Success && *s.RetryFailed && !s.Regrade {
 				continue
 			}
 			row.TaskIndex = t.Index
+			gh := gradingHash(s.EvaluationMetric, *s.CorrectThreshold, s.Judge, s.Verifier, t)
+			k := sampleKey{row.TaskID, row.Chain}
+			if s.Regrade || row.GradingHash != gh {
+				row.Summary = "re-grade: " + rowSummary(row)
+				out.Append = append(out.Append, phases.MustEntry(EntryRegrade, row))
+				regrade[k] = true
+				if !regraded[t.ID] {
+					regraded[t.ID] = true
+					regradedTasks = append(regradedTasks, t.ID)
+				}
+				continue
+			}
 			row.Summary = "earlier: " + rowSummary(row)
 			out.Append = append(out.Append, phases.MustEntry(EntryRow, row))
-			done[sampleKey{row.TaskID, row.Chain}] = true
+			done[k] = true
 		}
 	}
 	st.Previous = len(done)
-	return plan(in, s, st, out, tasks, done)
+	st.Regrade = len(regrade)
+	var notes []string
+	if st.Regrade > 0 {
+		why := st.GradingChanges
+		switch {
+		case s.Regrade:
+			why = []string{"regrade requested"}
+		case len(why) == 0:
+			why = []string{"references or verifier changed for " + idList(regradedTasks)}
+		}
+		notes = append(notes, fmt.Sprintf("re-grade %d samples from their stored answers (%s)", st.Regrade, strings.Join(why, "; ")))
+	}
+	if st.Rerun > 0 {
+		verb := "run again"
+		if s.Regrade {
+			verb = "dropped (not run with regrade)"
+		}
+		notes = append(notes, fmt.Sprintf("%d samples of changed tasks %s: %s", st.Rerun, verb, idList(changedTasks)))
+	}
+	st.Notice = strings.Join(notes, "; ")
+	if st.Notice != "" {
+		out.Append = append(out.Append, phases.MustEntry("warning", agent.NewWarning(st.Notice)))
+	}
+	return plan(in, s, st, out, tasks, done, regrade)
 }
 
 // tasksOf returns the task entries in order.
@@ -286,18 +361,21 @@ func tasksOf(s phases.State) ([]Task, error) {
 
 // plan records the samples still to run, writes the manifest and starts
 // the first round (or finishes when nothing is left).
-func plan(in phases.Input, s Settings, st runState, out phases.Output, tasks []Task, done map[sampleKey]bool) (phases.Output, error) {
+// With regrade set, only the samples to re-grade are planned.
+func plan(in phases.Input, s Settings, st runState, out phases.Output, tasks []Task, done, regrade map[sampleKey]bool) (phases.Output, error) {
 	p := Plan{Items: [][2]int{}}
 	for pos, t := range tasks {
 		for c := 0; c < s.NumChains; c++ {
-			if !done[sampleKey{t.ID, c}] {
+			k := sampleKey{t.ID, c}
+			if regrade[k] || (!done[k] && !s.Regrade) {
 				p.Items = append(p.Items, [2]int{pos, c})
 			}
 		}
 	}
-	p.Summary = fmt.Sprintf("%d tasks × %d chains: %d samples to run, %d finished earlier", len(tasks), s.NumChains, len(p.Items), len(done))
+	p.Summary = fmt.Sprintf("%d tasks × %d chains: %d samples to run, %d to re-grade, %d finished earlier",
+		len(tasks), s.NumChains, len(p.Items)-len(regrade), len(regrade), len(done))
 	out.Append = append(out.Append, phases.MustEntry(EntryPlan, p))
-	st.Planned = len(p.Items)
+	st.Planned, st.PlanMade = len(p.Items), true
 	man, err := manifest(in, s, st, false)
 	if err != nil {
 		return out, err
@@ -311,7 +389,7 @@ func plan(in phases.Input, s Settings, st runState, out phases.Output, tasks []T
 
 func manifest(in phases.Input, s Settings, st runState, complete bool) (operations.Request, error) {
 	b, err := json.MarshalIndent(Manifest{SchemaVersion: SchemaVersion, BenchmarkName: s.BenchmarkName, Timestamp: st.Timestamp,
-		RunID: in.Run.ID, Complete: complete, Files: st.Files}, "", "  ")
+		RunID: in.Run.ID, Complete: complete, Grading: s.grading(st.BenchmarkSHA256), Files: st.Files}, "", "  ")
 	if err != nil {
 		return operations.Request{}, err
 	}
@@ -341,6 +419,10 @@ func spawnRound(in phases.Input, s Settings, st runState, out phases.Output, tas
 			trajFile = name
 		}
 	}
+	regrades, err := regradeRows(in.State, out.Append)
+	if err != nil {
+		return out, err
+	}
 	for j := 0; j < lanes; j++ {
 		l := Lane{Round: st.Round, Index: j, Workflow: s.Agent.Workflow, Settings: agentSettings, TrajectoryFile: trajFile,
 			Metric: s.EvaluationMetric, Threshold: *s.CorrectThreshold, Judge: s.Judge, Verifier: s.Verifier,
@@ -350,7 +432,12 @@ func spawnRound(in phases.Input, s Settings, st runState, out phases.Output, tas
 			if pos < 0 || pos >= len(tasks) {
 				return out, fmt.Errorf("%w: plan names task %d of %d", ErrState, pos, len(tasks))
 			}
-			l.Items = append(l.Items, Item{Task: tasks[pos], Chain: chain})
+			it := Item{Task: tasks[pos], Chain: chain}
+			if r, ok := regrades[sampleKey{tasks[pos].ID, chain}]; ok {
+				r.Summary = ""
+				it.Regrade = &r
+			}
+			l.Items = append(l.Items, it)
 		}
 		b, err := json.Marshal(LaneSettings{Models: s.Models, Lane: l})
 		if err != nil {
@@ -369,6 +456,34 @@ func spawnRound(in phases.Input, s Settings, st runState, out phases.Output, tas
 	}
 	out.Next = PhaseRun
 	return out, nil
+}
+
+// regradeRows returns the rows to re-grade, from the log and from entries
+// about to be appended.
+func regradeRows(s phases.State, pending []phases.Entry) (map[sampleKey]Row, error) {
+	rows := map[sampleKey]Row{}
+	add := func(e phases.Entry) error {
+		if e.Type != EntryRegrade {
+			return nil
+		}
+		var r Row
+		if err := e.Decode(&r); err != nil {
+			return err
+		}
+		rows[sampleKey{r.TaskID, r.Chain}] = r
+		return nil
+	}
+	for i := 0; i < s.Len(); i++ {
+		if err := add(s.Entry(i)); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range pending {
+		if err := add(e); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
 }
 
 // Run collects the rows of a finished round; it starts the next round
@@ -463,7 +578,8 @@ func rowsOf(s phases.State, fresh []Row) ([]Row, error) {
 func progressOf(in phases.Input, s Settings, st runState, now time.Time) progress {
 	return progress{RunID: in.Run.ID, Bench: s.BenchmarkName, Timestamp: st.Timestamp, Workflow: s.Agent.Workflow,
 		Metric: s.EvaluationMetric, NumChains: s.NumChains, Tasks: st.Tasks, Samples: st.Samples, StartedAt: st.StartedAt,
-		Now: now, LaneFailed: st.LaneFailed, WriteError: st.WriteErrors, Files: st.Files}
+		Now: now, LaneFailed: st.LaneFailed, WriteError: st.WriteErrors, Files: st.Files,
+		Regraded: st.Regrade, Rerun: st.Rerun, Notice: st.Notice}
 }
 
 // reports returns the writes of the evaluation and summary files (and,

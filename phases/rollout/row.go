@@ -47,8 +47,11 @@ type Row struct {
 	JudgeReasoning string             `json:"judge_reasoning,omitempty"`
 	Signals        map[string]float64 `json:"signals,omitempty"`
 	RunID          string             `json:"run_id"`
-	Tokens         int                `json:"tokens"`
-	Cost           float64            `json:"cost"`
+	// Tokens and Cost include the judge's (GradeTokens, GradeCost).
+	Tokens      int     `json:"tokens"`
+	Cost        float64 `json:"cost"`
+	GradeTokens int     `json:"grade_tokens,omitempty"`
+	GradeCost   float64 `json:"grade_cost,omitempty"`
 	// AgentSeconds is the agent run's wall time; Seconds adds grading.
 	AgentSeconds float64 `json:"agent_seconds"`
 	Seconds      float64 `json:"seconds"`
@@ -58,7 +61,17 @@ type Row struct {
 	Steps        int             `json:"steps,omitempty"`
 	EpisodeError string          `json:"episode_error,omitempty"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
-	FinishedAt   time.Time       `json:"finished_at"`
+	// WorkDir is the agent's work directory, where its verifier ran (and
+	// runs again when the sample is re-graded).
+	WorkDir string `json:"work_dir,omitempty"`
+	// InputHash hashes what the agent saw of the task (question, kwargs):
+	// a re-run whose task differs runs the sample again. GradingHash
+	// hashes what decided the grade (references, metric, threshold, judge,
+	// verifier): a re-run whose grading differs re-grades the stored
+	// answer.
+	InputHash   string    `json:"input_hash,omitempty"`
+	GradingHash string    `json:"grading_hash,omitempty"`
+	FinishedAt  time.Time `json:"finished_at"`
 	// Summary is a one-line description for people; only in entries.
 	Summary string `json:"summary,omitempty"`
 }
@@ -137,6 +150,12 @@ type Summary struct {
 	FinishedSamples int  `json:"finished_samples"`
 	MissingSamples  int  `json:"missing_samples"`
 	Complete        bool `json:"complete"`
+	// Regraded samples were graded again from their stored answers in this
+	// run; Rerun samples ran again because their task changed; Notice
+	// says why, for people.
+	Regraded int    `json:"regraded"`
+	Rerun    int    `json:"rerun"`
+	Notice   string `json:"notice,omitempty"`
 	// The aggregate over evaluated and failed samples (metrics.Summarize):
 	// samples, tasks, failed, correct, mean_score (failures count 0),
 	// success_rate, accuracy, pass_at_k[k-1] for k = 1..num_chains (unbiased
@@ -206,6 +225,9 @@ type progress struct {
 	Now        time.Time
 	LaneFailed int
 	WriteError int
+	Regraded   int
+	Rerun      int
+	Notice     string
 	Files      Files
 }
 
@@ -215,7 +237,7 @@ func summarize(rows []Row, p progress) (Summary, Evaluation) {
 	s := Summary{SchemaVersion: SchemaVersion, BenchmarkName: p.Bench, Timestamp: p.Timestamp, RunID: p.RunID,
 		AgentWorkflow: p.Workflow, Metric: p.Metric, NumChains: p.NumChains, TotalTasks: p.Tasks, TotalSamples: p.Samples,
 		FinishedSamples: len(rows), Errors: map[string]int{}, StartedAt: p.StartedAt, UpdatedAt: p.Now,
-		TotalTimeSeconds: p.Now.Sub(p.StartedAt).Seconds(), Files: p.Files}
+		TotalTimeSeconds: p.Now.Sub(p.StartedAt).Seconds(), Files: p.Files, Regraded: p.Regraded, Rerun: p.Rerun, Notice: p.Notice}
 	s.MissingSamples = max(0, p.Samples-len(rows))
 	s.Complete = s.MissingSamples == 0
 	ev := Evaluation{SchemaVersion: SchemaVersion, Metric: p.Metric, TotalSamples: len(rows), Evaluations: []EvaluationEntry{}}

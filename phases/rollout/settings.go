@@ -80,6 +80,10 @@ type Settings struct {
 	// RetryFailed (default true) runs again samples whose agent run failed
 	// in an earlier rollout.
 	RetryFailed *bool `json:"retry_failed,omitempty"`
+	// Regrade re-grades every saved answer of the earlier rollout in
+	// OutputDir with the current metric, judge and verifiers and runs no
+	// agent (flock rollout --regrade; inspect_ai's "inspect score").
+	Regrade bool `json:"regrade,omitempty"`
 	// Models are the engine's model declarations; the agent's settings
 	// inherit them unless they declare their own "models", which then win
 	// whole (the two tables are not merged).
