@@ -113,6 +113,24 @@ func TestTrim(t *testing.T) {
 	if got := Trim(u, 11); !strings.HasPrefix(got, "éé\n") {
 		t.Fatalf("rune boundary: %q", got)
 	}
+	// Trimming a trimmed text counts what the first cut removed too.
+	long := strings.Repeat("a", 5000) + strings.Repeat("b", 5000)
+	for _, limit := range []int{100, 1000, 3000} {
+		got := Trim(Trim(long, 4000), limit)
+		want := fmt.Sprintf("[... %d characters trimmed ...]", len(long)-limit)
+		if strings.Count(got, "characters trimmed") != 1 || !strings.Contains(got, want) {
+			t.Errorf("Trim(Trim(10000, 4000), %d) = %q, want one marker %q", limit, got, want)
+		}
+	}
+	// A cut through the marker takes the whole marker.
+	once := Trim(long, 4000)
+	i := strings.Index(once, "[...")
+	for _, limit := range []int{2*i + 2, 2*i - 2, 2 * (i + 10)} {
+		got := Trim(once, limit)
+		if strings.Count(got, "characters trimmed") != 1 || !strings.Contains(got, "b\n") && !strings.HasSuffix(got, "b") {
+			t.Errorf("Trim(once, %d) = %q", limit, got)
+		}
+	}
 }
 
 func TestFormatResult(t *testing.T) {
@@ -179,6 +197,7 @@ func TestBudgetFit(t *testing.T) {
 	call := operations.Message{Role: operations.RoleAssistant, Content: "aaaa", ToolCalls: []operations.ToolCall{{ID: "c1", Name: "bash", Arguments: "{}"}}}
 	res := operations.Message{Role: operations.RoleTool, ToolCallID: "c1", Content: strings.Repeat("r", 400)}
 	msgs := []operations.Message{msg("system", "sys"), msg("user", "task"), msg("user", "advice one"), call, res, msg("user", "advice two")}
+	note := len(DefaultNote)
 	tests := []struct {
 		name    string
 		b       Budget
@@ -186,9 +205,15 @@ func TestBudgetFit(t *testing.T) {
 		roles   string
 	}{
 		{"everything fits", Budget{Limit: 1000, KeepFirst: 2}, 0, "system user user assistant tool user"},
-		{"call and result go together", Budget{Limit: 427, KeepFirst: 2}, 1, "system user user assistant tool user"},
-		{"call dropped with its result", Budget{Limit: 30, KeepFirst: 2}, 3, "system user user user"},
+		// The note counts against the budget when it is inserted.
+		{"no note needed when everything fits", Budget{Limit: 437, KeepFirst: 2}, 0, "system user user assistant tool user"},
+		{"call and result go together, note counted", Budget{Limit: 436, KeepFirst: 2}, 3, "system user user user"},
+		{"call dropped with its result", Budget{Limit: 30 + note, KeepFirst: 2}, 3, "system user user user"},
 		{"per message trim makes room", Budget{Limit: 200, KeepFirst: 2, PerMessage: 100}, 0, "system user user assistant tool user"},
+		// The newest call and its result stay, clipped (issue 9, point 10).
+		{"last turn kept and clipped", Budget{Limit: 350, KeepFirst: 2, KeepLast: 3}, 1, "system user user assistant tool user"},
+		{"last turn from its tool message", Budget{Limit: 350, KeepFirst: 2, KeepLast: 2}, 1, "system user user assistant tool user"},
+		{"last turn overlapping the first", Budget{Limit: 300, KeepFirst: 5, KeepLast: 3}, 0, "system user user assistant tool user"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,6 +227,19 @@ func TestBudgetFit(t *testing.T) {
 			}
 			if dropped > 0 && got[2].Content != DefaultNote {
 				t.Errorf("note missing: %q", got[2].Content)
+			}
+			if tc.b.KeepLast > 0 {
+				total := 0
+				for _, m := range got {
+					total += Size(m)
+				}
+				if total > tc.b.Limit {
+					t.Errorf("prompt is %d, budget %d", total, tc.b.Limit)
+				}
+				r := got[len(got)-2].Content
+				if !strings.HasPrefix(r, "rrr") || !strings.HasSuffix(r, "rrr") || !strings.Contains(r, " characters trimmed ...]") {
+					t.Errorf("result not clipped head and tail: %q", r)
+				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -13,7 +14,9 @@ import (
 // Trim keeps limit bytes of s, half from its head and half from its tail,
 // with a marker counting the omitted bytes in the middle (s is returned
 // whole when that would not make it shorter). Cuts fall on rune
-// boundaries. A limit <= 0 keeps s whole.
+// boundaries. A limit <= 0 keeps s whole. Trimming a text that was
+// trimmed before counts, in its one marker, what the earlier cuts removed
+// too: a marker the cut touches is removed whole and its count added.
 func Trim(s string, limit int) string {
 	if limit <= 0 || len(s) <= limit {
 		return s
@@ -27,12 +30,30 @@ func Trim(s string, limit int) string {
 	for t < len(s) && !utf8.RuneStart(s[t]) {
 		t++
 	}
-	out := s[:head] + fmt.Sprintf("\n[... %d characters trimmed ...]\n", t-head) + s[t:]
+	removed := 0
+	if strings.Contains(s, " characters trimmed ...]") {
+		marks := trimMarker.FindAllStringSubmatchIndex(s, -1)
+		for _, m := range marks {
+			if m[0] < t && m[1] > head {
+				head, t = min(head, m[0]), max(t, m[1])
+			}
+		}
+		for _, m := range marks {
+			if m[0] >= head && m[1] <= t {
+				n, _ := strconv.Atoi(s[m[2]:m[3]])
+				removed += n - (m[1] - m[0])
+			}
+		}
+	}
+	out := s[:head] + fmt.Sprintf("\n[... %d characters trimmed ...]\n", t-head+removed) + s[t:]
 	if len(out) >= len(s) {
 		return s
 	}
 	return out
 }
+
+// trimMarker matches the marker Trim inserts.
+var trimMarker = regexp.MustCompile(`\n\[\.\.\. (\d+) characters trimmed \.\.\.\]\n`)
 
 // FormatResult renders a tool result for the model, each part trimmed to
 // limit (see Trim): for bash, stdout, then "Error: " + stderr, a timeout

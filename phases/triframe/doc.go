@@ -38,10 +38,18 @@
 // their results as role "tool" messages answering the call id, and
 // warnings. In text modes (enable_tool_use false) calls are replayed as
 // fenced blocks or XML elements and results as user messages. Histories
-// are built newest-first under context_trimming_threshold characters,
-// each message trimmed head+tail to output_limit, with a note when older
-// history was cut. The advisor and the raters see a transcript of actions
-// and outputs. Tool outputs carry "Usage: U of M <unit> used" with
+// are built newest-first, each message trimmed head+tail to output_limit,
+// so that the whole prompt (the note included) stays under
+// context_trimming_threshold characters, with a note when older history
+// was cut. The newest action (its call), its output and what followed
+// them (advice, warnings) are always kept: when they do not fit whole,
+// all older history goes and the output is clipped head and tail, with a
+// marker counting the characters cut, so the model always sees the result
+// of what it just did. output_limit larger than
+// context_trimming_threshold is refused before the run starts (an error
+// naming both); left unset, output_limit is 10000 or the threshold,
+// whichever is smaller. The advisor and the raters see a transcript of
+// actions and outputs, trimmed the same way. Tool outputs carry "Usage: U of M <unit> used" with
 // warnings at 80% and 95% (usage_warnings) of the limit_type limit; the
 // limits themselves ("limits": tokens, actions, seconds, cost) are
 // enforced by the engine, which ends the run with limit_*.

@@ -32,17 +32,21 @@ type rendered struct {
 }
 
 // collect walks the log newest-first, rendering history entries until the
-// size of those that count (all, when counts is nil) exceeds budget. It
+// size of those that count (all, when counts is nil) exceeds budget and
+// the newest choice (the agent's last action) is rendered: that action and
+// what followed it always reach fit, which keeps them (see lastTurn). It
 // returns the rendered entries oldest first and the number of history
 // entries left out before them.
 func collect(st phases.State, budget, perMessage int, fn render, counts func(typ string) bool) ([]rendered, int, error) {
 	var rev []rendered
 	size, i := 0, st.Len()-1
+	acted := false
 	for ; i >= 0; i-- {
 		e := st.Entry(i)
 		if !isHistory(e.Type) {
 			continue
 		}
+		acted = acted || e.Type == EntryChoice
 		msgs, err := fn(e)
 		if err != nil {
 			return nil, 0, err
@@ -57,7 +61,7 @@ func collect(st phases.State, budget, perMessage int, fn render, counts func(typ
 			}
 		}
 		rev = append(rev, rendered{e.Type, msgs})
-		if budget > 0 && size > budget {
+		if budget > 0 && size > budget && acted {
 			i--
 			break
 		}
@@ -73,6 +77,23 @@ func collect(st phases.State, budget, perMessage int, fn render, counts func(typ
 		out = append(out, rev[k])
 	}
 	return out, earlier, nil
+}
+
+// lastTurn counts the messages flatten(rs, skip) gives from the newest
+// choice on: the agent's last action, its result and whatever followed
+// (advice, warnings). They are kept in every prompt, clipped to fit.
+func lastTurn(rs []rendered, skip func(typ string) bool) int {
+	n := 0
+	for k := len(rs) - 1; k >= 0; k-- {
+		if skip != nil && skip(rs[k].typ) {
+			continue
+		}
+		n += len(rs[k].msgs)
+		if rs[k].typ == EntryChoice {
+			return n
+		}
+	}
+	return 0
 }
 
 // flatten concatenates rendered entries, skipping types skip rejects.
@@ -221,9 +242,9 @@ func actorMessages(in phases.Input, s *Settings, tools []string, advising bool) 
 	if err != nil {
 		return nil, nil, err
 	}
-	without = fit(s, head, flatten(rs, isAdvice), earlier, nil)
+	without = fit(s, head, flatten(rs, isAdvice), lastTurn(rs, isAdvice), earlier, nil)
 	if advising {
-		with = fit(s, head, flatten(rs, nil), earlier, nil)
+		with = fit(s, head, flatten(rs, nil), lastTurn(rs, nil), earlier, nil)
 	}
 	return with, without, nil
 }
@@ -240,13 +261,17 @@ func advisorMessages(in phases.Input, s *Settings, tools []string) ([]operations
 	if err != nil {
 		return nil, err
 	}
-	return fit(s, head, flatten(rs, nil), earlier, tail), nil
+	return fit(s, head, flatten(rs, nil), lastTurn(rs, nil), earlier, tail), nil
 }
 
-// fit is head + the part of hist that fits + tail.
-func fit(s *Settings, head, hist []operations.Message, earlier int, tail []operations.Message) []operations.Message {
+// fit is head + the part of hist that fits + tail, the whole within
+// context_trimming_threshold: the last keepLast messages of hist (the
+// newest action and what followed it) are always kept, clipped head and
+// tail when they do not fit whole.
+func fit(s *Settings, head, hist []operations.Message, keepLast, earlier int, tail []operations.Message) []operations.Message {
 	all := append(append(make([]operations.Message, 0, len(head)+len(hist)+len(tail)+1), head...), hist...)
-	b := agent.Budget{Limit: s.ContextTrimmingThreshold - tailSize(tail), PerMessage: s.OutputLimit, KeepFirst: len(head), Earlier: earlier}
+	b := agent.Budget{Limit: s.ContextTrimmingThreshold - tailSize(tail), PerMessage: s.OutputLimit, KeepFirst: len(head),
+		KeepLast: keepLast, Earlier: earlier}
 	out, _ := b.Fit(all)
 	return append(out, tail...)
 }
@@ -271,27 +296,36 @@ func raterMessages(in phases.Input, s *Settings, opts []agent.Option) ([]operati
 	o.WriteString("\nRate every one of these " + fmt.Sprint(len(opts)) + " options on the scale above.")
 	system := raterSystem(s)
 	task := taskMessage(in.Run.Task, in.Run.WorkDir)
-	budget := s.ContextTrimmingThreshold - len(system) - len(task) - o.Len()
+	const (
+		intro   = "\n\nTranscript of the agent's work so far"
+		nothing = ": nothing yet, this is its first action.\n"
+	)
+	left := func(n int) string { return fmt.Sprintf(" (the %d oldest entries are left out):\n", n) }
+	// Everything but the transcript's entries, at its largest.
+	fixed := len(system) + len(task) + len(intro) + len(nothing) + len("\n"+ratingScale+"\n\n") + o.Len()
+	budget := s.ContextTrimmingThreshold - fixed
 	rs, earlier, err := collect(in.State, max(budget, 1), s.OutputLimit, transcriptRender, nil)
 	if err != nil {
 		return nil, err
 	}
 	hist := flatten(rs, nil)
-	kept, dropped := agent.Budget{Limit: max(budget, 1), PerMessage: s.OutputLimit, Earlier: earlier}.Fit(hist)
+	// Each entry is written between newlines; the note stands for the
+	// "left out" remark, at its widest.
+	b := agent.Budget{Limit: max(budget, 1), PerMessage: s.OutputLimit, KeepLast: lastTurn(rs, nil), Earlier: earlier,
+		Measure: func(m operations.Message) int { return agent.Size(m) + 2 }, Note: left(len(hist) + earlier)}
+	kept, dropped := b.Fit(hist)
 	var t strings.Builder
-	t.WriteString(task + "\n\nTranscript of the agent's work so far")
+	t.WriteString(task + intro)
 	switch {
 	case len(hist) == 0 && earlier == 0:
-		t.WriteString(": nothing yet, this is its first action.\n")
+		t.WriteString(nothing)
 	case dropped > 0:
-		fmt.Fprintf(&t, " (the %d oldest entries are left out):\n", dropped)
+		t.WriteString(left(dropped))
+		kept = kept[1:]
 	default:
 		t.WriteString(":\n")
 	}
 	for _, m := range kept {
-		if m.Content == agent.DefaultNote {
-			continue
-		}
 		t.WriteString("\n" + m.Content + "\n")
 	}
 	t.WriteString("\n" + ratingScale + "\n\n" + o.String())

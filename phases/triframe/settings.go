@@ -45,11 +45,15 @@ type Settings struct {
 	// to text tool modes, fenced blocks or, with EnableXML, XML tags.
 	EnableToolUse *bool `json:"enable_tool_use"`
 	EnableXML     bool  `json:"enable_xml"`
-	// ContextTrimmingThreshold is the size, in characters, the prompt's
-	// history is kept under (default 80000).
+	// ContextTrimmingThreshold is the size, in characters, each prompt is
+	// kept under (default 80000): older history is dropped first; the
+	// newest action and its output always stay, clipped head and tail when
+	// they do not fit whole.
 	ContextTrimmingThreshold int `json:"context_trimming_threshold"`
 	// OutputLimit caps each tool output and each replayed message, in
-	// characters, head and tail kept (default 10000). It clips what the
+	// characters, head and tail kept (default 10000, or
+	// context_trimming_threshold when that is smaller). A value larger
+	// than context_trimming_threshold is refused. It clips what the
 	// models are shown; bash.output_limit, applied first by the handlers,
 	// caps what is kept of each stream.
 	OutputLimit int `json:"output_limit"`
@@ -143,6 +147,10 @@ func (s *Settings) check() error {
 	case s.Subagents.ReportActions < 0:
 		return errors.New("subagents.report_actions: must be >= 0")
 	}
+	if s.OutputLimit > 0 && s.OutputLimit > s.threshold() {
+		return fmt.Errorf("output_limit (%d) is larger than context_trimming_threshold (%d): one output could fill the whole prompt; "+
+			"lower output_limit or raise context_trimming_threshold", s.OutputLimit, s.threshold())
+	}
 	for i, f := range s.UsageWarnings {
 		if f <= 0 || f > 1 {
 			return fmt.Errorf("usage_warnings[%d]: must be in (0, 1]", i)
@@ -168,7 +176,7 @@ func (s *Settings) applyDefaults() {
 		s.ContextTrimmingThreshold = DefaultContextTrimmingThreshold
 	}
 	if s.OutputLimit == 0 {
-		s.OutputLimit = DefaultOutputLimit
+		s.OutputLimit = min(DefaultOutputLimit, s.ContextTrimmingThreshold)
 	}
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
@@ -207,6 +215,14 @@ func (s *Settings) applyDefaults() {
 		j.N = 1
 		s.Subagents.Judge = &j
 	}
+}
+
+// threshold is context_trimming_threshold with its default.
+func (s *Settings) threshold() int {
+	if s.ContextTrimmingThreshold == 0 {
+		return DefaultContextTrimmingThreshold
+	}
+	return s.ContextTrimmingThreshold
 }
 
 // Mode is the tool-calling mode the settings select.

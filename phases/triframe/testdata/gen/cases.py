@@ -232,6 +232,17 @@ case("tournament_text_mode", "tournament", entries=HIST + [choice("launch_subage
      vars=vars(bracket={"round": 2, "groups": [{"task": "T", "alive": ["agent_9_1", "agent_9_2"]}]}),
      results=[gen([out("```json\n{\"winner_id\": \"agent_9_2\", \"reasoning\": \"checked\"}\n```")], role="judge", group="0", a="agent_9_1", b="agent_9_2")])
 
+# issue 9 point 10: the newest action's 30,000-character output stays in the
+# next prompts (clipped head and tail) under a 20,000-character budget
+big = "".join(f"output line {i:05d} of the listing\n" for i in range(1000))[:30000]
+big_hist = HIST + [advice("Now list it."), choice("bash", {"command": "ls -R /big"}, "Listing it.", id="call_big"),
+                   tool_output("bash", big, id="call_big"), advice("Count the files.")]
+case("actor_newest_output_clipped", "actor", entries=big_hist, vars=vars(),
+     settings=settings(context_trimming_threshold=20000, output_limit=20000))
+case("advisor_newest_output_clipped", "advisor", entries=big_hist, vars=vars(),
+     settings=settings(context_trimming_threshold=20000, output_limit=20000))
+case("init_output_limit_over_budget", "init", settings=settings(context_trimming_threshold=20000, output_limit=100000))
+
 for f in os.listdir(OUT):
     if f.endswith(".json"):
         os.remove(os.path.join(OUT, f))
