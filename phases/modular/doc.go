@@ -48,7 +48,7 @@
 //	 "require_function_call": false,             tool_choice "required" (tool mode)
 //	 "context_trimming_threshold": 80000,        prompt budget in TOKENS (see below)
 //	 "keep_first_messages": 4,                   messages always kept, counting system prompt and task
-//	 "output_limit": 10000,                      bytes per tool output / replayed message, head+tail kept
+//	 "output_limit": 10000,                      bytes per tool output / replayed message, head+tail kept (at most 4 per threshold token)
 //	 "timeout": 60,                              initial bash/python timeout, seconds (bash.timeout_s and
 //	                                             python.timeout_s are refused beside it: it times every command)
 //	 "max_retries": 3,                           consecutive failures before the run ends
@@ -63,7 +63,15 @@
 // first keep_first_messages (extended so a call at the boundary keeps its
 // result), then walks the history newest-first and keeps every call with
 // its answer that still fits (agent.Budget with a token Measure); when
-// anything was cut a notice says how many messages are hidden.
+// anything was cut a notice says how many messages are hidden. The newest
+// turn (the last choice and its result) is always kept: when it does not
+// fit whole, all older history beyond the first messages goes and its
+// contents are clipped head and tail (a marker counts the characters cut;
+// the plan records the clips in the context var), so the model always
+// sees the result of its last action. An output_limit above 4 bytes per
+// token of context_trimming_threshold is refused before the run starts
+// (an error naming both keys); left unset, output_limit defaults to 10000
+// or that bound, whichever is smaller.
 //
 // Tokens are counted with the model's real BPE for OpenAI models
 // (o200k_base for gpt-4o, gpt-4.1, gpt-5, o1/o3/o4 ...; cl100k_base for

@@ -75,12 +75,15 @@ type Warning struct {
 // Context is the prompter's decision about the next prompt: the first
 // KeepFirst messages of the conversation, a trimmed-history notice when
 // Dropped > 0, the messages after the dropped ones, then the Usage
-// message. Messages is the conversation's length when it was planned;
-// Tokens the prompt's estimated size (tools included).
+// message. Clips trim the contents of kept messages (by index in the
+// conversation; the newest turn's, when it does not fit whole). Messages
+// is the conversation's length when it was planned; Tokens the prompt's
+// estimated size (tools included).
 type Context struct {
-	Messages  int    `json:"messages"`
-	KeepFirst int    `json:"keep_first"`
-	Dropped   int    `json:"dropped"`
-	Tokens    int    `json:"tokens"`
-	Usage     string `json:"usage"`
+	Messages  int          `json:"messages"`
+	KeepFirst int          `json:"keep_first"`
+	Dropped   int          `json:"dropped"`
+	Clips     []agent.Clip `json:"clips,omitempty"`
+	Tokens    int          `json:"tokens"`
+	Usage     string       `json:"usage"`
 }

@@ -203,27 +203,39 @@ func tools(s *Settings) []operations.Tool {
 
 // plan decides what of the conversation fits the token budget: the first
 // KeepFirstMessages (extended over the answers of the turn at the
-// boundary), then as many of the most recent messages as fit, never
-// separating a turn from its answers (agent.Budget with a token Measure;
-// Budget keeps tool results with their call, and an answer left first in
-// the recent part is dropped too).
+// boundary), the newest turn (the last choice and what answers it), then
+// as many of the most recent messages as fit, never separating a turn from
+// its answers (agent.Budget with a token Measure; Budget keeps tool
+// results with their call, and an answer left first in the recent part is
+// dropped too). When the newest turn does not fit whole, everything older
+// beyond the first messages goes and its contents are clipped head and
+// tail (Context.Clips), so the model always sees the result of its last
+// action.
 func plan(c conversation, s *Settings, count counter, usage string) Context {
 	measure := c.measure(count)
 	keep := min(*s.KeepFirstMessages, len(c.msgs))
 	for keep < len(c.msgs) && c.answers[keep] {
 		keep++
 	}
+	last := 0
+	for i := len(c.msgs) - 1; i >= 2; i-- {
+		if c.msgs[i].Role == operations.RoleAssistant {
+			last = len(c.msgs) - i
+			break
+		}
+	}
 	fixed := count.toolsTokens(tools(s)) + replyTokens
-	// The notice's size, with the largest count it could show.
+	// The notice's size, with the largest count it could show, is
+	// reserved by Budget when it is inserted.
 	note := trimmedNote(len(c.msgs), s.ContextTrimmingThreshold)
-	reserve := fixed + measure(operations.Message{Role: operations.RoleUser, Content: usage}) +
-		measure(operations.Message{Role: operations.RoleUser, Content: note})
-	_, dropped := agent.Budget{Limit: max(1, s.ContextTrimmingThreshold-reserve), KeepFirst: keep, Measure: measure,
-		Note: note, NoteRole: operations.RoleUser}.Fit(c.msgs)
+	reserve := fixed + measure(operations.Message{Role: operations.RoleUser, Content: usage})
+	p := agent.Budget{Limit: max(1, s.ContextTrimmingThreshold-reserve), KeepFirst: keep, KeepLast: last, Measure: measure,
+		Note: note, NoteRole: operations.RoleUser}.Plan(c.msgs)
+	dropped := p.Dropped
 	for dropped > 0 && keep+dropped < len(c.msgs) && c.answers[keep+dropped] {
 		dropped++
 	}
-	ctx := Context{Messages: len(c.msgs), KeepFirst: keep, Dropped: dropped, Usage: usage}
+	ctx := Context{Messages: len(c.msgs), KeepFirst: keep, Dropped: dropped, Clips: p.Clips, Usage: usage}
 	ctx.Tokens = fixed
 	for _, m := range prompt(c, ctx, s) {
 		ctx.Tokens += measure(m)
@@ -233,16 +245,30 @@ func plan(c conversation, s *Settings, count counter, usage string) Context {
 
 // prompt applies a plan to the conversation: the kept first messages, the
 // trimmed-history notice, the recent messages (including any appended
-// since the plan was made, such as a retry warning) and the usage message.
+// since the plan was made, such as a retry warning) and the usage message,
+// with the plan's clips applied.
 func prompt(c conversation, ctx Context, s *Settings) []operations.Message {
 	k := min(ctx.KeepFirst, len(c.msgs))
 	from := min(k+ctx.Dropped, len(c.msgs))
+	clipped := func(i int) operations.Message {
+		m := c.msgs[i]
+		for _, cl := range ctx.Clips {
+			if cl.Index == i {
+				m.Content = agent.Trim(m.Content, cl.Limit)
+			}
+		}
+		return m
+	}
 	out := make([]operations.Message, 0, len(c.msgs)-from+k+2)
-	out = append(out, c.msgs[:k]...)
+	for i := 0; i < k; i++ {
+		out = append(out, clipped(i))
+	}
 	if ctx.Dropped > 0 {
 		out = append(out, operations.Message{Role: operations.RoleUser, Content: trimmedNote(ctx.Dropped, s.ContextTrimmingThreshold)})
 	}
-	out = append(out, c.msgs[from:]...)
+	for i := from; i < len(c.msgs); i++ {
+		out = append(out, clipped(i))
+	}
 	return append(out, operations.Message{Role: operations.RoleUser, Content: ctx.Usage})
 }
 

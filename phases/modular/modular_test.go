@@ -309,3 +309,102 @@ func BenchmarkPrompter(b *testing.B) {
 		})
 	}
 }
+
+// TestNewestOutputSurvivesTrimming: the newest call and its 30,000-byte
+// output stay in the next prompt, the output clipped head and tail with a
+// marker counting the cut, and the prompt stays within its token budget
+// (issue 9, point 10); whether the action is the first of the run (inside
+// keep_first_messages) or a later one.
+func TestNewestOutputSurvivesTrimming(t *testing.T) {
+	const threshold = 5000
+	var b strings.Builder
+	for i := 0; b.Len() < 30000; i++ {
+		fmt.Fprintf(&b, "output line %05d of the listing\n", i)
+	}
+	big := b.String()[:30000]
+	lines := strings.Split(big, "\n")
+	head, tail := lines[0], lines[len(lines)-2]
+	bigCall := func(id string) []phases.Entry {
+		c := agent.Call{ID: id, Name: "bash", Arguments: json.RawMessage(`{"command":"ls -R /big"}`)}
+		return []phases.Entry{
+			phases.MustEntry(EntryChoice, Choice{Summary: "c", Option: agent.Option{Content: "Listing it.", Call: &c}}),
+			phases.MustEntry(EntryToolOutput, ToolOutput{ToolOutput: agent.ToolOutput{Summary: "t", Tool: "bash", CallID: id, Output: big}}),
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		log  []phases.Entry
+		doc  string
+	}{
+		{"first action", append(history(0), bigCall("call_big")...), `{"generator":{"model":"gpt-4o"},"context_trimming_threshold":5000}`},
+		{"later action", append(history(12), bigCall("call_big")...), `{"generator":{"model":"gpt-4o"},"context_trimming_threshold":5000}`},
+		{"text mode", append(history(12), bigCall("call_big")...), `{"generator":{"model":"gpt-4o"},"context_trimming_threshold":5000,"enable_tool_use":false}`},
+		{"approx tokens", append(history(12), bigCall("call_big")...), `{"generator":{"model":"claude"},"context_trimming_threshold":5000}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range tc.log {
+				tc.log[i].Seq = uint64(i + 1)
+			}
+			st := &phasetest.State{Log: tc.log, Vars: map[string]json.RawMessage{}, Limited: operations.RunLimits{Tokens: 100000}}
+			in := phases.Input{Run: phases.RunInfo{ID: "trim", Workflow: Name, Step: 40, Task: "List the big directory.",
+				Settings: json.RawMessage(tc.doc), Now: phasetest.Now, WorkDir: "/work"}, State: st}
+			out, err := Prompter(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range out.Set {
+				st.Vars[k] = v
+			}
+			out, err = Generator(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := out.Ops[0].Generate.Messages
+			s, err := ParseSettings(in.Run.Settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := newCounter(s.tokenizer())
+			total := count.toolsTokens(tools(&s)) + replyTokens
+			call, result := -1, -1
+			for i, m := range msgs {
+				total += count.contentTokens(m) + perMessageTokens
+				switch {
+				case m.Role == operations.RoleAssistant && strings.Contains(m.Content+fmt.Sprint(m.ToolCalls), "ls -R /big"):
+					call = i
+				case strings.Contains(m.Content, head):
+					result = i
+				}
+			}
+			if total > threshold {
+				t.Errorf("prompt is %d tokens, budget %d", total, threshold)
+			}
+			if call < 0 || result != call+1 {
+				t.Fatalf("call at %d, result at %d in %d messages", call, result, len(msgs))
+			}
+			r := msgs[result].Content
+			if !strings.Contains(r, tail) || !strings.Contains(r, " characters trimmed ...]") {
+				t.Fatalf("result not clipped head and tail: %s", agent.Line(r, 300))
+			}
+			if s.Mode() == agent.ModeTools && msgs[result].ToolCallID != "call_big" {
+				t.Fatalf("result answers %q, want call_big", msgs[result].ToolCallID)
+			}
+		})
+	}
+}
+
+// TestOutputLimitOverBudget: output_limit above what the token budget
+// holds is refused, naming both keys; unset, it defaults to at most that.
+func TestOutputLimitOverBudget(t *testing.T) {
+	_, err := ParseSettings(json.RawMessage(`{"generator":{"model":"m"},"context_trimming_threshold":20000,"output_limit":100000}`))
+	if !errors.Is(err, ErrSettings) || !strings.Contains(err.Error(), "output_limit") || !strings.Contains(err.Error(), "context_trimming_threshold") {
+		t.Fatalf("err = %v, want ErrSettings naming output_limit and context_trimming_threshold", err)
+	}
+	s, err := ParseSettings(json.RawMessage(`{"generator":{"model":"m"},"context_trimming_threshold":1000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.OutputLimit != 4000 {
+		t.Fatalf("output_limit = %d, want 4000 (1000 tokens at 4 bytes each)", s.OutputLimit)
+	}
+}

@@ -64,7 +64,9 @@ type Settings struct {
 	// characters, unlike triframe's key of the same name): system prompt,
 	// task, history, usage message and tool definitions together are kept
 	// under it (default 80000). Tokens are counted with the model's BPE for
-	// OpenAI models and estimated for others (see Tokenizer).
+	// OpenAI models and estimated for others (see Tokenizer). Older history
+	// goes first; the newest call and its result always stay, clipped head
+	// and tail when they do not fit whole.
 	ContextTrimmingThreshold int `json:"context_trimming_threshold"`
 	// KeepFirstMessages is how many messages at the start of the
 	// conversation are always kept, counting the system prompt and the
@@ -72,9 +74,11 @@ type Settings struct {
 	// result). At least 2. A call at the boundary keeps its result.
 	KeepFirstMessages *int `json:"keep_first_messages"`
 	// OutputLimit caps each tool output and each replayed message, in
-	// bytes, head and tail kept (default 10000). It clips what the model is
-	// shown; bash.output_limit, applied first by the handlers, caps what is
-	// kept of each stream.
+	// bytes, head and tail kept (default 10000, or 4 bytes per token of
+	// context_trimming_threshold when that is less). A value above 4 bytes
+	// per token of context_trimming_threshold is refused. It clips what the
+	// model is shown; bash.output_limit, applied first by the handlers,
+	// caps what is kept of each stream.
 	OutputLimit int `json:"output_limit"`
 	// Timeout is the initial bash/python timeout in seconds (default 60);
 	// the agent changes it with set_timeout. It times every command the
@@ -147,6 +151,11 @@ func (s *Settings) check() error {
 	case s.MaxRetries != nil && *s.MaxRetries < 0:
 		return fmt.Errorf("max_retries: must be >= 0")
 	}
+	if s.OutputLimit > outputBudget(s.ContextTrimmingThreshold) {
+		return fmt.Errorf("output_limit (%d bytes) is larger than context_trimming_threshold (%d tokens) holds at %d bytes a token: "+
+			"one output could fill the whole prompt; lower output_limit or raise context_trimming_threshold",
+			s.OutputLimit, threshold(s.ContextTrimmingThreshold), bytesPerToken)
+	}
 	if n := len(s.UsageWarnings); n != 0 {
 		if n != 2 || s.UsageWarnings[0] <= 0 || s.UsageWarnings[1] > 1 || s.UsageWarnings[0] >= s.UsageWarnings[1] {
 			return fmt.Errorf("usage_warnings: want two increasing fractions in (0, 1], e.g. [0.75, 0.9]")
@@ -177,7 +186,7 @@ func (s *Settings) applyDefaults() {
 		s.KeepFirstMessages = &n
 	}
 	if s.OutputLimit == 0 {
-		s.OutputLimit = DefaultOutputLimit
+		s.OutputLimit = min(DefaultOutputLimit, outputBudget(s.ContextTrimmingThreshold))
 	}
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
@@ -196,6 +205,22 @@ func (s *Settings) applyDefaults() {
 		s.IntermediateScoring = true
 	}
 }
+
+// bytesPerToken is how many bytes of output a token of the budget is taken
+// to hold when output_limit (bytes) is checked against
+// context_trimming_threshold (tokens): the approx tokenizer's estimate.
+const bytesPerToken = 4
+
+// threshold is a context_trimming_threshold with its default.
+func threshold(t int) int {
+	if t == 0 {
+		return DefaultContextTrimmingThreshold
+	}
+	return t
+}
+
+// outputBudget is the largest output_limit the threshold t allows.
+func outputBudget(t int) int { return threshold(t) * bytesPerToken }
 
 // Mode is the tool-calling mode the settings select.
 func (s *Settings) Mode() agent.Mode { return agent.ModeOf(*s.EnableToolUse, s.EnableXML) }
