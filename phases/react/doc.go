@@ -50,7 +50,10 @@
 // summarize(summary). After a turn that called it (its other calls run and
 // are answered first), a "fold" entry is appended and a new segment starts
 // whose context is the system prompt and the task followed by
-// "[Previous Summary]: <summary>" (earlier summaries are not repeated). With
+// "[Previous Summary]: <summary>" (earlier summaries are not repeated),
+// then, when the folding turn also called other tools, a copy of that turn
+// (marked carried: not a model call, no trajectory step) with only those
+// calls and their results, so the model sees what they returned. With
 // fold.trigger_turns N, once the segment holds N assistant turns a user
 // nudge asks for a summary, once per segment; fold.force makes that turn's
 // tool_choice summarize. The log keeps every message of every segment, so
@@ -71,7 +74,11 @@
 //     trajectory types; this is the one exception to "phases, operations and
 //     the standard library only".
 //   - context_chars trims what is sent, not what is logged; trajectories
-//     record the untrimmed context.
+//     record the untrimmed context. The newest turn (the last assistant
+//     message, its calls' results, a nudge) always stays, its contents
+//     clipped head and tail when they do not fit whole; output_limit
+//     above a set context_chars is refused, and unset it defaults to at
+//     most context_chars.
 //   - Entry types "message" and "fold" and the Result object are persisted
 //     and read by the rollout: add fields, never rename them.
 package react

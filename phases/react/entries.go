@@ -34,6 +34,10 @@ type Message struct {
 	TokenIDs     []int             `json:"token_ids,omitempty"`
 	Logprobs     []float64         `json:"logprobs,omitempty"`
 	Usage        *operations.Usage `json:"usage,omitempty"`
+	// Carried marks a copy of the folding turn's assistant message that
+	// opens the next segment (with the results of its calls other than
+	// summarize); it is not a model call of its own.
+	Carried bool `json:"carried,omitempty"`
 }
 
 // FoldRecord is the entry of a context fold.

@@ -93,7 +93,7 @@ func open(in phases.Input, s Settings, system string) (phases.Output, error) {
 // generate asks for the next reply with ctx as the prompt.
 func generate(out phases.Output, s Settings, l loop, ctx []operations.Message, toolChoice string) (phases.Output, error) {
 	if s.ContextChars > 0 {
-		ctx, _ = agent.Budget{Limit: s.ContextChars, KeepFirst: 2}.Fit(ctx)
+		ctx, _ = agent.Budget{Limit: s.ContextChars, KeepFirst: 2, KeepLast: lastTurn(ctx)}.Fit(ctx)
 	}
 	m := s.Model.Model
 	m.N = 1
@@ -108,6 +108,18 @@ func generate(out phases.Output, s Settings, l loop, ctx []operations.Message, t
 	}
 	out.Next = PhaseAct
 	return out, nil
+}
+
+// lastTurn counts the messages from the newest assistant message on (its
+// calls, their results, a nudge): they stay in every prompt, clipped when
+// they do not fit context_chars whole.
+func lastTurn(ctx []operations.Message) int {
+	for i := len(ctx) - 1; i >= 2; i-- {
+		if ctx[i].Role == operations.RoleAssistant {
+			return len(ctx) - i
+		}
+	}
+	return 0
 }
 
 // Act records the model's reply and runs its tool calls, all of them, in
@@ -268,7 +280,7 @@ func Observe(in phases.Input) (phases.Output, error) {
 		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
 	}
 	if summary != "" {
-		return fold(in, s, l, out, summary)
+		return fold(in, s, l, out, summary, added)
 	}
 	ctx, err := contextOf(in.State)
 	if err != nil {
@@ -293,7 +305,10 @@ func Observe(in phases.Input) (phases.Output, error) {
 // prompt and the task followed by the summary (AgentFly's fold, without
 // its caveats: the task message is plain text, and earlier summaries are
 // not repeated because the new context is rebuilt from the original task).
-func fold(in phases.Input, s Settings, l loop, out phases.Output, summary string) (phases.Output, error) {
+// The folding turn's other calls and their results (answers, the tool
+// messages of the turn) are carried into the new segment, so the model
+// sees what they returned.
+func fold(in phases.Input, s Settings, l loop, out phases.Output, summary string, answers []Message) (phases.Output, error) {
 	sys, task, err := prompt(in.State)
 	if err != nil {
 		return out, err
@@ -310,10 +325,57 @@ func fold(in phases.Input, s Settings, l loop, out phases.Output, summary string
 		{Message: operations.Message{Role: operations.RoleSystem, Content: sys}, Segment: l.Segment, Turn: l.Turns, Summary: "system (segment " + strconv.Itoa(l.Segment) + ")"},
 		{Message: operations.Message{Role: operations.RoleUser, Content: user}, Segment: l.Segment, Turn: l.Turns, Summary: "task + summary: " + agent.Line(summary, 160)},
 	}
+	carried, err := carry(in.State, answers, l)
+	if err != nil {
+		return out, err
+	}
+	msgs = append(msgs, carried...)
 	for _, m := range msgs {
 		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
 	}
 	return generate(out, s, l, toWire(msgs), "")
+}
+
+// carry returns the folding turn's calls other than summarize, as a copy
+// of its assistant message marked Carried, followed by their answers; nil
+// when summarize was its only call.
+func carry(st phases.State, answers []Message, l loop) ([]Message, error) {
+	i := phases.Last(st, EntryMessage)
+	for ; i >= 0; i-- {
+		e := st.Entry(i)
+		if e.Type != EntryMessage {
+			continue
+		}
+		var m Message
+		if err := e.Decode(&m); err != nil {
+			return nil, err
+		}
+		if m.Role != operations.RoleAssistant {
+			continue
+		}
+		a := Message{Message: operations.Message{Role: operations.RoleAssistant, Content: m.Content},
+			Segment: l.Segment, Turn: m.Turn, Carried: true}
+		keep := map[string]bool{}
+		for _, tc := range m.ToolCalls {
+			if tc.Name != agent.ToolSummarize {
+				a.ToolCalls = append(a.ToolCalls, tc)
+				keep[tc.ID] = true
+			}
+		}
+		if len(a.ToolCalls) == 0 {
+			return nil, nil
+		}
+		a.Summary = fmt.Sprintf("turn %d carried into segment %d: %d call(s) and their results", m.Turn, l.Segment, len(a.ToolCalls))
+		out := []Message{a}
+		for _, r := range answers {
+			if r.Role == operations.RoleTool && keep[r.ToolCallID] {
+				r.Segment = l.Segment
+				out = append(out, r)
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
 }
 
 // prompt returns the original system prompt and task (the first two

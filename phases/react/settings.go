@@ -61,13 +61,15 @@ type Settings struct {
 	// (then the handlers' default, 600 s).
 	ToolTimeoutS float64 `json:"tool_timeout_s,omitempty"`
 	// OutputLimit caps each tool message, head and tail kept (default 4000
-	// bytes; the original cut to 4000 characters). It clips what the model
-	// is shown; bash.output_limit, applied first by the handlers, caps what
-	// is kept of each stream.
+	// bytes, or context_chars when that is smaller; the original cut to
+	// 4000 characters). A value above a set context_chars is refused. It
+	// clips what the model is shown; bash.output_limit, applied first by
+	// the handlers, caps what is kept of each stream.
 	OutputLimit int `json:"output_limit,omitempty"`
 	// ContextChars, when > 0, fits each prompt into this many characters,
-	// keeping the system prompt and the task and dropping the oldest turns
-	// (agent.Budget).
+	// keeping the system prompt, the task and the newest turn (its calls'
+	// results clipped head and tail when they do not fit whole) and
+	// dropping the oldest turns (agent.Budget).
 	ContextChars int `json:"context_chars,omitempty"`
 	// Fold configures context folding.
 	Fold Fold `json:"fold,omitempty"`
@@ -172,6 +174,10 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	case s.Fold.TriggerTurns < 0:
 		return s, fmt.Errorf("%w: fold.trigger_turns: must be >= 0", ErrSettings)
 	}
+	if s.ContextChars > 0 && s.OutputLimit > s.ContextChars {
+		return s, fmt.Errorf("%w: output_limit (%d) is larger than context_chars (%d): one output could fill the whole prompt; "+
+			"lower output_limit or raise context_chars", ErrSettings, s.OutputLimit, s.ContextChars)
+	}
 	switch s.ToolChoice {
 	case "", "auto", "none", "required":
 	default:
@@ -187,6 +193,9 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	}
 	if s.OutputLimit == 0 {
 		s.OutputLimit = DefaultOutputLimit
+		if s.ContextChars > 0 {
+			s.OutputLimit = min(s.OutputLimit, s.ContextChars)
+		}
 	}
 	if s.TrajectoryName == "" {
 		s.TrajectoryName = DefaultTrajectoryName

@@ -37,7 +37,7 @@ func BuildTrajectory(st phases.State, added []Message, name string) (metrics.Tra
 		t.Steps = append(t.Steps, s)
 	}
 	visit := func(m Message) {
-		if m.Role == operations.RoleAssistant {
+		if m.Role == operations.RoleAssistant && !m.Carried {
 			step(m)
 		}
 		ctx = append(ctx, m.Message)
