@@ -192,3 +192,40 @@ func TestModularNewestOutputSurvivesTrimming(t *testing.T) {
 		t.Errorf("second prompt is about %d tokens, budget %d", tokens+3, threshold)
 	}
 }
+
+// TestOutputLimitOverBudgetRefusedAtStart: the run is refused before it
+// exists, with an error naming both keys, in each workflow that trims.
+func TestOutputLimitOverBudgetRefusedAtStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := app.Open(ctx, configs.Server{DataDir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		_ = a.Close(cctx)
+	})
+	for _, tc := range []struct {
+		workflow, settings, budgetKey string
+	}{
+		{"triframe", `{"actors":[{"model":"m"}],"context_trimming_threshold":20000,"output_limit":100000}`, "context_trimming_threshold"},
+		{"modular", `{"generator":{"model":"m"},"context_trimming_threshold":20000,"output_limit":100000}`, "context_trimming_threshold"},
+		{"react", `{"model":"m","context_chars":20000,"output_limit":100000}`, "context_chars"},
+	} {
+		t.Run(tc.workflow, func(t *testing.T) {
+			_, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: tc.workflow, Settings: json.RawMessage(tc.settings), Task: "t"})
+			if err == nil || !strings.Contains(err.Error(), "output_limit") || !strings.Contains(err.Error(), tc.budgetKey) {
+				t.Fatalf("StartRun = %v, want a refusal naming output_limit and %s", err, tc.budgetKey)
+			}
+		})
+	}
+	runs, _, err := a.Store.Runs(ctx, state.RunFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 0 {
+		t.Fatalf("%d runs were created", len(runs))
+	}
+}
