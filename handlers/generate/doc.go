@@ -148,9 +148,13 @@
 //
 // # Scripted provider
 //
-// Replies come from a JSONL file (models.NAME.script; a relative path is
-// resolved against the process working directory). Blank lines and lines
-// starting with # are skipped; unknown fields are an error. Each line is
+// Replies come from a JSONL file (models.NAME.script). The server opens it
+// through Options.Open like any file a run reads: a relative path is
+// relative to the run's work directory (checked at its first generate), an
+// absolute one must lie beneath a read root (checked at run start); see
+// package files. Blank lines and lines starting with # are skipped; unknown
+// keys are an error. A bad line is reported by file and line number and
+// what is wrong, never by quoting it. Each line is
 //
 //	{"content": "...", "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
 //	 "reasoning": "...", "finish_reason": "...", "usage": {"prompt_tokens": 10, "completion_tokens": 5},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -73,6 +74,12 @@ type Options struct {
 	// in its script from the run's journal after a restart (the cursor is
 	// otherwise in memory only).
 	Journal Journal
+	// Open opens a scripted model's script for the run working in workDir
+	// (empty at the start-up check). The server sets it to files.Access.Open,
+	// so that a script resolves like any file a run reads: relative to the
+	// work directory, beneath it or a read root. Nil opens the path as is
+	// (relative to the process working directory).
+	Open func(workDir, path string) (*os.File, error)
 }
 
 // Handler runs generate operations. It is safe for concurrent use by many
@@ -159,7 +166,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	case ProviderSimulated:
 		out = simulate(g)
 	case ProviderScripted:
-		out, err = h.scripts.reply(ctx, h.opts.Journal, env.RunID, env.OpID, m, g)
+		out, err = h.scripts.reply(ctx, h.opts.Journal, h.opts.Open, env.WorkDir, env.RunID, env.OpID, m, g)
 	default:
 		out, err = h.callOpenAI(ctx, env, m, g)
 	}
@@ -195,7 +202,10 @@ func (h *Handler) CheckSettings(s *configs.RunSettings, models []string) error {
 				errs = append(errs, m.missingKey())
 			}
 		case ProviderScripted:
-			if _, err := h.scripts.load(m.script); err != nil {
+			if h.opts.Open != nil && !filepath.IsAbs(m.script) {
+				break // relative to the run's work directory: checked on first use
+			}
+			if _, err := h.scripts.load(h.opts.Open, "", m.script); err != nil {
 				errs = append(errs, fmt.Errorf("model %q: %w", name, err))
 			}
 		}

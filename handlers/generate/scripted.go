@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -91,24 +94,36 @@ func newScripts() *scripts {
 	return &scripts{files: map[string]*scriptFile{}, cursors: map[cursorKey]*cursor{}}
 }
 
-// load returns the parsed script at path (relative paths are resolved
-// against the process working directory).
-func (s *scripts) load(path string) (*scriptFile, error) {
-	st, err := os.Stat(path)
+// load returns the parsed script at path for the run working in workDir.
+// open resolves and opens the path (files.Access.Open: relative paths are
+// relative to workDir, and the path must lie beneath the run's tree or a
+// read root); nil opens it as is. Errors name the file and the line, never
+// its content.
+func (s *scripts) load(open func(workDir, path string) (*os.File, error), workDir, path string) (*scriptFile, error) {
+	if open == nil {
+		open = func(_, p string) (*os.File, error) { return os.Open(p) }
+	}
+	fh, err := open(workDir, path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrScript, err)
 	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrScript, err)
+	}
+	key := fh.Name()
 	s.mu.Lock()
-	f, ok := s.files[path]
+	f, ok := s.files[key]
 	s.mu.Unlock()
 	if ok && f.mod.Equal(st.ModTime()) && f.size == st.Size() {
 		return f, nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(fh)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrScript, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrScript, path, err)
 	}
-	f = &scriptFile{path: path, mod: st.ModTime(), size: st.Size()}
+	f = &scriptFile{path: key, mod: st.ModTime(), size: st.Size()}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 64*1024), len(b)+1)
 	for n := 1; sc.Scan(); n++ {
@@ -116,11 +131,9 @@ func (s *scripts) load(path string) (*scriptFile, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		var l scriptLine
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&l); err != nil {
-			return nil, fmt.Errorf("%w: %s:%d: %v", ErrScript, path, n, err)
+		l, err := parseLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s:%d: %s", ErrScript, path, n, err)
 		}
 		l.lineNo = n
 		f.lines = append(f.lines, l)
@@ -129,9 +142,48 @@ func (s *scripts) load(path string) (*scriptFile, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrScript, path, err)
 	}
 	s.mu.Lock()
-	s.files[path] = f
+	s.files[key] = f
 	s.mu.Unlock()
 	return f, nil
+}
+
+// scriptKeys are the keys a script line may have.
+var scriptKeys = []string{"content", "tool_calls", "reasoning", "finish_reason", "usage", "error", "match", "n"}
+
+// parseLine parses one script line. Its errors say what is wrong without
+// quoting any of the line: it may hold anything (a key pasted by mistake),
+// and errors reach events, logs and HTTP answers.
+func parseLine(line string) (scriptLine, error) {
+	var l scriptLine
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &obj); err != nil {
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			return l, fmt.Errorf("not valid JSON (syntax error at column %d)", se.Offset)
+		default:
+			return l, errors.New("not a JSON object")
+		}
+	}
+	if obj == nil {
+		return l, errors.New("not a JSON object")
+	}
+	for k := range obj {
+		if !slices.Contains(scriptKeys, k) {
+			return l, fmt.Errorf("unknown key (known: %s)", strings.Join(scriptKeys, ", "))
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return l, fmt.Errorf("%s has the wrong type (want %s)", te.Field, te.Type)
+		}
+		// The top-level keys are known: the unknown one is nested.
+		return l, errors.New("unknown key in usage (known: prompt_tokens, completion_tokens) or in a tool call (known: id, name, arguments)")
+	}
+	return l, nil
 }
 
 func (s *scripts) closeRun(runID string) {
@@ -210,8 +262,8 @@ func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) 
 // reply answers g from the script of m, consuming lines of the run's
 // cursor: for each of the n outputs, the first unused line that either has
 // no match or whose match occurs in the last user/tool message.
-func (s *scripts) reply(ctx context.Context, j Journal, runID, opID string, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
-	f, err := s.load(m.script)
+func (s *scripts) reply(ctx context.Context, j Journal, open func(workDir, path string) (*os.File, error), workDir, runID, opID string, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
+	f, err := s.load(open, workDir, m.script)
 	if err != nil {
 		return nil, fmt.Errorf("scripted model %q: %w", m.key, err)
 	}

@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,41 @@ func TestScriptedErrors(t *testing.T) {
 	missing := &configs.RunSettings{Models: map[string]configs.Model{"s": {Provider: "scripted"}}}
 	if r := scripted(h, missing, "run", operations.GenerateRequest{}); !strings.Contains(r.Error, "needs a script") {
 		t.Fatalf("no script error = %q", r.Error)
+	}
+}
+
+// TestScriptedBadLineNeverQuoted checks that a script line that cannot be
+// parsed is reported by file, line and what is wrong, never by its bytes:
+// a script may hold a key pasted by mistake.
+func TestScriptedBadLineNeverQuoted(t *testing.T) {
+	const secret = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+	tests := []struct{ name, line, want string }{
+		{"bare text", secret, "not valid JSON"},
+		{"secret as a key", `{"` + secret + `": 1}`, "unknown key"},
+		{"secret as an unquoted value", `{"content": ` + secret + `}`, "not valid JSON"},
+		{"secret where a number belongs", `{"n": "` + secret + `"}`, "n has the wrong type"},
+		{"secret in a list", `["` + secret + `"]`, "not a JSON object"},
+		{"secret as a string", `"` + secret + `"`, "not a JSON object"},
+		{"secret after the object", `{"content": "ok"} ` + secret, "not valid JSON"},
+		{"secret in a nested key", `{"usage": {"` + secret + `": 1}}`, "unknown key in usage"},
+		{"secret in a tool call", `{"tool_calls": [{"name": "x", "` + secret + `": 1}]}`, "in a tool call"},
+		{"secret as a tool call", `{"tool_calls": ["` + secret + `"]}`, "tool_calls has the wrong type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scriptSettings(t, `{"content": "ok"}`, tt.line)
+			path := s.Models["s"].Script
+			h := New(Options{})
+			r := scripted(h, s, "run", operations.GenerateRequest{Messages: userMsg("x")})
+			err := h.CheckSettings(s, []string{"s"})
+			for _, msg := range []string{r.Error, fmt.Sprint(err)} {
+				if !strings.Contains(msg, path+":2: ") || !strings.Contains(msg, tt.want) {
+					t.Fatalf("error = %q, want %s:2: %s", msg, path, tt.want)
+				}
+				if strings.Contains(msg, "sk-live") || strings.Contains(msg, "4f9a8b") {
+					t.Fatalf("the error quotes the line: %q", msg)
+				}
+			}
+		})
 	}
 }
