@@ -54,11 +54,17 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 	if err := LoadExtensions(reg, cfg); err != nil {
 		return nil, err
 	}
+	// Every file a run reads or writes server-side goes through access.
+	access, err := files.NewAccess(files.AccessOptions{DataDir: cfg.DataDir, RunsDir: cfg.RunsDir(),
+		ReadRoots: cfg.ReadRoots, WriteRoots: cfg.WriteRoots})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", configs.ErrInvalid, err)
+	}
 	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
-	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log, Journal: st, ModelLimits: cfg.Models})
+	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log, Journal: st, ModelLimits: cfg.Models, Open: access.Open})
 	// A bwrap sandbox hides the data directory (the journal, other runs).
 	hidden := []string{cfg.DataDir}
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
@@ -69,7 +75,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		operations.KindPython:   python.New(python.Options{Hidden: hidden}),
 		operations.KindGenerate: gen,
 	}
-	fh := files.New()
+	fh := files.New(access)
 	hs[operations.KindReadFile], hs[operations.KindWriteFile] = fh, fh
 	th := task.New()
 	for _, k := range task.Kinds() {

@@ -98,7 +98,9 @@ func Rollout(c RolloutConfig) (RolloutStats, error) {
 		return st, err
 	}
 	ctx := context.Background()
-	a, err := app.Open(ctx, configs.Server{DataDir: filepath.Join(dir, "data")}, nil)
+	// As flock rollout does for its operator: the benchmark and script in
+	// dir are readable, the output directory in it writable.
+	a, err := app.Open(ctx, configs.Server{DataDir: filepath.Join(dir, "data"), ReadRoots: []string{dir}, WriteRoots: []string{dir}}, nil)
 	if err != nil {
 		return st, err
 	}

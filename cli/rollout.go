@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -81,7 +82,24 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	resolvePaths(s, base, outputDir)
+	out := resolvePaths(s, base, outputDir)
+	// The person at the terminal handed over these files and named the
+	// output directory: the in-process server may read the former and
+	// write the latter.
+	cfg.ReadRoots = append(cfg.ReadRoots, base)
+	for _, f := range localFiles(s, base) {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("%s: %w", configPath, err)
+		}
+		cfg.ReadRoots = append(cfg.ReadRoots, filepath.Dir(f))
+	}
+	cfg.ReadRoots = dedupe(cfg.ReadRoots)
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return fmt.Errorf("output_dir: %w", err)
+		}
+		cfg.WriteRoots = append(cfg.WriteRoots, out)
+	}
 	settings, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -114,45 +132,20 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// resolvePaths makes the file paths of a rollout config absolute against
-// base (the config file's directory): data_path, output_dir (against the
-// working directory when given on the command line), the scripts of
-// scripted models and the agent's system_prompt_file.
-func resolvePaths(s map[string]any, base, outputFlag string) {
-	absAt := func(dir string, v any) any {
-		p, ok := v.(string)
-		if !ok || p == "" || filepath.IsAbs(p) {
-			return v
-		}
-		return filepath.Join(dir, p)
-	}
-	s["data_path"] = absAt(base, s["data_path"])
+// resolvePaths makes output_dir absolute against base (the config file's
+// directory), or against the working directory when given on the command
+// line, and returns it (empty when it is not a string). The files the
+// config reads are resolved by localFiles.
+func resolvePaths(s map[string]any, base, outputFlag string) string {
 	if outputFlag != "" {
 		if p, err := filepath.Abs(outputFlag); err == nil {
 			s["output_dir"] = p
 		}
-	} else {
-		s["output_dir"] = absAt(base, s["output_dir"])
+	} else if p, ok := s["output_dir"].(string); ok && p != "" && !filepath.IsAbs(p) {
+		s["output_dir"] = filepath.Join(base, p)
 	}
-	scripts := func(models any) {
-		m, _ := models.(map[string]any)
-		for _, v := range m {
-			if e, ok := v.(map[string]any); ok {
-				if _, ok := e["script"]; ok {
-					e["script"] = absAt(base, e["script"])
-				}
-			}
-		}
-	}
-	scripts(s["models"])
-	if ag, ok := s["agent"].(map[string]any); ok {
-		if as, ok := ag["settings"].(map[string]any); ok {
-			scripts(as["models"])
-			if _, ok := as["system_prompt_file"]; ok {
-				as["system_prompt_file"] = absAt(base, as["system_prompt_file"])
-			}
-		}
-	}
+	p, _ := s["output_dir"].(string)
+	return p
 }
 
 // rolloutWatch follows a rollout: it reads the rollout's plan from its

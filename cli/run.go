@@ -47,10 +47,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var req workflows.StartRequest
 	if resume == "" {
+		var roots []string
 		var err error
-		if req, err = startRequest(wf, settingsPath, taskText); err != nil {
+		if req, roots, err = startRequest(wf, settingsPath, taskText); err != nil {
 			return err
 		}
+		cfg.ReadRoots = append(cfg.ReadRoots, roots...)
 	}
 	a, closeApp, err := openApp(ctx, cfg, level, stderr, "run")
 	if err != nil {

@@ -111,10 +111,11 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if wf == "listen" {
 		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil)
 	}
-	req, err := startRequest(wf, settingsPath, taskText)
+	req, roots, err := startRequest(wf, settingsPath, taskText)
 	if err != nil {
 		return err
 	}
+	cfg.ReadRoots = append(cfg.ReadRoots, roots...)
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) (<-chan error, error) {
 		h, warnings, err := a.Executor.StartRunWithWarnings(ctx, req)
 		if err != nil {
@@ -140,17 +141,26 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	})
 }
 
-// startRequest builds a start request from command-line flags.
-func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, error) {
+// startRequest builds a start request from command-line flags. The files
+// the settings file names (system_prompt_file, script, data_path; relative
+// to the settings file) are made absolute, and the directories to add to
+// the in-process server's read roots are returned: the person at the
+// terminal handed them over.
+func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, []string, error) {
 	req := workflows.StartRequest{Workflow: wf, Task: taskText, Settings: json.RawMessage("{}")}
-	if settingsPath != "" {
-		doc, err := configs.LoadSettingsFile(settingsPath)
-		if err != nil {
-			return req, err
-		}
-		req.Settings = doc
+	if settingsPath == "" {
+		return req, nil, nil
 	}
-	return req, nil
+	doc, err := configs.LoadSettingsFile(settingsPath)
+	if err != nil {
+		return req, nil, err
+	}
+	doc, roots, err := localSettings(doc, settingsPath)
+	if err != nil {
+		return req, nil, err
+	}
+	req.Settings = doc
+	return req, roots, nil
 }
 
 // serveUntilDone serves until ctx ends. after, if set, runs once the

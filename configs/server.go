@@ -58,9 +58,17 @@ type Server struct {
 	PublicNames []string `json:"public_names,omitempty"`
 	// ReadRoots lists directories that runs may read files from besides
 	// their own work directory (read_file, react's system_prompt_file,
-	// rollout's data_path, the scripted provider's script). Writes stay
-	// beneath the work directory.
+	// rollout's data_path, the scripted provider's script). Each must
+	// exist. Writes stay beneath the work directory, and the data
+	// directory stays unreadable (but for a run's own work directory) even
+	// when a read root contains it.
 	ReadRoots []string `json:"read_roots,omitempty"`
+	// WriteRoots lists directories that runs may write (and read) beneath
+	// besides their work directory. Only flock run and flock rollout set
+	// it, for the output directory the person at the terminal named; it
+	// cannot come from a settings file: a server's runs write only in their
+	// work directory.
+	WriteRoots []string `json:"-"`
 	// Models holds the operator's limits per model, keyed by model name or
 	// by base URL. They protect a shared endpoint: a run's own settings may
 	// only tighten them for itself.

@@ -22,7 +22,10 @@ func modularRun(t *testing.T, settings, task string) (state.Run, []phases.Entry)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := app.Open(ctx, configs.Server{DataDir: t.TempDir()}, nil)
+	// writeScript puts scripts in the test's temporary directories: their
+	// parent is the operator's read root.
+	data := t.TempDir()
+	a, err := app.Open(ctx, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestRolloutOverHTTPKilled(t *testing.T) {
 		t.Skip("crash test skipped in -short mode")
 	}
 	dir := t.TempDir()
-	data, out := filepath.Join(dir, "data"), filepath.Join(dir, "out")
+	data := filepath.Join(dir, "data")
 	log := filepath.Join(dir, "agents.log")
 	var bench strings.Builder
 	for i := range 16 {
@@ -79,13 +79,20 @@ func TestRolloutOverHTTPKilled(t *testing.T) {
 	if err := os.WriteFile(script, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The benchmark and the script are in an operator's read root; the
+	// results go to the rollout's work directory, the only place a run
+	// started over HTTP writes.
+	serverConfig := filepath.Join(dir, "server.json")
+	if err := os.WriteFile(serverConfig, []byte(fmt.Sprintf(`{"read_roots": [%q]}`, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	settings := map[string]any{
-		"data_path": benchPath, "output_dir": out, "benchmark_name": "http", "num_chains": 2, "max_concurrency": 4,
+		"data_path": benchPath, "output_dir": "out", "benchmark_name": "http", "num_chains": 2, "max_concurrency": 4,
 		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
 		"agent":  map[string]any{"workflow": "react", "settings": map[string]any{"model": "m"}},
 	}
 	addr := freePort(t)
-	p := startServer(t, data, addr)
+	p := startServer(t, data, addr, "--config", serverConfig)
 	var started struct {
 		RunID  string `json:"run_id"`
 		Status string `json:"status"`
@@ -93,6 +100,7 @@ func TestRolloutOverHTTPKilled(t *testing.T) {
 	if code := p.do("POST", "/start_workflow", map[string]any{"workflow": "rollout", "settings": settings}, &started); code != 201 {
 		t.Fatalf("start_workflow: %d", code)
 	}
+	out := filepath.Join(data, "runs", started.RunID, "out")
 	results := func() map[string]bool {
 		got := map[string]bool{}
 		files, _ := filepath.Glob(filepath.Join(out, "results_http_*.jsonl"))
@@ -123,7 +131,7 @@ func TestRolloutOverHTTPKilled(t *testing.T) {
 		t.Fatalf("the rollout finished before the kill")
 	}
 
-	p = startServer(t, data, addr)
+	p = startServer(t, data, addr, "--config", serverConfig)
 	evs := readStream(t, p.base, started.RunID, 2*time.Minute)
 	last := evs[len(evs)-1]
 	if last.Type != "run" || last.Status != "succeeded" {

@@ -55,7 +55,7 @@ func benchEngine(b *testing.B, ctxChars int) {
 			"models":                     map[string]any{"act": map[string]any{"provider": "scripted", "script": script}},
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		a, err := app.Open(ctx, configs.Server{DataDir: filepath.Join(dir, "data")}, nil)
+		a, err := app.Open(ctx, configs.Server{DataDir: filepath.Join(dir, "data"), ReadRoots: []string{dir}}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -76,7 +76,7 @@ func runTriframe(t *testing.T, settings map[string]any, scripts map[string][]lin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	a, err := app.Open(ctx, configs.Server{DataDir: filepath.Join(dir, "data")}, nil)
+	a, err := app.Open(ctx, configs.Server{DataDir: filepath.Join(dir, "data"), ReadRoots: []string{dir}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestReadWrite(t *testing.T) {
-	h := New()
+	h := New(nil)
 	env := handlers.Env{WorkDir: t.TempDir()}
 	ctx := context.Background()
 	do := func(r operations.Request) operations.Result { return h.Handle(ctx, env, r) }

@@ -47,9 +47,17 @@ func miniSettings(t testing.TB, out string, extra map[string]any) json.RawMessag
 	return b
 }
 
+// openApp opens an App on data as flock rollout would for the person at
+// the terminal: testdata and data's parent (the tests' benchmark, scripts
+// and output directory) are read roots, data's parent a write root.
 func openApp(t testing.TB, data string) *app.App {
 	t.Helper()
-	a, err := app.Open(context.Background(), configs.Server{DataDir: data}, nil)
+	testdata, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(data)
+	a, err := app.Open(context.Background(), configs.Server{DataDir: data, ReadRoots: []string{testdata, dir}, WriteRoots: []string{dir}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

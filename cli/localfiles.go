@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// localFileKeys are the settings keys that name a file the run reads:
+// react's system_prompt_file, a scripted model's script, rollout's
+// data_path (at any depth: a rollout's agent settings nest them).
+var localFileKeys = []string{"system_prompt_file", "script", "data_path"}
+
+// localFiles makes the relative file paths named in the settings document
+// s absolute against base (the directory of the file s came from) and
+// returns the files. The person at the terminal is the
+// operator: the in-process server may read the files handed to it on the
+// command line, so the CLI adds these directories (and the settings file's
+// own) to its read roots.
+func localFiles(s any, base string) []string {
+	var files []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, x := range t {
+				if p, ok := x.(string); ok && p != "" && slices.Contains(localFileKeys, k) {
+					if !filepath.IsAbs(p) {
+						p = filepath.Join(base, p)
+						t[k] = p
+					}
+					files = append(files, p)
+					continue
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range t {
+				walk(x)
+			}
+		}
+	}
+	walk(s)
+	return files
+}
+
+// localSettings resolves the local files of the settings document doc, read
+// from path, as localFiles does, and returns the rewritten document and the
+// read roots to add: path's directory and the directories of the files. A
+// named file that does not exist is an error naming it.
+func localSettings(doc json.RawMessage, path string) (json.RawMessage, []string, error) {
+	base, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var s any
+	if err := dec.Decode(&s); err != nil {
+		return nil, nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	dirs := []string{base}
+	for _, f := range localFiles(s, base) {
+		if _, err := os.Stat(f); err != nil {
+			return nil, nil, fmt.Errorf("settings %s: %w", path, err)
+		}
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, dedupe(dirs), nil
+}
+
+// dedupe returns the distinct entries of ss, sorted.
+func dedupe(ss []string) []string {
+	out := slices.Clone(ss)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
