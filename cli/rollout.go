@@ -37,7 +37,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
-	fs.StringVar(&configPath, "config", "", "rollout settings file (JSON or YAML); relative paths in it are relative to the file")
+	fs.StringVar(&configPath, "config", "", "rollout settings file (JSON or YAML); relative paths in it are relative to the file, and the runs may read the files it names and write the output directory")
 	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
 	fs.StringVar(&metric, "metric", "", "override evaluation_metric")
 	fs.Var(&taskIDs, "task-ids", "override task_ids (comma-separated, repeatable)")

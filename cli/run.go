@@ -29,7 +29,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 	fs.StringVar(&wf, "workflow", "", "workflow to run (default: the settings' workflow_type)")
-	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML)")
+	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the runs may read them")
 	fs.StringVar(&taskText, "task", "", "task text")
 	fs.BoolVar(&quiet, "quiet", false, "print only the result")
 	fs.StringVar(&resume, "resume", "", "follow an existing run of the data directory to its end instead of starting one (an interrupted run resumes where it stopped; a paused one is resumed)")

@@ -96,7 +96,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var level, wf, settingsPath, taskText string
 	serverFlags(fs, &cfg, &level)
 	fs.StringVar(&wf, "workflow", "listen", "workflow to start once the server is up; listen starts nothing")
-	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML)")
+	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the runs may read them")
 	fs.StringVar(&taskText, "task", "", "task text for the run")
 	exit := fs.Bool("exit", false, "exit when the started run ends (status 0 only if it succeeded), as Flock did after submit")
 	if err := fs.Parse(args); err != nil {

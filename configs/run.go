@@ -65,7 +65,9 @@ type Model struct {
 	// Retry-After or token wait longer than this fails the generate at once,
 	// naming the model, the wait asked and this setting.
 	MaxRetryWaitS float64 `json:"max_retry_wait_s,omitempty"`
-	// Script is the JSONL file of replies for the scripted provider.
+	// Script is the JSONL file of replies for the scripted provider:
+	// relative to the run's work directory, and beneath it or a read root
+	// of the server (see package handlers/files).
 	Script string `json:"script,omitempty"`
 }
 

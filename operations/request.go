@@ -100,7 +100,8 @@ type SandboxRequest struct {
 }
 
 // ReadFileRequest reads a file. Relative paths are resolved against the
-// run's work directory.
+// run's work directory; the file must lie beneath it or beneath a read
+// root of the server (see package handlers/files).
 type ReadFileRequest struct {
 	Path string `json:"path"`
 	// MaxBytes caps what is read (default 64 MiB); a larger file is an error.
@@ -109,7 +110,8 @@ type ReadFileRequest struct {
 
 // WriteFileRequest writes (or appends to) a file, creating parent
 // directories. Relative paths are resolved against the run's work
-// directory. A write replaces the file atomically (temp file + rename).
+// directory, beneath which the file must lie (see package handlers/files).
+// A write replaces the file atomically (temp file + rename).
 type WriteFileRequest struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`

@@ -46,7 +46,9 @@ type Settings struct {
 	// SystemPrompt is the system prompt; a list is joined with newlines.
 	SystemPrompt Text `json:"system_prompt,omitempty"`
 	// SystemPromptFile is read (read_file, relative to the run's work
-	// directory) when SystemPrompt is empty.
+	// directory) when SystemPrompt is empty. It must lie beneath the work
+	// directory or a read root of the server (see package files); flock run
+	// resolves it against the settings file and allows its directory.
 	SystemPromptFile string `json:"system_prompt_file,omitempty"`
 	// Tools offered to the model, from bash, python, submit and summarize.
 	// Default bash, python, submit. An empty list offers no tools: the

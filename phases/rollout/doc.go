@@ -57,6 +57,10 @@
 //
 // Relative data_path and output_dir are resolved against the run's work
 // directory (flock rollout resolves them against the config file first).
+// data_path must lie beneath the work directory or a read root of the
+// server, and output_dir beneath the work directory: a rollout started
+// over HTTP writes its results there (package files). flock rollout adds
+// the config's directory, the files it names and its output directory.
 // The agent's settings inherit "models" unless they declare their own; for
 // react with episodes on, trajectory_file defaults to "trajectory.json".
 // A task's kwargs reach the agent as settings key task_kwargs.
