@@ -278,3 +278,162 @@ func TestRolloutVerifierExitStatus(t *testing.T) {
 		t.Fatalf("summary %+v errors %v", sum.Summary, sum.Errors)
 	}
 }
+
+// groupBench: task a has chains graded 1, 0, 1 and a failed agent; task u
+// has no reference (not graded); every chain of task f fails.
+const groupBench = `{"id": "a", "question": "Is the apple red?", "answer": "yes"}
+{"id": "u", "question": "Tell me something untestable."}
+{"id": "f", "question": "Which fish is blue?", "answer": "tang"}
+`
+
+const groupScript = `{"match": "Which fish is blue?", "error": "upstream 503"}
+{"tool_calls": [{"name": "bash", "arguments": {"command": "basename \"$PWD\""}}]}
+{"match": "t00000-c0", "tool_calls": [{"name": "submit", "arguments": {"answer": "yes"}}]}
+{"match": "t00000-c1", "tool_calls": [{"name": "submit", "arguments": {"answer": "no"}}]}
+{"match": "t00000-c2", "tool_calls": [{"name": "submit", "arguments": {"answer": "yes"}}]}
+{"match": "t00000-c3", "error": "upstream 500 after 6 attempts"}
+{"match": "t00001-c", "tool_calls": [{"name": "submit", "arguments": {"answer": "whatever"}}]}
+`
+
+// groupLine is a line of the groups file as a trainer reads it.
+type groupLine struct {
+	GroupID      string `json:"group_id"`
+	Trajectories []struct {
+		UID    string  `json:"uid"`
+		Name   string  `json:"name"`
+		Reward float64 `json:"reward"`
+		Output string  `json:"output"`
+		Steps  []struct {
+			ID   string          `json:"id"`
+			Done bool            `json:"done"`
+			Info json.RawMessage `json:"info"`
+		} `json:"steps"`
+	} `json:"trajectories"`
+	Metadata []struct {
+		TaskID            string `json:"task_id"`
+		RolloutIdx        int    `json:"rollout_idx"`
+		TerminationReason string `json:"termination_reason"`
+		IsCorrect         bool   `json:"is_correct"`
+	} `json:"metadata"`
+	Advantages map[string][]float64 `json:"advantages"`
+}
+
+func readGroups(t *testing.T, path string) map[string]groupLine {
+	t.Helper()
+	out := map[string]groupLine{}
+	for _, l := range jsonLines(t, path) {
+		var g groupLine
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatal(err)
+		}
+		out[g.GroupID] = g
+	}
+	return out
+}
+
+func checkAdv(t *testing.T, what string, got, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %v, want %v", what, got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-5 {
+			t.Fatalf("%s: %v, want %v", what, got, want)
+		}
+	}
+}
+
+// TestRolloutGroups checks the GRPO/RLOO groups by hand: a failed chain is
+// in its group with reward 0 and its termination reason, a task whose
+// chains all failed has a group, an ungraded task has none; the lines have
+// rLLM's shape; a re-run rewrites the episodes without duplicate ids
+// (issue 13, point 2).
+func TestRolloutGroups(t *testing.T) {
+	h := newHandRollout(t, "num_chains: 4\nadvantages: [grpo, rloo]\n")
+	h.write("rollout.yaml", strings.Replace(mustRead(t, h.config), "num_chains: 1\n", "", 1))
+	h.write("bench.jsonl", groupBench)
+	h.write("script.jsonl", groupScript)
+	if out, code := h.run(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	man, sum, _, _ := h.state()
+	if sum.Failed != 5 || sum.NotEvaluated != 4 || !approx(sum.MeanScore, 2.0/8) {
+		t.Fatalf("summary %+v", sum.Summary)
+	}
+	groups := readGroups(t, man.Groups)
+	if len(groups) != 2 {
+		t.Fatalf("groups %v, want a:react and f:react", groups)
+	}
+	a := groups["a:react"]
+	if len(a.Trajectories) != 4 || len(a.Metadata) != 4 {
+		t.Fatalf("a:react %+v", a)
+	}
+	wantTerm := []string{"env_done", "env_done", "env_done", "error"}
+	for i, m := range a.Metadata {
+		if m.TaskID != "a" || m.RolloutIdx != i || m.TerminationReason != wantTerm[i] || m.IsCorrect != (i == 0 || i == 2) {
+			t.Fatalf("a:react metadata[%d] %+v", i, m)
+		}
+		if tr := a.Trajectories[i]; tr.Reward != map[bool]float64{true: 1, false: 0}[i == 0 || i == 2] || tr.UID == "" || tr.Name != "react" {
+			t.Fatalf("a:react trajectories[%d] %+v", i, tr)
+		}
+	}
+	if tr := a.Trajectories[0]; tr.Output != "yes" || len(tr.Steps) != 2 || tr.Steps[0].ID == "" || tr.Steps[0].Done || !tr.Steps[1].Done || len(tr.Steps[1].Info) == 0 {
+		t.Fatalf("a:react trajectories[0] %+v", tr)
+	}
+	// Rewards 1, 0, 1, 0: mean 0.5, sample std sqrt(1/3).
+	g := 0.5 / math.Sqrt(1.0/3)
+	checkAdv(t, "a grpo", a.Advantages["grpo"], []float64{g, -g, g, -g})
+	checkAdv(t, "a rloo", a.Advantages["rloo"], []float64{2.0 / 3, -2.0 / 3, 2.0 / 3, -2.0 / 3})
+	f := groups["f:react"]
+	if len(f.Trajectories) != 4 || f.Metadata[3].TerminationReason != "error" {
+		t.Fatalf("f:react %+v", f)
+	}
+	checkAdv(t, "f grpo", f.Advantages["grpo"], []float64{0, 0, 0, 0})
+
+	// Episodes carry rLLM's fields.
+	var ep struct {
+		ID       string          `json:"id"`
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	eps := jsonLines(t, man.Episodes)
+	if len(eps) != 12 || json.Unmarshal([]byte(eps[0]), &ep) != nil || len(ep.Metadata) < 3 {
+		t.Fatalf("%d episodes; first %s", len(eps), eps[0])
+	}
+
+	// A re-run retries the 5 failed samples and rewrites the episodes file:
+	// still 12 lines, one per id.
+	if out, code := h.run(); code != 0 || !strings.Contains(out, "5 samples to run") {
+		t.Fatalf("re-run: exit %d\n%s", code, out)
+	}
+	seen := map[string]bool{}
+	for _, l := range jsonLines(t, man.Episodes) {
+		if json.Unmarshal([]byte(l), &ep) != nil || seen[ep.ID] {
+			t.Fatalf("episode line %s (duplicate or bad)", l)
+		}
+		seen[ep.ID] = true
+	}
+	if len(seen) != 12 {
+		t.Fatalf("%d episodes after the re-run", len(seen))
+	}
+
+	// groups_drop_failed leaves the failed chains out: a has 3 members, f
+	// no group.
+	h.write("rollout.yaml", mustRead(t, h.config)+"groups_drop_failed: true\n")
+	if out, code := h.run("--regrade"); code != 0 {
+		t.Fatalf("regrade: exit %d\n%s", code, out)
+	}
+	groups = readGroups(t, man.Groups)
+	if len(groups) != 1 || len(groups["a:react"].Trajectories) != 3 {
+		t.Fatalf("groups with failures dropped: %+v", groups)
+	}
+	checkAdv(t, "a rloo, failures dropped", groups["a:react"].Advantages["rloo"], []float64{0.5, -1, 0.5})
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

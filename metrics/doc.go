@@ -56,6 +56,8 @@
 //
 // Episode, Trajectory and Step are rLLM's training-data shape with JSON tags,
 // versioned by EpisodeSchemaVersion (DecodeEpisode migrates and validates).
+// GroupEpisodes builds rLLM TrajectoryGroups (trajectories inline, metadata
+// aligned) for the caller's chosen episodes, steps or not.
 // GroupTrajectories groups trajectories by "task_id:trajectory_name";
 // GRPOAdvantages and RLOOAdvantages compute advantages within a group, with
 // a group of one or of equal rewards getting 0. GRPO divides by the sample

@@ -57,6 +57,8 @@ type Episode struct {
 	TerminationReason TerminationReason `json:"termination_reason"`
 	// Metrics are flat numeric metrics (timings, token counts, signals).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Metadata is free-form (rLLM's Episode.metadata).
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // Artifacts are the products of an episode.
@@ -67,12 +69,16 @@ type Artifacts struct {
 
 // Trajectory is the sequence of model calls one agent made.
 type Trajectory struct {
+	// UID identifies the trajectory (rLLM's Trajectory.uid).
+	UID string `json:"uid,omitempty"`
 	// Name identifies the agent's role; trajectories group by
 	// "task_id:name". Empty names are imputed by GroupTrajectories.
 	Name  string `json:"name"`
 	Steps []Step `json:"steps"`
 	// Reward is the trajectory's reward, usually the evaluation score.
 	Reward float64 `json:"reward"`
+	// Output is the trajectory's final answer (rLLM's Trajectory.output).
+	Output string `json:"output,omitempty"`
 	// Signals are named extra scores from the evaluator.
 	Signals map[string]float64 `json:"signals,omitempty"`
 	// SegmentRewards, when set, holds one reward per context segment (see
@@ -84,6 +90,8 @@ type Trajectory struct {
 
 // Step is one model call and what came of it.
 type Step struct {
+	// ID identifies the step (rLLM's Step.id).
+	ID string `json:"id,omitempty"`
 	// ChatCompletions is the prompt messages followed by the assistant reply.
 	ChatCompletions []operations.Message `json:"chat_completions"`
 	// ModelResponse is the reply's text content.
@@ -94,6 +102,10 @@ type Step struct {
 	// empty.
 	Action json.RawMessage `json:"action,omitempty"`
 	Reward float64         `json:"reward"`
+	// Done is true on the step the episode ended at (the last one).
+	Done bool `json:"done"`
+	// Info is free-form per-step metadata (rLLM's Step.info).
+	Info map[string]any `json:"info,omitempty"`
 	// Segment is the index of the context segment the call was made in: 0
 	// until the first context fold, then 1, and so on. Along a trajectory it
 	// starts at 0 and grows by at most 1 per step.
@@ -126,6 +138,29 @@ func (t *Trajectory) AssignSegmentRewards(mode string, gamma float64) error {
 	}
 	t.SegmentRewards, t.SegmentRewardMode = rs, mode
 	return nil
+}
+
+// Identify fills in what an rLLM reader expects of the trajectories of
+// episode e that their writer left out: a trajectory uid
+// ("episode_id/name/index"), step ids ("uid/step"), done on the last step
+// and an info object on each step.
+func (e *Episode) Identify() {
+	for ti := range e.Trajectories {
+		t := &e.Trajectories[ti]
+		if t.UID == "" {
+			t.UID = e.ID + "/" + t.Name + "/" + strconv.Itoa(ti)
+		}
+		for si := range t.Steps {
+			s := &t.Steps[si]
+			if s.ID == "" {
+				s.ID = t.UID + "/" + strconv.Itoa(si)
+			}
+			s.Done = si == len(t.Steps)-1
+			if s.Info == nil {
+				s.Info = map[string]any{"segment": s.Segment}
+			}
+		}
+	}
 }
 
 // EpisodeID returns the episode ID for rollout idx of a task.

@@ -235,6 +235,7 @@ func ExampleEpisode() {
 	//           ],
 	//           "model_response": "4",
 	//           "reward": 1,
+	//           "done": false,
 	//           "segment": 0,
 	//           "completion_token_ids": [
 	//             19

@@ -83,6 +83,73 @@ func GroupTrajectories(episodes []Episode) ([]Group, error) {
 	return groups, nil
 }
 
+// TrajectoryGroup is rLLM's TrajectoryGroup: the trajectories of one
+// "task_id:name", themselves, with per-trajectory metadata aligned with
+// them.
+type TrajectoryGroup struct {
+	// GroupID is "task_id:name".
+	GroupID      string          `json:"group_id"`
+	TaskID       string          `json:"task_id"`
+	Name         string          `json:"name"`
+	Trajectories []Trajectory    `json:"trajectories"`
+	Metadata     []GroupMetadata `json:"metadata"`
+}
+
+// GroupMetadata describes one trajectory of a TrajectoryGroup.
+type GroupMetadata struct {
+	TaskID            string            `json:"task_id"`
+	RolloutIdx        int               `json:"rollout_idx"`
+	EpisodeID         string            `json:"episode_id"`
+	TerminationReason TerminationReason `json:"termination_reason"`
+	IsCorrect         bool              `json:"is_correct"`
+}
+
+// Rewards returns the trajectories' rewards in order.
+func (g TrajectoryGroup) Rewards() []float64 {
+	rs := make([]float64, len(g.Trajectories))
+	for i, t := range g.Trajectories {
+		rs[i] = t.Reward
+	}
+	return rs
+}
+
+// GroupEpisodes groups every trajectory of episodes by
+// "task_id:trajectory_name" with the trajectories inline. Unlike
+// GroupTrajectories it keeps trajectories without steps: the caller
+// decides which episodes belong (a failed agent's episode is a reward-0
+// member). Unnamed trajectories are named as GroupTrajectories names them.
+// Groups are sorted by ID; trajectories keep episode order.
+func GroupEpisodes(episodes []Episode) ([]TrajectoryGroup, error) {
+	byID := map[string]*TrajectoryGroup{}
+	for _, e := range episodes {
+		taskID, idx, err := SplitEpisodeID(e.ID)
+		if err != nil {
+			return nil, err
+		}
+		for ti, t := range e.Trajectories {
+			name := t.Name
+			if name == "" {
+				name = "default_traj_name_" + strconv.Itoa(ti)
+			}
+			id := taskID + ":" + name
+			g := byID[id]
+			if g == nil {
+				g = &TrajectoryGroup{GroupID: id, TaskID: taskID, Name: name}
+				byID[id] = g
+			}
+			g.Trajectories = append(g.Trajectories, t)
+			g.Metadata = append(g.Metadata, GroupMetadata{TaskID: taskID, RolloutIdx: idx, EpisodeID: e.ID,
+				TerminationReason: e.TerminationReason, IsCorrect: e.IsCorrect})
+		}
+	}
+	groups := make([]TrajectoryGroup, 0, len(byID))
+	for _, g := range byID {
+		groups = append(groups, *g)
+	}
+	slices.SortFunc(groups, func(a, b TrajectoryGroup) int { return cmp.Compare(a.GroupID, b.GroupID) })
+	return groups, nil
+}
+
 // Advantage estimators.
 const (
 	EstimatorGRPO = "grpo"

@@ -35,9 +35,10 @@
 //
 //	rollout: init   -> load     read the benchmark and the manifest
 //	         load   -> resume   read the earlier results (manifest found)
-//	                 | run | done   plan and spawn the first round
-//	         resume -> run | done
-//	         run    -> run | done   collect rows; next round or final reports
+//	                 | run | report | done   plan and spawn the first round
+//	         resume -> run | report | done
+//	         run    -> run | report | done   collect rows; next round or final reports
+//	         report -> done         rewrite the episodes file, write the groups
 //	         done   -> end          check the final writes; result = summary
 //	lane:    start -> agent_done -> (evaluated ->) agent_done ... -> finish
 //
@@ -51,6 +52,7 @@
 //	 "judge": {"model": ..., "instructions": ""},
 //	 "verifier": {"command": "", "timeout_s": 300},
 //	 "episodes": true, "advantages": ["grpo", "rloo"], "grpo_no_std_norm": false,
+//	 "groups_drop_failed": false, "regrade": false,
 //	 "segment_reward": "last_only", "gamma": 0.9,
 //	 "resume": true, "retry_failed": true,
 //	 "models": {...}, "limits": {...}}
@@ -98,10 +100,19 @@
 //     cost, timings, file names.
 //   - episodes_<bench>_<ts>.jsonl: one metrics.Episode per sample (id
 //     "task_id:chain"), its trajectory read from the agent's trajectory
-//     file, reward = score, segment rewards per segment_reward.
-//   - groups_<bench>_<ts>.jsonl (with advantages): GroupLine per
-//     "task_id:trajectory_name" group of samples with steps, with the
-//     requested GRPO/RLOO advantages in member order.
+//     file, reward = score, segment rewards per segment_reward, rLLM's ids
+//     (trajectory uid, step id, done, info), output and metadata. Lanes
+//     append it as samples finish; the report phase rewrites it whole,
+//     one line per sample of the results, with the final grades (so a
+//     re-run or a re-grade leaves no duplicate ids).
+//   - groups_<bench>_<ts>.jsonl (with advantages; needs episodes):
+//     GroupLine, rLLM's TrajectoryGroup — group_id "task_id:name", the
+//     trajectories themselves, metadata aligned with them (task_id,
+//     rollout_idx, episode_id, termination_reason, is_correct) — plus the
+//     requested GRPO/RLOO advantages in trajectory order. A group holds
+//     every graded sample of its task and trajectory name: a failed agent
+//     is a member with reward 0 and its termination reason (unless
+//     groups_drop_failed), a sample nothing graded is in no group.
 //   - rollout_<bench>.json: Manifest naming ts; a re-run with resume true
 //     continues these files.
 //
@@ -144,6 +155,8 @@
 //     record.
 //   - Two rollouts writing the same output_dir at the same time interleave
 //     their lines; do not.
-//   - Episodes of retried samples are appended again: readers keep the last
-//     line per episode id.
+//   - The report phase reads the whole episodes file (up to the read_file
+//     cap, 64 MiB) and writes it and the groups back: both pass through
+//     the journal. A failed read leaves the file as appended, writes no
+//     groups and fails the run with a write error.
 package rollout

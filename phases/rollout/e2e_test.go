@@ -232,7 +232,7 @@ func TestMiniRollout(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &g); err != nil {
 			t.Fatal(err)
 		}
-		if g.ID == "cap:react" {
+		if g.GroupID == "cap:react" {
 			found = true
 			rl := g.Advantages["rloo"]
 			// Rewards 1, 0, 0: RLOO = r_i - mean of the others.

@@ -538,17 +538,6 @@ func episode(row Row, l Lane, it Item, traj *operations.Result) (*metrics.Episod
 	if l.EpisodesFile == "" {
 		return nil, ""
 	}
-	ep := metrics.Episode{SchemaVersion: metrics.EpisodeSchemaVersion, ID: row.EpisodeID, Task: it.Task.Row,
-		Artifacts: metrics.Artifacts{Answer: row.PredictedAnswer}, IsCorrect: row.Correct,
-		TerminationReason: metrics.TerminationReason(row.TerminationReason),
-		Metrics: map[string]float64{"score": row.Score, "tokens": float64(row.Tokens), "cost": row.Cost,
-			"time/agentflow_s": row.AgentSeconds, "time/rollout_s": row.Seconds}}
-	if !ep.TerminationReason.Valid() {
-		ep.TerminationReason = metrics.TerminationUnknown
-	}
-	for k, x := range row.Signals {
-		ep.Metrics["signal/"+k] = x
-	}
 	t := metrics.Trajectory{Name: l.Workflow, Steps: []metrics.Step{}}
 	problem := ""
 	if traj != nil && traj.Error == "" && traj.ReadFile != nil && traj.ReadFile.Exists {
@@ -564,19 +553,57 @@ func episode(row Row, l Lane, it Item, traj *operations.Result) (*metrics.Episod
 	} else if traj != nil && traj.Error != "" {
 		problem = "trajectory: " + traj.Error
 	}
-	t.Reward, t.Signals = row.Score, row.Signals
-	if len(t.Steps) > 0 {
-		if err := t.AssignSegmentRewards(l.SegmentReward, l.Gamma); err != nil {
-			problem = err.Error()
-		}
-	}
-	ep.Trajectories = []metrics.Trajectory{t}
-	if err := ep.Validate(); err != nil {
-		problem = err.Error()
-		t.Steps, t.SegmentRewards, t.SegmentRewardMode = []metrics.Step{}, nil, ""
-		ep.Trajectories = []metrics.Trajectory{t}
+	ep := metrics.Episode{SchemaVersion: metrics.EpisodeSchemaVersion, ID: row.EpisodeID, Task: it.Task.Row,
+		Trajectories: []metrics.Trajectory{t}}
+	if p := gradeEpisode(&ep, row, l.SegmentReward, l.Gamma); p != "" {
+		problem = p
 	}
 	return &ep, problem
+}
+
+// gradeEpisode writes row's grade into ep (correctness, termination,
+// metrics, metadata, the trajectories' reward, signals, output and segment
+// rewards) and fills in the rLLM ids. A trajectory whose steps do not
+// validate loses them; the second result says why.
+func gradeEpisode(ep *metrics.Episode, row Row, segmentReward string, gamma float64) string {
+	ep.Artifacts = metrics.Artifacts{Answer: row.PredictedAnswer}
+	ep.IsCorrect = row.Correct
+	ep.TerminationReason = metrics.TerminationReason(row.TerminationReason)
+	if !ep.TerminationReason.Valid() {
+		ep.TerminationReason = metrics.TerminationUnknown
+	}
+	ep.Metrics = map[string]float64{"score": row.Score, "tokens": float64(row.Tokens), "cost": row.Cost,
+		"time/agentflow_s": row.AgentSeconds, "time/rollout_s": row.Seconds}
+	for k, x := range row.Signals {
+		ep.Metrics["signal/"+k] = x
+	}
+	ep.Metadata = map[string]any{"task_id": row.TaskID, "rollout_idx": row.Chain, "run_id": row.RunID,
+		"status": row.Status, "metric": row.Metric, "evaluated": row.Evaluated}
+	for k, v := range map[string]string{"end_reason": row.EndReason, "error": row.Error, "eval_error": row.EvalError, "work_dir": row.WorkDir} {
+		if v != "" {
+			ep.Metadata[k] = v
+		}
+	}
+	problem := ""
+	for i := range ep.Trajectories {
+		t := &ep.Trajectories[i]
+		t.Reward, t.Signals, t.Output = row.Score, row.Signals, row.PredictedAnswer
+		t.SegmentRewards, t.SegmentRewardMode = nil, ""
+		if len(t.Steps) > 0 {
+			if err := t.AssignSegmentRewards(segmentReward, gamma); err != nil {
+				problem = err.Error()
+			}
+		}
+	}
+	ep.Identify()
+	if err := ep.Validate(); err != nil {
+		problem = err.Error()
+		for i := range ep.Trajectories {
+			t := &ep.Trajectories[i]
+			t.Steps, t.SegmentRewards, t.SegmentRewardMode = []metrics.Step{}, nil, ""
+		}
+	}
+	return problem
 }
 
 func rowSummary(r Row) string {

@@ -22,6 +22,7 @@ const (
 	PhaseLoad   = "load"
 	PhaseResume = "resume"
 	PhaseRun    = "run"
+	PhaseReport = "report"
 	PhaseDone   = "done"
 )
 
@@ -50,9 +51,10 @@ func Workflow() phases.Workflow {
 		Start:       PhaseInit,
 		Phases: []phases.PhaseSpec{
 			{Name: PhaseInit, Run: Init, Next: []string{PhaseLoad}},
-			{Name: PhaseLoad, Run: Load, Next: []string{PhaseResume, PhaseRun, PhaseDone}},
-			{Name: PhaseResume, Run: Resume, Next: []string{PhaseRun, PhaseDone}},
-			{Name: PhaseRun, Run: Run, Next: []string{PhaseRun, PhaseDone}},
+			{Name: PhaseLoad, Run: Load, Next: []string{PhaseResume, PhaseRun, PhaseReport, PhaseDone}},
+			{Name: PhaseResume, Run: Resume, Next: []string{PhaseRun, PhaseReport, PhaseDone}},
+			{Name: PhaseRun, Run: Run, Next: []string{PhaseRun, PhaseReport, PhaseDone}},
+			{Name: PhaseReport, Run: Report, Next: []string{PhaseDone}},
 			{Name: PhaseDone, Run: Done},
 		},
 		Settings:      Settings{},
@@ -605,13 +607,6 @@ func reports(in phases.Input, s Settings, st runState, rows []Row, final bool) (
 	if !final {
 		return ops, nil
 	}
-	if st.Files.Groups != "" {
-		g, err := groups(rows, s)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, operations.NewWriteFile(st.Files.Groups, g, false).WithMeta("purpose", "groups"))
-	}
 	man, err := manifest(in, s, st, sum.Complete)
 	if err != nil {
 		return nil, err
@@ -619,32 +614,34 @@ func reports(in phases.Input, s Settings, st runState, rows []Row, final bool) (
 	return append(ops, man), nil
 }
 
-// GroupLine is one line of groups_<bench>_<ts>.jsonl: a metrics.Group with
-// its advantages per estimator, in member order.
+// GroupLine is one line of groups_<bench>_<ts>.jsonl: rLLM's
+// TrajectoryGroup (group_id "task_id:name", the trajectories, metadata
+// aligned with them) with its advantages per estimator, in trajectory
+// order.
 type GroupLine struct {
-	metrics.Group
+	metrics.TrajectoryGroup
 	Advantages map[string][]float64 `json:"advantages"`
 }
 
-// groups groups the samples that have trajectory steps by
+// groups groups the episodes of graded samples (a failed agent is a
+// member with reward 0, unless groups_drop_failed) by
 // "task_id:trajectory_name" and computes the requested advantages.
-func groups(rows []Row, s Settings) (string, error) {
-	var eps []metrics.Episode
-	for _, r := range rows {
-		if r.Steps == 0 {
+// Ungraded samples are in no group.
+func groups(rows []Row, eps []metrics.Episode, s Settings) (string, error) {
+	var members []metrics.Episode
+	for i, r := range rows {
+		if !r.Evaluated || (s.GroupsDropFailed && !r.Success) {
 			continue
 		}
-		eps = append(eps, metrics.Episode{ID: r.EpisodeID, IsCorrect: r.Correct,
-			TerminationReason: metrics.TerminationReason(r.TerminationReason),
-			Trajectories:      []metrics.Trajectory{{Name: r.Trajectory, Steps: make([]metrics.Step, r.Steps), Reward: r.Score}}})
+		members = append(members, eps[i])
 	}
-	gs, err := metrics.GroupTrajectories(eps)
+	gs, err := metrics.GroupEpisodes(members)
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
 	for _, g := range gs {
-		line := GroupLine{Group: g, Advantages: map[string][]float64{}}
+		line := GroupLine{TrajectoryGroup: g, Advantages: map[string][]float64{}}
 		for _, est := range s.Advantages {
 			adv, err := metrics.Advantages(g.Rewards(), metrics.AdvantageOptions{Estimator: est, NoStdNorm: s.GRPONoStdNorm})
 			if err != nil {
@@ -684,10 +681,6 @@ func finalize(in phases.Input, s Settings, st runState, out phases.Output, fresh
 		}
 		rows = dedupe(rows)
 	}
-	writes, err := reports(in, s, st, rows, true)
-	if err != nil {
-		return out, err
-	}
 	// The manifest write of plan (if any) is superseded by the final one.
 	var ops []operations.Request
 	for _, op := range out.Ops {
@@ -695,7 +688,122 @@ func finalize(in phases.Input, s Settings, st runState, out phases.Output, fresh
 			ops = append(ops, op)
 		}
 	}
+	if st.Files.Episodes != "" {
+		// The episodes file is rewritten whole, one line per sample, with
+		// the final grades; the groups are made from it.
+		out.Ops = append(ops, operations.NewReadFile(st.Files.Episodes).WithMeta("purpose", "episodes"))
+		if err := out.SetVar(varState, st); err != nil {
+			return out, err
+		}
+		out.Next = PhaseReport
+		return out, nil
+	}
+	writes, err := reports(in, s, st, rows, true)
+	if err != nil {
+		return out, err
+	}
 	out.Ops = append(ops, writes...)
+	if err := out.SetVar(varState, st); err != nil {
+		return out, err
+	}
+	out.Next = PhaseDone
+	return out, nil
+}
+
+// Report rewrites the episodes file from the lanes' episode lines (the
+// last line per id, regraded samples given their new grade, samples
+// without a line given an episode without steps) and writes the groups,
+// evaluation, summary and manifest.
+func Report(in phases.Input) (phases.Output, error) {
+	s, st, err := load(in)
+	if err != nil {
+		return phases.Output{}, err
+	}
+	var out phases.Output
+	rows, err := rowsOf(in.State, nil)
+	if err != nil {
+		return out, err
+	}
+	tasks, err := tasksOf(in.State)
+	if err != nil {
+		return out, err
+	}
+	taskRow := make(map[string]json.RawMessage, len(tasks))
+	for _, t := range tasks {
+		taskRow[t.ID] = t.Row
+	}
+	var read *operations.Result
+	for i := range in.Results {
+		r := &in.Results[i]
+		switch {
+		case r.Meta["purpose"] == "episodes":
+			read = r
+		case r.Kind == operations.KindWriteFile && r.Error != "":
+			st.WriteErrors++
+		}
+	}
+	byID := map[string]metrics.Episode{}
+	switch {
+	case read == nil:
+		return out, fmt.Errorf("%w: report without the episodes read", ErrState)
+	case read.Error != "":
+		// The appended file stays as it is; without it there are no groups.
+		st.WriteErrors++
+		out.Append = append(out.Append, phases.MustEntry("warning", agent.NewWarning("episodes: "+read.Error+"; the file is left as appended and no groups are written")))
+		writes, err := reports(in, s, st, rows, true)
+		if err != nil {
+			return out, err
+		}
+		out.Ops = writes
+		if err := out.SetVar(varState, st); err != nil {
+			return out, err
+		}
+		out.Next = PhaseDone
+		return out, nil
+	case read.ReadFile != nil && read.ReadFile.Exists:
+		for _, line := range strings.Split(read.ReadFile.Content, "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			if ep, err := metrics.DecodeEpisode([]byte(line)); err == nil {
+				byID[ep.ID] = ep
+			}
+		}
+	}
+	eps := make([]metrics.Episode, len(rows))
+	var b strings.Builder
+	for i, r := range rows {
+		ep, ok := byID[r.EpisodeID]
+		if !ok {
+			name := r.Trajectory
+			if name == "" {
+				name = s.Agent.Workflow
+			}
+			ep = metrics.Episode{SchemaVersion: metrics.EpisodeSchemaVersion, ID: r.EpisodeID, Task: taskRow[r.TaskID],
+				Trajectories: []metrics.Trajectory{{Name: name, Steps: []metrics.Step{}}}}
+		}
+		gradeEpisode(&ep, r, s.SegmentReward, s.Gamma)
+		eps[i] = ep
+		line, err := json.Marshal(ep)
+		if err != nil {
+			return out, fmt.Errorf("encode episode: %w", err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	out.Ops = append(out.Ops, operations.NewWriteFile(st.Files.Episodes, b.String(), false).WithMeta("purpose", "episodes"))
+	if st.Files.Groups != "" {
+		g, err := groups(rows, eps, s)
+		if err != nil {
+			return out, err
+		}
+		out.Ops = append(out.Ops, operations.NewWriteFile(st.Files.Groups, g, false).WithMeta("purpose", "groups"))
+	}
+	writes, err := reports(in, s, st, rows, true)
+	if err != nil {
+		return out, err
+	}
+	out.Ops = append(out.Ops, writes...)
 	if err := out.SetVar(varState, st); err != nil {
 		return out, err
 	}

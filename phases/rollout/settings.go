@@ -67,6 +67,10 @@ type Settings struct {
 	// Advantages lists the estimators (grpo, rloo) whose group advantages
 	// are written to groups_<bench>_<ts>.jsonl; empty writes no groups.
 	Advantages []string `json:"advantages,omitempty"`
+	// GroupsDropFailed leaves samples whose agent failed out of the groups
+	// (by default they are members with reward 0 and their termination
+	// reason).
+	GroupsDropFailed bool `json:"groups_drop_failed,omitempty"`
 	// GRPONoStdNorm makes GRPO only subtract the group mean.
 	GRPONoStdNorm bool `json:"grpo_no_std_norm,omitempty"`
 	// SegmentReward splits a folded trajectory's reward over its segments:
@@ -182,6 +186,9 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	if s.CorrectThreshold == nil {
 		one := 1.0
 		s.CorrectThreshold = &one
+	}
+	if len(s.Advantages) > 0 && s.Episodes != nil && !*s.Episodes {
+		return bad("advantages", "the groups hold the episodes' trajectories: set episodes true or drop advantages")
 	}
 	for i, a := range s.Advantages {
 		if a != metrics.EstimatorGRPO && a != metrics.EstimatorRLOO {
