@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -146,7 +147,10 @@ func TestModularNewestOutputSurvivesTrimming(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := app.Open(ctx, configs.Server{DataDir: t.TempDir()}, nil)
+	// writeScript puts the script in a temporary directory of the test:
+	// their parent is the operator's read root.
+	data := t.TempDir()
+	a, err := app.Open(ctx, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
