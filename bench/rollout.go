@@ -53,7 +53,8 @@ type RolloutStats struct {
 	// process's peak resident set so far (Linux).
 	PeakHeap uint64
 	VmHWM    uint64
-	Accuracy float64
+	// CorrectRate is the fraction of finished samples graded correct.
+	CorrectRate float64
 }
 
 // instantScript answers every agent with one submit tool call.
@@ -154,7 +155,7 @@ func Rollout(c RolloutConfig) (RolloutStats, error) {
 		return st, err
 	}
 	st.Samples = sum.FinishedSamples
-	st.Accuracy = sum.Accuracy
+	st.CorrectRate = float64(sum.Correct) / float64(max(1, sum.FinishedSamples))
 	st.PerSample = st.Wall / time.Duration(max(1, st.Samples))
 	st.PeakHeap = peak
 	st.VmHWM = vmHWM()

@@ -30,7 +30,7 @@ func TestRolloutSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Samples != 200 || s.Accuracy != 1 {
+	if s.Samples != 200 || s.CorrectRate != 1 {
 		t.Fatalf("%+v", s)
 	}
 }

@@ -322,8 +322,16 @@ func printRolloutSummary(w io.Writer, h state.Run) {
 	row("samples", fmt.Sprintf("%d of %d (%d tasks × %d chains)", s.FinishedSamples, s.TotalSamples, s.TotalTasks, s.NumChains))
 	row("metric", s.Metric)
 	row("mean score", fmt.Sprintf("%.4f (failures count 0)", s.MeanScore))
-	row("accuracy", fmt.Sprintf("%.4f (%d correct)", s.Accuracy, s.Correct))
+	row("correct", fmt.Sprintf("%d of %d graded", s.Correct, s.Samples))
 	row("success rate", fmt.Sprintf("%.4f (%d agent runs failed)", s.SuccessRate, s.Failed))
+	if len(s.FailedBy) > 0 {
+		codes := make([]string, 0, len(s.FailedBy))
+		for c, n := range s.FailedBy {
+			codes = append(codes, fmt.Sprintf("%s %d", c, n))
+		}
+		sort.Strings(codes)
+		row("failed by", strings.Join(codes, ", "))
+	}
 	for k, v := range s.PassAtK {
 		row(fmt.Sprintf("pass@%d", k+1), fmt.Sprintf("%.4f", v))
 	}

@@ -437,3 +437,38 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestRolloutEndReasons: a failed sample's end_reason is a short code with
+// the message in its own field, and the summary has no accuracy that
+// merely repeats mean_score (issue 13, point 7).
+func TestRolloutEndReasons(t *testing.T) {
+	h := newHandRollout(t, "task_ids: [q1, q4]\n")
+	if out, code := h.run(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	man, sum, rows, _ := h.state()
+	if r := rows["q4"]; r.EndReason != "model_error" || !strings.Contains(r.Error, "upstream 500 after 6 attempts") || r.Success {
+		t.Fatalf("q4 end_reason %q error %q", r.EndReason, r.Error)
+	}
+	if r := rows["q1"]; r.EndReason != "submitted" || r.Error != "" {
+		t.Fatalf("q1 end_reason %q error %q", r.EndReason, r.Error)
+	}
+	if sum.FailedBy["model_error"] != 1 || len(sum.FailedBy) != 1 {
+		t.Fatalf("failed_by %v", sum.FailedBy)
+	}
+	raw := mustRead(t, man.Summary)
+	if strings.Contains(raw, `"accuracy"`) {
+		t.Fatalf("summary still has accuracy:\n%s", raw)
+	}
+
+	// An agent that hits its token limit ends with limit_tokens.
+	h2 := newHandRollout(t, "task_ids: [q1]\n")
+	h2.write("rollout.yaml", strings.Replace(mustRead(t, h2.config), "max_turns: 3}", "max_turns: 3, limits: {tokens: 5}}", 1))
+	if out, code := h2.run(); code != 0 {
+		t.Fatalf("limits: exit %d\n%s", code, out)
+	}
+	_, sum, rows, _ = h2.state()
+	if r := rows["q1"]; r.EndReason != "limit_tokens" || r.Success || r.Error == "" {
+		t.Fatalf("q1 with a token limit: end_reason %q error %q status %q", r.EndReason, r.Error, r.Status)
+	}
+}

@@ -128,7 +128,7 @@ func ExampleSummarize() {
 	})
 	out, _ := json.Marshal(s)
 	fmt.Println(string(out))
-	// Output: {"samples":4,"tasks":2,"failed":1,"correct":2,"mean_score":0.625,"success_rate":0.75,"accuracy":0.5,"pass_at_k":[0.5,1]}
+	// Output: {"samples":4,"tasks":2,"failed":1,"correct":2,"mean_score":0.625,"success_rate":0.75,"pass_at_k":[0.5,1]}
 }
 
 func ExampleGRPOAdvantages() {

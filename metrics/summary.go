@@ -5,7 +5,7 @@ type Sample struct {
 	TaskID string `json:"task_id"`
 	// Score is the metric score in [0, 1]; ignored when Failed.
 	Score float64 `json:"score"`
-	// Correct decides pass@k and Accuracy; the caller sets it (for example
+	// Correct decides pass@k and the Correct count; the caller sets it (for example
 	// Score >= 1, or a verifier's is_correct). Ignored when Failed.
 	Correct bool `json:"correct"`
 	// Failed marks a rollout that errored before it could be scored.
@@ -24,10 +24,10 @@ type Summary struct {
 	// 0 (the original excluded them and overstated the score).
 	MeanScore float64 `json:"mean_score"`
 	// SuccessRate is the fraction of samples that did not fail, whatever
-	// their score.
+	// their score. There is no "accuracy": the fraction of correct
+	// samples is pass@1 when every task has as many samples, and equals
+	// MeanScore for a 0/1 metric, so it would only repeat one of them.
 	SuccessRate float64 `json:"success_rate"`
-	// Accuracy is the fraction of samples that are correct.
-	Accuracy float64 `json:"accuracy"`
 	// PassAtK[k-1] is the mean unbiased pass@k over tasks, for k from 1 to
 	// the smallest number of samples any task has.
 	PassAtK []float64 `json:"pass_at_k"`
@@ -75,7 +75,6 @@ func Summarize(samples []Sample) Summary {
 	s.Tasks = len(order)
 	s.MeanScore = total / n
 	s.SuccessRate = float64(len(samples)-s.Failed) / n
-	s.Accuracy = float64(s.Correct) / n
 
 	tasks := make([]TaskCount, 0, len(order))
 	minN := len(samples)

@@ -23,8 +23,8 @@ func TestSummarize(t *testing.T) {
 	if !near(got.MeanScore, 3.5/6) {
 		t.Fatalf("MeanScore = %v, want %v", got.MeanScore, 3.5/6)
 	}
-	if !near(got.SuccessRate, 5.0/6) || !near(got.Accuracy, 0.5) {
-		t.Fatalf("SuccessRate = %v, Accuracy = %v", got.SuccessRate, got.Accuracy)
+	if !near(got.SuccessRate, 5.0/6) || got.Correct != 3 {
+		t.Fatalf("SuccessRate = %v, Correct = %v", got.SuccessRate, got.Correct)
 	}
 	// a: n=3 c=1 -> 1/3, 2/3, 1; b: n=3 c=2 -> 2/3, 1, 1.
 	assertFloats(t, got.PassAtK, []float64{0.5, 5.0 / 6, 1})

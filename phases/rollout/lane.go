@@ -297,7 +297,7 @@ func LaneEvaluatedPhase(in phases.Input) (phases.Output, error) {
 
 // readAgent reads a spawn result.
 func readAgent(r operations.Result, took time.Duration) agentRun {
-	a := agentRun{Status: "failed", Seconds: took.Seconds(), TerminationReason: string(metrics.TerminationError)}
+	a := agentRun{Status: "failed", Seconds: took.Seconds(), TerminationReason: string(metrics.TerminationError), EndReason: EndSpawnError}
 	if r.Error != "" || r.Spawn == nil {
 		a.Error = r.Error
 		if a.Error == "" {
@@ -306,7 +306,8 @@ func readAgent(r operations.Result, took time.Duration) agentRun {
 		return a
 	}
 	sp := r.Spawn
-	a.RunID, a.Status, a.EndReason, a.Error = sp.RunID, sp.Status, sp.EndReason, sp.Error
+	a.RunID, a.Status = sp.RunID, sp.Status
+	a.EndReason, a.Error = endCode(sp.Status, sp.EndReason, sp.Error)
 	a.Tokens, a.Cost = sp.Usage.Tokens, sp.Usage.Cost
 	if sp.Usage.Seconds > 0 {
 		a.Seconds = sp.Usage.Seconds
@@ -325,6 +326,45 @@ func readAgent(r operations.Result, took time.Duration) agentRun {
 		a.Answer = agent.Trim(a.Answer, maxAnswerBytesInLaneVars)
 	}
 	return a
+}
+
+// End reasons of a failed sample (Row.EndReason) besides the engine's
+// (limit_tokens, limit_actions, limit_time, limit_cost, cancelled,
+// phase_error).
+const (
+	// EndAgentFailed: the agent ended itself as failed.
+	EndAgentFailed = "agent_failed"
+	// EndModelError: a model call failed (after the handler's retries).
+	EndModelError = "model_error"
+	// EndSpawnError: the agent run could not be started or read.
+	EndSpawnError = "spawn_error"
+)
+
+// endCode turns an agent run's end into a short code and a message: the
+// engine's reasons and an agent's own short reasons ("submitted",
+// "max_turns") stay as they are; a reason that is a message ("error:
+// generate: upstream 500") becomes model_error or agent_failed, the
+// message going to the second result.
+func endCode(status, reason, errMsg string) (string, string) {
+	msg := errMsg
+	detail := strings.TrimPrefix(reason, "error: ")
+	short := reason != "" && !strings.ContainsAny(reason, " :")
+	switch {
+	case short:
+		if msg == "" && status != "succeeded" {
+			msg = reason
+		}
+		return reason, msg
+	case status == "succeeded":
+		return "completed", msg
+	}
+	if msg == "" {
+		msg = detail
+	}
+	if strings.HasPrefix(detail, "generate:") || strings.HasPrefix(msg, "generate:") {
+		return EndModelError, msg
+	}
+	return EndAgentFailed, msg
 }
 
 // answerOf reads an agent's result: a JSON string (a submission), or an

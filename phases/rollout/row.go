@@ -37,7 +37,10 @@ type Row struct {
 	Metric    string `json:"metric"`
 	// Success is true when the agent run succeeded.
 	Success bool `json:"success"`
-	// Status, EndReason and Error are the agent run's.
+	// Status is the agent run's. EndReason is a short code: the agent's
+	// own ("submitted", "answered", "max_turns"), the engine's
+	// ("limit_tokens", "limit_time", "cancelled", "phase_error"...) or
+	// model_error, agent_failed, spawn_error; Error is the message.
 	Status            string `json:"status"`
 	EndReason         string `json:"end_reason,omitempty"`
 	Error             string `json:"error,omitempty"`
@@ -158,7 +161,7 @@ type Summary struct {
 	Notice   string `json:"notice,omitempty"`
 	// The aggregate over evaluated and failed samples (metrics.Summarize):
 	// samples, tasks, failed, correct, mean_score (failures count 0),
-	// success_rate, accuracy, pass_at_k[k-1] for k = 1..num_chains (unbiased
+	// success_rate, pass_at_k[k-1] for k = 1..num_chains (unbiased
 	// estimator), signal_means.
 	metrics.Summary
 	// PassAt maps "pass@k" to pass_at_k[k-1].
@@ -166,7 +169,9 @@ type Summary struct {
 	NotEvaluated int                `json:"not_evaluated"`
 	// Errors counts problems by kind: agent_failed, eval_error,
 	// episode_error, write_error, lane_failed.
-	Errors           map[string]int `json:"errors"`
+	Errors map[string]int `json:"errors"`
+	// FailedBy counts the failed samples by end_reason code.
+	FailedBy         map[string]int `json:"failed_by"`
 	Tokens           int            `json:"tokens"`
 	Cost             float64        `json:"cost"`
 	MeanAgentSeconds float64        `json:"mean_agent_seconds"`
@@ -236,7 +241,7 @@ type progress struct {
 func summarize(rows []Row, p progress) (Summary, Evaluation) {
 	s := Summary{SchemaVersion: SchemaVersion, BenchmarkName: p.Bench, Timestamp: p.Timestamp, RunID: p.RunID,
 		AgentWorkflow: p.Workflow, Metric: p.Metric, NumChains: p.NumChains, TotalTasks: p.Tasks, TotalSamples: p.Samples,
-		FinishedSamples: len(rows), Errors: map[string]int{}, StartedAt: p.StartedAt, UpdatedAt: p.Now,
+		FinishedSamples: len(rows), Errors: map[string]int{}, FailedBy: map[string]int{}, StartedAt: p.StartedAt, UpdatedAt: p.Now,
 		TotalTimeSeconds: p.Now.Sub(p.StartedAt).Seconds(), Files: p.Files, Regraded: p.Regraded, Rerun: p.Rerun, Notice: p.Notice}
 	s.MissingSamples = max(0, p.Samples-len(rows))
 	s.Complete = s.MissingSamples == 0
@@ -249,6 +254,11 @@ func summarize(rows []Row, p progress) (Summary, Evaluation) {
 		agentSeconds += r.AgentSeconds
 		if !r.Success {
 			s.Errors["agent_failed"]++
+			code := r.EndReason
+			if code == "" {
+				code = EndAgentFailed
+			}
+			s.FailedBy[code]++
 		}
 		if r.EvalError != "" {
 			s.Errors["eval_error"]++
