@@ -112,6 +112,8 @@ type env struct {
 	token string // sent as a bearer token when set
 	// gate releases the bash ops of test.wait when closed.
 	gate chan struct{}
+	// step releases one bash op per value sent.
+	step chan struct{}
 }
 
 // newEnv starts a store, an executor and a server; cleanup stops them in
@@ -134,7 +136,7 @@ func newEnvSetup(tb testing.TB, setup func(*Server), opts ...func(*configs.Serve
 			tb.Errorf("close store: %v", err)
 		}
 	})
-	e := &env{store: st, gate: make(chan struct{})}
+	e := &env{store: st, gate: make(chan struct{}), step: make(chan struct{})}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -146,6 +148,8 @@ func newEnvSetup(tb testing.TB, setup func(*Server), opts ...func(*configs.Serve
 		operations.KindBash: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
 			select {
 			case <-e.gate:
+				return operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: &operations.BashResult{}}
+			case <-e.step:
 				return operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: &operations.BashResult{}}
 			case <-ctx.Done():
 				return operations.Failed(req, "interrupted: %v", ctx.Err())
