@@ -82,10 +82,21 @@
 //     cross-site without a preflight; JSON needs one, which only allowed
 //     origins get.
 //
+// # Logging
+//
+// The server logs through the *slog.Logger given to New, the one logger of
+// the binary (the command line builds it with the level of --log-level),
+// and hands it to echo, whose own default would write JSON to stdout.
+// Every request gets a debug line (method, URI, status, latency, request
+// id, remote address: the connection's, not X-Forwarded-For); errors
+// answered with a 5xx get an error line, a recovered panic one error line
+// with its stack. No line carries a header: the bearer token never
+// reaches the log.
+//
 // # Caveats
 //
-// echo v4 is confined to this package so that a move to v5 touches nothing
-// else. Shutdown ends open event streams first, then drains other requests;
-// stop the executor after the server so in-flight requests can still read
-// state.
+// echo (v5) is confined to this package, so that echo's next major
+// version again touches nothing else. Shutdown ends open event streams
+// first, then drains other requests; stop the executor after the server so
+// in-flight requests can still read state.
 package server

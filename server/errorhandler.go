@@ -7,7 +7,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -20,13 +21,18 @@ type errorBody struct {
 
 // handleError is the echo HTTPErrorHandler: the one place where errors
 // become statuses. It writes nothing once the response has started (an
-// event stream).
-func (s *Server) handleError(err error, c echo.Context) {
-	if c.Response().Committed {
+// event stream, or an error the request logger has already answered: echo
+// calls the handler again with the error the chain returns).
+func (s *Server) handleError(c *echo.Context, err error) {
+	if r, uerr := echo.UnwrapResponse(c.Response()); uerr == nil && r.Committed {
 		return
 	}
 	code, msg := s.describe(err, c)
-	if code >= http.StatusInternalServerError {
+	var pe *middleware.PanicStackError
+	switch {
+	case errors.As(err, &pe):
+		s.logPanic(c, pe)
+	case code >= http.StatusInternalServerError:
 		s.log.Error("http request failed", "method", c.Request().Method, "uri", c.Request().RequestURI,
 			"status", code, "request_id", requestID(c), "err", err)
 	}
@@ -47,16 +53,19 @@ func (s *Server) handleError(err error, c echo.Context) {
 // describe maps err to a status and a message for the client. Unknown
 // errors become a 500 that carries only the request id: internals stay in
 // the log.
-func (s *Server) describe(err error, c echo.Context) (int, string) {
-	var he *echo.HTTPError
+func (s *Server) describe(err error, c *echo.Context) (int, string) {
 	var re *refusedError
+	var pe *middleware.PanicStackError
 	switch {
+	case errors.As(err, &pe):
+		// Whatever the panic value wraps, a panic is the server's fault.
+		return http.StatusInternalServerError, fmt.Sprintf("internal server error (request id %s)", requestID(c))
 	case errors.As(err, &re):
 		return re.status, re.msg
 	case errors.Is(err, ErrBadInput):
 		return http.StatusBadRequest, err.Error()
-	case errors.As(err, &he):
-		return s.describeHTTP(he, c)
+	case echo.StatusCode(err) != 0:
+		return s.describeHTTP(err, c)
 	case errors.Is(err, state.ErrNotFound):
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, workflows.ErrEnded), errors.Is(err, workflows.ErrNotPaused):
@@ -75,24 +84,33 @@ func (s *Server) describe(err error, c echo.Context) (int, string) {
 	return http.StatusInternalServerError, fmt.Sprintf("internal server error (request id %s)", requestID(c))
 }
 
-// describeHTTP words the errors echo and its middleware produce.
-func (s *Server) describeHTTP(he *echo.HTTPError, c echo.Context) (int, string) {
-	if inner, ok := he.Internal.(*echo.HTTPError); ok {
-		he = inner
-	}
+// describeHTTP words the errors echo and its middleware produce: an
+// *echo.HTTPError or one of echo's status sentinels (echo.ErrNotFound and
+// the like, which are not *echo.HTTPError in v5).
+func (s *Server) describeHTTP(err error, c *echo.Context) (int, string) {
+	code := echo.StatusCode(err)
 	req := c.Request()
-	switch he.Code {
+	switch code {
 	case http.StatusNotFound:
-		return he.Code, fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path)
+		return code, fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path)
 	case http.StatusMethodNotAllowed:
-		return he.Code, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)
+		return code, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)
 	case http.StatusRequestEntityTooLarge:
-		return he.Code, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxBodyBytes)
+		return code, fmt.Sprintf("request body too large: the limit is %d bytes", s.cfg.MaxBodyBytes)
 	}
-	if msg, ok := he.Message.(string); ok && msg != "" {
-		return he.Code, msg
+	if he := (*echo.HTTPError)(nil); errors.As(err, &he) && he.Message != "" {
+		return code, he.Message
 	}
-	return he.Code, strings.ToLower(http.StatusText(he.Code))
+	return code, strings.ToLower(http.StatusText(code))
+}
+
+// errorText is err's text for a log line; a recovered panic is named
+// without its stack, which handleError logs once on its own.
+func errorText(err error) string {
+	if pe := (*middleware.PanicStackError)(nil); errors.As(err, &pe) {
+		return fmt.Sprintf("handler panic: %v", pe.Err)
+	}
+	return err.Error()
 }
 
 // unknownWorkflow words an ErrUnknownWorkflow and lists what is registered.
@@ -120,6 +138,6 @@ func trimSentinel(err, sentinel error) string {
 }
 
 // requestID returns the id the RequestID middleware gave the request.
-func requestID(c echo.Context) string {
+func requestID(c *echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }

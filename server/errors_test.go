@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/state"
@@ -113,8 +113,8 @@ func TestPanicIs500(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.e.GET("/panic", func(echo.Context) error { panic("secret detail") })
-	srv.e.GET("/fail", func(echo.Context) error { return errors.New("secret detail") })
+	srv.e.GET("/panic", func(*echo.Context) error { panic("secret detail") })
+	srv.e.GET("/fail", func(*echo.Context) error { return errors.New("secret detail") })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	e := &env{base: ts.URL}

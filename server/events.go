@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/flockrun/flock/state"
 )
@@ -39,7 +39,7 @@ const (
 // and every event of its descendant runs (spawned children, their
 // children), so a rollout's stream shows each chain's generations and
 // tools. Live-only events are not replayed after a reconnect.
-func (s *Server) streamEvents(c echo.Context) error {
+func (s *Server) streamEvents(c *echo.Context) error {
 	id := c.Param("id")
 	after, err := resumePoint(c)
 	if err != nil {
@@ -61,16 +61,21 @@ func (s *Server) streamEvents(c echo.Context) error {
 	}
 
 	w := c.Response()
+	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set(echo.HeaderCacheControl, "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	w.Flush()
+	if err := rc.Flush(); err != nil {
+		s.log.Debug("event stream ended", "run", id, "err", err)
+		unsubscribe()
+		return nil
+	}
 
 	s.streams.Add(1)
 	defer s.streams.Add(-1)
-	st.w = w
+	st.w, st.rc = w, rc
 	err = st.follow(ctx, head, ch, unsubscribe)
 	if err != nil {
 		// The response has started: the client can only see the stream end.
@@ -81,7 +86,7 @@ func (s *Server) streamEvents(c echo.Context) error {
 
 // resumePoint returns the seq after which the stream starts: the
 // Last-Event-ID header wins over the "after" parameter.
-func resumePoint(c echo.Context) (uint64, error) {
+func resumePoint(c *echo.Context) (uint64, error) {
 	if v := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -95,7 +100,8 @@ func resumePoint(c echo.Context) (uint64, error) {
 // eventStream is one client's event stream.
 type eventStream struct {
 	s    *Server
-	w    *echo.Response
+	w    http.ResponseWriter
+	rc   *http.ResponseController
 	id   string
 	last uint64 // seq of the last event sent
 	tree bool   // also live-only events of the run's tree
@@ -251,7 +257,9 @@ func (st *eventStream) send(ev state.Event) error {
 	if _, err := fmt.Fprintf(st.w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, typ, data); err != nil {
 		return err
 	}
-	st.w.Flush()
+	if err := st.rc.Flush(); err != nil {
+		return err
+	}
 	st.last = ev.Seq
 	return nil
 }
@@ -270,8 +278,7 @@ func (st *eventStream) sendLive(ev state.Event) error {
 	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", typ, data); err != nil {
 		return err
 	}
-	st.w.Flush()
-	return nil
+	return st.rc.Flush()
 }
 
 // comment writes an SSE comment line (ignored by clients) and flushes it.
@@ -279,8 +286,7 @@ func (st *eventStream) comment(text string) error {
 	if _, err := fmt.Fprintf(st.w, ": %s\n\n", text); err != nil {
 		return err
 	}
-	st.w.Flush()
-	return nil
+	return st.rc.Flush()
 }
 
 // isFinal reports whether ev is a run's terminal "run" event.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/flockrun/flock/configs"
 )
@@ -72,7 +72,7 @@ func (g *guard) check(r *http.Request) error {
 // middleware runs check before the rest of the chain and answers CORS
 // preflights of allowed origins itself (they carry no token).
 func (g *guard) middleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c *echo.Context) error {
 		r := c.Request()
 		if err := g.check(r); err != nil {
 			return err

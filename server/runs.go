@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v5"
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
@@ -75,7 +75,7 @@ var startFields = []string{"workflow", "settings", "task"}
 
 // startWorkflow answers POST /start_workflow: it creates a run and returns
 // at once with 201 and the run's id.
-func (s *Server) startWorkflow(c echo.Context) error {
+func (s *Server) startWorkflow(c *echo.Context) error {
 	req, err := decodeStart(c.Request().Body)
 	if err != nil {
 		return err
@@ -165,8 +165,7 @@ func jsonError(err error, offset int64) error {
 
 // isBodyLimit reports whether err is the BodyLimit middleware's "too large".
 func isBodyLimit(err error) bool {
-	var he *echo.HTTPError
-	return errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge
+	return echo.StatusCode(err) == http.StatusRequestEntityTooLarge
 }
 
 // jsonKind names the JSON type of a valid JSON value.
@@ -191,7 +190,7 @@ func jsonKind(v []byte) string {
 }
 
 // listRuns answers GET /runs: heads newest first, filtered, paginated.
-func (s *Server) listRuns(c echo.Context) error {
+func (s *Server) listRuns(c *echo.Context) error {
 	f := state.RunFilter{
 		Status:   state.Status(c.QueryParam("status")),
 		Workflow: c.QueryParam("workflow"),
@@ -221,7 +220,7 @@ func (s *Server) listRuns(c echo.Context) error {
 }
 
 // getRun answers GET /runs/:id with the run's head.
-func (s *Server) getRun(c echo.Context) error {
+func (s *Server) getRun(c *echo.Context) error {
 	head, err := s.run(c)
 	if err != nil {
 		return err
@@ -236,7 +235,7 @@ func (s *Server) getRun(c echo.Context) error {
 
 // listEntries answers GET /runs/:id/entries: the entry log oldest first,
 // after the entry seq given as "after".
-func (s *Server) listEntries(c echo.Context) error {
+func (s *Server) listEntries(c *echo.Context) error {
 	after, err := queryUint(c, "after")
 	if err != nil {
 		return err
@@ -263,7 +262,7 @@ func (s *Server) listEntries(c echo.Context) error {
 
 // listOps answers GET /runs/:id/ops: the operation journal by step and
 // index, after the op id given as "after".
-func (s *Server) listOps(c echo.Context) error {
+func (s *Server) listOps(c *echo.Context) error {
 	after := c.QueryParam("after")
 	limit, err := queryLimit(c, defaultLogLimit)
 	if err != nil {
@@ -320,25 +319,25 @@ func page[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
 // cancelRun answers POST /runs/:id/cancel. The executor cancels the run and
 // its children and returns once the run has ended; a run that had already
 // ended gives 409.
-func (s *Server) cancelRun(c echo.Context) error {
+func (s *Server) cancelRun(c *echo.Context) error {
 	return s.control(c, s.ex.Cancel)
 }
 
 // pauseRun answers POST /runs/:id/pause: the run (and its running
 // children) stop being driven and get status paused; operations in flight
 // run again on resume. Pausing a paused run is a no-op; an ended run gives 409.
-func (s *Server) pauseRun(c echo.Context) error {
+func (s *Server) pauseRun(c *echo.Context) error {
 	return s.control(c, s.ex.Pause)
 }
 
 // resumeRun answers POST /runs/:id/resume for a paused run; any other
 // status gives 409.
-func (s *Server) resumeRun(c echo.Context) error {
+func (s *Server) resumeRun(c *echo.Context) error {
 	return s.control(c, s.ex.Resume)
 }
 
 // control applies a pause or resume and answers with the run's status.
-func (s *Server) control(c echo.Context, act func(context.Context, string) error) error {
+func (s *Server) control(c *echo.Context, act func(context.Context, string) error) error {
 	id := c.Param("id")
 	ctx := c.Request().Context()
 	if err := act(ctx, id); err != nil {
@@ -356,7 +355,7 @@ func (s *Server) control(c echo.Context, act func(context.Context, string) error
 }
 
 // listWorkflows answers GET /workflows with every registered graph.
-func (s *Server) listWorkflows(c echo.Context) error {
+func (s *Server) listWorkflows(c *echo.Context) error {
 	list := s.ex.Registry().List()
 	graphs := make([]phases.Graph, 0, len(list))
 	for _, w := range list {
@@ -368,7 +367,7 @@ func (s *Server) listWorkflows(c echo.Context) error {
 }
 
 // run reads the head of the run named by the :id parameter.
-func (s *Server) run(c echo.Context) (state.Run, error) {
+func (s *Server) run(c *echo.Context) (state.Run, error) {
 	id := c.Param("id")
 	head, err := s.ex.Store().Run(c.Request().Context(), id)
 	if err != nil {
@@ -378,7 +377,7 @@ func (s *Server) run(c echo.Context) (state.Run, error) {
 }
 
 // queryLimit parses the "limit" parameter (1 to maxLimit, default def).
-func queryLimit(c echo.Context, def int) (int, error) {
+func queryLimit(c *echo.Context, def int) (int, error) {
 	v := c.QueryParam("limit")
 	if v == "" {
 		return def, nil
@@ -391,7 +390,7 @@ func queryLimit(c echo.Context, def int) (int, error) {
 }
 
 // queryUint parses an optional non-negative integer parameter (default 0).
-func queryUint(c echo.Context, name string) (uint64, error) {
+func queryUint(c *echo.Context, name string) (uint64, error) {
 	v := c.QueryParam(name)
 	if v == "" {
 		return 0, nil

@@ -9,13 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/state"
@@ -163,12 +162,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// newEcho builds the router with its middleware and routes.
+// newEcho builds the router with its middleware and routes. echo logs
+// through the server's logger (its own default writes JSON to stdout).
 func (s *Server) newEcho() *echo.Echo {
-	e := echo.New()
-	e.HideBanner = true
-	e.HidePort = true
-	e.HTTPErrorHandler = s.handleError
+	e := echo.NewWithConfig(echo.Config{
+		Logger:           s.log,
+		HTTPErrorHandler: s.handleError,
+	})
 
 	// Every request, routed or not, gets an id, a log line and panic
 	// recovery; then the guard refuses cross-site and rebound requests
@@ -183,26 +183,24 @@ func (s *Server) newEcho() *echo.Echo {
 		LogLatency:    true,
 		LogRequestID:  true,
 		LogRemoteIP:   true,
-		LogError:      true,
 		HandleError:   true,
 		LogValuesFunc: s.logRequest,
 	}))
-	e.Pre(middleware.RecoverWithConfig(middleware.RecoverConfig{
-		LogErrorFunc: s.logPanic,
-	}))
+	// Recover turns a panic into a *middleware.PanicStackError, which
+	// handleError logs with its stack and answers with a bare 500.
+	e.Pre(middleware.Recover())
 	e.Pre(s.guard.middleware)
 	if s.cfg.AuthToken != "" {
 		e.Use(middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
-			Skipper:      func(c echo.Context) bool { return c.Path() == "/health" },
-			KeyLookup:    "header:" + echo.HeaderAuthorization,
-			AuthScheme:   "Bearer",
-			Validator:    s.validToken,
-			ErrorHandler: func(error, echo.Context) error { return errUnauthorized },
+			Skipper:   func(c *echo.Context) bool { return c.Path() == "/health" },
+			KeyLookup: "header:" + echo.HeaderAuthorization + ":Bearer ",
+			// As many Authorization headers are tried as echo v4 tried.
+			AllowedCheckLimit: 20,
+			Validator:         s.validToken,
+			ErrorHandler:      func(*echo.Context, error) error { return errUnauthorized },
 		}))
 	}
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
-		Limit: strconv.FormatInt(s.cfg.MaxBodyBytes, 10),
-	}))
+	e.Use(middleware.BodyLimit(s.cfg.MaxBodyBytes))
 
 	e.GET("/health", s.health)
 	e.POST("/start_workflow", s.startWorkflow)
@@ -224,14 +222,14 @@ var errUnauthorized = echo.NewHTTPError(http.StatusUnauthorized,
 
 // validToken compares key with the configured token in constant time. Both
 // are hashed first so that the comparison does not leak the length.
-func (s *Server) validToken(key string, _ echo.Context) (bool, error) {
+func (s *Server) validToken(_ *echo.Context, key string, _ middleware.ExtractorSource) (bool, error) {
 	got := sha256.Sum256([]byte(key))
 	want := sha256.Sum256([]byte(s.cfg.AuthToken))
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1, nil
 }
 
 // logRequest logs one request at debug level.
-func (s *Server) logRequest(c echo.Context, v middleware.RequestLoggerValues) error {
+func (s *Server) logRequest(c *echo.Context, v middleware.RequestLoggerValues) error {
 	attrs := []slog.Attr{
 		slog.String("method", v.Method),
 		slog.String("uri", v.URI),
@@ -241,7 +239,7 @@ func (s *Server) logRequest(c echo.Context, v middleware.RequestLoggerValues) er
 		slog.String("remote_ip", v.RemoteIP),
 	}
 	if v.Error != nil {
-		attrs = append(attrs, slog.String("err", v.Error.Error()))
+		attrs = append(attrs, slog.String("err", errorText(v.Error)))
 	}
 	s.log.LogAttrs(c.Request().Context(), slog.LevelDebug, "http request", attrs...)
 	return nil
@@ -249,15 +247,14 @@ func (s *Server) logRequest(c echo.Context, v middleware.RequestLoggerValues) er
 
 // logPanic logs a recovered handler panic with its stack; the client only
 // gets a 500 with the request id.
-func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
+func (s *Server) logPanic(c *echo.Context, pe *middleware.PanicStackError) {
 	s.log.Error("http handler panic", "method", c.Request().Method, "uri", c.Request().RequestURI,
-		"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err, "stack", string(stack))
-	return fmt.Errorf("handler panic: %v", err)
+		"request_id", requestID(c), "err", pe.Err, "stack", string(pe.Stack))
 }
 
 // health answers GET /health: {"status":"ok"}, or, while some run cannot
 // commit (a full disk), {"status":"degraded","reason":...,"stalled_runs":N}
 // still with 200: the server answers and runs go on once space is back.
-func (s *Server) health(c echo.Context) error {
+func (s *Server) health(c *echo.Context) error {
 	return c.JSON(http.StatusOK, s.ex.Health())
 }
