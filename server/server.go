@@ -194,7 +194,8 @@ func (s *Server) newEcho() *echo.Echo {
 		e.Use(middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
 			Skipper:   func(c *echo.Context) bool { return c.Path() == "/health" },
 			KeyLookup: "header:" + echo.HeaderAuthorization + ":Bearer ",
-			// As many Authorization headers are tried as echo v4 tried.
+			// Up to 20 Authorization headers are tried, as before echo v5
+			// (whose default is one).
 			AllowedCheckLimit: 20,
 			Validator:         s.validToken,
 			ErrorHandler:      func(*echo.Context, error) error { return errUnauthorized },
