@@ -2,14 +2,14 @@ package app
 
 import (
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/declarative"
 	"github.com/flockrun/flock/phases"
-	"github.com/flockrun/flock/workflows"
 )
 
 // LoadExtensions registers into reg the workflows of cfg's plugin
 // directories (Go plugins, *.so, see phases.LoadPlugins) and then those of
 // its workflow directories (YAML/JSON files, see
-// workflows.LoadWorkflowDir). Errors are returned as is (they name the
+// declarative.LoadWorkflowDir). Errors are returned as is (they name the
 // file, and for plugins how to rebuild them) so that start-up fails
 // clearly; a failure may leave some extensions registered in reg.
 func LoadExtensions(reg *phases.Registry, cfg configs.Server) error {
@@ -19,7 +19,7 @@ func LoadExtensions(reg *phases.Registry, cfg configs.Server) error {
 		}
 	}
 	for _, dir := range cfg.WorkflowDirs {
-		if err := workflows.LoadWorkflowDir(reg, dir); err != nil {
+		if err := declarative.LoadWorkflowDir(reg, dir); err != nil {
 			return err
 		}
 	}

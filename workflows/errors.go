@@ -20,9 +20,6 @@ var (
 	ErrPaused = errors.New("run paused")
 	// ErrNotPaused is returned when resuming a run that is not paused.
 	ErrNotPaused = errors.New("run is not paused")
-	// ErrWorkflowFile is wrapped by every error of loading a declarative
-	// workflow file; the message names the file and line.
-	ErrWorkflowFile = errors.New("bad workflow file")
 	// ErrUndeclaredNext fails a run whose phase returns a Next its workflow does not declare.
 	ErrUndeclaredNext = errors.New("phase returned an undeclared next phase")
 )

@@ -1,4 +1,4 @@
-package workflows_test
+package declarative_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flockrun/flock/workflows"
+	"github.com/flockrun/flock/declarative"
 )
 
 // FuzzLoadWorkflow checks that the loader never panics (ParseWorkflow turns
@@ -27,7 +27,7 @@ func FuzzLoadWorkflow(f *testing.F) {
 	}
 	f.Add([]byte(`{"name": "j", "phases": [{"name": "a", "set": {"x": "1"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		wf, err := workflows.ParseWorkflow("fuzz.yaml", data)
+		wf, err := declarative.ParseWorkflow("fuzz.yaml", data)
 		if err == nil {
 			if err := wf.Validate(); err != nil {
 				t.Fatalf("loaded an invalid workflow: %v", err)
@@ -35,7 +35,7 @@ func FuzzLoadWorkflow(f *testing.F) {
 			_ = wf.Graph()
 			return
 		}
-		var fe *workflows.WorkflowFileError
+		var fe *declarative.WorkflowFileError
 		if !errors.As(err, &fe) {
 			t.Fatalf("error %T is not a *WorkflowFileError: %v", err, err)
 		}

@@ -1,6 +1,7 @@
-package workflows_test
+package declarative_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/declarative"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/bash"
 	"github.com/flockrun/flock/handlers/generate"
+	"github.com/flockrun/flock/handlers/task"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/phasetest"
@@ -28,12 +32,12 @@ func TestLoadExampleWorkflows(t *testing.T) {
 		t.Fatalf("examples: %v %v", files, err)
 	}
 	reg := phases.NewRegistry()
-	if err := workflows.LoadWorkflowDir(reg, examplesDir); err != nil {
+	if err := declarative.LoadWorkflowDir(reg, examplesDir); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			wf, err := workflows.LoadWorkflowFile(f)
+			wf, err := declarative.LoadWorkflowFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +75,7 @@ func runPhase(t *testing.T, wf phases.Workflow, name string, st *phasetest.State
 
 func mustParse(t *testing.T, src string) phases.Workflow {
 	t.Helper()
-	wf, err := workflows.ParseWorkflow("t.yaml", []byte(src))
+	wf, err := declarative.ParseWorkflow("t.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,12 +243,12 @@ var brokenFiles = []struct {
 func TestLoadErrors(t *testing.T) {
 	for _, tt := range brokenFiles {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := workflows.ParseWorkflow("broken.yaml", []byte(tt.src))
+			_, err := declarative.ParseWorkflow("broken.yaml", []byte(tt.src))
 			if err == nil {
 				t.Fatal("loaded")
 			}
-			var fe *workflows.WorkflowFileError
-			if !errors.As(err, &fe) || !errors.Is(err, workflows.ErrWorkflowFile) {
+			var fe *declarative.WorkflowFileError
+			if !errors.As(err, &fe) || !errors.Is(err, declarative.ErrWorkflowFile) {
 				t.Fatalf("err %T %v is not a *WorkflowFileError", err, err)
 			}
 			if fe.File != "broken.yaml" || fe.Line != tt.line {
@@ -276,7 +280,7 @@ func TestLoadJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := phases.NewRegistry()
-	if err := workflows.LoadWorkflowDir(reg, dir); err != nil {
+	if err := declarative.LoadWorkflowDir(reg, dir); err != nil {
 		t.Fatal(err)
 	}
 	wf, ok := reg.Lookup("json-flow")
@@ -300,17 +304,17 @@ func TestLoadWorkflowDirErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("ignored"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := workflows.LoadWorkflowDir(phases.NewRegistry(), dir)
+	err := declarative.LoadWorkflowDir(phases.NewRegistry(), dir)
 	if !errors.Is(err, phases.ErrDuplicate) || !strings.Contains(err.Error(), "b.yml") {
 		t.Fatalf("err = %v", err)
 	}
-	if err := workflows.LoadWorkflowDir(phases.NewRegistry(), filepath.Join(dir, "missing")); err == nil {
+	if err := declarative.LoadWorkflowDir(phases.NewRegistry(), filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("missing dir loaded")
 	}
 }
 
 func TestCheckSettings(t *testing.T) {
-	wf, err := workflows.LoadWorkflowFile(filepath.Join(examplesDir, "retry-until-green.yaml"))
+	wf, err := declarative.LoadWorkflowFile(filepath.Join(examplesDir, "retry-until-green.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,19 +336,74 @@ func TestCheckSettings(t *testing.T) {
 	}
 }
 
-// execEnv builds an executor with real bash and a simulated generate
-// handler and the example workflows registered.
-func execEnv(t *testing.T) *env {
+// execEnv builds an executor on a bbolt store in t.TempDir() with real
+// bash, a simulated generate handler and the example workflows registered.
+func execEnv(t *testing.T) *execHarness {
 	t.Helper()
 	reg := phases.NewRegistry()
-	if err := workflows.LoadWorkflowDir(reg, examplesDir); err != nil {
+	if err := declarative.LoadWorkflowDir(reg, examplesDir); err != nil {
 		t.Fatal(err)
 	}
-	bh := bash.New(bash.Options{})
-	return newEnv(t, reg, map[operations.Kind]handlers.Handler{
-		operations.KindBash:     bh,
+	dir := t.TempDir()
+	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	hs := map[operations.Kind]handlers.Handler{
+		operations.KindBash:     bash.New(bash.Options{}),
 		operations.KindGenerate: generate.New(generate.Options{Mode: "simulated"}),
+	}
+	th := task.New()
+	for _, k := range task.Kinds() {
+		hs[k] = th
+	}
+	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: hs, RunsDir: filepath.Join(dir, "runs"), Concurrency: map[string]int{"bash": 4}})
+	if err != nil {
+		t.Fatalf("new executor: %v", err)
+	}
+	if err := ex.Start(context.Background()); err != nil {
+		t.Fatalf("start executor: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := ex.Stop(ctx); err != nil {
+			t.Errorf("stop executor: %v", err)
+		}
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
 	})
+	return &execHarness{t: t, ex: ex}
+}
+
+// execHarness starts runs on an executor and waits for their end.
+type execHarness struct {
+	t  *testing.T
+	ex *workflows.Executor
+}
+
+func (e *execHarness) start(wf, settings, taskText string) state.Run {
+	e.t.Helper()
+	if settings == "" {
+		settings = "{}"
+	}
+	h, err := e.ex.StartRun(context.Background(), workflows.StartRequest{Workflow: wf, Settings: json.RawMessage(settings), Task: taskText})
+	if err != nil {
+		e.t.Fatalf("start %s: %v", wf, err)
+	}
+	return h
+}
+
+func (e *execHarness) wait(id string) state.Run {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := e.ex.Wait(ctx, id)
+	if err != nil {
+		e.t.Fatalf("wait %s: %v", id, err)
+	}
+	return h
 }
 
 func TestDeclarativeExamplesRun(t *testing.T) {
@@ -393,7 +452,7 @@ func TestDeclarativeExamplesRun(t *testing.T) {
 
 func TestWorkflowFileSettingsKeys(t *testing.T) {
 	src := "name: keys\nrequired: [b]\nsettings:\n  a: 1\nphases:\n  - name: p\n    set:\n      x: settings.c + settings[\"d\"]\n"
-	wf, err := workflows.ParseWorkflow("keys.yaml", []byte(src))
+	wf, err := declarative.ParseWorkflow("keys.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +463,7 @@ func TestWorkflowFileSettingsKeys(t *testing.T) {
 	if want := []string{`unknown settings key "cc" (did you mean "c"?)`}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("warnings = %q, want %q", got, want)
 	}
-	empty, err := workflows.ParseWorkflow("empty.yaml", []byte("name: empty\nphases:\n  - name: p\n"))
+	empty, err := declarative.ParseWorkflow("empty.yaml", []byte("name: empty\nphases:\n  - name: p\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

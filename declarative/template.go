@@ -1,4 +1,4 @@
-package workflows
+package declarative
 
 import (
 	"encoding/json"
