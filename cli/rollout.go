@@ -28,7 +28,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("rollout", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
-	var level, configPath, outputDir, metric string
+	var level, configPath, outputDir, metric, question string
 	var taskIDs stringList
 	var maxTasks, numChains, maxConc int
 	var quiet, regrade bool
@@ -45,6 +45,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&numChains, "num-chains", 0, "override num_chains")
 	fs.IntVar(&maxConc, "max-concurrency", 0, "override max_concurrency")
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar; print only the summary")
+	fs.StringVar(&question, "question", "", "run this one question instead of the benchmark (AgentFlow's quick mode) and print the answer")
 	fs.BoolVar(&regrade, "regrade", false, "re-grade the saved answers in the output directory with the current metric, judge and verifiers; run no agent")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,6 +76,13 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	set("num_chains", numChains, numChains > 0)
 	set("max_concurrency", maxConc, maxConc > 0)
 	set("regrade", true, regrade)
+	if question != "" {
+		// One question, not the benchmark: its own file names, no resume.
+		for _, k := range []string{"data_path", "task_ids", "benchmark_name"} {
+			delete(s, k)
+		}
+		s["question"], s["resume"] = question, false
+	}
 	if _, ok := s["output_dir"]; !ok {
 		s["output_dir"] = "results"
 	}
@@ -126,10 +134,37 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	printRolloutSummary(stdout, end)
+	if question != "" {
+		printAnswers(stdout, end)
+	}
 	if end.Status != state.StatusSucceeded {
 		return errRunFailed
 	}
 	return nil
+}
+
+// printAnswers prints the answers of a rollout's results file.
+func printAnswers(w io.Writer, h state.Run) {
+	var s rollout.Summary
+	if json.Unmarshal(h.Result, &s) != nil || s.Results == "" {
+		return
+	}
+	b, err := os.ReadFile(s.Results)
+	if err != nil {
+		fmt.Fprintf(w, "answer: (results unreadable: %v)\n", err)
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var r rollout.Row
+		if json.Unmarshal([]byte(line), &r) != nil || r.TaskID == "" {
+			continue
+		}
+		if !r.Success {
+			fmt.Fprintf(w, "answer: (agent %s: %s)\n", r.EndReason, r.Error)
+			continue
+		}
+		fmt.Fprintf(w, "answer: %s\n", r.PredictedAnswer)
+	}
 }
 
 // resolvePaths makes output_dir absolute against base (the config file's

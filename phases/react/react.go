@@ -3,6 +3,8 @@ package react
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -87,8 +89,52 @@ func open(in phases.Input, s Settings, system string) (phases.Output, error) {
 	for _, m := range msgs {
 		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
 	}
+	out.Ops = kwargsOps(s)
 	return generate(out, s, loop{}, toWire(msgs), "")
 }
+
+// purposeKwargs marks the ops that hand the task's kwargs to the tools.
+const purposeKwargs = "task_kwargs"
+
+// kwargsOps returns the ops that give the offered bash and python tools
+// the task's kwargs; they run beside the first generate.
+func kwargsOps(s Settings) []operations.Request {
+	if len(s.TaskKwargs) == 0 {
+		return nil
+	}
+	all, _ := json.Marshal(s.TaskKwargs)
+	var ops []operations.Request
+	tools := s.ToolNames()
+	if contains(tools, agent.ToolBash) {
+		keys := make([]string, 0, len(s.TaskKwargs))
+		for k := range s.TaskKwargs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		cmd := "export FLOCK_TASK_KWARGS=" + shellQuote(string(all))
+		for _, k := range keys {
+			if !shellName.MatchString(k) {
+				continue
+			}
+			v := string(s.TaskKwargs[k])
+			var str string
+			if json.Unmarshal(s.TaskKwargs[k], &str) == nil {
+				v = str
+			}
+			cmd += " " + k + "=" + shellQuote(v)
+		}
+		ops = append(ops, operations.NewBash(cmd, 0).WithMeta("purpose", purposeKwargs))
+	}
+	if contains(tools, agent.ToolPython) {
+		lit, _ := json.Marshal(string(all))
+		ops = append(ops, operations.NewPython("import json as _flock_json\ntask_kwargs = _flock_json.loads("+string(lit)+")\ndel _flock_json", 0).WithMeta("purpose", purposeKwargs))
+	}
+	return ops
+}
+
+var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // generate asks for the next reply with ctx as the prompt.
 func generate(out phases.Output, s Settings, l loop, ctx []operations.Message, toolChoice string) (phases.Output, error) {
@@ -122,6 +168,19 @@ func lastTurn(ctx []operations.Message) int {
 	return 0
 }
 
+// kwargsError says why a task_kwargs op failed, or "".
+func kwargsError(r operations.Result) string {
+	switch {
+	case r.Error != "":
+		return r.Error
+	case r.Bash != nil && r.Bash.ExitCode != 0:
+		return agent.Line(r.Bash.Stderr, 200)
+	case r.Python != nil && r.Python.Error != "":
+		return agent.Line(r.Python.Error, 200)
+	}
+	return ""
+}
+
 // Act records the model's reply and runs its tool calls, all of them, in
 // parallel; a reply without tool calls is the final answer.
 func Act(in phases.Input) (phases.Output, error) {
@@ -133,10 +192,20 @@ func Act(in phases.Input) (phases.Output, error) {
 	if err != nil {
 		return phases.Output{}, err
 	}
-	if len(in.Results) != 1 || in.Results[0].Kind != operations.KindGenerate {
-		return phases.Output{}, fmt.Errorf("%w: act wants one generate result, got %d results", ErrState, len(in.Results))
+	var results []operations.Result
+	for _, r := range in.Results {
+		if r.Meta["purpose"] != purposeKwargs {
+			results = append(results, r)
+			continue
+		}
+		if msg := kwargsError(r); msg != "" {
+			return fail(in, s, l, nil, "task_kwargs: "+msg)
+		}
 	}
-	r := in.Results[0]
+	if len(results) != 1 || results[0].Kind != operations.KindGenerate {
+		return phases.Output{}, fmt.Errorf("%w: act wants one generate result, got %d results", ErrState, len(results))
+	}
+	r := results[0]
 	if r.Error != "" || r.Generate == nil || len(r.Generate.Outputs) == 0 {
 		msg := r.Error
 		if msg == "" {

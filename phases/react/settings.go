@@ -54,6 +54,13 @@ type Settings struct {
 	// Default bash, python, submit. An empty list offers no tools: the
 	// first reply is the final answer.
 	Tools *[]string `json:"tools,omitempty"`
+	// TaskKwargs are a benchmark task's kwargs (the rollout sets them):
+	// before the first call, bash exports each key that is a shell name as
+	// a variable (strings as they are, other values as JSON) and
+	// FLOCK_TASK_KWARGS as the whole object, and python defines the dict
+	// task_kwargs, so the agent's tools see them (AgentFlow passes them to
+	// every tool call).
+	TaskKwargs map[string]json.RawMessage `json:"task_kwargs,omitempty"`
 	// MaxTurns bounds the model calls (default 30).
 	MaxTurns int `json:"max_turns,omitempty"`
 	// ToolChoice is passed to the endpoint ("", auto, none, required).

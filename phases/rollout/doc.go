@@ -65,7 +65,19 @@
 // the config's directory, the files it names and its output directory.
 // The agent's settings inherit "models" unless they declare their own; for
 // react with episodes on, trajectory_file defaults to "trajectory.json".
-// A task's kwargs reach the agent as settings key task_kwargs.
+// A task's kwargs reach the agent as settings key task_kwargs; react hands
+// them to its tools (bash variables and FLOCK_TASK_KWARGS, python's dict
+// task_kwargs), as AgentFlow passes them to every tool call.
+//
+// AgentFlow's rollout config keys are accepted as they are (AgentFlowKeys):
+// max_workers is max_concurrency, number_of_tasks max_tasks, model_name
+// with base_url and api_key ("${VAR}" only) a model entry and the agent's
+// model, max_turns, available_tools, system_prompt(_file) the react
+// agent's, evaluate_results false and trajectory_only none as metric,
+// save_trajectories episodes, evaluator_* the judge; parallel,
+// save_results, save_summary and the sandbox keys are accepted and have
+// nothing to do. A flock key beside its AgentFlow alias must agree.
+// question (flock rollout --question) replaces data_path with one task.
 //
 // # Benchmark
 //

@@ -156,7 +156,9 @@ func Init(in phases.Input) (phases.Output, error) {
 	ts := in.Run.Now.UTC().Format("20060102_150405")
 	st := runState{Timestamp: ts, StartedAt: in.Run.Now, Files: s.files(in.Run.WorkDir, ts)}
 	var out phases.Output
-	out.Ops = []operations.Request{operations.NewReadFile(abs(in.Run.WorkDir, s.DataPath))}
+	if s.Question == "" {
+		out.Ops = []operations.Request{operations.NewReadFile(abs(in.Run.WorkDir, s.DataPath))}
+	}
 	if *s.Resume {
 		out.Ops = append(out.Ops, operations.NewReadFile(st.Files.Manifest))
 	}
@@ -175,18 +177,29 @@ func Load(in phases.Input) (phases.Output, error) {
 		return phases.Output{}, err
 	}
 	var out phases.Output
-	if len(in.Results) < 1 {
-		return out, fmt.Errorf("%w: load without the benchmark read", ErrState)
+	rest := in.Results
+	var content []byte
+	if s.Question != "" {
+		content, err = json.Marshal(map[string]string{"id": "question", "question": s.Question})
+		if err != nil {
+			return out, err
+		}
+	} else {
+		if len(rest) < 1 {
+			return out, fmt.Errorf("%w: load without the benchmark read", ErrState)
+		}
+		data := rest[0]
+		rest = rest[1:]
+		switch {
+		case data.Error != "":
+			return failed(out, "data_path: "+data.Error)
+		case data.ReadFile == nil || !data.ReadFile.Exists:
+			return failed(out, fmt.Sprintf("data_path: %s does not exist", abs(in.Run.WorkDir, s.DataPath)))
+		}
+		content = []byte(data.ReadFile.Content)
 	}
-	data := in.Results[0]
-	switch {
-	case data.Error != "":
-		return failed(out, "data_path: "+data.Error)
-	case data.ReadFile == nil || !data.ReadFile.Exists:
-		return failed(out, fmt.Sprintf("data_path: %s does not exist", abs(in.Run.WorkDir, s.DataPath)))
-	}
-	st.BenchmarkSHA256 = sha256Hex([]byte(data.ReadFile.Content))
-	all, err := ParseBenchmark([]byte(data.ReadFile.Content))
+	st.BenchmarkSHA256 = sha256Hex(content)
+	all, err := ParseBenchmark(content)
 	if err != nil {
 		return failed(out, "data_path: "+err.Error())
 	}
@@ -198,8 +211,8 @@ func Load(in phases.Input) (phases.Output, error) {
 		out.Append = append(out.Append, phases.MustEntry(EntryTask, t))
 	}
 	st.Tasks, st.Samples = len(tasks), len(tasks)*s.NumChains
-	if len(in.Results) > 1 && *s.Resume {
-		if m := in.Results[1]; m.Error == "" && m.ReadFile != nil && m.ReadFile.Exists {
+	if len(rest) > 0 && *s.Resume {
+		if m := rest[0]; m.Error == "" && m.ReadFile != nil && m.ReadFile.Exists {
 			var man Manifest
 			if err := json.Unmarshal([]byte(m.ReadFile.Content), &man); err != nil || man.Timestamp == "" {
 				return failed(out, fmt.Sprintf("%s: not a rollout manifest (delete it or set resume false)", st.Files.Manifest))

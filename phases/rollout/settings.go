@@ -31,6 +31,10 @@ type Settings struct {
 	// A relative path is resolved against the run's work directory (the
 	// CLI resolves it against the config file first).
 	DataPath string `json:"data_path"`
+	// Question, when set, is the whole benchmark: one task with this
+	// question and no reference, data_path unused (AgentFlow's quick
+	// single-question mode; flock rollout --question).
+	Question string `json:"question,omitempty"`
 	// BenchmarkName names the output files (default: DataPath's base name
 	// without extension).
 	BenchmarkName string `json:"benchmark_name,omitempty"`
@@ -92,6 +96,9 @@ type Settings struct {
 	// inherit them unless they declare their own "models", which then win
 	// whole (the two tables are not merged).
 	Models json.RawMessage `json:"models,omitempty"`
+	// AgentFlowKeys are AgentFlow's rollout config keys, mapped onto the
+	// ones above.
+	AgentFlowKeys
 }
 
 // AgentSpec names the agent workflow of each sample.
@@ -127,8 +134,11 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	bad := func(field, format string, args ...any) (Settings, error) {
 		return s, fmt.Errorf("%w: %s: %s", ErrSettings, field, fmt.Sprintf(format, args...))
 	}
-	if strings.TrimSpace(s.DataPath) == "" {
-		return bad("data_path", "required")
+	if err := s.applyAgentFlow(); err != nil {
+		return s, err
+	}
+	if strings.TrimSpace(s.DataPath) == "" && strings.TrimSpace(s.Question) == "" {
+		return bad("data_path", "required (or question)")
 	}
 	if s.Agent.Workflow == "" {
 		s.Agent.Workflow = DefaultAgentWorkflow
@@ -212,6 +222,9 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	if s.RetryFailed == nil {
 		t := true
 		s.RetryFailed = &t
+	}
+	if s.BenchmarkName == "" && s.Question != "" {
+		s.BenchmarkName = "question"
 	}
 	if s.BenchmarkName == "" {
 		base := filepath.Base(s.DataPath)
