@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/plugin"
 )
 
 // graph is the part of GET /workflows the tests look at.
@@ -48,7 +49,7 @@ func requirePlugins(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "1" {
 		t.Skip("Go plugins need cgo (CGO_ENABLED=1 and a C compiler); skipping")
 	}
-	if !phases.PluginsSupported {
+	if !plugin.Supported {
 		t.Skip("this test binary was built without plugin support")
 	}
 }

@@ -15,5 +15,7 @@
 // dependence on map iteration order. The executor may call a phase again with
 // the same input after a crash, and golden tests compare outputs byte for
 // byte. Phase packages import only phases, operations and the standard
-// library.
+// library. This package itself imports no cgo and no plugin machinery:
+// Go plugins implement the contract declared here (APIVersion and
+// func Register(*Registry) error) and package phases/plugin loads them.
 package phases

@@ -1,4 +1,4 @@
-package phases
+package plugin
 
 import (
 	"fmt"
@@ -8,17 +8,19 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+
+	"github.com/flockrun/flock/phases"
 )
 
-// PluginError is a plugin load failure: the file, the cause and a hint on
+// Error is a plugin load failure: the file, the cause and a hint on
 // how to fix it.
-type PluginError struct {
+type Error struct {
 	File string
 	Err  error
 	Hint string
 }
 
-func (e *PluginError) Error() string {
+func (e *Error) Error() string {
 	msg := fmt.Sprintf("load plugin %s: %v", e.File, e.Err)
 	if e.Hint != "" {
 		msg += "\n  hint: " + e.Hint
@@ -26,12 +28,12 @@ func (e *PluginError) Error() string {
 	return msg
 }
 
-func (e *PluginError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// LoadPlugins loads every *.so file of dir, in sorted order, into r with
-// LoadPlugin. It stops at the first failure. A directory without plugins
+// LoadDir loads every *.so file of dir, in sorted order, into r with
+// Load. It stops at the first failure. A directory without plugins
 // is not an error; a missing directory is.
-func LoadPlugins(r *Registry, dir string) error {
+func LoadDir(r *phases.Registry, dir string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("plugin directory: %w", err)
 	}
@@ -41,7 +43,7 @@ func LoadPlugins(r *Registry, dir string) error {
 	}
 	sort.Strings(files)
 	for _, f := range files {
-		if err := LoadPlugin(r, f); err != nil {
+		if err := Load(r, f); err != nil {
 			return err
 		}
 	}
@@ -52,39 +54,39 @@ func LoadPlugins(r *Registry, dir string) error {
 // moves what it registered into r with Source "plugin:<path>". Workflows
 // the plugin's init functions added to Default while it was opened
 // (compiled-in style packages linked into the plugin) are adopted too.
-func registerPlugin(r *Registry, path string, register func(*Registry) error, fromInit []*Workflow) (err error) {
-	staging := NewRegistry()
+func registerPlugin(r *phases.Registry, path string, register func(*phases.Registry) error, fromInit []*phases.Workflow) (err error) {
+	staging := phases.NewRegistry()
 	for _, w := range fromInit {
 		if err := staging.Register(*w); err != nil {
-			return &PluginError{File: path, Err: fmt.Errorf("%w: %w", ErrPluginRegister, err)}
+			return &Error{File: path, Err: fmt.Errorf("%w: %w", ErrRegister, err)}
 		}
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = &PluginError{File: path, Err: fmt.Errorf("%w: Register panicked: %v\n%s", ErrPluginRegister, p, debug.Stack())}
+			err = &Error{File: path, Err: fmt.Errorf("%w: Register panicked: %v\n%s", ErrRegister, p, debug.Stack())}
 		}
 	}()
 	if err := register(staging); err != nil {
-		return &PluginError{File: path, Err: fmt.Errorf("%w: %w", ErrPluginRegister, err)}
+		return &Error{File: path, Err: fmt.Errorf("%w: %w", ErrRegister, err)}
 	}
 	list := staging.List()
 	if len(list) == 0 {
-		return &PluginError{File: path, Err: fmt.Errorf("%w: it registered no workflow", ErrPluginRegister)}
+		return &Error{File: path, Err: fmt.Errorf("%w: it registered no workflow", ErrRegister)}
 	}
 	for _, w := range list {
 		c := *w
 		c.Source = "plugin:" + path
 		if err := r.Register(c); err != nil {
-			return &PluginError{File: path, Err: fmt.Errorf("%w: %w", ErrPluginRegister, err)}
+			return &Error{File: path, Err: fmt.Errorf("%w: %w", ErrRegister, err)}
 		}
 	}
 	return nil
 }
 
 // newSince returns the workflows of Default whose names are not in before.
-func newSince(before map[string]bool) []*Workflow {
-	var out []*Workflow
-	for _, w := range Default.List() {
+func newSince(before map[string]bool) []*phases.Workflow {
+	var out []*phases.Workflow
+	for _, w := range phases.Default.List() {
 		if !before[w.Name] {
 			out = append(out, w)
 		}
@@ -94,7 +96,7 @@ func newSince(before map[string]bool) []*Workflow {
 
 func defaultNames() map[string]bool {
 	m := make(map[string]bool)
-	for _, w := range Default.List() {
+	for _, w := range phases.Default.List() {
 		m[w.Name] = true
 	}
 	return m

@@ -1,17 +1,19 @@
 //go:build cgo && (linux || darwin)
 
-package phases
+package plugin
 
 import (
 	"fmt"
-	"plugin"
+	goplugin "plugin"
 	"runtime/debug"
+
+	"github.com/flockrun/flock/phases"
 )
 
-// PluginsSupported reports whether this build can load Go plugins.
-const PluginsSupported = true
+// Supported reports whether this build can load Go plugins.
+const Supported = true
 
-// LoadPlugin opens the Go plugin at path and lets it register its
+// Load opens the Go plugin at path and lets it register its
 // workflows into r. The plugin's main package must export
 //
 //	var APIVersion = phases.APIVersion // a string variable
@@ -22,7 +24,7 @@ const PluginsSupported = true
 // "plugin:<path>". A plugin cannot be unloaded: once opened it stays in the
 // process, even when a later check fails; a panic or crash in plugin code
 // is a panic or crash of the whole server.
-func LoadPlugin(r *Registry, path string) error {
+func Load(r *phases.Registry, path string) error {
 	before := defaultNames()
 	p, err := openPlugin(path)
 	if err != nil {
@@ -31,43 +33,43 @@ func LoadPlugin(r *Registry, path string) error {
 	const versionHint = "declare `var APIVersion = phases.APIVersion` in the plugin's main package"
 	sym, err := p.Lookup("APIVersion")
 	if err != nil {
-		return &PluginError{File: path, Err: fmt.Errorf("%w: no exported APIVersion variable", ErrPluginSymbol), Hint: versionHint}
+		return &Error{File: path, Err: fmt.Errorf("%w: no exported APIVersion variable", ErrSymbol), Hint: versionHint}
 	}
 	var version string
 	switch v := sym.(type) {
 	case *string:
 		version = *v
 	default:
-		return &PluginError{File: path, Err: fmt.Errorf("%w: APIVersion is a %T, want a string variable", ErrPluginSymbol, sym), Hint: versionHint}
+		return &Error{File: path, Err: fmt.Errorf("%w: APIVersion is a %T, want a string variable", ErrSymbol, sym), Hint: versionHint}
 	}
-	if version != APIVersion {
-		return &PluginError{File: path,
-			Err:  fmt.Errorf("%w: the plugin was built against %q, this flock provides %q", ErrPluginVersion, version, APIVersion),
+	if version != phases.APIVersion {
+		return &Error{File: path,
+			Err:  fmt.Errorf("%w: the plugin was built against %q, this flock provides %q", ErrVersion, version, phases.APIVersion),
 			Hint: rebuildHint(path)}
 	}
 	const registerHint = "declare `func Register(r *phases.Registry) error` in the plugin's main package"
 	sym, err = p.Lookup("Register")
 	if err != nil {
-		return &PluginError{File: path, Err: fmt.Errorf("%w: no exported Register function", ErrPluginSymbol), Hint: registerHint}
+		return &Error{File: path, Err: fmt.Errorf("%w: no exported Register function", ErrSymbol), Hint: registerHint}
 	}
-	register, ok := sym.(func(*Registry) error)
+	register, ok := sym.(func(*phases.Registry) error)
 	if !ok {
-		return &PluginError{File: path, Err: fmt.Errorf("%w: Register is a %T, want func(*phases.Registry) error", ErrPluginSymbol, sym), Hint: registerHint}
+		return &Error{File: path, Err: fmt.Errorf("%w: Register is a %T, want func(*phases.Registry) error", ErrSymbol, sym), Hint: registerHint}
 	}
 	return registerPlugin(r, path, register, newSince(before))
 }
 
 // openPlugin calls plugin.Open, turning a panic of the plugin's init
 // functions into an error.
-func openPlugin(path string) (p *plugin.Plugin, err error) {
+func openPlugin(path string) (p *goplugin.Plugin, err error) {
 	defer func() {
 		if x := recover(); x != nil {
-			err = &PluginError{File: path, Err: fmt.Errorf("%w: an init function panicked: %v\n%s", ErrPluginOpen, x, debug.Stack())}
+			err = &Error{File: path, Err: fmt.Errorf("%w: an init function panicked: %v\n%s", ErrOpen, x, debug.Stack())}
 		}
 	}()
-	p, err = plugin.Open(path)
+	p, err = goplugin.Open(path)
 	if err != nil {
-		return nil, &PluginError{File: path, Err: fmt.Errorf("%w: %w", ErrPluginOpen, err), Hint: rebuildHint(path)}
+		return nil, &Error{File: path, Err: fmt.Errorf("%w: %w", ErrOpen, err), Hint: rebuildHint(path)}
 	}
 	return p, nil
 }
