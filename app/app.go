@@ -15,10 +15,10 @@ import (
 	"github.com/flockrun/flock/handlers/bash"
 	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
-	"github.com/flockrun/flock/handlers/isolate"
 	"github.com/flockrun/flock/handlers/python"
 	"github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/handlers/task"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -97,8 +97,8 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		Concurrency: cfg.Concurrency,
 		Logger:      log,
 		CheckRun: func(wf *phases.Workflow, rs *configs.RunSettings, raw json.RawMessage) error {
-			if rs.Sandbox.Kind == isolate.KindBwrap {
-				if err := isolate.Available(); err != nil {
+			if rs.Sandbox.Kind == isolation.KindBwrap {
+				if err := isolation.Available(); err != nil {
 					return fmt.Errorf("sandbox.kind: %w", err)
 				}
 			}

@@ -3,7 +3,7 @@ package bash
 import (
 	"context"
 	"fmt"
-	"github.com/flockrun/flock/handlers/isolate"
+	"github.com/flockrun/flock/isolation"
 	"os"
 	"sync"
 	"time"
@@ -174,7 +174,7 @@ func (h *Handler) spawnArgs(sb configs.Sandbox, workDir, cmdDir string) (argv, e
 	if h.opts.Wrap != nil {
 		return h.opts.Wrap(argv, workDir), h.shellEnv(), nil
 	}
-	argv, err = isolate.WrapReadOnly(sb, workDir, h.opts.Hidden, []string{cmdDir}, argv)
+	argv, err = isolation.WrapReadOnly(sb, workDir, h.opts.Hidden, []string{cmdDir}, argv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flockrun/flock/handlers/isolate"
+	"github.com/flockrun/flock/isolation"
 )
 
 // TestBwrapSandbox runs commands of a run whose settings ask for bwrap:
@@ -16,7 +16,7 @@ import (
 // directory (Options.Hidden) is invisible, the rest of the system is
 // read-only and the network is off.
 func TestBwrapSandbox(t *testing.T) {
-	if err := isolate.Available(); err != nil {
+	if err := isolation.Available(); err != nil {
 		t.Skipf("bwrap unavailable: %v", err)
 	}
 	data, err := filepath.EvalSymlinks(t.TempDir())

@@ -72,8 +72,8 @@
 // # Sandbox
 //
 // Options.Wrap, when set, rewrites the command line. Otherwise the run's
-// settings.sandbox selects isolate.Wrap, with Options.Hidden as the paths to
-// hide; see package isolate for what bwrap does and does not protect.
+// settings.sandbox selects isolation.Wrap, with Options.Hidden as the paths to
+// hide; see package isolation for what bwrap does and does not protect.
 //
 // # Caveats
 //

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
-	"github.com/flockrun/flock/handlers/isolate"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -41,7 +41,7 @@ type Options struct {
 	// Default 30 s.
 	StartTimeout time.Duration
 	// Wrap, when set, rewrites the interpreter's command line, e.g. to run
-	// it in a sandbox; it replaces the settings-driven isolate.Wrap. It
+	// it in a sandbox; it replaces the settings-driven isolation.Wrap. It
 	// must keep file descriptors 0-4 and the environment. Whatever it
 	// starts is killed with the interpreter (see the package doc).
 	Wrap func(argv []string, workDir string) []string
@@ -325,7 +325,7 @@ func (h *Handler) start(ctx context.Context, env handlers.Env) (*interp, error) 
 	argv := []string{py, "-c", driverSource}
 	if h.opts.Wrap != nil {
 		argv = h.opts.Wrap(argv, workDir)
-	} else if argv, err = isolate.Wrap(sandbox, workDir, h.opts.Hidden, argv); err != nil {
+	} else if argv, err = isolation.Wrap(sandbox, workDir, h.opts.Hidden, argv); err != nil {
 		return nil, err
 	}
 	if len(argv) == 0 {

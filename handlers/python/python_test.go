@@ -14,7 +14,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
-	"github.com/flockrun/flock/handlers/isolate"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -570,7 +570,7 @@ func TestWrapOption(t *testing.T) {
 }
 
 func TestBwrap(t *testing.T) {
-	if err := isolate.Available(); err != nil {
+	if err := isolation.Available(); err != nil {
 		t.Skip("bwrap sandbox unavailable on this host: ", err)
 	}
 	data := t.TempDir()

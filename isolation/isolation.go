@@ -1,4 +1,4 @@
-package isolate
+package isolation
 
 import (
 	"bytes"

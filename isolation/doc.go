@@ -1,4 +1,4 @@
-// Package isolate builds the command lines that run bash and python
+// Package isolation builds the command lines that run bash and python
 // operations in a sandbox, as selected by a run's settings.sandbox.
 //
 // # Kinds
@@ -58,4 +58,4 @@
 // bwrap must be able to create namespaces: it fails inside most unprivileged
 // containers and where unprivileged user namespaces are disabled; Available
 // reports that case with bwrap's own message.
-package isolate
+package isolation
