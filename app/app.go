@@ -97,9 +97,9 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		Concurrency: cfg.Concurrency,
 		Logger:      log,
 		CheckRun: func(wf *phases.Workflow, rs *configs.RunSettings, raw json.RawMessage) error {
-			if rs.Sandbox.Kind == isolation.KindBwrap {
+			if rs.Isolation.Kind == isolation.KindBwrap {
 				if err := isolation.Available(); err != nil {
-					return fmt.Errorf("sandbox.kind: %w", err)
+					return fmt.Errorf("isolation.kind: %w", err)
 				}
 			}
 			return gen.CheckSettings(rs, ModelsOf(raw))

@@ -19,7 +19,12 @@ func TestParseRunSettings(t *testing.T) {
 		{name: "negative limit", doc: `{"limits":{"actions":-1}}`, err: "limits.actions: must be >= 0"},
 		{name: "wrong type", doc: `{"limits":{"tokens":"lots"}}`, err: "limits.tokens: expected int"},
 		{name: "malformed", doc: `{"limits":`, err: "malformed JSON"},
-		{name: "sandbox kind", doc: `{"sandbox":{"kind":"docker"}}`, err: `sandbox.kind: "docker" is not one of none, bwrap`},
+		{name: "isolation kind", doc: `{"isolation":{"kind":"docker"}}`, err: `isolation.kind: "docker" is not one of none, bwrap`},
+		{name: "deprecated sandbox kind", doc: `{"sandbox":{"kind":"docker"}}`, err: `sandbox.kind: "docker" is not one of none, bwrap`},
+		{name: "isolation and sandbox", doc: `{"isolation":{"kind":"bwrap"},"sandbox":{"kind":"bwrap"}}`,
+			err: `sandbox: both "isolation" and its deprecated name "sandbox" are set; keep only "isolation"`},
+		{name: "isolation null and sandbox", doc: `{"isolation":null,"sandbox":{"kind":"none"}}`,
+			err: `sandbox: both "isolation" and its deprecated name "sandbox" are set`},
 		{name: "provider", doc: `{"models":{"m":{"provider":"magic"}}}`, err: "models.m.provider"},
 		{name: "script required", doc: `{"models":{"m":{"provider":"scripted"}}}`, err: "models.m.script: required"},
 		{name: "key in place of env name", doc: `{"models":{"m":{"api_key_env":"sk-abc"}}}`, err: "must name an environment variable"},
@@ -35,7 +40,7 @@ func TestParseRunSettings(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.Bash.TimeoutS != DefaultBashTimeoutS || s.Sandbox.Kind != "none" {
+				if s.Bash.TimeoutS != DefaultBashTimeoutS || s.Isolation.Kind != "none" {
 					t.Fatalf("defaults not applied: %+v", s)
 				}
 				for name, m := range s.Models {
@@ -50,6 +55,32 @@ func TestParseRunSettings(t *testing.T) {
 			}
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err = %v, want ErrInvalid containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestSandboxAlias checks that the deprecated "sandbox" key still selects
+// the isolation: ParseRunSettings moves it into Isolation, so handlers read
+// one field.
+func TestSandboxAlias(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      Isolation
+	}{
+		{name: "isolation", doc: `{"isolation":{"kind":"bwrap","network":true}}`, want: Isolation{Kind: "bwrap", Network: true}},
+		{name: "sandbox", doc: `{"sandbox":{"kind":"bwrap","network":true}}`, want: Isolation{Kind: "bwrap", Network: true}},
+		{name: "sandbox without kind", doc: `{"sandbox":{"network":true}}`, want: Isolation{Kind: "none", Network: true}},
+		{name: "neither", doc: `{}`, want: Isolation{Kind: "none"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseRunSettings([]byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Isolation != tt.want || s.Sandbox != nil {
+				t.Fatalf("Isolation = %+v, Sandbox = %v; want %+v and nil", s.Isolation, s.Sandbox, tt.want)
 			}
 		})
 	}

@@ -4,7 +4,7 @@
 // field by its JSON path.
 //
 // A run's settings document is JSON (or YAML, converted at load). The keys
-// read here (limits, models, sandbox, python, bash, scoring) are shared by
+// read here (limits, models, isolation, python, bash, scoring) are shared by
 // all workflows; each workflow also reads its own keys from the same
 // document. Unknown keys are kept and passed to the workflow untouched;
 // SettingsWarnings names the keys no one reads (typos, with the closest

@@ -23,6 +23,12 @@ var FlockKeys = []string{
 // lists such keys when a document sets them.
 const TagFlockUnused = "flock-unused"
 
+// tagRenamed prefixes the struct tag that marks a settings field as the
+// deprecated name of another key: `settings:"renamed:isolation"`.
+// SettingsWarnings tells a document that sets it to use the new name, and
+// suggests the new name for typos near the old one.
+const tagRenamed = "renamed:"
+
 // SettingsWarnings reports the keys of a run's settings document that no
 // one reads: unknown keys (with the closest known key when one is near, so
 // typos such as "limts" point at "limits"), nested ones included, and Flock
@@ -92,6 +98,7 @@ type keyNode struct {
 	fields      map[string]*keyNode // kindStruct
 	elem        *keyNode            // kindMap, kindSlice
 	flockUnused bool                // a Flock key flock ignores
+	renamedTo   string              // the key that replaces this deprecated one
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
@@ -145,6 +152,7 @@ func keysOfSeen(t reflect.Type, seen map[reflect.Type]bool) *keyNode {
 		}
 		c := keysOfSeen(f.Type, seen)
 		c.flockUnused = f.Tag.Get("settings") == TagFlockUnused
+		c.renamedTo, _ = strings.CutPrefix(f.Tag.Get("settings"), tagRenamed)
 		n.fields[name] = merge(n.fields[name], c)
 	}
 	return n
@@ -167,6 +175,9 @@ func merge(a, b *keyNode) *keyNode {
 		return &keyNode{kind: kindOpen}
 	}
 	n := &keyNode{kind: a.kind, elem: merge(a.elem, b.elem), flockUnused: a.flockUnused && b.flockUnused}
+	if a.renamedTo == b.renamedTo {
+		n.renamedTo = a.renamedTo
+	}
 	if a.kind == kindStruct {
 		n.fields = make(map[string]*keyNode, len(a.fields)+len(b.fields))
 		for k, v := range a.fields {
@@ -194,6 +205,9 @@ func (c *checker) check(v json.RawMessage, n *keyNode, path string) {
 	if n.flockUnused {
 		c.warn("settings key %q is a Flock setting that flock does not use", path)
 		return
+	}
+	if n.renamedTo != "" {
+		c.warn("settings key %q is deprecated: use %q (same value)", path, path[:strings.LastIndex(path, ".")+1]+n.renamedTo)
 	}
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
@@ -244,7 +258,8 @@ func (c *checker) unknown(key, path string, parent *keyNode) {
 
 // closest returns the known key nearest to key, or "" when none is near
 // enough to be a likely typo: within a third of the key's length (at least
-// 2 edits), or one of them a prefix of the other.
+// 2 edits), or one of them a prefix of the other. A deprecated key that is
+// nearest is answered with the key that replaces it.
 func closest(key string, known map[string]*keyNode) string {
 	best, bestD := "", 0
 	for _, k := range sortedKeys(known) {
@@ -259,15 +274,16 @@ func closest(key string, known map[string]*keyNode) string {
 	if best == "" {
 		return ""
 	}
-	limit := max(2, len(key)/3)
-	if bestD <= limit {
-		return best
-	}
+	near := bestD <= max(2, len(key)/3)
 	lk, lb := strings.ToLower(key), strings.ToLower(best)
-	if len(key) >= 3 && (strings.HasPrefix(lb, lk) || strings.HasPrefix(lk, lb)) {
-		return best
+	near = near || len(key) >= 3 && (strings.HasPrefix(lb, lk) || strings.HasPrefix(lk, lb))
+	switch {
+	case !near:
+		return ""
+	case known[best].renamedTo != "":
+		return known[best].renamedTo
 	}
-	return ""
+	return best
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

@@ -49,7 +49,7 @@ func TestSettingsWarnings(t *testing.T) {
 		{name: "not an object", doc: `[1]`, declared: testSettings{}},
 		{name: "all known", declared: testSettings{},
 			doc: `{"limits":{"tokens":1},"models":{"m":{"base_url":"x","timeout_s":3}},"python":{"timeout_s":1},` +
-				`"bash":{"output_limit":2},"sandbox":{"kind":"none"},"scoring":{"command":"x","Pass":true},` +
+				`"bash":{"output_limit":2},"isolation":{"kind":"none"},"scoring":{"command":"x","Pass":true},` +
 				`"actors":[{"model":"a","Temp":1}],"timeout":3,"agent":{"anything":{"goes":1}},"extra":{"x":1},` +
 				`"lanes":{"a":{"depth":1}},"promoted":true,"nested":{"depth":2},"workflow_type":"w","by_name":{"k":[{"depth":1}]}}`},
 		{name: "top-level typo", doc: `{"limts":{"tokens":1}}`, declared: testSettings{},
@@ -92,6 +92,17 @@ func TestSettingsWarnings(t *testing.T) {
 		{name: "nothing declared: top level unchecked", doc: `{"whatever":1,"advisors":[]}`, declared: nil},
 		{name: "nothing declared: common sections checked", doc: `{"whatever":1,"limits":{"tokns":1}}`, declared: nil,
 			want: []string{`unknown settings key "limits.tokns" (did you mean "limits.tokens"?)`}},
+		{name: "deprecated sandbox", doc: `{"sandbox":{"kind":"bwrap","network":true}}`, declared: testSettings{},
+			want: []string{`settings key "sandbox" is deprecated: use "isolation" (same value)`}},
+		{name: "deprecated sandbox, nothing declared", doc: `{"sandbox":{"kind":"bwrap"}}`, declared: nil,
+			want: []string{`settings key "sandbox" is deprecated: use "isolation" (same value)`}},
+		{name: "typo inside deprecated sandbox", doc: `{"sandbox":{"knd":"bwrap"}}`, declared: testSettings{},
+			want: []string{
+				`settings key "sandbox" is deprecated: use "isolation" (same value)`,
+				`unknown settings key "sandbox.knd" (did you mean "sandbox.kind"?)`,
+			}},
+		{name: "typo of sandbox points at isolation", doc: `{"sandbx":{"kind":"bwrap"}}`, declared: testSettings{},
+			want: []string{`unknown settings key "sandbx" (did you mean "isolation"?)`}},
 		{name: "wrong shapes are left to the decoder", doc: `{"limits":3,"actors":{"x":1},"models":[1]}`, declared: testSettings{}},
 	}
 	for _, tt := range tests {

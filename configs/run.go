@@ -25,11 +25,18 @@ type RunSettings struct {
 	// Models declares model endpoints by name. A generate whose model is
 	// not declared uses OPENAI_BASE_URL / OPENAI_API_KEY, or the simulated
 	// provider when the name is "simulated".
-	Models  map[string]Model `json:"models,omitempty"`
-	Sandbox Sandbox          `json:"sandbox,omitempty"`
-	Python  Python           `json:"python,omitempty"`
-	Bash    Bash             `json:"bash,omitempty"`
-	Scoring Scoring          `json:"scoring,omitempty"`
+	Models map[string]Model `json:"models,omitempty"`
+	// Isolation selects how bash and python are isolated from the host.
+	Isolation Isolation `json:"isolation,omitempty"`
+	// Sandbox is the deprecated name of Isolation, kept so that old
+	// settings documents still work: ParseRunSettings moves it into
+	// Isolation (it is nil afterwards) and refuses a document that sets
+	// both; SettingsWarnings tells the run to use "isolation". The word
+	// belongs to the AgentFlow-compatible sandbox service.
+	Sandbox *Isolation `json:"sandbox,omitempty" settings:"renamed:isolation"`
+	Python  Python     `json:"python,omitempty"`
+	Bash    Bash       `json:"bash,omitempty"`
+	Scoring Scoring    `json:"scoring,omitempty"`
 }
 
 // Model is one model endpoint.
@@ -71,8 +78,9 @@ type Model struct {
 	Script string `json:"script,omitempty"`
 }
 
-// Sandbox selects how bash and python are isolated.
-type Sandbox struct {
+// Isolation selects how bash and python are isolated from the host (see
+// package isolation for what each kind does and does not protect).
+type Isolation struct {
 	// Kind is "none" (default) or "bwrap".
 	Kind string `json:"kind,omitempty"`
 	// Network allows network access inside bwrap.
@@ -143,8 +151,8 @@ func (s *RunSettings) ApplyDefaults() {
 	if s.Scoring.TimeoutS == 0 {
 		s.Scoring.TimeoutS = DefaultScoringTimeoutS
 	}
-	if s.Sandbox.Kind == "" {
-		s.Sandbox.Kind = "none"
+	if s.Isolation.Kind == "" {
+		s.Isolation.Kind = "none"
 	}
 	for name, m := range s.Models {
 		if m.Name == "" {
@@ -182,7 +190,9 @@ func (s *RunSettings) Validate() error {
 		return fieldErr("limits.seconds", "must be >= 0")
 	case l.Cost < 0:
 		return fieldErr("limits.cost", "must be >= 0")
-	case s.Sandbox.Kind != "" && s.Sandbox.Kind != "none" && s.Sandbox.Kind != "bwrap":
+	case !validIsolationKind(s.Isolation.Kind):
+		return fieldErr("isolation.kind", fmt.Sprintf("%q is not one of none, bwrap", s.Isolation.Kind))
+	case s.Sandbox != nil && !validIsolationKind(s.Sandbox.Kind):
 		return fieldErr("sandbox.kind", fmt.Sprintf("%q is not one of none, bwrap", s.Sandbox.Kind))
 	case s.Bash.TimeoutS < 0:
 		return fieldErr("bash.timeout_s", "must be >= 0")
@@ -228,9 +238,15 @@ func (s *RunSettings) Validate() error {
 	return nil
 }
 
+func validIsolationKind(kind string) bool {
+	return kind == "" || kind == "none" || kind == "bwrap"
+}
+
 // ParseRunSettings decodes the common settings from a run's settings
 // document, applies defaults and validates. Unknown keys are ignored here
-// (they belong to the workflow).
+// (they belong to the workflow). The deprecated "sandbox" is moved into
+// Isolation; a document that sets both "sandbox" and "isolation" is
+// refused, naming both.
 func ParseRunSettings(doc json.RawMessage) (*RunSettings, error) {
 	s := &RunSettings{}
 	if len(bytes.TrimSpace(doc)) > 0 && string(bytes.TrimSpace(doc)) != "null" {
@@ -241,11 +257,33 @@ func ParseRunSettings(doc json.RawMessage) (*RunSettings, error) {
 	if err := rejectInlineKeys(doc); err != nil {
 		return nil, err
 	}
+	if err := checkSandboxAlias(doc); err != nil {
+		return nil, err
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if s.Sandbox != nil {
+		s.Isolation, s.Sandbox = *s.Sandbox, nil
+	}
 	s.ApplyDefaults()
 	return s, nil
+}
+
+// checkSandboxAlias refuses a document that sets both "isolation" and
+// its deprecated name "sandbox" (even to null or {}): which one wins
+// would be a guess.
+func checkSandboxAlias(doc json.RawMessage) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(doc, &top) != nil {
+		return nil // the typed decode reports malformed documents
+	}
+	_, hasSandbox := top["sandbox"]
+	_, hasIsolation := top["isolation"]
+	if hasSandbox && hasIsolation {
+		return fieldErr("sandbox", `both "isolation" and its deprecated name "sandbox" are set; keep only "isolation"`)
+	}
+	return nil
 }
 
 // rejectInlineKeys refuses API keys written into a settings document:

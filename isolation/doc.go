@@ -1,5 +1,6 @@
 // Package isolation builds the command lines that run bash and python
-// operations in a sandbox, as selected by a run's settings.sandbox.
+// operations isolated from the host, as selected by a run's settings.isolation
+// (its deprecated name, settings.sandbox, still works: see configs).
 //
 // # Kinds
 //
@@ -18,7 +19,7 @@
 //     work, events and results: every hidden path (Wrap's hidden) is covered
 //     by an empty tmpfs. A work directory inside a hidden path is bound back
 //     on top, so a run sees only its own directory.
-//   - Network access, unless settings.sandbox.network is true: the sandbox
+//   - Network access, unless settings.isolation.network is true: the sandbox
 //     has its own network namespace with only a loopback interface, which
 //     is not the host's loopback (services on the host's 127.0.0.1 are out
 //     of reach).

@@ -3,9 +3,9 @@ package isolation
 import "errors"
 
 var (
-	// ErrUnknownKind is returned for a sandbox kind other than "none" and
+	// ErrUnknownKind is returned for an isolation kind other than "none" and
 	// "bwrap".
-	ErrUnknownKind = errors.New("unknown sandbox kind")
+	ErrUnknownKind = errors.New("unknown isolation kind")
 	// ErrUnavailable is returned when bwrap is missing or cannot create a
 	// sandbox on this host.
 	ErrUnavailable = errors.New("bwrap sandbox unavailable")

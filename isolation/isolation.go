@@ -15,13 +15,13 @@ import (
 	"github.com/flockrun/flock/configs"
 )
 
-// Sandbox kinds.
+// Isolation kinds (settings isolation.kind).
 const (
 	KindNone  = "none"
 	KindBwrap = "bwrap"
 )
 
-// Wrap returns the command line that runs argv in the sandbox s with
+// Wrap returns the command line that runs argv isolated as s says, with
 // workDir as its writable working directory.
 //
 // For kind "none" (or "") argv is returned unchanged. For "bwrap" the result
@@ -32,14 +32,14 @@ const (
 // too unless s.Network) and --die-with-parent. workDir must be an absolute
 // path to an existing directory; symbolic links in it and in hidden are
 // resolved. Wrap does not run bwrap; see Available.
-func Wrap(s configs.Sandbox, workDir string, hidden []string, argv []string) ([]string, error) {
+func Wrap(s configs.Isolation, workDir string, hidden []string, argv []string) ([]string, error) {
 	return WrapReadOnly(s, workDir, hidden, nil, argv)
 }
 
 // WrapReadOnly is Wrap with extra paths bound read-only at their own path
 // inside the sandbox, on top of the private /tmp and the hidden paths (the
 // bash handler uses it for its per-shell command directory).
-func WrapReadOnly(s configs.Sandbox, workDir string, hidden, readOnly []string, argv []string) ([]string, error) {
+func WrapReadOnly(s configs.Isolation, workDir string, hidden, readOnly []string, argv []string) ([]string, error) {
 	switch s.Kind {
 	case "", KindNone:
 		return argv, nil

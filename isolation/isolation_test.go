@@ -18,7 +18,7 @@ func TestWrapNone(t *testing.T) {
 	argv := []string{"python3", "-c", "print(1)"}
 	for _, kind := range []string{"", KindNone} {
 		t.Run("kind="+kind, func(t *testing.T) {
-			got, err := Wrap(configs.Sandbox{Kind: kind, Network: true}, "relative/ok", []string{"/data"}, argv)
+			got, err := Wrap(configs.Isolation{Kind: kind, Network: true}, "relative/ok", []string{"/data"}, argv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestWrapErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Wrap(configs.Sandbox{Kind: tt.kind}, tt.workDir, nil, tt.argv)
+			_, err := Wrap(configs.Isolation{Kind: tt.kind}, tt.workDir, nil, tt.argv)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Wrap error = %v, want %v", err, tt.want)
 			}
@@ -99,13 +99,13 @@ func TestWrapBwrapArgs(t *testing.T) {
 	argv := []string{"sh", "-c", "true"}
 	tests := []struct {
 		name    string
-		sandbox configs.Sandbox
+		sandbox configs.Isolation
 		workDir string
 		hidden  []string
 		check   func(t *testing.T, got []string)
 	}{
 		{
-			name: "base flags", sandbox: configs.Sandbox{Kind: KindBwrap}, workDir: outside,
+			name: "base flags", sandbox: configs.Isolation{Kind: KindBwrap}, workDir: outside,
 			check: func(t *testing.T, got []string) {
 				for _, seq := range [][]string{
 					{"--die-with-parent"}, {"--unshare-all"}, {"--ro-bind", "/", "/"}, {"--dev", "/dev"},
@@ -126,7 +126,7 @@ func TestWrapBwrapArgs(t *testing.T) {
 			},
 		},
 		{
-			name: "network", sandbox: configs.Sandbox{Kind: KindBwrap, Network: true}, workDir: outside,
+			name: "network", sandbox: configs.Isolation{Kind: KindBwrap, Network: true}, workDir: outside,
 			check: func(t *testing.T, got []string) {
 				if indexOf(got, "--unshare-all") > indexOf(got, "--share-net") {
 					t.Errorf("--share-net must follow --unshare-all: %q", got)
@@ -134,7 +134,7 @@ func TestWrapBwrapArgs(t *testing.T) {
 			},
 		},
 		{
-			name: "work dir inside hidden", sandbox: configs.Sandbox{Kind: KindBwrap}, workDir: inside,
+			name: "work dir inside hidden", sandbox: configs.Isolation{Kind: KindBwrap}, workDir: inside,
 			hidden: []string{data, filepath.Join(root, "missing"), "relative", "/"},
 			check: func(t *testing.T, got []string) {
 				hide, bind := indexOf(got, "--tmpfs", data), indexOf(got, "--bind", inside, inside)
@@ -148,7 +148,7 @@ func TestWrapBwrapArgs(t *testing.T) {
 			},
 		},
 		{
-			name: "hidden inside work dir and hidden file", sandbox: configs.Sandbox{Kind: KindBwrap}, workDir: outside,
+			name: "hidden inside work dir and hidden file", sandbox: configs.Isolation{Kind: KindBwrap}, workDir: outside,
 			hidden: []string{nested, hiddenFile},
 			check: func(t *testing.T, got []string) {
 				bind, hide := indexOf(got, "--bind", outside, outside), indexOf(got, "--tmpfs", nested)
@@ -241,7 +241,7 @@ func TestBwrapSandbox(t *testing.T) {
 			if tt.script == "" {
 				t.Skip("python3 not installed")
 			}
-			argv, err := Wrap(configs.Sandbox{Kind: KindBwrap, Network: tt.network}, work, []string{data}, []string{"sh", "-c", tt.script})
+			argv, err := Wrap(configs.Isolation{Kind: KindBwrap, Network: tt.network}, work, []string{data}, []string{"sh", "-c", tt.script})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +278,7 @@ func TestAvailableCached(t *testing.T) {
 }
 
 func ExampleWrap() {
-	argv, err := Wrap(configs.Sandbox{Kind: "none"}, "/srv/flock/runs/r1/work", []string{"/srv/flock"}, []string{"python3", "-c", "print(1)"})
+	argv, err := Wrap(configs.Isolation{Kind: "none"}, "/srv/flock/runs/r1/work", []string{"/srv/flock"}, []string{"python3", "-c", "print(1)"})
 	fmt.Println(argv, err)
 	// Output: [python3 -c print(1)] <nil>
 }

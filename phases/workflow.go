@@ -24,7 +24,7 @@ type Workflow struct {
 	// decodes its settings into (e.g. Settings{}), whose json tags name the
 	// keys, nested ones included, so the list cannot drift from the code;
 	// or a []string of top-level keys whose contents are not checked. The
-	// common keys (limits, models, python, bash, sandbox, scoring,
+	// common keys (limits, models, python, bash, isolation, scoring,
 	// workflow_type) are always known. Nil declares nothing: only the
 	// common sections are checked and other top-level keys pass unremarked
 	// (plugins built before this field). A field tagged

@@ -55,7 +55,7 @@ type Options struct {
 	// process group started by the handler; killing reaches every
 	// descendant either way (see Process tree in the package doc).
 	Wrap func(argv []string, workDir string) []string
-	// Hidden lists paths a bwrap sandbox (settings sandbox.kind "bwrap")
+	// Hidden lists paths a bwrap sandbox (settings isolation.kind "bwrap")
 	// makes invisible: the server's data directory. Runs' own work
 	// directories inside it stay visible to themselves.
 	Hidden []string
@@ -105,7 +105,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		limit:   h.limit(env.Settings),
 		workDir: env.WorkDir,
 		spawn: func(workDir, cmdDir string) ([]string, []string, error) {
-			return h.spawnArgs(sandboxOf(env.Settings), workDir, cmdDir)
+			return h.spawnArgs(isolationOf(env.Settings), workDir, cmdDir)
 		},
 	})
 	out := operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: res}
@@ -167,25 +167,25 @@ func (h *Handler) limit(settings *configs.RunSettings) int {
 }
 
 // spawnArgs returns the argv and environment of a new shell for workDir:
-// Options.Wrap when set, else the run's sandbox (bwrap with the command
+// Options.Wrap when set, else the run's isolation (bwrap with the command
 // directory bound read-only and Options.Hidden invisible).
-func (h *Handler) spawnArgs(sb configs.Sandbox, workDir, cmdDir string) (argv, env []string, err error) {
+func (h *Handler) spawnArgs(iso configs.Isolation, workDir, cmdDir string) (argv, env []string, err error) {
 	argv = []string{"bash", "--noprofile", "--norc", "--noediting"}
 	if h.opts.Wrap != nil {
 		return h.opts.Wrap(argv, workDir), h.shellEnv(), nil
 	}
-	argv, err = isolation.WrapReadOnly(sb, workDir, h.opts.Hidden, []string{cmdDir}, argv)
+	argv, err = isolation.WrapReadOnly(iso, workDir, h.opts.Hidden, []string{cmdDir}, argv)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("isolation: %w", err)
 	}
 	return argv, h.shellEnv(), nil
 }
 
-func sandboxOf(s *configs.RunSettings) configs.Sandbox {
+func isolationOf(s *configs.RunSettings) configs.Isolation {
 	if s == nil {
-		return configs.Sandbox{}
+		return configs.Isolation{}
 	}
-	return s.Sandbox
+	return s.Isolation
 }
 
 // shellEnv builds a shell's environment from the allow-list, never from

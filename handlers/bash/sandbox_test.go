@@ -54,7 +54,7 @@ func TestBwrapSandbox(t *testing.T) {
 	if err := os.MkdirAll(env.WorkDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env.Settings.Sandbox.Kind = "bwrap"
+	env.Settings.Isolation.Kind = "bwrap"
 
 	tests := []struct {
 		name, command, stdout string

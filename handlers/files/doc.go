@@ -46,5 +46,5 @@
 //
 // The confinement covers the files the server process opens for a run.
 // Commands a run executes (bash, python) see whatever their sandbox lets
-// them see: without sandbox.kind bwrap they run as the server's user.
+// them see: without isolation.kind bwrap they run as the server's user.
 package files

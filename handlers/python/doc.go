@@ -69,10 +69,10 @@
 // PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1, PYTHONIOENCODING=utf-8 and
 // Options.Env; server secrets such as OPENAI_API_KEY never reach the code.
 //
-// # Sandbox
+// # Isolation
 //
 // Options.Wrap, when set, rewrites the command line. Otherwise the run's
-// settings.sandbox selects isolation.Wrap, with Options.Hidden as the paths to
+// settings.isolation selects isolation.Wrap, with Options.Hidden as the paths to
 // hide; see package isolation for what bwrap does and does not protect.
 //
 // # Caveats

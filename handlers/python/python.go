@@ -46,7 +46,7 @@ type Options struct {
 	// starts is killed with the interpreter (see the package doc).
 	Wrap func(argv []string, workDir string) []string
 	// Hidden are paths made invisible inside a bwrap sandbox (the server's
-	// data directory) when Wrap is nil and the run's settings.sandbox.kind
+	// data directory) when Wrap is nil and the run's settings.isolation.kind
 	// is "bwrap".
 	Hidden []string
 	// Env adds "KEY=value" entries to the interpreter's environment, after
@@ -299,7 +299,7 @@ func (h *Handler) drop(s *session, ip *interp) {
 	ip.release()
 }
 
-// start resolves the interpreter and sandbox and starts a driver in the
+// start resolves the interpreter and isolation and starts a driver in the
 // run's work directory (created if missing).
 func (h *Handler) start(ctx context.Context, env handlers.Env) (*interp, error) {
 	if env.WorkDir == "" {
@@ -313,10 +313,10 @@ func (h *Handler) start(ctx context.Context, env handlers.Env) (*interp, error) 
 		return nil, fmt.Errorf("create work directory: %w", err)
 	}
 	var configured string
-	sandbox := configs.Sandbox{Kind: "none"}
+	iso := configs.Isolation{Kind: "none"}
 	if env.Settings != nil {
 		configured = env.Settings.Python.Interpreter
-		sandbox = env.Settings.Sandbox
+		iso = env.Settings.Isolation
 	}
 	py, err := h.interpreter(ctx, configured)
 	if err != nil {
@@ -325,7 +325,7 @@ func (h *Handler) start(ctx context.Context, env handlers.Env) (*interp, error) 
 	argv := []string{py, "-c", driverSource}
 	if h.opts.Wrap != nil {
 		argv = h.opts.Wrap(argv, workDir)
-	} else if argv, err = isolation.Wrap(sandbox, workDir, h.opts.Hidden, argv); err != nil {
+	} else if argv, err = isolation.Wrap(iso, workDir, h.opts.Hidden, argv); err != nil {
 		return nil, err
 	}
 	if len(argv) == 0 {

@@ -535,7 +535,7 @@ func TestStartFailures(t *testing.T) {
 	}{
 		{"missing interpreter", Options{}, &configs.RunSettings{Python: configs.Python{Interpreter: "/nonexistent/python3"}}, "", "no python3 interpreter"},
 		{"not python", Options{}, &configs.RunSettings{Python: configs.Python{Interpreter: "false"}}, "", "exited before it was ready"},
-		{"unknown sandbox", Options{}, &configs.RunSettings{Sandbox: configs.Sandbox{Kind: "vm"}}, "", "unknown sandbox kind"},
+		{"unknown isolation", Options{}, &configs.RunSettings{Isolation: configs.Isolation{Kind: "vm"}}, "", "unknown isolation kind"},
 		{"failing wrapper", Options{Wrap: func(argv []string, _ string) []string {
 			return []string{"sh", "-c", "echo wrapper broke >&2; exit 3"}
 		}}, nil, "", "wrapper broke"},
@@ -579,7 +579,7 @@ func TestBwrap(t *testing.T) {
 	}
 	h := newHandler(t, Options{Hidden: []string{data}, InterruptGrace: 300 * time.Millisecond})
 	env := handlers.Env{RunID: "bwrap", WorkDir: filepath.Join(data, "runs", "r1", "work"),
-		Settings: &configs.RunSettings{Sandbox: configs.Sandbox{Kind: "bwrap"}}}
+		Settings: &configs.RunSettings{Isolation: configs.Isolation{Kind: "bwrap"}}}
 	tests := []struct {
 		name string
 		step
