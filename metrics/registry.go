@@ -32,6 +32,7 @@ var registry = map[string]Func{
 	NameContainsAnswer: infallible(ContainsAnswer),
 	NameNumericMatch:   NumericMatch,
 	NameSimilarity:     infallible(Similarity),
+	NameChoice:         infallible(Choice),
 }
 
 // aliases maps the original evaluator's metric names onto ours.

@@ -7,7 +7,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"contains_answer", "exact_match", "f1", "llm_judgement", "numeric_match", "similarity"}
+	want := []string{"choice", "contains_answer", "exact_match", "f1", "llm_judgement", "numeric_match", "similarity"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %q, want %q", got, want)
 	}

@@ -106,7 +106,13 @@ type ReadFileRequest struct {
 	Path string `json:"path"`
 	// MaxBytes caps what is read (default 64 MiB); a larger file is an error.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// As "jsonl" returns a Parquet file's rows as JSON lines (one object
+	// per row); any other file is returned as it is. "" returns the bytes.
+	As string `json:"as,omitempty"`
 }
+
+// ReadAsJSONL is ReadFileRequest.As for tabular files read as JSON lines.
+const ReadAsJSONL = "jsonl"
 
 // WriteFileRequest writes (or appends to) a file, creating parent
 // directories. Relative paths are resolved against the run's work

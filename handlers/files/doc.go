@@ -3,6 +3,10 @@
 // write their outputs, and resolves every other file the server opens on
 // behalf of a run (the scripted provider's script, through Access.Open).
 //
+// read_file with "as": "jsonl" returns a Parquet file's rows as JSON lines
+// (package internal/tables); other files come back as they are. This is how
+// the rollout reads Parquet benchmarks without parsing them in a phase.
+//
 // # Where a run may read and write
 //
 // Relative paths are resolved against the run's work directory. A path

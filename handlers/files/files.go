@@ -8,6 +8,7 @@ import (
 	"io/fs"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/tables"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -31,6 +32,9 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	switch req.Kind {
 	case operations.KindReadFile:
 		r, err := h.read(env.WorkDir, req.ReadFile.Path, req.ReadFile.MaxBytes)
+		if err == nil && r.Exists {
+			err = convert(r, req.ReadFile.As)
+		}
 		if err != nil {
 			return operations.Failed(req, "read_file: %v", err)
 		}
@@ -67,6 +71,25 @@ func (h *Handler) read(workDir, name string, limit int64) (*operations.ReadFileR
 		return nil, fmt.Errorf("%s is larger than %d bytes", h.access.Path(workDir, name), limit)
 	}
 	return &operations.ReadFileResult{Exists: true, Content: string(b), Bytes: int64(len(b))}, nil
+}
+
+// convert applies ReadFileRequest.As to what was read.
+func convert(r *operations.ReadFileResult, as string) error {
+	switch as {
+	case "":
+		return nil
+	case operations.ReadAsJSONL:
+		if !tables.IsParquet([]byte(r.Content)) {
+			return nil
+		}
+		b, err := tables.ParquetJSONL([]byte(r.Content))
+		if err != nil {
+			return err
+		}
+		r.Content, r.Bytes = string(b), int64(len(b))
+		return nil
+	}
+	return fmt.Errorf("as %q: want \"\" or %q", as, operations.ReadAsJSONL)
 }
 
 var _ handlers.Handler = (*Handler)(nil)

@@ -82,9 +82,20 @@ func Prompt(in phases.Input) (phases.Output, error) {
 // open appends the system prompt and the task and asks for the first reply.
 func open(in phases.Input, s Settings, system string) (phases.Output, error) {
 	var out phases.Output
-	msgs := []Message{
-		{Message: operations.Message{Role: operations.RoleSystem, Content: system}, Summary: "system: " + agent.Line(system, 160)},
-		{Message: operations.Message{Role: operations.RoleUser, Content: in.Run.Task}, Summary: "task: " + agent.Line(in.Run.Task, 160)},
+	input := []operations.Message{{Role: operations.RoleUser, Content: in.Run.Task}}
+	if len(s.InputMessages) > 0 {
+		input = s.InputMessages
+		if input[0].Role == operations.RoleSystem {
+			system, input = input[0].Content, input[1:]
+		}
+	}
+	msgs := []Message{{Message: operations.Message{Role: operations.RoleSystem, Content: system}, Summary: "system: " + agent.Line(system, 160)}}
+	for _, m := range input {
+		summary := "task: " + agent.Line(m.Content, 160)
+		if m.Role != operations.RoleUser {
+			summary = m.Role + ": " + agent.Line(m.Content, 160)
+		}
+		msgs = append(msgs, Message{Message: m, Summary: summary})
 	}
 	for _, m := range msgs {
 		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))

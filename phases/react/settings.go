@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/agent"
 )
 
@@ -61,6 +62,10 @@ type Settings struct {
 	// task_kwargs, so the agent's tools see them (AgentFlow passes them to
 	// every tool call).
 	TaskKwargs map[string]json.RawMessage `json:"task_kwargs,omitempty"`
+	// InputMessages, when set, open the conversation instead of the task
+	// as one user message (a benchmark's chat-message input): a leading
+	// system message replaces the system prompt.
+	InputMessages []operations.Message `json:"input_messages,omitempty"`
 	// MaxTurns bounds the model calls (default 30).
 	MaxTurns int `json:"max_turns,omitempty"`
 	// ToolChoice is passed to the endpoint ("", auto, none, required).

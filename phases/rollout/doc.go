@@ -81,11 +81,20 @@
 //
 // # Benchmark
 //
-// See ParseBenchmark: JSONL, a JSON list or {"data": [...]}; id/task_id,
-// question/query/input/instruction/prompt, answer/ground_truth/expected
-// (a list means several acceptable answers), kwargs, verifier (a per-task
-// command); other keys are metadata.
-//
+// See ParseBenchmarkAs: JSONL, a JSON list or {"data": [...]}, CSV or TSV
+// (a header row; a cell holding a JSON array or object is taken as one),
+// or Parquet (read_file "as": "jsonl" converts it in the files handler,
+// outside the phase) — data_format, or by data_path's extension. fields
+// maps flock's row fields to the file's columns; without it: id/task_id,
+// question/query/input/instruction/prompt (a string, or a list of chat
+// messages whose last user message is the question and which reach react
+// as input_messages), answer/ground_truth/expected (a list means several
+// acceptable answers), choices (multiple choice: the question lists them
+// lettered A, B, ...; the target is a letter, a 0-based index or the
+// choice's text; the references are [letter, text], graded by the choice
+// metric), kwargs, verifier (a per-task command); other keys are metadata.
+// Selection: task_ids, then shuffle with seed, offset, limit, max_tasks.
+
 // # Grading
 //
 // A failed agent run scores 0 and counts as failed. Otherwise, with a

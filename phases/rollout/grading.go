@@ -64,7 +64,8 @@ func (t Task) inputHash() string {
 	return digest(struct {
 		Question string          `json:"q"`
 		Kwargs   json.RawMessage `json:"k,omitempty"`
-	}{t.Question, t.Kwargs})
+		Messages json.RawMessage `json:"m,omitempty"`
+	}{t.Question, t.Kwargs, t.Messages})
 }
 
 // gradingHash hashes everything that decides a sample's grade: the

@@ -205,10 +205,10 @@ func gradeOps(l Lane, it Item, a agentRun, workDir string) []operations.Request 
 	return nil
 }
 
-// itemSettings adds the task's kwargs (as task_kwargs) to the agent's
-// settings.
+// itemSettings adds the task's kwargs (as task_kwargs) and chat-message
+// input (as input_messages) to the agent's settings.
 func itemSettings(base json.RawMessage, it Item) (json.RawMessage, error) {
-	if len(it.Task.Kwargs) == 0 {
+	if len(it.Task.Kwargs) == 0 && len(it.Task.Messages) == 0 {
 		return base, nil
 	}
 	var m map[string]json.RawMessage
@@ -218,7 +218,12 @@ func itemSettings(base json.RawMessage, it Item) (json.RawMessage, error) {
 	if m == nil {
 		m = map[string]json.RawMessage{}
 	}
-	m["task_kwargs"] = it.Task.Kwargs
+	if len(it.Task.Kwargs) > 0 {
+		m["task_kwargs"] = it.Task.Kwargs
+	}
+	if len(it.Task.Messages) > 0 {
+		m["input_messages"] = it.Task.Messages
+	}
 	return json.Marshal(m)
 }
 

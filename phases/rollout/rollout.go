@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -157,7 +158,11 @@ func Init(in phases.Input) (phases.Output, error) {
 	st := runState{Timestamp: ts, StartedAt: in.Run.Now, Files: s.files(in.Run.WorkDir, ts)}
 	var out phases.Output
 	if s.Question == "" {
-		out.Ops = []operations.Request{operations.NewReadFile(abs(in.Run.WorkDir, s.DataPath))}
+		read := operations.NewReadFile(abs(in.Run.WorkDir, s.DataPath))
+		if formatOf(s.DataFormat, s.DataPath) == FormatParquet {
+			read.ReadFile.As = operations.ReadAsJSONL
+		}
+		out.Ops = []operations.Request{read}
 	}
 	if *s.Resume {
 		out.Ops = append(out.Ops, operations.NewReadFile(st.Files.Manifest))
@@ -199,7 +204,11 @@ func Load(in phases.Input) (phases.Output, error) {
 		content = []byte(data.ReadFile.Content)
 	}
 	st.BenchmarkSHA256 = sha256Hex(content)
-	all, err := ParseBenchmark(content)
+	format := formatOf(s.DataFormat, s.DataPath)
+	if format == FormatParquet {
+		format = FormatJSONL // converted by the read
+	}
+	all, err := ParseBenchmarkAs(content, format, s.Fields)
 	if err != nil {
 		return failed(out, "data_path: "+err.Error())
 	}
@@ -261,8 +270,20 @@ func selectTasks(all []Task, s Settings) ([]Task, error) {
 			return nil, fmt.Errorf("task_ids: not in the benchmark: %s", strings.Join(missing, ", "))
 		}
 	}
+	if s.Shuffle {
+		tasks = append([]Task(nil), tasks...)
+		r := rand.New(rand.NewPCG(uint64(s.Seed), 0x666c6f636b)) // seeded: the same seed, the same order
+		r.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
+	}
+	tasks = tasks[min(s.Offset, len(tasks)):]
+	if s.Limit > 0 && len(tasks) > s.Limit {
+		tasks = tasks[:s.Limit]
+	}
 	if s.MaxTasks > 0 && len(tasks) > s.MaxTasks {
 		tasks = tasks[:s.MaxTasks]
+	}
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("no task selected (offset %d of %d)", s.Offset, len(all))
 	}
 	return tasks, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flockrun/flock/metrics"
@@ -35,6 +36,19 @@ type Settings struct {
 	// question and no reference, data_path unused (AgentFlow's quick
 	// single-question mode; flock rollout --question).
 	Question string `json:"question,omitempty"`
+	// DataFormat is the benchmark's format: jsonl, json, csv, tsv or
+	// parquet (default: by data_path's extension; JSON otherwise).
+	DataFormat string `json:"data_format,omitempty"`
+	// Fields maps flock's row fields (id, question, answer, choices,
+	// kwargs, verifier) to the file's column names, for any format.
+	Fields map[string]string `json:"fields,omitempty"`
+	// Shuffle shuffles the tasks (after task_ids) with Seed; Offset skips
+	// that many of them, Limit keeps that many (0: all), then max_tasks
+	// applies.
+	Shuffle bool  `json:"shuffle,omitempty"`
+	Seed    int64 `json:"seed,omitempty"`
+	Offset  int   `json:"offset,omitempty"`
+	Limit   int   `json:"limit,omitempty"`
 	// BenchmarkName names the output files (default: DataPath's base name
 	// without extension).
 	BenchmarkName string `json:"benchmark_name,omitempty"`
@@ -165,11 +179,28 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		return bad("items_per_lane", "must be >= 0")
 	case s.MaxTasks < 0:
 		return bad("max_tasks", "must be >= 0")
+	case s.Offset < 0:
+		return bad("offset", "must be >= 0")
+	case s.Limit < 0:
+		return bad("limit", "must be >= 0")
 	case s.Verifier.TimeoutS < 0:
 		return bad("verifier.timeout_s", "must be >= 0")
 	}
 	if s.NumChains == 0 {
 		s.NumChains = 1
+	}
+	switch s.DataFormat {
+	case "", FormatJSONL, FormatJSON, FormatCSV, FormatTSV, FormatParquet:
+	default:
+		return bad("data_format", "%q is not one of jsonl, json, csv, tsv, parquet", s.DataFormat)
+	}
+	for f, c := range s.Fields {
+		if !slices.Contains(fieldNames, f) {
+			return bad("fields", "%q is not one of %s", f, strings.Join(fieldNames, ", "))
+		}
+		if strings.TrimSpace(c) == "" {
+			return bad("fields."+f, "want a column name")
+		}
 	}
 	if s.MaxConcurrency == 0 {
 		s.MaxConcurrency = DefaultMaxConcurrency
