@@ -472,3 +472,7 @@ func TestRolloutEndReasons(t *testing.T) {
 		t.Fatalf("q1 with a token limit: end_reason %q error %q status %q", r.EndReason, r.Error, r.Status)
 	}
 }
+
+type rolloutRow = rollout.Row
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

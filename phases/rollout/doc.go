@@ -109,6 +109,11 @@
 // never a guess; an empty answer is wrong without asking. Samples without
 // references or verifier are "not evaluated" and left out of the means.
 //
+// metrics, verifiers and primary add scores beside the base grade (each
+// row's scores, the summary's score_means) and choose the one that is the
+// row's score; reducers (mean, max, mode, at_least_K) reduce each task's
+// primary scores over its chains into the summary's reduced.
+//
 // # Files (in output_dir; ts = the rollout's start, UTC, 20060102_150405)
 //
 //   - results_<bench>_<ts>.jsonl: one Row per sample, appended as it

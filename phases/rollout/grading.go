@@ -72,7 +72,32 @@ func (t Task) inputHash() string {
 // verifier (the task's or the default) when there is one, else the
 // references with the metric, threshold and judge. A change re-grades the
 // sample from its stored answer.
-func gradingHash(metric string, threshold float64, judge *JudgeSpec, v VerifierSpec, t Task) string {
+func gradingHash(metric string, threshold float64, judge *JudgeSpec, v VerifierSpec, t Task, x extraScorers) string {
+	base := baseGradingHash(metric, threshold, judge, v, t)
+	if len(x.Metrics) == 0 && len(x.Verifiers) == 0 && x.Primary == "" {
+		return base
+	}
+	return digest(struct {
+		Base string       `json:"b"`
+		X    extraScorers `json:"x"`
+		Refs []string     `json:"r,omitempty"`
+		T    float64      `json:"t"`
+	}{base, x, t.References, threshold})
+}
+
+// extraScorers are the scores beside the base grade (Settings.Metrics,
+// Verifiers, Primary).
+type extraScorers struct {
+	Metrics   []string          `json:"metrics,omitempty"`
+	Verifiers map[string]string `json:"verifiers,omitempty"`
+	Primary   string            `json:"primary,omitempty"`
+}
+
+func (s Settings) extras() extraScorers {
+	return extraScorers{Metrics: s.Metrics, Verifiers: s.Verifiers, Primary: s.Primary}
+}
+
+func baseGradingHash(metric string, threshold float64, judge *JudgeSpec, v VerifierSpec, t Task) string {
 	type key struct {
 		Verifier  string     `json:"v,omitempty"`
 		TimeoutS  float64    `json:"vt,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,10 +69,12 @@ type Lane struct {
 	Threshold      float64      `json:"threshold"`
 	Judge          *JudgeSpec   `json:"judge,omitempty"`
 	Verifier       VerifierSpec `json:"verifier"`
-	ResultsFile    string       `json:"results_file"`
-	EpisodesFile   string       `json:"episodes_file,omitempty"`
-	SegmentReward  string       `json:"segment_reward,omitempty"`
-	Gamma          float64      `json:"gamma,omitempty"`
+	// Extras are the scores beside the base grade.
+	Extras        extraScorers `json:"extras,omitzero"`
+	ResultsFile   string       `json:"results_file"`
+	EpisodesFile  string       `json:"episodes_file,omitempty"`
+	SegmentReward string       `json:"segment_reward,omitempty"`
+	Gamma         float64      `json:"gamma,omitempty"`
 }
 
 // Item is one sample: a task and a chain index.
@@ -193,16 +196,25 @@ func gradeOps(l Lane, it Item, a agentRun, workDir string) []operations.Request 
 	if a.Status != "succeeded" {
 		return nil
 	}
+	var ops []operations.Request
 	if cmd := verifierOf(l, it); cmd != "" {
-		return []operations.Request{operations.NewBash(verifierCommand(cmd, workDir, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier")}
-	}
-	if l.Metric == metrics.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
+		ops = append(ops, operations.NewBash(verifierCommand(cmd, workDir, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier"))
+	} else if l.Metric == metrics.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
 		msgs := metrics.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
 		m := l.Judge.Model.Model
 		m.N = 1
-		return []operations.Request{operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge")}
+		ops = append(ops, operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge"))
 	}
-	return nil
+	names := make([]string, 0, len(l.Extras.Verifiers))
+	for name := range l.Extras.Verifiers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		ops = append(ops, operations.NewBash(verifierCommand(l.Extras.Verifiers[name], workDir, it, a.Answer), l.Verifier.TimeoutS).
+			WithMeta("purpose", "verifier").WithMeta("scorer", name))
+	}
+	return ops
 }
 
 // itemSettings adds the task's kwargs (as task_kwargs) and chat-message
@@ -428,7 +440,7 @@ func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []o
 		EndReason: a.EndReason, Error: a.Error, TerminationReason: a.TerminationReason, RunID: a.RunID,
 		Tokens: a.Tokens, Cost: a.Cost, AgentSeconds: a.Seconds, Seconds: in.Run.Now.Sub(v.Started).Seconds(),
 		FinishedAt: in.Run.Now, WorkDir: childDir(in, it), InputHash: it.Task.inputHash(),
-		GradingHash: gradingHash(l.Metric, l.Threshold, l.Judge, l.Verifier, it.Task)}
+		GradingHash: gradingHash(l.Metric, l.Threshold, l.Judge, l.Verifier, it.Task, l.Extras)}
 	if old := it.Regrade; old != nil {
 		row.WorkDir, row.AgentSeconds, row.Trajectory, row.Steps, row.EpisodeError = old.WorkDir, old.AgentSeconds, old.Trajectory, old.Steps, old.EpisodeError
 	}
@@ -437,9 +449,14 @@ func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []o
 	}
 	var trajectory *operations.Result
 	var verifier, judge *operations.Result
+	extra := map[string]*operations.Result{}
 	for i := range results {
 		switch results[i].Meta["purpose"] {
 		case "verifier":
+			if name := results[i].Meta["scorer"]; name != "" {
+				extra[name] = &results[i]
+				continue
+			}
 			verifier = &results[i]
 		case "judge":
 			judge = &results[i]
@@ -448,6 +465,7 @@ func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []o
 		}
 	}
 	grade(&row, l, it, verifier, judge)
+	scoreExtras(&row, l, it, extra)
 	var ep *metrics.Episode
 	if it.Regrade == nil {
 		var epErr string
@@ -538,6 +556,61 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 		}
 		row.Score = score
 		row.Correct = score >= l.Threshold
+	}
+}
+
+// scoreExtras records every scorer's score in row.Scores (a failed agent
+// scores 0 on each) and, when primary names another scorer than the base
+// grade, makes that score the row's.
+func scoreExtras(row *Row, l Lane, it Item, extra map[string]*operations.Result) {
+	x := l.Extras
+	if len(x.Metrics) == 0 && len(x.Verifiers) == 0 && x.Primary == "" {
+		return
+	}
+	row.Scores = map[string]float64{}
+	errs := map[string]string{}
+	correct := map[string]bool{}
+	if row.Evaluated {
+		row.Scores[row.Metric], correct[row.Metric] = row.Score, row.Correct
+		if row.EvalError != "" {
+			errs[row.Metric] = row.EvalError
+		}
+	}
+	for _, m := range x.Metrics {
+		switch {
+		case !row.Success:
+			row.Scores[m] = 0
+		case len(it.Task.References) > 0:
+			v, err := metrics.Score(m, row.PredictedAnswer, it.Task.References)
+			if err != nil {
+				errs[m] = err.Error()
+			}
+			row.Scores[m], correct[m] = v, v >= l.Threshold
+		}
+	}
+	for name := range x.Verifiers {
+		if !row.Success {
+			row.Scores[name] = 0
+			continue
+		}
+		vr, err := verifierResult(extra[name])
+		if err != nil {
+			errs[name] = err.Error()
+		}
+		row.Scores[name], correct[name] = vr.Reward, vr.IsCorrect && err == nil
+	}
+	p := x.Primary
+	if p == "" || p == row.Metric {
+		return
+	}
+	v, ok := row.Scores[p]
+	if !ok {
+		row.Evaluated, row.Score, row.Correct, row.Metric = false, 0, false, p
+		return
+	}
+	row.Evaluated, row.Score, row.Correct, row.Metric, row.EvalError = true, v, correct[p], p, errs[p]
+	if !row.Success {
+		row.Correct = false
 	}
 }
 

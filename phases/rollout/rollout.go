@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -334,7 +335,7 @@ func Resume(in phases.Input) (phases.Output, error) {
 				continue
 			}
 			row.TaskIndex = t.Index
-			gh := gradingHash(s.EvaluationMetric, *s.CorrectThreshold, s.Judge, s.Verifier, t)
+			gh := gradingHash(s.EvaluationMetric, *s.CorrectThreshold, s.Judge, s.Verifier, t, s.extras())
 			k := sampleKey{row.TaskID, row.Chain}
 			if s.Regrade || row.GradingHash != gh {
 				row.Summary = "re-grade: " + rowSummary(row)
@@ -461,7 +462,7 @@ func spawnRound(in phases.Input, s Settings, st runState, out phases.Output, tas
 	}
 	for j := 0; j < lanes; j++ {
 		l := Lane{Round: st.Round, Index: j, Workflow: s.Agent.Workflow, Settings: agentSettings, TrajectoryFile: trajFile,
-			Metric: s.EvaluationMetric, Threshold: *s.CorrectThreshold, Judge: s.Judge, Verifier: s.Verifier,
+			Metric: s.EvaluationMetric, Threshold: *s.CorrectThreshold, Judge: s.Judge, Verifier: s.Verifier, Extras: s.extras(),
 			ResultsFile: st.Files.Results, EpisodesFile: st.Files.Episodes, SegmentReward: s.SegmentReward, Gamma: s.Gamma}
 		for k := j; k < len(round); k += lanes {
 			pos, chain := round[k][0], round[k][1]
@@ -613,7 +614,7 @@ func rowsOf(s phases.State, fresh []Row) ([]Row, error) {
 
 func progressOf(in phases.Input, s Settings, st runState, now time.Time) progress {
 	return progress{RunID: in.Run.ID, Bench: s.BenchmarkName, Timestamp: st.Timestamp, Workflow: s.Agent.Workflow,
-		Metric: s.EvaluationMetric, NumChains: s.NumChains, Tasks: st.Tasks, Samples: st.Samples, StartedAt: st.StartedAt,
+		Metric: cmp.Or(s.Primary, s.EvaluationMetric), Primary: s.primary(), Reducers: s.Reducers, NumChains: s.NumChains, Tasks: st.Tasks, Samples: st.Samples, StartedAt: st.StartedAt,
 		Now: now, LaneFailed: st.LaneFailed, WriteError: st.WriteErrors, Files: st.Files,
 		Regraded: st.Regrade, Rerun: st.Rerun, Notice: st.Notice}
 }

@@ -49,7 +49,11 @@ type Row struct {
 	EvalError      string             `json:"eval_error,omitempty"`
 	JudgeReasoning string             `json:"judge_reasoning,omitempty"`
 	Signals        map[string]float64 `json:"signals,omitempty"`
-	RunID          string             `json:"run_id"`
+	// Scores has every scorer's score by name (the base metric or
+	// "verifier", metrics, verifiers) when more than one is configured;
+	// Score is the primary's.
+	Scores map[string]float64 `json:"scores,omitempty"`
+	RunID  string             `json:"run_id"`
 	// Tokens and Cost include the judge's (GradeTokens, GradeCost).
 	Tokens      int     `json:"tokens"`
 	Cost        float64 `json:"cost"`
@@ -165,7 +169,14 @@ type Summary struct {
 	// estimator), signal_means.
 	metrics.Summary
 	// PassAt maps "pass@k" to pass_at_k[k-1].
-	PassAt       map[string]float64 `json:"pass_at"`
+	PassAt map[string]float64 `json:"pass_at"`
+	// Primary names the score mean_score and pass@k are of. ScoreMeans is
+	// the mean of each scorer's score over the graded samples (failures as
+	// 0). Reduced has, per epoch reducer, the mean over tasks of the
+	// task's reduced primary scores.
+	Primary      string             `json:"primary"`
+	ScoreMeans   map[string]float64 `json:"score_means,omitempty"`
+	Reduced      map[string]float64 `json:"reduced,omitempty"`
 	NotEvaluated int                `json:"not_evaluated"`
 	// Errors counts problems by kind: agent_failed, eval_error,
 	// episode_error, write_error, lane_failed.
@@ -216,6 +227,76 @@ type Details struct {
 	Signals        map[string]float64 `json:"signals,omitempty"`
 }
 
+// graded reports whether r counts in the means (graded, or failed).
+func graded(r Row) bool { return r.Evaluated || !r.Success }
+
+// scoreMeans is, per scorer, the mean score over the graded samples that
+// have it.
+func scoreMeans(rows []Row) map[string]float64 {
+	sum, n := map[string]float64{}, map[string]int{}
+	for _, r := range rows {
+		if !graded(r) && len(r.Scores) == 0 {
+			continue
+		}
+		for k, v := range r.Scores {
+			sum[k] += v
+			n[k]++
+		}
+	}
+	if len(n) == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(n))
+	for k := range n {
+		out[k] = sum[k] / float64(n[k])
+	}
+	return out
+}
+
+// reduce applies each epoch reducer to each task's primary scores and
+// averages over tasks.
+func reduce(rows []Row, reducers []string) map[string]float64 {
+	if len(reducers) == 0 {
+		return nil
+	}
+	type task struct {
+		scores  []float64
+		correct []bool
+	}
+	var order []string
+	byTask := map[string]*task{}
+	for _, r := range rows {
+		if !graded(r) {
+			continue
+		}
+		t := byTask[r.TaskID]
+		if t == nil {
+			t = &task{}
+			byTask[r.TaskID] = t
+			order = append(order, r.TaskID)
+		}
+		score := r.Score
+		if !r.Success {
+			score = 0
+		}
+		t.scores, t.correct = append(t.scores, score), append(t.correct, r.Correct && r.Success)
+	}
+	out := make(map[string]float64, len(reducers))
+	for _, name := range reducers {
+		total := 0.0
+		for _, id := range order {
+			v, _ := metrics.Reduce(name, byTask[id].scores, byTask[id].correct)
+			total += v
+		}
+		if len(order) > 0 {
+			out[name] = total / float64(len(order))
+		} else {
+			out[name] = 0
+		}
+	}
+	return out
+}
+
 // progress is the rollout's bookkeeping that the summary needs.
 type progress struct {
 	RunID      string
@@ -223,6 +304,8 @@ type progress struct {
 	Timestamp  string
 	Workflow   string
 	Metric     string
+	Primary    string
+	Reducers   []string
 	NumChains  int
 	Tasks      int
 	Samples    int
@@ -240,7 +323,7 @@ type progress struct {
 // evaluation.
 func summarize(rows []Row, p progress) (Summary, Evaluation) {
 	s := Summary{SchemaVersion: SchemaVersion, BenchmarkName: p.Bench, Timestamp: p.Timestamp, RunID: p.RunID,
-		AgentWorkflow: p.Workflow, Metric: p.Metric, NumChains: p.NumChains, TotalTasks: p.Tasks, TotalSamples: p.Samples,
+		AgentWorkflow: p.Workflow, Metric: p.Metric, Primary: p.Primary, NumChains: p.NumChains, TotalTasks: p.Tasks, TotalSamples: p.Samples,
 		FinishedSamples: len(rows), Errors: map[string]int{}, FailedBy: map[string]int{}, StartedAt: p.StartedAt, UpdatedAt: p.Now,
 		TotalTimeSeconds: p.Now.Sub(p.StartedAt).Seconds(), Files: p.Files, Regraded: p.Regraded, Rerun: p.Rerun, Notice: p.Notice}
 	s.MissingSamples = max(0, p.Samples-len(rows))
@@ -289,6 +372,7 @@ func summarize(rows []Row, p progress) (Summary, Evaluation) {
 		s.Errors["write_error"] = p.WriteError
 	}
 	s.Summary = metrics.Summarize(samples)
+	s.ScoreMeans, s.Reduced = scoreMeans(rows), reduce(rows, p.Reducers)
 	s.PassAt = make(map[string]float64, len(s.PassAtK))
 	for i, v := range s.PassAtK {
 		s.PassAt["pass@"+strconv.Itoa(i+1)] = v

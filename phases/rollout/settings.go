@@ -80,6 +80,20 @@ type Settings struct {
 	// Verifier is the default per-sample verifier; a task's own "verifier"
 	// key wins.
 	Verifier VerifierSpec `json:"verifier,omitempty"`
+	// Metrics are more metrics scored on every sample with references,
+	// and Verifiers more verifier commands by name, run after every
+	// succeeded sample like the verifier; each score is in the row's
+	// scores and the summary's score_means.
+	Metrics   []string          `json:"metrics,omitempty"`
+	Verifiers map[string]string `json:"verifiers,omitempty"`
+	// Primary names the score that is the row's score (and reward): one of
+	// metrics or verifiers (default: evaluation_metric, or "verifier" for
+	// samples with a verifier).
+	Primary string `json:"primary,omitempty"`
+	// Reducers reduce each task's primary scores over its chains (mean,
+	// max, mode, at_least_K); the summary's reduced has the mean over
+	// tasks of each.
+	Reducers []string `json:"reducers,omitempty"`
 	// Episodes writes episodes_<bench>_<ts>.jsonl (default true).
 	Episodes *bool `json:"episodes,omitempty"`
 	// Advantages lists the estimators (grpo, rloo) whose group advantages
@@ -224,6 +238,35 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 			return bad("judge.model", "%v", err)
 		}
 	}
+	seen := map[string]bool{s.EvaluationMetric: true, "verifier": true}
+	for i, m := range s.Metrics {
+		if m == metrics.NameLLMJudgement || m == MetricNone {
+			return bad(fmt.Sprintf("metrics[%d]", i), "%q only as evaluation_metric", m)
+		}
+		if _, err := metrics.Lookup(m); err != nil {
+			return bad(fmt.Sprintf("metrics[%d]", i), "%q is not one of %s", m, strings.Join(metrics.Names(), ", "))
+		}
+		if seen[m] {
+			return bad(fmt.Sprintf("metrics[%d]", i), "%q is already scored", m)
+		}
+		seen[m] = true
+	}
+	for name, cmd := range s.Verifiers {
+		switch {
+		case seen[name]:
+			return bad("verifiers."+name, "the name is already a metric's")
+		case strings.TrimSpace(cmd) == "":
+			return bad("verifiers."+name, "want a command")
+		}
+	}
+	if s.Primary != "" && !seen[s.Primary] && s.Verifiers[s.Primary] == "" {
+		return bad("primary", "%q is not evaluation_metric, one of metrics or one of verifiers", s.Primary)
+	}
+	for i, r := range s.Reducers {
+		if err := metrics.CheckReducer(r); err != nil {
+			return bad(fmt.Sprintf("reducers[%d]", i), "%v", err)
+		}
+	}
 	if s.CorrectThreshold == nil {
 		one := 1.0
 		s.CorrectThreshold = &one
@@ -317,6 +360,17 @@ func CheckSettings(doc json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// primary names the score the summary's mean_score is of.
+func (s Settings) primary() string {
+	if s.Primary != "" {
+		return s.Primary
+	}
+	if s.Verifier.Command != "" {
+		return "verifier"
+	}
+	return s.EvaluationMetric
 }
 
 // fileSafe keeps a name usable inside a file name.
