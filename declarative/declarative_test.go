@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/handlers/bash"
 	"github.com/flockrun/flock/handlers/generate"
 	"github.com/flockrun/flock/handlers/task"
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/phasetest"
@@ -345,10 +346,7 @@ func execEnv(t *testing.T) *execHarness {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	st := teststore.OpenAt(t, dir)
 	hs := map[operations.Kind]handlers.Handler{
 		operations.KindBash:     bash.New(bash.Options{}),
 		operations.KindGenerate: generate.New(generate.Options{Mode: "simulated"}),
@@ -369,9 +367,6 @@ func execEnv(t *testing.T) *execHarness {
 		defer cancel()
 		if err := ex.Stop(ctx); err != nil {
 			t.Errorf("stop executor: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
 		}
 	})
 	return &execHarness{t: t, ex: ex}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/state"
 )
 
@@ -345,11 +346,8 @@ func doneOps(t testing.TB, p *proc, ids []string) []int {
 // file of a dead server; -1 marks an ended run.
 func journaled(t testing.TB, data string, ids []string) []int {
 	t.Helper()
-	st, err := state.OpenBolt(filepath.Join(data, "flock.db"), state.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := teststore.OpenAt(t, data)
+	defer st.Close() // before the next server opens the file
 	out := make([]int, len(ids))
 	for i, id := range ids {
 		h, err := st.Run(context.Background(), id)
@@ -417,12 +415,9 @@ func TestGracefulShutdown(t *testing.T) {
 	if !strings.Contains(p.out.String(), "unfinished runs resume on the next start") {
 		t.Fatalf("no shutdown message:\n%s", p.out.String())
 	}
-	st, err := state.OpenBolt(filepath.Join(data, "flock.db"), state.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := teststore.OpenAt(t, data)
 	h, err := st.Run(context.Background(), started.RunID)
-	st.Close()
+	st.Close() // before the restarted server opens the file
 	if err != nil || h.Status != state.StatusRunning {
 		t.Fatalf("after shutdown: %v %s", err, h.Status)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
@@ -149,11 +150,7 @@ func TestTriframeCrashResume(t *testing.T) {
 	}
 	p.kill()
 
-	st, err := state.OpenBolt(data+"/flock.db", state.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := teststore.OpenAt(t, data)
 	ops, err := st.Ops(t.Context(), started.RunID, "", 10000)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 )
@@ -263,12 +264,15 @@ func TestCancel(t *testing.T) {
 	e := newEnv(t)
 	id := e.start(t, "test.wait", "")
 	// Wait until the bash op is in flight.
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	testkit.CheckFor(t, 10*time.Second, func() error {
 		var p struct {
 			Ops []state.Op `json:"ops"`
 		}
 		e.getJSON(t, "/runs/"+id+"/ops", &p)
-		return len(p.Ops) == 1, fmt.Sprintf("%d ops journaled", len(p.Ops))
+		if len(p.Ops) != 1 {
+			return fmt.Errorf("%d ops journaled, want 1", len(p.Ops))
+		}
+		return nil
 	})
 	if v := e.head(t, id); v.Status != state.StatusRunning {
 		t.Fatalf("status %s before cancel", v.Status)
@@ -318,12 +322,15 @@ func TestWorkflows(t *testing.T) {
 func TestPauseResume(t *testing.T) {
 	e := newEnv(t)
 	id := e.start(t, "test.wait", "")
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	testkit.CheckFor(t, 10*time.Second, func() error {
 		var p struct {
 			Ops []state.Op `json:"ops"`
 		}
 		e.getJSON(t, "/runs/"+id+"/ops", &p)
-		return len(p.Ops) == 1, fmt.Sprintf("%d ops journaled", len(p.Ops))
+		if len(p.Ops) != 1 {
+			return fmt.Errorf("%d ops journaled, want 1", len(p.Ops))
+		}
+		return nil
 	})
 	tests := []struct {
 		name, action string

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -154,9 +156,11 @@ func BenchmarkSSEDelivery(b *testing.B) {
 		}
 		return evs[len(evs)-1].Seq
 	}
-	waitFor(b, 10*time.Second, func() (bool, string) {
-		h, err := e.store.Run(ctx, id)
-		return err == nil && h.Step >= 1, "the run has not committed its first phase"
+	testkit.CheckFor(b, 10*time.Second, func() error {
+		if h, err := e.store.Run(ctx, id); err != nil || h.Step < 1 {
+			return fmt.Errorf("the run has not committed its first phase (%v)", err)
+		}
+		return nil
 	})
 	streamTo := func(seq uint64) {
 		for {

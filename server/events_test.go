@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/state"
 )
 
@@ -163,9 +164,11 @@ func TestEventsClientGone(t *testing.T) {
 		t.Fatalf("%d open streams, want 1", n)
 	}
 	s.close()
-	waitFor(t, 5*time.Second, func() (bool, string) {
-		n := e.srv.streams.Load()
-		return n == 0, strconv.FormatInt(n, 10) + " streams still open"
+	testkit.CheckFor(t, 5*time.Second, func() error {
+		if n := e.srv.streams.Load(); n != 0 {
+			return fmt.Errorf("%d streams still open", n)
+		}
+		return nil
 	})
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/spawn"
+	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -127,15 +129,7 @@ func newEnv(tb testing.TB, opts ...func(*configs.Server)) *env {
 func newEnvSetup(tb testing.TB, setup func(*Server), opts ...func(*configs.Server)) *env {
 	tb.Helper()
 	dir := tb.TempDir()
-	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			tb.Errorf("close store: %v", err)
-		}
-	})
+	st := teststore.OpenAt(tb, dir)
 	e := &env{store: st, gate: make(chan struct{}), step: make(chan struct{})}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
@@ -301,27 +295,13 @@ func (e *env) head(tb testing.TB, id string) runView {
 func (e *env) waitStatus(tb testing.TB, id string, want state.Status) runView {
 	tb.Helper()
 	var v runView
-	waitFor(tb, 10*time.Second, func() (bool, string) {
-		v = e.head(tb, id)
-		return v.Status == want, fmt.Sprintf("run %s is %s, want %s", id, v.Status, want)
+	testkit.CheckFor(tb, 10*time.Second, func() error {
+		if v = e.head(tb, id); v.Status != want {
+			return fmt.Errorf("run %s is %s, want %s", id, v.Status, want)
+		}
+		return nil
 	})
 	return v
-}
-
-// waitFor polls cond every 10 ms until it holds or timeout passes.
-func waitFor(tb testing.TB, timeout time.Duration, cond func() (ok bool, why string)) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v: %s", timeout, why)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // sseEvent is one parsed Server-Sent Event.

@@ -5,20 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
-)
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/flockrun/flock/internal/testkit"
+)
 
 // holdWriter blocks the committer's next transaction until the returned
 // release is called, by holding bbolt's single writer slot.
@@ -78,7 +67,7 @@ func TestBoltGroupCommit(t *testing.T) {
 		c := &Commit{RunID: id, Run: testHead(id, "wf", "", StatusRunning), Entries: testEntries(1, 2), Events: testEvents(1)}
 		qs = append(qs, queued{name: id, r: enqueue(t, s, c)})
 		if i == 0 {
-			waitFor(t, "committer to take the first request", func() bool { return len(s.reqs) == 0 })
+			testkit.WaitFor(t, "committer to take the first request", func() bool { return len(s.reqs) == 0 })
 		}
 	}
 	// Two commits to one run in the same group: the second sees the first.

@@ -15,6 +15,8 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/handlers/task"
+	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -50,10 +52,7 @@ func newEnv(t testing.TB, reg *phases.Registry, hs map[operations.Kind]handlers.
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := state.OpenBolt(filepath.Join(e.dir, "flock.db"), state.BoltOptions{})
-	if err != nil {
-		e.t.Fatalf("open store: %v", err)
-	}
+	st := teststore.OpenAt(e.t, e.dir)
 	e.store = st
 	hs := make(map[operations.Kind]handlers.Handler, len(e.handlers)+1)
 	for k, h := range e.handlers {
@@ -124,18 +123,6 @@ func (e *env) entries(id string) []phases.Entry {
 		e.t.Fatal(err)
 	}
 	return es
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // counter is a test workflow: it logs n times, then submits the count.
@@ -435,7 +422,7 @@ func TestResumeSkipsJournaledOps(t *testing.T) {
 	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindBash: h})
 	run := e.start("fanout", "", "")
 	first := state.OpID(run.ID, 1, 0)
-	waitFor(t, "first op journaled", func() bool {
+	testkit.WaitFor(t, "first op journaled", func() bool {
 		ops, _ := e.store.StepOps(context.Background(), run.ID, 1)
 		return len(ops) == 2 && ops[0].Status == state.OpDone
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -34,7 +35,7 @@ func TestWaitingShowsOnHeadAndEvents(t *testing.T) {
 	h := e.start("fanout", "", "")
 	events, unsubscribe := e.ex.Subscribe(h.ID)
 	defer unsubscribe()
-	waitFor(t, "the wait to show", func() bool { return len(e.ex.Live(h.ID).Waiting) == 1 })
+	testkit.WaitFor(t, "the wait to show", func() bool { return len(e.ex.Live(h.ID).Waiting) == 1 })
 	w := e.ex.Live(h.ID).Waiting[0]
 	if w.OpID != state.OpID(h.ID, 1, 0) || !strings.HasPrefix(w.Message, "rate limited by gpt-4o-mini, retrying in 4") || !strings.HasSuffix(w.Message, " s") {
 		t.Fatalf("wait = %+v", w)

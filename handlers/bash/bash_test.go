@@ -16,6 +16,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -64,22 +65,6 @@ func runIn(tb testing.TB, h *Handler, env handlers.Env, session, command string)
 	return res.Bash
 }
 
-// checkFor polls fn every 10 ms until it returns nil or total passes.
-func checkFor(tb testing.TB, total time.Duration, fn func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -95,7 +80,7 @@ func alive(pid int) bool {
 // waitDead waits until pid is gone.
 func waitDead(tb testing.TB, pid int) {
 	tb.Helper()
-	checkFor(tb, 5*time.Second, func() error {
+	testkit.CheckFor(tb, 5*time.Second, func() error {
 		if alive(pid) {
 			return fmt.Errorf("process %d still alive", pid)
 		}
@@ -446,7 +431,7 @@ func TestContextCancel(t *testing.T) {
 	var res operations.Result
 	var wg sync.WaitGroup
 	wg.Go(func() { res = h.Handle(ctx, env, bashReq("echo partial; touch started; sleep 30", 60, "")) })
-	checkFor(t, 10*time.Second, func() error {
+	testkit.CheckFor(t, 10*time.Second, func() error {
 		_, err := os.Stat(flag)
 		return err
 	})
@@ -475,7 +460,7 @@ func TestCloseRun(t *testing.T) {
 	var res operations.Result
 	var wg sync.WaitGroup
 	wg.Go(func() { res = h.Handle(context.Background(), env, bashReq("touch started; sleep 30", 60, "")) })
-	checkFor(t, 10*time.Second, func() error {
+	testkit.CheckFor(t, 10*time.Second, func() error {
 		_, err := os.Stat(flag)
 		return err
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 )
@@ -47,18 +48,6 @@ func run(t testing.TB, h *Handler, env handlers.Env, code string, timeoutS float
 		t.Fatalf("Handle(%q): result %+v has no python payload", code, res)
 	}
 	return res.Python
-}
-
-// waitFor polls cond every 10 ms until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // processGone reports whether pid has exited (gone or a zombie).
@@ -275,7 +264,7 @@ func TestTimeoutKills(t *testing.T) {
 			if err != nil {
 				t.Fatalf("output %q: want the child's pid printed before the timeout", res.Output)
 			}
-			waitFor(t, 5*time.Second, "the cell's subprocess to be killed", func() bool { return processGone(pid) })
+			testkit.WaitWithin(t, 5*time.Second, "the cell's subprocess to be killed", func() bool { return processGone(pid) })
 			res = run(t, h, env, "print('x' in globals())", 0)
 			if res.Output != "False\n" || res.Error != "" || res.TimedOut {
 				t.Errorf("after kill: %+v, want a fresh interpreter", res)
@@ -452,7 +441,7 @@ func TestCloseRun(t *testing.T) {
 	run(t, h, env, "x = 1", 0)
 	pid := pidOf(t, h, env)
 	h.CloseRun(env.RunID)
-	waitFor(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
+	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
 	h.CloseRun(env.RunID)    // twice
 	h.CloseRun("never-seen") // unknown
 	if res := run(t, h, env, "print('x' in globals())", 0); res.Output != "False\n" {
@@ -468,7 +457,7 @@ func TestCloseRunAbortsCall(t *testing.T) {
 	go func() {
 		done <- h.Handle(context.Background(), env, operations.NewPython("import time\ntime.sleep(60)", 0))
 	}()
-	waitFor(t, 5*time.Second, "the call to start", func() bool {
+	testkit.WaitWithin(t, 5*time.Second, "the call to start", func() bool {
 		h.mu.Lock()
 		s := h.runs[env.RunID]
 		h.mu.Unlock()
@@ -483,7 +472,7 @@ func TestCloseRunAbortsCall(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("call not aborted by CloseRun")
 	}
-	waitFor(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
+	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
 }
 
 func TestCancel(t *testing.T) {
@@ -501,7 +490,7 @@ func TestCancel(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("cancel took %s", d)
 	}
-	waitFor(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
+	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
 	if res := run(t, h, env, "print('x' in globals())", 0); res.Output != "False\n" {
 		t.Fatalf("after cancel: %+v", res)
 	}
@@ -517,7 +506,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		waitFor(t, 5*time.Second, "interpreters to die", func() bool { return processGone(pid) })
+		testkit.WaitWithin(t, 5*time.Second, "interpreters to die", func() bool { return processGone(pid) })
 	}
 	res := h.Handle(context.Background(), newEnv(t, "late", nil), operations.NewPython("1", 0))
 	if !strings.Contains(res.Error, "closed") {

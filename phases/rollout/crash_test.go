@@ -10,22 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases/rollout"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
-
-// waitFor polls cond every 20ms until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestCrashResume stops the App in the middle of a rollout and opens it
 // again on the same data directory: the rollout resumes, the samples that
@@ -63,7 +52,7 @@ func TestCrashResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var man rollout.Manifest
-	waitFor(t, 30*time.Second, "the manifest", func() bool {
+	testkit.WaitWithin(t, 30*time.Second, "the manifest", func() bool {
 		b, err := os.ReadFile(filepath.Join(out, "rollout_bench.json"))
 		return err == nil && json.Unmarshal(b, &man) == nil
 	})
@@ -79,7 +68,7 @@ func TestCrashResume(t *testing.T) {
 		}
 		return got
 	}
-	waitFor(t, 60*time.Second, "6 finished samples", func() bool { return len(finished()) >= 6 })
+	testkit.WaitWithin(t, 60*time.Second, "6 finished samples", func() bool { return len(finished()) >= 6 })
 	closeApp(t, a) // the "crash": runs stay running in the store
 	before := finished()
 	if len(before) >= 24 {

@@ -1,0 +1,18 @@
+// Package testkit holds flock's test support: polling with a deadline in
+// place of bare sleeps. It imports only the standard library so that the
+// tests of every package, state's own included, can use it; opening a
+// real store for a test is in the subpackage teststore.
+//
+// # Polling
+//
+// WaitFor polls a condition until it holds, failing the test (naming what
+// it waited for) when DefaultTimeout passes; WaitWithin takes its own
+// deadline; CheckFor polls a function returning an error and fails with the
+// last one, so a timeout says why the condition still did not hold. Polls
+// start at 1 ms and back off to 20 ms, so a condition that holds at once
+// costs nothing and a slow one does not spin.
+//
+// # Caveats
+//
+// The helpers call tb.Fatalf, so they must run on the test's goroutine.
+package testkit
