@@ -1,32 +1,19 @@
 package phases
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/flockrun/flock/record"
 )
 
 // NewEntry encodes v as an entry of type typ. HTML characters are kept as
 // they are (no \u003c escapes), so raw JSON inside v, such as a tool call's
 // arguments, reads back byte for byte.
-func NewEntry(typ string, v any) (Entry, error) {
-	b, err := Marshal(v)
-	if err != nil {
-		return Entry{}, fmt.Errorf("encode %s entry: %w", typ, err)
-	}
-	return Entry{Type: typ, Data: b}, nil
-}
+func NewEntry(typ string, v any) (Entry, error) { return record.NewEntry(typ, v) }
 
-// Marshal is json.Marshal without HTML escaping.
-func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// Marshal is json.Marshal without HTML escaping (record.Marshal).
+func Marshal(v any) ([]byte, error) { return record.Marshal(v) }
 
 // MustEntry is NewEntry for values that always encode (plain structs).
 func MustEntry(typ string, v any) Entry {
@@ -59,14 +46,6 @@ func (o *Output) SetVar(name string, v any) error {
 		o.Set = make(map[string]json.RawMessage)
 	}
 	o.Set[name] = b
-	return nil
-}
-
-// Decode decodes the entry's data into v.
-func (e Entry) Decode(v any) error {
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("decode %s entry %d: %w", e.Type, e.Seq, err)
-	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/record"
 )
 
 // Phase is one step of a workflow.
@@ -64,17 +65,9 @@ type End struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// Entry is one record of a run's append-only log.
-type Entry struct {
-	// Seq is assigned by the executor; phases leave it zero.
-	Seq uint64 `json:"seq"`
-	// Type names the record type, e.g. "message", "option", "tool_output".
-	Type string `json:"type"`
-	// Phase and Step say which phase call appended the entry (set by the executor).
-	Phase string          `json:"phase,omitempty"`
-	Step  uint64          `json:"step,omitempty"`
-	Data  json.RawMessage `json:"data"`
-}
+// Entry is one record of a run's append-only log. It is record.Entry,
+// aliased so phase code reads phases.Entry.
+type Entry = record.Entry
 
 // State is a read-only view of a run's state.
 type State interface {

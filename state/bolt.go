@@ -21,7 +21,7 @@ var (
 	bucketMeta       = []byte("meta")       // "schema" -> big-endian uint64
 	bucketRuns       = []byte("runs")       // run id -> Run JSON
 	bucketSpecs      = []byte("specs")      // run id -> Spec JSON
-	bucketEntries    = []byte("entries")    // run \x00 be64(seq) -> phases.Entry JSON
+	bucketEntries    = []byte("entries")    // run \x00 be64(seq) -> record.Entry JSON
 	bucketOps        = []byte("ops")        // run \x00 be64(step) be32(index) -> Op JSON
 	bucketEvents     = []byte("events")     // run \x00 be64(seq) -> Event JSON
 	bucketUnfinished = []byte("unfinished") // run id -> empty, for running and paused runs

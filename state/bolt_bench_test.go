@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 )
 
 // transitionCommit is shaped like one phase transition: a head of about
@@ -32,7 +32,7 @@ func transitionCommit(id string, step uint64) *Commit {
 		CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(step) * time.Second),
 	}
 	text := strings.Repeat("x", 220)
-	e := phases.Entry{Seq: step, Type: "message", Phase: "think", Step: step,
+	e := record.Entry{Seq: step, Type: "message", Phase: "think", Step: step,
 		Data: json.RawMessage(`{"role":"assistant","text":"` + text + `"}`)}
 	ops := make([]Op, 2)
 	for i := range ops {
@@ -43,7 +43,7 @@ func transitionCommit(id string, step uint64) *Commit {
 				Bash: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
 		}
 	}
-	return &Commit{RunID: id, Run: h, Entries: []phases.Entry{e}, Ops: ops,
+	return &Commit{RunID: id, Run: h, Entries: []record.Entry{e}, Ops: ops,
 		Events: []Event{{Time: t0, Type: "phase", Phase: "think", Step: step, Message: "think -> act"}}}
 }
 

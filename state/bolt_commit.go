@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -143,7 +143,7 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 			if e.Seq != first+uint64(i) {
 				return nil, fmt.Errorf("commit to run %s: entry seqs not contiguous: %d after %d", id, e.Seq, first+uint64(i)-1)
 			}
-			b, err := phases.Marshal(e) // no HTML escaping: raw JSON in entries reads back byte for byte
+			b, err := record.Marshal(e) // no HTML escaping: raw JSON in entries reads back byte for byte
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode entry %d: %w", id, e.Seq, err)
 			}

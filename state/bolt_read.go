@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -242,14 +242,14 @@ func scanLog[T any](bk *bolt.Bucket, p, start []byte, skip []byte, limit int) ([
 
 // Entries returns up to limit entries of run id with Seq > after, oldest
 // first. limit <= 0 means 1000; it is capped at 10000.
-func (s *BoltStore) Entries(ctx context.Context, id string, after uint64, limit int) ([]phases.Entry, error) {
+func (s *BoltStore) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
 	if after == ^uint64(0) {
 		return nil, nil
 	}
-	var out []phases.Entry
+	var out []record.Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		out, err = scanLog[phases.Entry](tx.Bucket(bucketEntries), runPrefix(id), seqKey(id, after+1), nil,
+		out, err = scanLog[record.Entry](tx.Bucket(bucketEntries), runPrefix(id), seqKey(id, after+1), nil,
 			clampLimit(limit, defaultLogLimit, maxLogLimit))
 		return err
 	})

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -77,11 +77,11 @@ func testHead(id, workflow, parent string, status Status) *Run {
 	}
 }
 
-func testEntries(first uint64, n int) []phases.Entry {
-	es := make([]phases.Entry, n)
+func testEntries(first uint64, n int) []record.Entry {
+	es := make([]record.Entry, n)
 	for i := range es {
 		seq := first + uint64(i)
-		es[i] = phases.Entry{Seq: seq, Type: "message", Phase: "think", Step: seq,
+		es[i] = record.Entry{Seq: seq, Type: "message", Phase: "think", Step: seq,
 			Data: json.RawMessage(fmt.Sprintf(`{"text":"entry %d"}`, seq))}
 	}
 	return es
@@ -220,7 +220,7 @@ func TestBoltReadPaging(t *testing.T) {
 			var n int
 			var first string
 			switch v := got.(type) {
-			case []phases.Entry:
+			case []record.Entry:
 				n = len(v)
 				if n > 0 {
 					first = fmt.Sprint(v[0].Seq)

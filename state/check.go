@@ -14,7 +14,7 @@ import (
 	"sort"
 	"syscall"
 
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 )
 
 // CheckReport is the outcome of CheckFile.
@@ -210,7 +210,7 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 			return bad(nil, fmt.Sprintf("entries: malformed key %q", clip(k)), nil)
 		}
 		ra, seq := a.run(id), binary.BigEndian.Uint64(tail)
-		var e phases.Entry
+		var e record.Entry
 		if err := json.Unmarshal(v, &e); err != nil {
 			return bad(ra, fmt.Sprintf("entry %d", seq), err)
 		}

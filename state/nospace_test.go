@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/internal/tmpfs"
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	bolt "go.etcd.io/bbolt"
 )
 
 // bigEntries returns n entries of about size bytes each, starting at seq first.
-func bigEntries(first uint64, n, size int) []phases.Entry {
+func bigEntries(first uint64, n, size int) []record.Entry {
 	es := testEntries(first, n)
 	pad := strings.Repeat("x", size)
 	for i := range es {

@@ -12,18 +12,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	bolt "go.etcd.io/bbolt"
 )
 
 // ReasonStoreDamaged ends a run whose records were lost when its database
 // was recovered (RecoverFile).
-const ReasonStoreDamaged = "store_damaged"
+const ReasonStoreDamaged = record.ReasonStoreDamaged
 
 // EntryTypeLost is the type of the placeholder entries RecoverFile puts
 // where entries of a run's log could not be read, so that the log stays
 // numbered 1..n.
-const EntryTypeLost = "recovery.lost"
+const EntryTypeLost = record.EntryTypeLost
 
 // RecoverReport is the outcome of RecoverFile.
 type RecoverReport struct {
@@ -246,7 +246,7 @@ func rewriteRun(db *bolt.DB, ra *runAudit, lost []string) error {
 			if _, found := slices.BinarySearch(ra.entries, s); found {
 				continue
 			}
-			b, err := phases.Marshal(&phases.Entry{Seq: s, Type: EntryTypeLost,
+			b, err := record.Marshal(&record.Entry{Seq: s, Type: EntryTypeLost,
 				Data: json.RawMessage(`{"note":"this entry could not be read when the database was recovered"}`)})
 			if err != nil {
 				return err

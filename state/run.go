@@ -5,47 +5,34 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/record"
 )
 
 // SchemaVersion is the version of the persisted records. Migrate upgrades
 // older records when they are read.
 const SchemaVersion = 1
 
-// Status is a run's lifecycle state. The values are wire names.
-type Status string
+// Status is a run's lifecycle state (record.Status).
+type Status = record.Status
 
-// Run statuses (DESIGN §7).
+// Run statuses (aliases of record's).
 const (
-	StatusRunning   Status = "running"
-	StatusPaused    Status = "paused"
-	StatusSucceeded Status = "succeeded"
-	StatusFailed    Status = "failed"
-	StatusCancelled Status = "cancelled"
+	StatusRunning   = record.StatusRunning
+	StatusPaused    = record.StatusPaused
+	StatusSucceeded = record.StatusSucceeded
+	StatusFailed    = record.StatusFailed
+	StatusCancelled = record.StatusCancelled
 )
 
-// Terminal reports whether a run in status s has ended for good.
-func (s Status) Terminal() bool {
-	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
-}
-
-// Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusRunning, StatusPaused, StatusSucceeded, StatusFailed, StatusCancelled:
-		return true
-	}
-	return false
-}
-
-// End reasons set by the engine itself.
+// End reasons set by the engine itself (aliases of record's).
 const (
-	ReasonLimitTokens  = "limit_tokens"
-	ReasonLimitActions = "limit_actions"
-	ReasonLimitTime    = "limit_time"
-	ReasonLimitCost    = "limit_cost"
-	ReasonCancelled    = "cancelled"
-	ReasonPhaseError   = "phase_error"
-	ReasonCompleted    = "completed"
+	ReasonLimitTokens  = record.ReasonLimitTokens
+	ReasonLimitActions = record.ReasonLimitActions
+	ReasonLimitTime    = record.ReasonLimitTime
+	ReasonLimitCost    = record.ReasonLimitCost
+	ReasonCancelled    = record.ReasonCancelled
+	ReasonPhaseError   = record.ReasonPhaseError
+	ReasonCompleted    = record.ReasonCompleted
 )
 
 // Run is the head record of a run. It stays small: large data goes to the

@@ -3,7 +3,7 @@ package state
 import (
 	"context"
 
-	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 )
 
 // Commit is one atomic change to one run.
@@ -15,7 +15,7 @@ type Commit struct {
 	Spec *Spec
 	// Entries are appended; their Seq must be set by the caller and follow
 	// the head's previous Entries count.
-	Entries []phases.Entry
+	Entries []record.Entry
 	// Ops are written (inserted or replaced) by ID.
 	Ops []Op
 	// Events are appended; the Store assigns their Seq in order and writes
@@ -44,7 +44,7 @@ type Reader interface {
 	// Children lists the ids of a run's direct children.
 	Children(ctx context.Context, id string) ([]string, error)
 	// Entries returns up to limit entries with Seq > after, oldest first.
-	Entries(ctx context.Context, id string, after uint64, limit int) ([]phases.Entry, error)
+	Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error)
 	// StepOps returns the ops of one step, ordered by index.
 	StepOps(ctx context.Context, id string, step uint64) ([]Op, error)
 	// Ops returns up to limit ops of a run after the given op ID ("" = from
