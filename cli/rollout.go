@@ -304,11 +304,7 @@ func (w *rolloutWatch) poll(ctx context.Context) {
 			}
 		}
 	}
-	acc := 0.0
-	if w.graded > 0 {
-		acc = float64(w.correct) / float64(w.graded)
-	}
-	desc := fmt.Sprintf("acc %.3f · %s tokens", acc, humanInt(w.tokens))
+	desc := fmt.Sprintf("correct %d of %d graded · %s tokens", w.correct, w.graded, humanInt(w.tokens))
 	if w.bar != nil {
 		w.bar.Describe(desc)
 		_ = w.bar.Set(min(w.done, w.total))
@@ -369,6 +365,24 @@ func printRolloutSummary(w io.Writer, h state.Run) {
 	}
 	for k, v := range s.PassAtK {
 		row(fmt.Sprintf("pass@%d", k+1), fmt.Sprintf("%.4f", v))
+	}
+	sorted := func(m map[string]float64) []string {
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return names
+	}
+	for _, n := range sorted(s.ScoreMeans) {
+		label := "score " + n
+		if n == s.Primary {
+			label += " (primary)"
+		}
+		row(label, fmt.Sprintf("%.4f", s.ScoreMeans[n]))
+	}
+	for _, n := range sorted(s.Reduced) {
+		row("reduced "+n, fmt.Sprintf("%.4f", s.Reduced[n]))
 	}
 	if len(s.SignalMeans) > 0 {
 		names := make([]string, 0, len(s.SignalMeans))

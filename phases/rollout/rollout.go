@@ -205,17 +205,24 @@ func Load(in phases.Input) (phases.Output, error) {
 		content = []byte(data.ReadFile.Content)
 	}
 	st.BenchmarkSHA256 = sha256Hex(content)
-	format := formatOf(s.DataFormat, s.DataPath)
-	if format == FormatParquet {
-		format = FormatJSONL // converted by the read
-	}
-	all, err := ParseBenchmarkAs(content, format, s.Fields)
-	if err != nil {
-		return failed(out, "data_path: "+err.Error())
-	}
-	tasks, err := selectTasks(all, s)
-	if err != nil {
-		return failed(out, err.Error())
+	var tasks []Task
+	if s.Question != "" {
+		// The question is the whole benchmark: no mapping, no selection.
+		if tasks, err = ParseBenchmark(content); err != nil {
+			return failed(out, "question: "+err.Error())
+		}
+	} else {
+		format := formatOf(s.DataFormat, s.DataPath)
+		if format == FormatParquet {
+			format = FormatJSONL // converted by the read
+		}
+		all, err := ParseBenchmarkAs(content, format, s.Fields)
+		if err != nil {
+			return failed(out, "data_path: "+err.Error())
+		}
+		if tasks, err = selectTasks(all, s); err != nil {
+			return failed(out, err.Error())
+		}
 	}
 	for _, t := range tasks {
 		out.Append = append(out.Append, phases.MustEntry(EntryTask, t))
