@@ -476,3 +476,29 @@ func TestRolloutEndReasons(t *testing.T) {
 type rolloutRow = rollout.Row
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestRolloutRegradeVerifier: changing the verifier re-grades the stored
+// sample by running the new verifier in the agent's original work
+// directory, without running the agent again (issue 13, point 1).
+func TestRolloutRegradeVerifier(t *testing.T) {
+	h := newHandRollout(t, "verifier: {command: 'test \"$(cat out.txt)\" = hello && echo 1 || echo 0'}\n")
+	h.write("bench.jsonl", `{"id": "w", "question": "Write hello into out.txt."}`+"\n")
+	h.write("script.jsonl", `{"match": "Write hello", "tool_calls": [{"name": "bash", "arguments": {"command": "printf hello > out.txt"}}, {"name": "submit", "arguments": {"answer": "done"}}]}`+"\n")
+	if out, code := h.run(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	_, _, rows, _ := h.state()
+	first := rows["w"]
+	if first.Score != 1 || first.Metric != "verifier" {
+		t.Fatalf("first run %+v", first)
+	}
+	h.write("rollout.yaml", strings.Replace(mustRead(t, h.config), "= hello", "= bye", 1))
+	out, code := h.run()
+	if code != 0 || !strings.Contains(out, "verifier changed") || !strings.Contains(out, "0 samples to run, re-grade 1") {
+		t.Fatalf("re-run: exit %d\n%s", code, out)
+	}
+	_, sum, rows, _ := h.state()
+	if r := rows["w"]; r.Score != 0 || r.RunID != first.RunID || r.WorkDir != first.WorkDir || r.EvalError != "" || sum.Regraded != 1 {
+		t.Fatalf("re-graded %+v", r)
+	}
+}

@@ -305,3 +305,44 @@ func TestJudgeRollout(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeRegrade: a rollout graded by exact_match, re-run with
+// llm_judgement into the same output directory, is re-graded by the judge
+// from the stored answers without running any agent again.
+func TestJudgeRegrade(t *testing.T) {
+	dir := t.TempDir()
+	judge, _ := filepath.Abs("testdata/mini/judge.jsonl")
+	script, _ := filepath.Abs("testdata/mini/script.jsonl")
+	a := openApp(t, filepath.Join(dir, "data"))
+	defer closeApp(t, a)
+	models := map[string]any{"m": map[string]any{"provider": "scripted", "script": script}, "judge": map[string]any{"provider": "scripted", "script": judge}}
+	run := func(extra map[string]any) rollout.Summary {
+		t.Helper()
+		extra["task_ids"], extra["models"], extra["max_concurrency"] = []string{"add", "cap"}, models, 6
+		h, err := a.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: rollout.Name, Settings: miniSettings(t, filepath.Join(dir, "out"), extra)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := wait(t, a, h.ID)
+		var sum rollout.Summary
+		if err := json.Unmarshal(end.Result, &sum); err != nil || end.Status != state.StatusSucceeded {
+			t.Fatalf("%s %s: %v", end.Status, end.Error, err)
+		}
+		return sum
+	}
+	// exact_match: add 3 right, cap "paris" right (normalized), Lyon and Marseille wrong.
+	if sum := run(map[string]any{}); sum.Correct != 4 || sum.Metric != "exact_match" {
+		t.Fatalf("exact_match summary %+v", sum)
+	}
+	sum := run(map[string]any{"evaluation_metric": "llm_judgement", "judge": map[string]any{"model": "judge"}})
+	if sum.Regraded != 6 || sum.Correct != 4 || sum.Errors["eval_error"] != 1 || sum.Metric != "llm_judgement" || sum.Errors["agent_failed"] != 0 {
+		t.Fatalf("judge re-grade summary %+v regraded %d errors %v", sum.Summary, sum.Regraded, sum.Errors)
+	}
+	var ev rollout.Evaluation
+	readJSON(t, sum.Evaluation, &ev)
+	for _, e := range ev.Evaluations {
+		if e.TaskID == "cap" && e.Chain == 1 && e.Details.JudgeReasoning != "Lyon is not the capital" {
+			t.Fatalf("cap:1 not judged %+v", e)
+		}
+	}
+}
