@@ -181,6 +181,11 @@
 //     record.
 //   - Two rollouts writing the same output_dir at the same time interleave
 //     their lines; do not.
+//   - Re-grading a verifier-graded sample runs the verifier in the earlier
+//     agent's work directory (the row's work_dir); if it is gone, or hidden
+//     by the lane's isolation, the sample is an eval error scoring 0.
+//   - A chat-message input opens react's conversation; a context fold then
+//     keeps only the question (the last user message) and the summary.
 //   - The report phase reads the whole episodes file (up to the read_file
 //     cap, 64 MiB) and writes it and the groups back: both pass through
 //     the journal. A failed read leaves the file as appended, writes no
