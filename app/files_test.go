@@ -28,7 +28,7 @@ func httpApp(t *testing.T) (a *App, base, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(a.Config, a.Executor, nil)
+	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

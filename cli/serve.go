@@ -179,7 +179,7 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdou
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(a.Config, a.Executor, log)
+	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), log)
 	if err != nil {
 		return errors.Join(err, a.Close(context.Background()))
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -41,7 +42,7 @@ func TestStartRunAndPoll(t *testing.T) {
 			if r.status != http.StatusCreated {
 				t.Fatalf("status %d: %s", r.status, r.body)
 			}
-			var out runStatus
+			var out api.RunStatus
 			if err := json.Unmarshal(r.body, &out); err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +105,7 @@ func TestListRuns(t *testing.T) {
 	}
 
 	type page struct {
-		Runs []runView `json:"runs"`
+		Runs []api.Run `json:"runs"`
 		Next string    `json:"next"`
 	}
 	ids := func(p page) []string {

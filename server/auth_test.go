@@ -27,7 +27,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(configs.Server{Addr: tt.addr, AuthToken: tt.token}, e.ex, nil)
+			_, err := New(configs.Server{Addr: tt.addr, AuthToken: tt.token}, e.ex, e.store, nil)
 			if !tt.wantErr {
 				if err != nil {
 					t.Fatalf("New: %v", err)
@@ -105,7 +105,7 @@ func TestStartTwiceAndShutdownIdempotent(t *testing.T) {
 	if _, err := e.srv.Start(); err == nil {
 		t.Fatal("second Start succeeded")
 	}
-	s, err := New(configs.Server{Addr: "127.0.0.1:0"}, e.ex, nil)
+	s, err := New(configs.Server{Addr: "127.0.0.1:0"}, e.ex, e.store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestStartTwiceAndShutdownIdempotent(t *testing.T) {
 	if _, err := s.Start(); err == nil {
 		t.Fatal("Start after Shutdown succeeded")
 	}
-	if _, err := New(configs.Server{}, nil, nil); err == nil {
+	if _, err := New(configs.Server{}, nil, nil, nil); err == nil {
 		t.Fatal("New accepted a nil executor")
 	}
 }

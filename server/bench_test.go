@@ -127,18 +127,17 @@ func BenchmarkHTTPStartWorkflow(b *testing.B) {
 // The rest of the commit is read before the next step, so every event
 // timed arrives on an idle stream.
 func BenchmarkSSEDelivery(b *testing.B) {
-	e := newEnvSetup(b, func(s *Server) {
-		s.ex.Registry().MustRegister(phases.Workflow{
-			Name:  "bench.loop",
-			Start: "step",
-			Phases: []phases.PhaseSpec{{Name: "step", Next: []string{"step"},
-				Run: func(in phases.Input) (phases.Output, error) {
-					return phases.Output{
-						Ops:  []operations.Request{operations.NewBash("true", 10)},
-						Next: "step",
-					}, nil
-				}}},
-		})
+	e := newEnv(b)
+	e.ex.Registry().MustRegister(phases.Workflow{
+		Name:  "bench.loop",
+		Start: "step",
+		Phases: []phases.PhaseSpec{{Name: "step", Next: []string{"step"},
+			Run: func(in phases.Input) (phases.Output, error) {
+				return phases.Output{
+					Ops:  []operations.Request{operations.NewBash("true", 10)},
+					Next: "step",
+				}, nil
+			}}},
 	})
 	id := e.start(b, "bench.loop", "")
 	ch, unsubscribe := e.ex.Subscribe(id)

@@ -39,7 +39,7 @@ func TestCrossSiteStartRunsNothing(t *testing.T) {
 			t.Errorf("close app: %v", err)
 		}
 	})
-	srv, err := server.New(a.Config, a.Executor, nil)
+	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), nil)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}

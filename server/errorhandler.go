@@ -10,14 +10,10 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
 
+	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
-
-// errorBody is the JSON shape of every error response.
-type errorBody struct {
-	Error string `json:"error"`
-}
 
 // handleError is the echo HTTPErrorHandler: the one place where errors
 // become statuses. It writes nothing once the response has started (an
@@ -43,7 +39,7 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(code)
 	} else {
-		werr = c.JSON(code, errorBody{Error: msg})
+		werr = c.JSON(code, api.Error{Error: msg})
 	}
 	if werr != nil {
 		s.log.Debug("write error response", "err", werr)
@@ -117,7 +113,7 @@ func errorText(err error) string {
 func (s *Server) unknownWorkflow(err error) string {
 	msg := trimSentinel(err, workflows.ErrUnknownWorkflow)
 	var names []string
-	for _, w := range s.ex.Registry().List() {
+	for _, w := range s.eng.Workflows() {
 		names = append(names, w.Name)
 	}
 	if len(names) == 0 {

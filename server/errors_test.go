@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/state"
 )
@@ -51,7 +52,7 @@ func TestBadStartBodies(t *testing.T) {
 		})
 	}
 	var p struct {
-		Runs []runView `json:"runs"`
+		Runs []api.Run `json:"runs"`
 	}
 	e.getJSON(t, "/runs", &p)
 	if len(p.Runs) != 0 {
@@ -109,7 +110,7 @@ func TestPanicIs500(t *testing.T) {
 	// A second server over the same executor, served through Handler by
 	// httptest, with two extra routes registered before it serves.
 	base := newEnv(t)
-	srv, err := New(configs.Server{Addr: "127.0.0.1:0"}, base.ex, nil)
+	srv, err := New(configs.Server{Addr: "127.0.0.1:0"}, base.ex, base.store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (s *Server) streamEvents(c *echo.Context) error {
 	ctx := c.Request().Context()
 	st := &eventStream{s: s, id: id, last: after, tree: tree}
 	ch, unsubscribe := st.subscribe()
-	head, err := s.ex.Store().Run(ctx, id)
+	head, err := s.store.Run(ctx, id)
 	if err != nil {
 		unsubscribe()
 		return &runError{id: id, err: err}
@@ -109,9 +109,9 @@ type eventStream struct {
 
 func (st *eventStream) subscribe() (<-chan state.Event, func()) {
 	if st.tree {
-		return st.s.subscribeTree(st.id)
+		return st.s.eng.SubscribeTree(st.id)
 	}
-	return st.s.subscribe(st.id)
+	return st.s.eng.Subscribe(st.id)
 }
 
 // follow sends stored then live events until the run's end. It owns
@@ -145,7 +145,7 @@ func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan sta
 			backoff = min(2*backoff, maxResubscribe)
 		}
 		ch, unsubscribe = st.subscribe()
-		head, err = st.s.ex.Store().Run(ctx, st.id)
+		head, err = st.s.store.Run(ctx, st.id)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan sta
 // the run's terminal event.
 func (st *eventStream) replay(ctx context.Context) (bool, error) {
 	for {
-		evs, err := st.s.ex.Store().Events(ctx, st.id, st.last, eventPage)
+		evs, err := st.s.store.Events(ctx, st.id, st.last, eventPage)
 		if err != nil {
 			return false, err
 		}
@@ -246,7 +246,7 @@ func (st *eventStream) pause(ctx context.Context, d time.Duration, heartbeat <-c
 
 // send writes one event and flushes it.
 func (st *eventStream) send(ev state.Event) error {
-	data, err := json.Marshal(ev)
+	data, err := json.Marshal(viewEvent(ev))
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", ev.Seq, err)
 	}
@@ -267,7 +267,7 @@ func (st *eventStream) send(ev state.Event) error {
 // sendLive writes a live-only event: no id line, so a client's
 // Last-Event-ID keeps pointing at the run's own stored events.
 func (st *eventStream) sendLive(ev state.Event) error {
-	data, err := json.Marshal(ev)
+	data, err := json.Marshal(viewEvent(ev))
 	if err != nil {
 		return fmt.Errorf("encode live event: %w", err)
 	}

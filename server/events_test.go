@@ -16,7 +16,7 @@ import (
 // TestEventsLive follows a run from before its op finishes to its end, then
 // resumes the stream from every point with Last-Event-ID and ?after=.
 func TestEventsLive(t *testing.T) {
-	e := newEnvSetup(t, func(s *Server) { s.heartbeat = 20 * time.Millisecond })
+	e := newEnvSetup(t, envSetup{server: func(s *Server) { s.heartbeat = 20 * time.Millisecond }})
 	id := e.start(t, "test.wait", "")
 
 	s := e.openEvents(t, id, "")
@@ -172,9 +172,20 @@ func TestEventsClientGone(t *testing.T) {
 	})
 }
 
+// droppingEngine is an Engine whose subscriptions each deliver at most
+// keep events and are then closed, as the executor does with a subscriber
+// that falls behind.
+type droppingEngine struct {
+	Engine
+	keep int
+}
+
+func (d droppingEngine) Subscribe(id string) (<-chan state.Event, func()) {
+	return droppingSubscribe(d.Engine.Subscribe, d.keep)(id)
+}
+
 // droppingSubscribe wraps a subscribe function so that every subscription
-// delivers at most keep events and is then closed, as the executor does
-// with a subscriber that falls behind.
+// delivers at most keep events and is then closed.
 func droppingSubscribe(real func(string) (<-chan state.Event, func()), keep int) func(string) (<-chan state.Event, func()) {
 	return func(id string) (<-chan state.Event, func()) {
 		in, unsubscribe := real(id)
@@ -212,7 +223,7 @@ func droppingSubscribe(real func(string) (<-chan state.Event, func()), keep int)
 func TestEventsDroppedSubscription(t *testing.T) {
 	for _, keep := range []int{0, 1, 2} {
 		t.Run(fmt.Sprintf("keep %d", keep), func(t *testing.T) {
-			e := newEnvSetup(t, func(s *Server) { s.subscribe = droppingSubscribe(s.subscribe, keep) })
+			e := newEnvSetup(t, envSetup{engine: func(eng Engine) Engine { return droppingEngine{eng, keep} }})
 			id := e.start(t, "test.wait", "")
 			s := e.openEvents(t, id, "")
 			first, ok := s.next(t)

@@ -48,7 +48,7 @@ func Example() {
 	}
 	defer ex.Stop(ctx)
 
-	srv, err := server.New(configs.Server{Addr: "127.0.0.1:0"}, ex, nil)
+	srv, err := server.New(configs.Server{Addr: "127.0.0.1:0"}, ex, ex.Store(), nil)
 	if err != nil {
 		panic(err)
 	}

@@ -10,8 +10,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of TestWireGolden")
@@ -149,4 +151,44 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// liveEngine is an Engine that reports a fixed overlay for every live run
+// and a fixed health, as the executor does while a disk is full or a rate
+// limit holds operations.
+type liveEngine struct {
+	Engine
+	live   workflows.Live
+	health workflows.Health
+}
+
+func (l liveEngine) Live(string) workflows.Live { return l.live }
+func (l liveEngine) Health() workflows.Health   { return l.health }
+
+// TestWireLiveOverlay pins the JSON of GET /runs/{id}'s stalled and waiting
+// fields on a live run and of a degraded /health; an ended run has none.
+func TestWireLiveOverlay(t *testing.T) {
+	until := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := newEnvSetup(t, envSetup{engine: func(eng Engine) Engine {
+		return liveEngine{Engine: eng,
+			live: workflows.Live{Stalled: "no space left on device; retrying", Waiting: []workflows.Wait{
+				{OpID: "x/1/0", Reason: "rate_limit", Until: until, Message: "rate limited by m, retrying in 42 s"}}},
+			health: workflows.Health{Status: "degraded", Stalled: 2, Reason: "no space left on device"}}
+	}})
+	id := e.start(t, "test.wait", "")
+	r := e.do(t, http.MethodGet, "/runs/"+id, nil)
+	want := `"stalled":"no space left on device; retrying","waiting":[{"op_id":"x/1/0","reason":"rate_limit","until":"2026-01-02T03:04:05Z","message":"rate limited by m, retrying in 42 s"}]}`
+	if !strings.HasSuffix(strings.TrimSpace(string(r.body)), want) {
+		t.Errorf("GET /runs/%s = %s\nwant it to end with %s", id, r.body, want)
+	}
+	r = e.do(t, http.MethodGet, "/health", nil)
+	if got := strings.TrimSpace(string(r.body)); r.status != http.StatusOK ||
+		got != `{"status":"degraded","stalled_runs":2,"reason":"no space left on device"}` {
+		t.Errorf("GET /health = %d %s", r.status, got)
+	}
+	e.do(t, http.MethodPost, "/runs/"+id+"/cancel", nil)
+	e.waitStatus(t, id, state.StatusCancelled)
+	if r := e.do(t, http.MethodGet, "/runs/"+id, nil); strings.Contains(string(r.body), "stalled") {
+		t.Errorf("ended run has an overlay: %s", r.body)
+	}
 }

@@ -349,7 +349,7 @@ func TestListenHostAccepted(t *testing.T) {
 func TestShortTokenRefused(t *testing.T) {
 	e := newEnv(t)
 	for _, tok := range []string{"s3cret", "fifteen-bytes!!"} {
-		_, err := New(configs.Server{Addr: "127.0.0.1:0", AuthToken: tok}, e.ex, nil)
+		_, err := New(configs.Server{Addr: "127.0.0.1:0", AuthToken: tok}, e.ex, e.store, nil)
 		if err == nil {
 			t.Fatalf("New accepted a %d-byte token", len(tok))
 		}
@@ -357,7 +357,7 @@ func TestShortTokenRefused(t *testing.T) {
 			t.Fatalf("error %q does not name the setting, or quotes the token", msg)
 		}
 	}
-	if _, err := New(configs.Server{Addr: "127.0.0.1:0", AuthToken: "sixteen-bytes!!!"}, e.ex, nil); err != nil {
+	if _, err := New(configs.Server{Addr: "127.0.0.1:0", AuthToken: "sixteen-bytes!!!"}, e.ex, e.store, nil); err != nil {
 		t.Fatalf("16-byte token: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/spawn"
@@ -122,11 +123,20 @@ type env struct {
 // reverse order. opts adjust the server configuration before New.
 func newEnv(tb testing.TB, opts ...func(*configs.Server)) *env {
 	tb.Helper()
-	return newEnvSetup(tb, nil, opts...)
+	return newEnvSetup(tb, envSetup{}, opts...)
 }
 
-// newEnvSetup is newEnv with a hook that adjusts the server before Start.
-func newEnvSetup(tb testing.TB, setup func(*Server), opts ...func(*configs.Server)) *env {
+// envSetup adjusts an env before its server starts.
+type envSetup struct {
+	// engine wraps the engine the server is given (a fake that changes
+	// some of the executor's behaviour).
+	engine func(Engine) Engine
+	// server adjusts the server before Start.
+	server func(*Server)
+}
+
+// newEnvSetup is newEnv with hooks that adjust the server before Start.
+func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *env {
 	tb.Helper()
 	dir := tb.TempDir()
 	st := teststore.OpenAt(tb, dir)
@@ -178,12 +188,16 @@ func newEnvSetup(tb testing.TB, setup func(*Server), opts ...func(*configs.Serve
 		o(&cfg)
 	}
 	e.token = cfg.AuthToken
-	srv, err := New(cfg, ex, logger)
+	var eng Engine = ex
+	if setup.engine != nil {
+		eng = setup.engine(eng)
+	}
+	srv, err := New(cfg, eng, st, logger)
 	if err != nil {
 		tb.Fatalf("new server: %v", err)
 	}
-	if setup != nil {
-		setup(srv)
+	if setup.server != nil {
+		setup.server(srv)
 	}
 	addr, err := srv.Start()
 	if err != nil {
@@ -276,7 +290,7 @@ func (e *env) start(tb testing.TB, workflow, task string) string {
 	if r.status != http.StatusCreated {
 		tb.Fatalf("start %s: status %d: %s", workflow, r.status, r.body)
 	}
-	var out runStatus
+	var out api.RunStatus
 	if err := json.Unmarshal(r.body, &out); err != nil || out.RunID == "" {
 		tb.Fatalf("start %s: bad body %q (%v)", workflow, r.body, err)
 	}
@@ -284,17 +298,17 @@ func (e *env) start(tb testing.TB, workflow, task string) string {
 }
 
 // head GETs a run's head.
-func (e *env) head(tb testing.TB, id string) runView {
+func (e *env) head(tb testing.TB, id string) api.Run {
 	tb.Helper()
-	var v runView
+	var v api.Run
 	e.getJSON(tb, "/runs/"+id, &v)
 	return v
 }
 
 // waitStatus polls a run until it has status want.
-func (e *env) waitStatus(tb testing.TB, id string, want state.Status) runView {
+func (e *env) waitStatus(tb testing.TB, id string, want state.Status) api.Run {
 	tb.Helper()
-	var v runView
+	var v api.Run
 	testkit.CheckFor(tb, 10*time.Second, func() error {
 		if v = e.head(tb, id); v.Status != want {
 			return fmt.Errorf("run %s is %s, want %s", id, v.Status, want)

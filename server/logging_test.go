@@ -45,7 +45,7 @@ func TestDebugLogCarriesNoToken(t *testing.T) {
 	base := newEnv(t)
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := New(configs.Server{Addr: "127.0.0.1:0", AuthToken: token}, base.ex, logger)
+	srv, err := New(configs.Server{Addr: "127.0.0.1:0", AuthToken: token}, base.ex, base.store, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestServerLogsAtItsLevel(t *testing.T) {
 	base := newEnv(t)
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := New(configs.Server{Addr: "127.0.0.1:0"}, base.ex, logger)
+	srv, err := New(configs.Server{Addr: "127.0.0.1:0"}, base.ex, base.store, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -27,49 +26,6 @@ const (
 	defaultLogLimit  = 100
 )
 
-// runView is the API shape of a run head (DESIGN §7). It leaves out the
-// engine's bookkeeping (next phase, pending end, vars, work dir).
-type runView struct {
-	ID        string               `json:"id"`
-	Workflow  string               `json:"workflow"`
-	Status    state.Status         `json:"status"`
-	Phase     string               `json:"phase"`
-	ParentID  string               `json:"parent_id"`
-	Step      uint64               `json:"step"`
-	Entries   uint64               `json:"entries"`
-	Usage     operations.RunUsage  `json:"usage"`
-	Limits    operations.RunLimits `json:"limits"`
-	EndReason string               `json:"end_reason"`
-	Result    json.RawMessage      `json:"result"`
-	Error     string               `json:"error"`
-	CreatedAt time.Time            `json:"created_at"`
-	UpdatedAt time.Time            `json:"updated_at"`
-	EndedAt   *time.Time           `json:"ended_at,omitempty"`
-	// Stalled and Waiting say what holds a live run (workflows.Live): a
-	// commit retried for lack of disk space, operations waiting on a rate
-	// limit. Absent when nothing does.
-	Stalled string           `json:"stalled,omitempty"`
-	Waiting []workflows.Wait `json:"waiting,omitempty"`
-}
-
-func viewRun(r state.Run) runView {
-	return runView{
-		ID: r.ID, Workflow: r.Workflow, Status: r.Status, Phase: r.Phase, ParentID: r.ParentID,
-		Step: r.Step, Entries: r.Entries, Usage: r.Usage, Limits: r.Limits,
-		EndReason: r.EndReason, Result: r.Result, Error: r.Error,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt,
-	}
-}
-
-// runStatus is the answer of start and cancel.
-type runStatus struct {
-	RunID  string       `json:"run_id"`
-	Status state.Status `json:"status"`
-	// Warnings are start's settings warnings (unknown keys, Flock keys
-	// flock ignores); they never reject the run.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
 // startFields are the keys a start body may have.
 var startFields = []string{"workflow", "settings", "task"}
 
@@ -80,12 +36,12 @@ func (s *Server) startWorkflow(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	head, warnings, err := s.ex.StartRunWithWarnings(c.Request().Context(), req)
+	head, warnings, err := s.eng.StartRunWithWarnings(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/runs/"+head.ID)
-	return c.JSON(http.StatusCreated, runStatus{RunID: head.ID, Status: head.Status, Warnings: warnings})
+	return c.JSON(http.StatusCreated, api.RunStatus{RunID: head.ID, Status: head.Status, Warnings: warnings})
 }
 
 // decodeStart reads a start body. Errors name the field or the byte offset
@@ -205,18 +161,15 @@ func (s *Server) listRuns(c *echo.Context) error {
 		return err
 	}
 	f.Limit = limit
-	runs, next, err := s.ex.Store().Runs(c.Request().Context(), f)
+	runs, next, err := s.store.Runs(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
-	views := make([]runView, 0, len(runs))
+	views := make([]api.Run, 0, len(runs))
 	for _, r := range runs {
 		views = append(views, viewRun(r))
 	}
-	return c.JSON(http.StatusOK, struct {
-		Runs []runView `json:"runs"`
-		Next string    `json:"next"`
-	}{views, next})
+	return c.JSON(http.StatusOK, api.Runs{Runs: views, Next: next})
 }
 
 // getRun answers GET /runs/:id with the run's head.
@@ -227,8 +180,7 @@ func (s *Server) getRun(c *echo.Context) error {
 	}
 	v := viewRun(head)
 	if !head.Status.Terminal() {
-		live := s.ex.Live(head.ID)
-		v.Stalled, v.Waiting = live.Stalled, live.Waiting
+		v = withLive(v, s.eng.Live(head.ID))
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -249,15 +201,16 @@ func (s *Server) listEntries(c *echo.Context) error {
 		return err
 	}
 	// One more than asked tells whether there is a next page.
-	entries, err := s.ex.Store().Entries(c.Request().Context(), head.ID, after, limit+1)
+	entries, err := s.store.Entries(c.Request().Context(), head.ID, after, limit+1)
 	if err != nil {
 		return &runError{id: head.ID, err: err}
 	}
 	entries, next := page(entries, limit, func(e phases.Entry) string { return strconv.FormatUint(e.Seq, 10) })
-	return c.JSON(http.StatusOK, struct {
-		Entries []phases.Entry `json:"entries"`
-		Next    string         `json:"next"`
-	}{entries, next})
+	views := make([]api.Entry, 0, len(entries))
+	for _, e := range entries {
+		views = append(views, viewEntry(e))
+	}
+	return c.JSON(http.StatusOK, api.Entries{Entries: views, Next: next})
 }
 
 // listOps answers GET /runs/:id/ops: the operation journal by step and
@@ -275,15 +228,20 @@ func (s *Server) listOps(c *echo.Context) error {
 	if err := checkOpCursor(head.ID, after); err != nil {
 		return err
 	}
-	ops, err := s.ex.Store().Ops(c.Request().Context(), head.ID, after, limit+1)
+	ops, err := s.store.Ops(c.Request().Context(), head.ID, after, limit+1)
 	if err != nil {
 		return &runError{id: head.ID, err: err}
 	}
 	ops, next := page(ops, limit, func(op state.Op) string { return op.ID })
-	return c.JSON(http.StatusOK, struct {
-		Ops  []state.Op `json:"ops"`
-		Next string     `json:"next"`
-	}{ops, next})
+	views := make([]api.Op, 0, len(ops))
+	for _, op := range ops {
+		v, err := viewOp(op)
+		if err != nil {
+			return &runError{id: head.ID, err: err}
+		}
+		views = append(views, v)
+	}
+	return c.JSON(http.StatusOK, api.Ops{Ops: views, Next: next})
 }
 
 // checkOpCursor checks that after is empty or an op id of run id: a
@@ -320,20 +278,20 @@ func page[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
 // its children and returns once the run has ended; a run that had already
 // ended gives 409.
 func (s *Server) cancelRun(c *echo.Context) error {
-	return s.control(c, s.ex.Cancel)
+	return s.control(c, s.eng.Cancel)
 }
 
 // pauseRun answers POST /runs/:id/pause: the run (and its running
 // children) stop being driven and get status paused; operations in flight
 // run again on resume. Pausing a paused run is a no-op; an ended run gives 409.
 func (s *Server) pauseRun(c *echo.Context) error {
-	return s.control(c, s.ex.Pause)
+	return s.control(c, s.eng.Pause)
 }
 
 // resumeRun answers POST /runs/:id/resume for a paused run; any other
 // status gives 409.
 func (s *Server) resumeRun(c *echo.Context) error {
-	return s.control(c, s.ex.Resume)
+	return s.control(c, s.eng.Resume)
 }
 
 // control applies a pause or resume and answers with the run's status.
@@ -342,34 +300,32 @@ func (s *Server) control(c *echo.Context, act func(context.Context, string) erro
 	ctx := c.Request().Context()
 	if err := act(ctx, id); err != nil {
 		re := &runError{id: id, err: err}
-		if head, herr := s.ex.Store().Run(ctx, id); herr == nil {
+		if head, herr := s.store.Run(ctx, id); herr == nil {
 			re.status = head.Status
 		}
 		return re
 	}
-	head, err := s.ex.Store().Run(ctx, id)
+	head, err := s.store.Run(ctx, id)
 	if err != nil {
 		return &runError{id: id, err: err}
 	}
-	return c.JSON(http.StatusOK, runStatus{RunID: head.ID, Status: head.Status})
+	return c.JSON(http.StatusOK, api.RunStatus{RunID: head.ID, Status: head.Status})
 }
 
 // listWorkflows answers GET /workflows with every registered graph.
 func (s *Server) listWorkflows(c *echo.Context) error {
-	list := s.ex.Registry().List()
-	graphs := make([]phases.Graph, 0, len(list))
-	for _, w := range list {
-		graphs = append(graphs, w.Graph())
+	list := s.eng.Workflows()
+	graphs := make([]api.Graph, 0, len(list))
+	for _, g := range list {
+		graphs = append(graphs, viewGraph(g))
 	}
-	return c.JSON(http.StatusOK, struct {
-		Workflows []phases.Graph `json:"workflows"`
-	}{graphs})
+	return c.JSON(http.StatusOK, api.Workflows{Workflows: graphs})
 }
 
 // run reads the head of the run named by the :id parameter.
 func (s *Server) run(c *echo.Context) (state.Run, error) {
 	id := c.Param("id")
-	head, err := s.ex.Store().Run(c.Request().Context(), id)
+	head, err := s.store.Run(c.Request().Context(), id)
 	if err != nil {
 		return state.Run{}, &runError{id: id, err: err}
 	}

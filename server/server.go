@@ -18,28 +18,25 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/state"
-	"github.com/flockrun/flock/workflows"
 )
 
 // DefaultHeartbeat is the interval of the comment lines an event stream
 // sends while the run is quiet, so proxies and clients keep the connection.
 const DefaultHeartbeat = 15 * time.Second
 
-// Server serves the HTTP API of one executor. Create it with New, then call
+// Server serves the HTTP API of one engine and its store. Create it with New, then call
 // Start and, at the end, Shutdown. Handler serves the same routes without a
 // listener (for tests).
 type Server struct {
 	cfg       configs.Server
 	guard     *guard
-	ex        *workflows.Executor
+	eng       Engine
+	store     state.Reader
 	log       *slog.Logger
 	e         *echo.Echo
 	heartbeat time.Duration
-	// subscribe is ex.Subscribe; tests replace it before Start to simulate
-	// subscriptions that are dropped.
-	subscribe func(id string) (<-chan state.Event, func())
-	// subscribeTree is ex.SubscribeTree (?descendants=true streams).
-	subscribeTree func(id string) (<-chan state.Event, func())
+	// mounted are the paths given to Mount, documented in /openapi.json.
+	mounted []string
 
 	// quit is closed by Shutdown; event streams watch it and return, so
 	// that a graceful shutdown does not wait for them.
@@ -53,13 +50,17 @@ type Server struct {
 	served chan error   // guarded by mu; receives Serve's result once
 }
 
-// New returns a server for ex configured by cfg. Zero fields of cfg get
-// their defaults (configs.Server.ApplyDefaults). It fails when cfg is
-// invalid, notably when cfg.Addr is not a loopback address and no
-// cfg.AuthToken is set. New does not listen; Start does.
-func New(cfg configs.Server, ex *workflows.Executor, logger *slog.Logger) (*Server, error) {
-	if ex == nil {
-		return nil, errors.New("server: executor is nil")
+// New returns a server for eng (a *workflows.Executor) and the store it
+// reads runs from, configured by cfg. Zero fields of cfg get their
+// defaults (configs.Server.ApplyDefaults). It fails when cfg is invalid,
+// notably when cfg.Addr is not a loopback address and no cfg.AuthToken is
+// set. New does not listen; Start does.
+func New(cfg configs.Server, eng Engine, store state.Reader, logger *slog.Logger) (*Server, error) {
+	if eng == nil {
+		return nil, errors.New("server: engine is nil")
+	}
+	if store == nil {
+		return nil, errors.New("server: store is nil")
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -76,14 +77,13 @@ func New(cfg configs.Server, ex *workflows.Executor, logger *slog.Logger) (*Serv
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{
-		guard:         g,
-		cfg:           cfg,
-		ex:            ex,
-		log:           logger,
-		heartbeat:     DefaultHeartbeat,
-		subscribe:     ex.Subscribe,
-		subscribeTree: ex.SubscribeTree,
-		quit:          make(chan struct{}),
+		guard:     g,
+		cfg:       cfg,
+		eng:       eng,
+		store:     store,
+		log:       logger,
+		heartbeat: DefaultHeartbeat,
+		quit:      make(chan struct{}),
 	}
 	s.e = s.newEcho()
 	return s, nil
@@ -94,6 +94,7 @@ func New(cfg configs.Server, ex *workflows.Executor, logger *slog.Logger) (*Serv
 // Prometheus metrics at /metrics.
 func (s *Server) Mount(path string, h http.Handler) {
 	s.e.GET(path, echo.WrapHandler(h))
+	s.mounted = append(s.mounted, path)
 }
 
 // Handler returns the server's routes with all middleware, for use with
@@ -257,5 +258,5 @@ func (s *Server) logPanic(c *echo.Context, pe *middleware.PanicStackError) {
 // commit (a full disk), {"status":"degraded","reason":...,"stalled_runs":N}
 // still with 200: the server answers and runs go on once space is back.
 func (s *Server) health(c *echo.Context) error {
-	return c.JSON(http.StatusOK, s.ex.Health())
+	return c.JSON(http.StatusOK, viewHealth(s.eng.Health()))
 }

@@ -130,6 +130,16 @@ func (e *Executor) Store() state.Reader { return e.store }
 // Registry returns the workflows the executor knows.
 func (e *Executor) Registry() *phases.Registry { return e.reg }
 
+// Workflows returns the graph of every registered workflow, by name.
+func (e *Executor) Workflows() []phases.Graph {
+	list := e.reg.List()
+	graphs := make([]phases.Graph, 0, len(list))
+	for _, w := range list {
+		graphs = append(graphs, w.Graph())
+	}
+	return graphs
+}
+
 // Start resumes every unfinished run found in the store. Runs in status
 // paused are loaded but not driven.
 func (e *Executor) Start(ctx context.Context) error {

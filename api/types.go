@@ -1,0 +1,190 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/flockrun/flock/record"
+)
+
+// Status is a run's status: running, paused, succeeded, failed or
+// cancelled.
+type Status = record.Status
+
+// StartRequest is the body of POST /start_workflow. The workflow may also
+// be named by settings.workflow_type.
+type StartRequest struct {
+	Workflow string          `json:"workflow,omitempty" doc:"the registered workflow to run"`
+	Settings json.RawMessage `json:"settings,omitempty" doc:"the run settings (a JSON object)"`
+	Task     string          `json:"task,omitempty" doc:"the task given to the workflow"`
+}
+
+// RunStatus answers start, cancel, pause and resume.
+type RunStatus struct {
+	RunID  string `json:"run_id"`
+	Status Status `json:"status"`
+	// Warnings are start's settings warnings (unknown keys, Flock keys
+	// flock ignores); they never reject the run.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Run is a run's head: GET /runs/{id} and the items of GET /runs.
+type Run struct {
+	ID        string          `json:"id"`
+	Workflow  string          `json:"workflow"`
+	Status    Status          `json:"status"`
+	Phase     string          `json:"phase" doc:"the phase called last (empty before the first call)"`
+	ParentID  string          `json:"parent_id" doc:"the run that spawned this one, if any"`
+	Step      uint64          `json:"step"`
+	Entries   uint64          `json:"entries" doc:"the number of entries in the run's log"`
+	Usage     Usage           `json:"usage"`
+	Limits    Limits          `json:"limits"`
+	EndReason string          `json:"end_reason"`
+	Result    json.RawMessage `json:"result" doc:"the workflow's result once it succeeded (any JSON), else null"`
+	Error     string          `json:"error"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+	// Stalled and Waiting say what holds a live run (GET /runs/{id}
+	// only): commits retried for lack of disk space, operations waiting on
+	// a rate limit. Absent when nothing does.
+	Stalled string `json:"stalled,omitempty" doc:"why the run's commits are failing and being retried"`
+	Waiting []Wait `json:"waiting,omitempty" doc:"operations waiting on something outside their control, oldest first"`
+}
+
+// Usage is what a run has consumed.
+type Usage struct {
+	Tokens  int     `json:"tokens"`
+	Actions int     `json:"actions"`
+	Seconds float64 `json:"seconds"`
+	Cost    float64 `json:"cost"`
+}
+
+// Limits caps a run's usage; an absent field means no limit.
+type Limits struct {
+	Tokens  int     `json:"tokens,omitempty"`
+	Actions int     `json:"actions,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
+	Cost    float64 `json:"cost,omitempty"`
+}
+
+// Wait is one operation's wait.
+type Wait struct {
+	OpID   string    `json:"op_id"`
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until"`
+	// Message is the reason with the time left when the head was read:
+	// "rate limited by gpt-4o-mini, retrying in 42 s".
+	Message string `json:"message"`
+}
+
+// Runs is a page of GET /runs.
+type Runs struct {
+	Runs []Run  `json:"runs"`
+	Next string `json:"next" doc:"the cursor for the next page (after=); empty when there was no more"`
+}
+
+// Entry is one record of a run's entry log.
+type Entry struct {
+	Seq   uint64          `json:"seq"`
+	Type  string          `json:"type" doc:"the record type, e.g. message, option, tool_output"`
+	Phase string          `json:"phase,omitempty"`
+	Step  uint64          `json:"step,omitempty"`
+	Data  json.RawMessage `json:"data" doc:"the record (any JSON)"`
+}
+
+// Entries is a page of GET /runs/{id}/entries.
+type Entries struct {
+	Entries []Entry `json:"entries"`
+	Next    string  `json:"next" doc:"the cursor for the next page (after=); empty when there was no more"`
+}
+
+// Op is one operation of a run's journal.
+type Op struct {
+	ID         string     `json:"id" doc:"<run>/<step>/<index>, stable across resumes"`
+	RunID      string     `json:"run_id"`
+	Step       uint64     `json:"step"`
+	Index      int        `json:"index"`
+	Phase      string     `json:"phase"`
+	Status     string     `json:"status" doc:"pending, running or done"`
+	Request    OpRequest  `json:"request"`
+	Result     *OpResult  `json:"result,omitempty"`
+	Attempts   int        `json:"attempts" doc:"dispatches, including the one that produced the result"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// OpRequest is what a phase asked for.
+type OpRequest struct {
+	Type   string            `json:"type" doc:"the operation kind, e.g. generate, bash, spawn"`
+	Params json.RawMessage   `json:"params,omitempty" doc:"the kind's parameters (a JSON object)"`
+	Meta   map[string]string `json:"meta,omitempty"`
+}
+
+// OpResult is what an operation returned.
+type OpResult struct {
+	Type  string            `json:"type"`
+	Error string            `json:"error,omitempty"`
+	Meta  map[string]string `json:"meta,omitempty"`
+	Data  json.RawMessage   `json:"data,omitempty" doc:"the kind's result (a JSON object)"`
+}
+
+// Ops is a page of GET /runs/{id}/ops.
+type Ops struct {
+	Ops  []Op   `json:"ops"`
+	Next string `json:"next" doc:"the op id to pass as after= for the next page; empty when there was no more"`
+}
+
+// Event is one item of a run's event stream (the data of one Server-Sent
+// Event of GET /runs/{id}/events).
+//
+// Stored events have Seq >= 1 and are replayed after a reconnect. Live-only
+// events (?descendants=true: operations starting, events of descendant
+// runs) have Seq 0 and carry RunID.
+type Event struct {
+	Seq     uint64          `json:"seq"`
+	RunID   string          `json:"run_id,omitempty"`
+	Time    time.Time       `json:"time"`
+	Type    string          `json:"type" doc:"run, phase or op"`
+	Status  string          `json:"status,omitempty"`
+	Phase   string          `json:"phase,omitempty"`
+	Step    uint64          `json:"step,omitempty"`
+	OpID    string          `json:"op_id,omitempty"`
+	Kind    string          `json:"kind,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty" doc:"event-specific details (small JSON)"`
+}
+
+// Final reports whether ev is a run's terminal "run" event, the last of
+// its stream.
+func (ev Event) Final() bool {
+	return ev.Type == "run" && record.Status(ev.Status).Terminal()
+}
+
+// Graph describes a registered workflow.
+type Graph struct {
+	Name        string              `json:"name"`
+	Description string              `json:"description,omitempty"`
+	Source      string              `json:"source" doc:"builtin, a YAML file or a plugin"`
+	Start       string              `json:"start"`
+	Phases      []string            `json:"phases"`
+	Transitions map[string][]string `json:"transitions" doc:"each phase's possible next phases"`
+}
+
+// Workflows answers GET /workflows.
+type Workflows struct {
+	Workflows []Graph `json:"workflows"`
+}
+
+// Health answers GET /health.
+type Health struct {
+	Status  string `json:"status" doc:"ok or degraded"`
+	Stalled int    `json:"stalled_runs,omitempty" doc:"runs whose commits are being retried"`
+	Reason  string `json:"reason,omitempty" doc:"why (the first stalled run found)"`
+}
+
+// Error is the body of every error response.
+type Error struct {
+	Error string `json:"error" doc:"what is wrong, naming the field, header or run; a 500 carries only the request id"`
+}

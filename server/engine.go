@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/flockrun/flock/api"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// Engine is what the server asks of the engine that runs workflows: the
+// operations of the API's POST routes, live event subscriptions, the
+// registered workflows and the live overlay of a run (what holds it) and
+// of the whole (health). *workflows.Executor implements it; tests wrap it
+// or fake it. Reads of stored runs go through a state.Reader instead.
+type Engine interface {
+	// StartRunWithWarnings creates a run and returns its head and the
+	// settings warnings.
+	StartRunWithWarnings(ctx context.Context, req workflows.StartRequest) (state.Run, []string, error)
+	// Cancel, Pause and Resume control a run (and its children); they
+	// return workflows.ErrEnded or workflows.ErrNotPaused when the run's
+	// status does not allow it, state.ErrNotFound for an unknown run.
+	Cancel(ctx context.Context, id string) error
+	Pause(ctx context.Context, id string) error
+	Resume(ctx context.Context, id string) error
+	// Subscribe follows a run's events as they are committed; the channel
+	// is closed when the subscriber falls behind or the engine lets go of
+	// the run. SubscribeTree also delivers live-only events (Seq 0) of the
+	// run's operations and descendant runs. Both return a function that
+	// ends the subscription.
+	Subscribe(id string) (<-chan state.Event, func())
+	SubscribeTree(id string) (<-chan state.Event, func())
+	// Workflows returns the registered workflows' graphs, by name.
+	Workflows() []phases.Graph
+	// Live says what holds a live run; Health the engine's condition.
+	Live(id string) workflows.Live
+	Health() workflows.Health
+}
+
+var _ Engine = (*workflows.Executor)(nil)
+
+// The functions below turn the engine's and the journal's structs into
+// the API's view types (package api), field by field, so that neither
+// side's schema leaks into the other.
+
+func viewRun(r state.Run) api.Run {
+	return api.Run{
+		ID: r.ID, Workflow: r.Workflow, Status: r.Status, Phase: r.Phase, ParentID: r.ParentID,
+		Step: r.Step, Entries: r.Entries,
+		Usage:     api.Usage{Tokens: r.Usage.Tokens, Actions: r.Usage.Actions, Seconds: r.Usage.Seconds, Cost: r.Usage.Cost},
+		Limits:    api.Limits{Tokens: r.Limits.Tokens, Actions: r.Limits.Actions, Seconds: r.Limits.Seconds, Cost: r.Limits.Cost},
+		EndReason: r.EndReason, Result: r.Result, Error: r.Error,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt,
+	}
+}
+
+// withLive adds what holds a live run to its view.
+func withLive(v api.Run, l workflows.Live) api.Run {
+	v.Stalled = l.Stalled
+	for _, w := range l.Waiting {
+		v.Waiting = append(v.Waiting, api.Wait{OpID: w.OpID, Reason: w.Reason, Until: w.Until, Message: w.Message})
+	}
+	return v
+}
+
+func viewEntry(e phases.Entry) api.Entry {
+	return api.Entry{Seq: e.Seq, Type: e.Type, Phase: e.Phase, Step: e.Step, Data: e.Data}
+}
+
+// viewOp converts an op. Request and result go through their own JSON
+// encoding (the operation kinds define it) into the API's envelopes.
+func viewOp(op state.Op) (api.Op, error) {
+	v := api.Op{
+		ID: op.ID, RunID: op.RunID, Step: op.Step, Index: op.Index, Phase: op.Phase,
+		Status: string(op.Status), Attempts: op.Attempts,
+		CreatedAt: op.CreatedAt, StartedAt: op.StartedAt, FinishedAt: op.FinishedAt,
+	}
+	if err := reencode(op.Request, &v.Request); err != nil {
+		return api.Op{}, fmt.Errorf("op %s: request: %w", op.ID, err)
+	}
+	if op.Result != nil {
+		v.Result = new(api.OpResult)
+		if err := reencode(op.Result, v.Result); err != nil {
+			return api.Op{}, fmt.Errorf("op %s: result: %w", op.ID, err)
+		}
+	}
+	return v, nil
+}
+
+func reencode(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+func viewEvent(ev state.Event) api.Event {
+	return api.Event{
+		Seq: ev.Seq, RunID: ev.RunID, Time: ev.Time, Type: ev.Type, Status: ev.Status,
+		Phase: ev.Phase, Step: ev.Step, OpID: ev.OpID, Kind: ev.Kind, Message: ev.Message, Data: ev.Data,
+	}
+}
+
+func viewGraph(g phases.Graph) api.Graph {
+	return api.Graph{Name: g.Name, Description: g.Description, Source: g.Source, Start: g.Start,
+		Phases: g.Phases, Transitions: g.Transitions}
+}
+
+func viewHealth(h workflows.Health) api.Health {
+	return api.Health{Status: h.Status, Stalled: h.Stalled, Reason: h.Reason}
+}
