@@ -211,6 +211,20 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 			s.OutputLimit = min(s.OutputLimit, s.ContextChars)
 		}
 	}
+	for i, m := range s.InputMessages {
+		first := i == 0 || (i == 1 && s.InputMessages[0].Role == operations.RoleSystem)
+		switch {
+		case m.Role == operations.RoleSystem && i != 0:
+			return s, fmt.Errorf("%w: input_messages[%d]: a system message may only come first", ErrSettings, i)
+		case first && m.Role != operations.RoleSystem && m.Role != operations.RoleUser:
+			return s, fmt.Errorf("%w: input_messages[%d]: the first message after the system prompt must be the user's", ErrSettings, i)
+		case m.Role != operations.RoleSystem && m.Role != operations.RoleUser && m.Role != operations.RoleAssistant:
+			return s, fmt.Errorf("%w: input_messages[%d]: role %q is not system, user or assistant", ErrSettings, i, m.Role)
+		}
+	}
+	if len(s.InputMessages) == 1 && s.InputMessages[0].Role == operations.RoleSystem {
+		return s, fmt.Errorf("%w: input_messages: no user message", ErrSettings)
+	}
 	if s.TrajectoryName == "" {
 		s.TrajectoryName = DefaultTrajectoryName
 	}

@@ -333,9 +333,14 @@ func readQuestion(t *Task, v json.RawMessage) error {
 		return fmt.Errorf("want a non-empty string or a list of chat messages")
 	}
 	for i, m := range msgs {
+		first := i == 0 || (i == 1 && msgs[0].Role == "system")
 		switch {
 		case m.Role != "system" && m.Role != "user" && m.Role != "assistant":
 			return fmt.Errorf("[%d]: role %q is not system, user or assistant", i, m.Role)
+		case m.Role == "system" && i != 0:
+			return fmt.Errorf("[%d]: a system message may only come first", i)
+		case first && m.Role == "assistant":
+			return fmt.Errorf("[%d]: the first message after the system prompt must be the user's", i)
 		case m.Content == nil:
 			return fmt.Errorf("[%d]: content: want a string", i)
 		case m.Role == "user":
@@ -363,8 +368,9 @@ func choiceQuestion(q string, choices []string) string {
 	return b.String()
 }
 
-// choiceTarget reads a multiple-choice target — a letter, a 0-based index
-// or the choice's text — as the references [letter, text].
+// choiceTarget reads a multiple-choice target — a letter, the choice's
+// text or a 0-based index (a number, or digits that are no choice's text)
+// — as the references [letter, text].
 func choiceTarget(v json.RawMessage, choices []string) ([]string, error) {
 	var n int
 	if json.Unmarshal(v, &n) == nil {
@@ -388,6 +394,10 @@ func choiceTarget(v json.RawMessage, choices []string) ([]string, error) {
 		if c == s {
 			return []string{string(rune('A' + i)), c}, nil
 		}
+	}
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 && n < len(choices) {
+		// An index written as text (CSV cells are text).
+		return []string{string(rune('A' + n)), choices[n]}, nil
 	}
 	return nil, fmt.Errorf("%q is not a letter A-%c, an index or one of the choices", s, 'A'+len(choices)-1)
 }

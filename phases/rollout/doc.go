@@ -185,7 +185,7 @@
 //     agent's work directory (the row's work_dir); if it is gone, or hidden
 //     by the lane's isolation, the sample is an eval error scoring 0.
 //   - A chat-message input opens react's conversation; a context fold then
-//     keeps only the question (the last user message) and the summary.
+//     keeps its system message, its first user message and the summary.
 //   - The report phase reads the whole episodes file (up to the read_file
 //     cap, 64 MiB) and writes it and the groups back: both pass through
 //     the journal. A failed read leaves the file as appended, writes no
