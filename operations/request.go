@@ -11,7 +11,8 @@ type Request struct {
 	Kind Kind
 	// Meta carries small free-form labels (purpose, role, option index) that
 	// are journaled with the request and copied onto its result. Phases use it
-	// to recognise results; handlers ignore it.
+	// to recognise results; handlers ignore it, except that a model stand-in
+	// reads MetaRole.
 	Meta map[string]string
 
 	Bash        *BashRequest

@@ -103,48 +103,11 @@
 //
 // # Simulated provider
 //
-// A deterministic policy with no network: the reply depends only on the
-// request (an FNV hash of messages, tool names and tool_choice), never on
-// time or randomness. Usage is estimated at chars/4. The family of the
-// request is told by the tools offered (tool mode) or, with no tools, by
-// the system prompt (text mode, where tools are fenced blocks such as
-// ```bash, or <bash> tags):
-//
-//   - rate_options (raters): finds the numbered options in the last message
-//     (<option_N> tags, "Option N:" lines or "[N]" lines) and rates each in
-//     [-2, 2] by how much it looks like progress: submit 1.8, creating a
-//     file 1.5, reading or counting (cat, wc, head, grep) 1, ls -la 0.75,
-//     ls/pwd 0.5, rm -rf/sudo -2. Text mode: a ```json {"ratings": [...]}
-//     block.
-//   - advise (advisors): one sentence naming the actor's next planned
-//     command (or "submit"). Text mode: an ```advise block.
-//   - bash or run_bash, python, submit or conclude (actors): a plan derived
-//     from the task (a <task> block, the text after "task:", or the first
-//     user message): "ls -la"; then, when the task says "create NAME
-//     containing TEXT", printf TEXT into NAME; then "wc -w|-l|-c < FILE" when
-//     it asks for a word/line/character count of a file, "ls -1 | wc -l"
-//     for a file count, or "cat -- FILE" for a file it mentions; with no
-//     such instruction "pwd" and "head -n 40" of the first file the listing
-//     showed. Commands already run (found in the history) are skipped; once
-//     the plan is done (or after 6 commands) it calls submit (or conclude)
-//     with the first meaningful line of the last tool output, reduced to its
-//     leading number when it has one (so "wc -w < hello.txt" yields "1").
-//     Without submit/conclude it calls score once. Output 0 and even
-//     outputs follow the plan; odd outputs propose a lighter exploratory
-//     command, and the thought text varies with the request, so n > 1 and
-//     the triframe with/without-advice actors give raters differing options.
-//     Text mode: a thought then a ```bash block, or a ```submit block.
-//   - a judge tool (select_winner, or a name with winner/judge/select/
-//     choose/pick/rank/compare/vote): arguments filled from the schema,
-//     choice fields picking by hash among agent ids or option indices found
-//     in the prompt.
-//   - any other tool: the forced or first tool, arguments filled from its
-//     JSON Schema.
-//   - no tools: a short text reply quoting the last message.
-//
-// For "create hello.txt containing hi and submit its word count" a triframe
-// agent runs ls -la, printf 'hi' > hello.txt, wc -w < hello.txt, then
-// submits "1".
+// A deterministic policy with no network, in package
+// handlers/generate/simulated: the reply depends only on the request and
+// the role its phase set in Meta (operations.MetaRole), never on time or
+// randomness. Usage is estimated at chars/4. See that package for what
+// each role answers.
 //
 // # Scripted provider
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/handlers/generate/simulated"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -164,7 +165,9 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	var out *operations.GenerateResult
 	switch m.provider {
 	case ProviderSimulated:
-		out = simulate(g)
+		outs := simulated.Reply(req.Meta, g)
+		out = &operations.GenerateResult{Outputs: outs, Model: simulated.Model,
+			Usage: operations.Usage{PromptTokens: estimatePrompt(g.Messages, g.Tools), CompletionTokens: estimateOutputs(outs)}}
 	case ProviderScripted:
 		out, err = h.scripts.reply(ctx, h.opts.Journal, h.opts.Open, env.WorkDir, env.RunID, env.OpID, m, g)
 	default:

@@ -170,3 +170,12 @@ func mustGen(tb testing.TB, r operations.Result) *operations.GenerateResult {
 	}
 	return r.Generate
 }
+
+// onlyCall returns o's one tool call, failing when it has another number.
+func onlyCall(tb testing.TB, o operations.Output) operations.ToolCall {
+	tb.Helper()
+	if len(o.ToolCalls) != 1 {
+		tb.Fatalf("want one tool call, got %+v", o)
+	}
+	return o.ToolCalls[0]
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/handlers/generate/simulated"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -632,7 +633,7 @@ func TestSimulatedModeRoutesOpenAIModels(t *testing.T) {
 	s := &configs.RunSettings{Models: map[string]configs.Model{"gpt-4o": {BaseURL: "http://127.0.0.1:1/v1"}}}
 	s.ApplyDefaults()
 	g := mustGen(t, handle(t, h, s, operations.GenerateRequest{Model: "gpt-4o", Messages: userMsg("hello")}))
-	if g.Model != simulatedModel || len(g.Outputs) != 1 || g.Outputs[0].Content == "" {
+	if g.Model != simulated.Model || len(g.Outputs) != 1 || g.Outputs[0].Content == "" {
 		t.Fatalf("got %+v", g)
 	}
 }

@@ -104,7 +104,8 @@ func Generator(in phases.Input) (phases.Output, error) {
 		choice = "required"
 	}
 	g := s.Generator.Request(prompt(c, ctx, &s), tools(&s), choice)
-	out.Ops = []operations.Request{operations.NewGenerate(g).WithMeta(metaPurpose, PhaseGenerator)}
+	out.Ops = []operations.Request{operations.NewGenerate(g).WithMeta(metaPurpose, PhaseGenerator).
+		WithMeta(operations.MetaRole, operations.ModelRoleActor)}
 	out.Next = PhaseDiscriminator
 	return out, nil
 }

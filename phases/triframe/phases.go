@@ -32,19 +32,20 @@ const (
 	ReasonNoValidAction = "no_valid_action"
 )
 
-// Meta keys of triframe's operations.
+// Meta keys of triframe's operations. A generate's role is the shared
+// operations.MetaRole, so that a model stand-in answers in kind.
 const (
-	metaRole    = "role"
+	metaRole    = operations.MetaRole
 	metaIndex   = "index"
 	metaAdvice  = "advice"
 	metaAgent   = "agent"
 	metaGroup   = "group"
 	metaA       = "a"
 	metaB       = "b"
-	roleAdvisor = "advisor"
-	roleActor   = "actor"
-	roleRater   = "rater"
-	roleJudge   = "judge"
+	roleAdvisor = operations.ModelRoleAdvisor
+	roleActor   = operations.ModelRoleActor
+	roleRater   = operations.ModelRoleRater
+	roleJudge   = operations.ModelRoleJudge
 )
 
 // load parses the settings and the run's vars.

@@ -1,4 +1,4 @@
-package generate
+package simulated
 
 import (
 	"context"
@@ -32,6 +32,18 @@ var (
 	actorTools   = []operations.Tool{toolBash, toolPython, toolTimeout, toolSubmit}
 )
 
+// role is the Meta of a request whose phase set the role r ("" for none).
+func role(r string) map[string]string {
+	if r == "" {
+		return nil
+	}
+	return map[string]string{operations.MetaRole: r}
+}
+
+func userMsg(s string) []operations.Message {
+	return []operations.Message{{Role: operations.RoleUser, Content: s}}
+}
+
 func args(tb testing.TB, tc operations.ToolCall) map[string]any {
 	tb.Helper()
 	var a map[string]any
@@ -53,14 +65,14 @@ func TestSimulatedDeterministic(t *testing.T) {
 	g := &operations.GenerateRequest{Model: "simulated", N: 3, Tools: actorTools, Messages: []operations.Message{
 		{Role: operations.RoleSystem, Content: "You are an agent. <task>List the files.</task>"},
 	}}
-	a, _ := json.Marshal(simulate(g))
+	a, _ := json.Marshal(Reply(nil, g))
 	for range 5 {
-		b, _ := json.Marshal(simulate(g))
+		b, _ := json.Marshal(Reply(nil, g))
 		if string(a) != string(b) {
 			t.Fatalf("not deterministic:\n%s\n%s", a, b)
 		}
 	}
-	outs := simulate(g).Outputs
+	outs := Reply(nil, g)
 	if len(outs) != 3 {
 		t.Fatalf("n not honoured: %d", len(outs))
 	}
@@ -77,6 +89,7 @@ func TestSimulatedFamilies(t *testing.T) {
 	task := "<task>Create hello.txt containing hi and submit its word count.</task>"
 	tests := []struct {
 		name  string
+		meta  map[string]string
 		g     operations.GenerateRequest
 		check func(t *testing.T, outs []operations.Output)
 	}{
@@ -176,6 +189,7 @@ func TestSimulatedFamilies(t *testing.T) {
 		},
 		{
 			name: "text-mode rater answers a json block",
+			meta: role(operations.ModelRoleRater),
 			g: operations.GenerateRequest{Messages: []operations.Message{
 				{Role: "system", Content: "Rate the options and reply with a ```json block holding the rate_options arguments.\nOption 0: ```submit\n1\n```\nOption 1: ```bash\nls\n```"},
 			}},
@@ -197,12 +211,35 @@ func TestSimulatedFamilies(t *testing.T) {
 		},
 		{
 			name: "text-mode actor answers a fenced bash block",
+			meta: role(operations.ModelRoleActor),
 			g: operations.GenerateRequest{Messages: []operations.Message{
 				{Role: "system", Content: "You are an agent. To run a command write ```bash\\n<command>\\n```; to finish write ```submit\\n<answer>\\n```. " + task},
 			}},
 			check: func(t *testing.T, outs []operations.Output) {
 				if !strings.Contains(outs[0].Content, "```bash\nls -la\n```") || len(outs[0].ToolCalls) != 0 {
 					t.Fatalf("got %q", outs[0].Content)
+				}
+			},
+		},
+		{
+			name: "text mode without a role is plain text, whatever the prompt says",
+			g: operations.GenerateRequest{Messages: []operations.Message{
+				{Role: "system", Content: "You are an agent. To run a command write ```bash\n<command>\n```; to finish write ```submit\n<answer>\n```. Call advise or select_winner. " + task},
+				{Role: "user", Content: "hello"},
+			}},
+			check: func(t *testing.T, outs []operations.Output) {
+				if c := outs[0].Content; c == "" || strings.Contains(c, "```") || len(outs[0].ToolCalls) != 0 {
+					t.Fatalf("got %+v", outs[0])
+				}
+			},
+		},
+		{
+			name: "the role wins over the tools offered",
+			meta: role(operations.ModelRoleAdvisor),
+			g:    operations.GenerateRequest{Tools: []operations.Tool{toolAdvise, toolBash}, Messages: []operations.Message{{Role: "system", Content: "Help. " + task}}},
+			check: func(t *testing.T, outs []operations.Output) {
+				if c := onlyCall(t, outs[0]); c.Name != "advise" || args(t, c)["advice"] == "" {
+					t.Fatalf("got %+v", outs[0])
 				}
 			},
 		},
@@ -244,11 +281,7 @@ func TestSimulatedFamilies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.g.Model = "simulated"
-			res := simulate(&tt.g)
-			if res.Usage.PromptTokens <= 0 || res.Usage.CompletionTokens <= 0 {
-				t.Fatalf("usage = %+v", res.Usage)
-			}
-			tt.check(t, res.Outputs)
+			tt.check(t, Reply(tt.meta, &tt.g))
 		})
 	}
 }
@@ -294,11 +327,11 @@ func TestParseCreate(t *testing.T) {
 // triframe drives a small advisor -> actors -> raters -> tool loop against
 // the simulated provider, running the chosen commands with bash in dir. It
 // returns the submitted answer and the number of tool actions.
-func triframe(t *testing.T, h *Handler, task, dir string, textMode bool) (string, int) {
+func triframe(t *testing.T, task, dir string, textMode bool) (string, int) {
 	t.Helper()
-	call := func(g operations.GenerateRequest) []operations.Output {
+	call := func(r string, g operations.GenerateRequest) []operations.Output {
 		g.Model = "simulated"
-		return mustGen(t, handle(t, h, nil, g)).Outputs
+		return Reply(role(r), &g)
 	}
 	var history []operations.Message // actor view
 	var transcript strings.Builder   // advisor and rater view
@@ -308,7 +341,7 @@ func triframe(t *testing.T, h *Handler, task, dir string, textMode bool) (string
 	}
 	reBlock := regexp.MustCompile("(?s)```(bash|submit)\n(.*?)\n```")
 	for action := 0; action < 10; action++ {
-		adv := call(operations.GenerateRequest{
+		adv := call(operations.ModelRoleAdvisor, operations.GenerateRequest{
 			Tools: []operations.Tool{toolAdvise}, ToolChoice: "advise",
 			Messages: []operations.Message{
 				{Role: "system", Content: "You advise an agent that has tools bash and submit.\n<task>" + task + "</task>\nCall advise."},
@@ -328,7 +361,7 @@ func triframe(t *testing.T, h *Handler, task, dir string, textMode bool) (string
 		var opts []opt
 		seen := map[opt]bool{}
 		for _, msgs := range [][]operations.Message{with, without} {
-			for _, o := range call(operations.GenerateRequest{Tools: tools, N: 2, Messages: msgs}) {
+			for _, o := range call(operations.ModelRoleActor, operations.GenerateRequest{Tools: tools, N: 2, Messages: msgs}) {
 				var op opt
 				if textMode {
 					m := reBlock.FindStringSubmatch(o.Content)
@@ -360,7 +393,7 @@ func triframe(t *testing.T, h *Handler, task, dir string, textMode bool) (string
 				fmt.Fprintf(&b, "<option_%d>\n%s\n{\"name\": %q, \"arg\": %q}\n</option_%d>\n", i, o.content, o.name, o.arg, i)
 			}
 			b.WriteString("</candidate_options>")
-			rate := call(operations.GenerateRequest{Tools: []operations.Tool{toolRate}, Messages: []operations.Message{{Role: "system", Content: b.String()}}})
+			rate := call(operations.ModelRoleRater, operations.GenerateRequest{Tools: []operations.Tool{toolRate}, Messages: []operations.Message{{Role: "system", Content: b.String()}}})
 			best, bestR := 0, -10.0
 			for _, r := range args(t, onlyCall(t, rate[0]))["ratings"].([]any) {
 				m := r.(map[string]any)
@@ -399,8 +432,7 @@ func TestSimulatedTriframeFinishesTask(t *testing.T) {
 	for _, textMode := range []bool{false, true} {
 		t.Run(fmt.Sprintf("text_mode=%v", textMode), func(t *testing.T) {
 			dir := t.TempDir()
-			h := New(Options{Mode: ModeSimulated})
-			answer, actions := triframe(t, h, "Create hello.txt containing hi and submit its word count.", dir, textMode)
+			answer, actions := triframe(t, "Create hello.txt containing hi and submit its word count.", dir, textMode)
 			b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
 			if err != nil || string(b) != "hi\n" {
 				t.Fatalf("hello.txt = %q, %v", b, err)
@@ -420,7 +452,7 @@ func TestSimulatedExploresWithoutInstructions(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the answer is 42\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	answer, actions := triframe(t, New(Options{Mode: ModeSimulated}), "Look around and report what you find.", dir, false)
+	answer, actions := triframe(t, "Look around and report what you find.", dir, false)
 	if answer != "the answer is 42" || actions != 3 {
 		t.Fatalf("answer %q after %d actions", answer, actions)
 	}
@@ -439,14 +471,16 @@ func FuzzSimulate(f *testing.F) {
 				{Role: "tool", Content: output},
 				{Role: "user", Content: last},
 			}}
-			res := simulate(g)
-			if len(res.Outputs) != max(1, n) {
-				t.Fatalf("outputs = %d", len(res.Outputs))
-			}
-			for _, o := range res.Outputs {
-				for _, tc := range o.ToolCalls {
-					if !json.Valid([]byte(tc.Arguments)) {
-						t.Fatalf("invalid arguments %q", tc.Arguments)
+			for _, r := range []string{"", operations.ModelRoleActor, operations.ModelRoleAdvisor, operations.ModelRoleRater, operations.ModelRoleJudge, "other"} {
+				outs := Reply(role(r), g)
+				if len(outs) != max(1, n) {
+					t.Fatalf("outputs = %d", len(outs))
+				}
+				for _, o := range outs {
+					for _, tc := range o.ToolCalls {
+						if !json.Valid([]byte(tc.Arguments)) {
+							t.Fatalf("invalid arguments %q", tc.Arguments)
+						}
 					}
 				}
 			}

@@ -1,4 +1,4 @@
-package generate
+package simulated
 
 import (
 	"encoding/binary"
@@ -13,30 +13,24 @@ import (
 	"github.com/flockrun/flock/operations"
 )
 
-// simulatedModel is the model name reported by the simulated provider.
-const simulatedModel = "flock-simulated"
+// Model is the model name the simulated provider reports.
+const Model = "flock-simulated"
 
 // maxSimActions is the number of shell actions after which the simulated
 // actor submits whatever it has.
 const maxSimActions = 6
 
-// simulate answers g with the built-in deterministic policy (see the
-// package documentation). The result depends only on g.
-func simulate(g *operations.GenerateRequest) *operations.GenerateResult {
-	s := newSim(g)
-	n := max(1, g.N)
-	outs := make([]operations.Output, n)
+// Reply answers g with the built-in deterministic policy (see the package
+// documentation): g.N outputs (at least one). meta is the request's Meta;
+// its operations.MetaRole says what the model is asked to play. The
+// outputs depend only on meta's role and g.
+func Reply(meta map[string]string, g *operations.GenerateRequest) []operations.Output {
+	s := newSim(meta[operations.MetaRole], g)
+	outs := make([]operations.Output, max(1, g.N))
 	for i := range outs {
 		outs[i] = s.output(i)
 	}
-	return &operations.GenerateResult{
-		Outputs: outs,
-		Model:   simulatedModel,
-		Usage: operations.Usage{
-			PromptTokens:     estimatePrompt(g.Messages, g.Tools),
-			CompletionTokens: estimateOutputs(outs),
-		},
-	}
+	return outs
 }
 
 // Request families the simulated policy recognises.
@@ -71,7 +65,7 @@ type sim struct {
 	forced string
 }
 
-func newSim(g *operations.GenerateRequest) *sim {
+func newSim(role string, g *operations.GenerateRequest) *sim {
 	s := &sim{g: g, tools: map[string]operations.Tool{}}
 	for _, t := range g.Tools {
 		if _, dup := s.tools[t.Name]; !dup {
@@ -102,7 +96,7 @@ func newSim(g *operations.GenerateRequest) *sim {
 	}
 	s.all = strings.Join(all, "\n")
 	s.task = findTask(s.all, s.head, firstUser)
-	s.classify()
+	s.classify(role)
 	return s
 }
 
@@ -134,13 +128,8 @@ func mix(h uint64, vals ...uint64) uint64 {
 	return f.Sum64()
 }
 
-var (
-	reAdvise      = regexp.MustCompile(`(?i)\badvise\b`)
-	reSelectWin   = regexp.MustCompile(`(?i)\bselect_winner\b`)
-	reBashWord    = regexp.MustCompile(`(?i)\bbash\b`)
-	reFinishWord  = regexp.MustCompile(`(?i)\b(submit|conclude)\b`)
-	judgeFragment = []string{"winner", "judge", "select", "choose", "pick", "rank", "compare", "vote"}
-)
+// judgeFragment are the parts of a tool name that make it a judge's.
+var judgeFragment = []string{"winner", "judge", "select", "choose", "pick", "rank", "compare", "vote"}
 
 func isJudgeTool(name string) bool {
 	n := strings.ToLower(name)
@@ -167,16 +156,39 @@ func toolFamily(name string) string {
 	return famGeneric
 }
 
-// classify picks the family: from the offered tools in tool mode, from the
-// system prompt in text mode (no tools, or tool_choice "none").
-func (s *sim) classify() {
+// roleFamily maps the request's operations.MetaRole to a family ("" when
+// the role is unset or unknown).
+func roleFamily(role string) string {
+	switch role {
+	case operations.ModelRoleActor:
+		return famActor
+	case operations.ModelRoleAdvisor:
+		return famAdvisor
+	case operations.ModelRoleRater:
+		return famRater
+	case operations.ModelRoleJudge:
+		return famJudge
+	}
+	return ""
+}
+
+// classify picks the family: the request's role when the phase set one
+// (operations.MetaRole); otherwise, in tool mode, the offered tools (the
+// forced one first). Text mode (no tools, or tool_choice "none") without a
+// role is a plain text reply. The prompt's wording never decides the
+// family; only the answer format in text mode (fenced blocks or <bash>
+// tags, s.xml) is read from the system prompt, as a model would.
+func (s *sim) classify(role string) {
+	fam := roleFamily(role)
 	if len(s.tools) > 0 && s.g.ToolChoice != "none" {
 		if _, ok := s.tools[s.g.ToolChoice]; ok {
 			s.forced = s.g.ToolChoice
-			s.fam = toolFamily(s.forced)
-			return
 		}
 		switch {
+		case fam != "":
+			s.fam = fam
+		case s.forced != "":
+			s.fam = toolFamily(s.forced)
 		case s.has("rate_options"):
 			s.fam = famRater
 		case s.has("advise"):
@@ -197,18 +209,9 @@ func (s *sim) classify() {
 	s.textMode = true
 	h := s.head
 	s.xml = strings.Contains(h, "<bash>") && !strings.Contains(h, "```bash")
-	switch {
-	case strings.Contains(h, "rate_options"):
-		s.fam = famRater
-	case reSelectWin.MatchString(h):
-		s.fam = famJudge
-	case reAdvise.MatchString(h):
-		s.fam = famAdvisor
-	case strings.Contains(h, "```bash") || strings.Contains(h, "<bash>") ||
-		reBashWord.MatchString(h) && reFinishWord.MatchString(h):
-		s.fam = famActor
-	default:
-		s.fam = famText
+	s.fam = famText
+	if fam != "" {
+		s.fam = fam
 	}
 }
 
