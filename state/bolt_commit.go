@@ -29,7 +29,7 @@ type commitReq struct {
 	entries [][]byte // encoded entries, in order
 	opKeys  [][]byte
 	ops     [][]byte // encoded ops, parallel to opKeys
-	blobs   []blob   // message chunks the ops refer to (put if absent)
+	chunks  []Chunk  // message chunks the ops refer to (put if absent)
 	// results holds, per op of c.Ops, the encoded result record of a done
 	// op (nil for a pending op, whose request record is in ops).
 	results [][]byte
@@ -177,7 +177,7 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 			if op.Status == OpDone {
 				// The request was journaled with the op as pending: write
 				// only what completion adds (see write for the fallback).
-				b, err := json.Marshal(resultOf(op))
+				b, err := EncodeResult(op)
 				if err != nil {
 					return nil, fmt.Errorf("commit to run %s: encode result of op %s: %w", id, op.ID, err)
 				}
@@ -186,13 +186,13 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 				r.size += len(b) + len(r.opKeys[i])
 				continue
 			}
-			b, blobs, err := requestRecord(op)
+			b, chunks, err := EncodeRequest(op)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, op.ID, err)
 			}
-			r.blobs = append(r.blobs, blobs...)
-			for _, bl := range blobs {
-				r.size += len(bl.key) + len(bl.val)
+			r.chunks = append(r.chunks, chunks...)
+			for _, ch := range chunks {
+				r.size += len(ch.Key) + len(ch.Val)
 			}
 			r.ops[i] = b
 			r.size += len(b) + len(r.opKeys[i])
@@ -477,9 +477,9 @@ func write(b *buckets, r *commitReq) (uint64, error) {
 			return 0, fmt.Errorf("put entry of %s: %w", id, err)
 		}
 	}
-	for _, bl := range r.blobs {
-		if b.blobs.Get(bl.key) == nil {
-			if err := put(b.blobs, bl.key, bl.val); err != nil {
+	for _, ch := range r.chunks {
+		if b.blobs.Get(ch.Key) == nil {
+			if err := put(b.blobs, ch.Key, ch.Val); err != nil {
 				return 0, fmt.Errorf("put blob of %s: %w", id, err)
 			}
 		}
@@ -502,13 +502,13 @@ func write(b *buckets, r *commitReq) (uint64, error) {
 		if b.ops.Get(key) == nil {
 			// Done without having been journaled pending (not what the
 			// executor does): write the request record too.
-			v, blobs, err := requestRecord(op)
+			v, chunks, err := EncodeRequest(op)
 			if err != nil {
 				return 0, fmt.Errorf("encode op of %s: %w", id, err)
 			}
-			for _, bl := range blobs {
-				if b.blobs.Get(bl.key) == nil {
-					if err := put(b.blobs, bl.key, bl.val); err != nil {
+			for _, ch := range chunks {
+				if b.blobs.Get(ch.Key) == nil {
+					if err := put(b.blobs, ch.Key, ch.Val); err != nil {
 						return 0, fmt.Errorf("put blob of %s: %w", id, err)
 					}
 				}

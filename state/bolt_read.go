@@ -313,3 +313,29 @@ func (s *BoltStore) Ops(ctx context.Context, id string, after string, limit int)
 	})
 	return out, err
 }
+
+// scanOps reads up to limit ops from key start while keys keep prefix p:
+// each request record joined with its chunks and with its result record.
+func scanOps(tx *bolt.Tx, p, start, skip []byte, limit int) ([]Op, error) {
+	ops, results, blobs := tx.Bucket(bucketOps), tx.Bucket(bucketResults), tx.Bucket(bucketBlobs)
+	chunk := func(k []byte) ([]byte, error) { return blobs.Get(k), nil } // DecodeRequest copies out
+	var out []Op
+	c := ops.Cursor()
+	k, v := c.Seek(start)
+	if skip != nil && bytes.Equal(k, skip) {
+		k, v = c.Next()
+	}
+	for ; k != nil && bytes.HasPrefix(k, p) && len(out) < limit; k, v = c.Next() {
+		op, err := DecodeRequest(v, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("%w: op %q: %v", ErrCorrupt, k, err)
+		}
+		if rv := results.Get(k); rv != nil {
+			if err := ApplyResult(&op, rv); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -247,17 +246,16 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 		ra := a.run(id)
 		step, index := binary.BigEndian.Uint64(tail), binary.BigEndian.Uint32(tail[8:])
 		opID := OpID(id, step, int(index))
-		var so storedOp
-		if err := json.Unmarshal(v, &so); err != nil {
+		recID, chunks, err := RequestChunks(v)
+		if err != nil {
 			return bad(ra, "op "+opID, err)
 		}
-		if so.ID != opID {
-			return bad(ra, fmt.Sprintf("op %s: record says %q", opID, so.ID), nil)
+		if recID != opID {
+			return bad(ra, fmt.Sprintf("op %s: record says %q", opID, recID), nil)
 		}
-		for _, ref := range so.MsgChunks {
-			b, err := hex.DecodeString(ref)
-			if err != nil || len(b) != blobKeyBytes || !a.blobs[[blobKeyBytes]byte(b)] {
-				return bad(ra, fmt.Sprintf("op %s: message chunk %s is missing", opID, ref), nil)
+		for _, k := range chunks {
+			if !a.blobs[[blobKeyBytes]byte(k)] {
+				return bad(ra, fmt.Sprintf("op %s: message chunk %x is missing", opID, k), nil)
 			}
 		}
 		ra.opSteps[step] = append(ra.opSteps[step], index)
