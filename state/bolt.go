@@ -22,12 +22,12 @@ var (
 	bucketRuns       = []byte("runs")       // run id -> Run JSON
 	bucketSpecs      = []byte("specs")      // run id -> Spec JSON
 	bucketEntries    = []byte("entries")    // run \x00 be64(seq) -> record.Entry JSON
-	bucketOps        = []byte("ops")        // run \x00 be64(step) be32(index) -> Op JSON
+	bucketOps        = []byte("ops")        // run \x00 be64(step) be32(index) -> request record (see opcodec.go)
 	bucketEvents     = []byte("events")     // run \x00 be64(seq) -> Event JSON
 	bucketUnfinished = []byte("unfinished") // run id -> empty, for running and paused runs
 	bucketChildren   = []byte("children")   // parent \x00 child -> empty
-	bucketBlobs      = []byte("blobs")      // sha256[:16] of a message chunk -> chunk (see blobs.go)
-	bucketResults    = []byte("results")    // op key -> what completing the op added (see blobs.go)
+	bucketBlobs      = []byte("blobs")      // Chunk.Key -> Chunk.Val (see opcodec.go)
+	bucketResults    = []byte("results")    // op key -> result record (see opcodec.go)
 
 	allBuckets = [][]byte{bucketMeta, bucketRuns, bucketSpecs, bucketEntries, bucketOps,
 		bucketEvents, bucketUnfinished, bucketChildren, bucketBlobs, bucketResults}
@@ -106,29 +106,24 @@ type BoltStore struct {
 	reqs chan *commitReq // owned by the committer
 	done chan struct{}   // closed when the committer has exited
 
+	// leases are the runs' leases, kept in memory: the file is locked by
+	// one process, so every owner is in this process, and after a crash
+	// no one holds a lease.
+	leaseMu sync.Mutex
+	leases  map[string]Lease // by run id; guarded by leaseMu
+	now     func() time.Time // the lease clock
+
 	commits  atomic.Uint64
 	rejected atomic.Uint64
 	txs      atomic.Uint64
 	bytes    atomic.Uint64
 }
 
-// BoltStats are counters of a BoltStore since OpenBolt.
-type BoltStats struct {
-	// Commits is the number of commits applied.
-	Commits uint64
-	// Rejected is the number of commits that returned an error.
-	Rejected uint64
-	// Txs is the number of write transactions the committer committed.
-	// Commits/Txs is the average group size.
-	Txs uint64
-	// Bytes is the sum of key and value bytes put by the applied commits:
-	// the logical size of the changes.
-	Bytes uint64
-	// PageBytes is the bytes of pages bbolt allocated to write transactions
-	// (copy-on-write: every modified leaf and its branch path), the
-	// physical write volume except meta pages.
-	PageBytes int64
-}
+// BoltStats are the counters of a BoltStore (Stats); PageBytes counts
+// the pages bbolt allocated to write transactions (copy-on-write: every
+// modified leaf and its branch path), the physical write volume except
+// meta pages.
+type BoltStats = Stats
 
 // OpenBolt opens or creates the bbolt file at path (creating its parent
 // directory) and starts the store's committer. If another process holds
@@ -174,8 +169,10 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		db:   db,
 		path: path,
 		opts: opts,
-		reqs: make(chan *commitReq, opts.MaxBatchCommits),
-		done: make(chan struct{}),
+		reqs:   make(chan *commitReq, opts.MaxBatchCommits),
+		done:   make(chan struct{}),
+		leases: make(map[string]Lease),
+		now:    time.Now,
 	}
 	go s.commitLoop()
 	return s, nil

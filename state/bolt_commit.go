@@ -22,7 +22,7 @@ import (
 // validates against stored state and puts bytes.
 type commitReq struct {
 	c       *Commit
-	head    []byte   // encoded head, nil if c.Run is nil
+	head    []byte   // encoded head with Revision 0, nil if c.Run is nil (see headWithRevision)
 	status  Status   // head status, for the unfinished index
 	parent  string   // head parent, for the children index
 	spec    []byte   // encoded spec, nil if c.Spec is nil
@@ -39,6 +39,7 @@ type commitReq struct {
 	size    int      // bytes of the above, for the batch budget
 
 	firstEvent uint64     // Seq of the first event, set when applied
+	revision   uint64     // the head's new revision, set when applied
 	done       chan error // buffered; receives the outcome once
 }
 
@@ -117,9 +118,13 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 		if h.Schema == 0 {
 			h.Schema = SchemaVersion
 		}
+		h.Revision = 0 // assigned by the committer
 		b, err := json.Marshal(&h)
 		if err != nil {
 			return nil, fmt.Errorf("commit to run %s: encode head: %w", id, err)
+		}
+		if !bytes.HasPrefix(b, schemaPrefix) {
+			return nil, fmt.Errorf("commit to run %s: head encodes without a leading schema", id)
 		}
 		r.head, r.status, r.parent = b, h.Status, h.ParentID
 		r.size += len(b)
@@ -327,6 +332,9 @@ func (s *BoltStore) applyBatch(batch []*commitReq) {
 			for j := range r.c.Events {
 				r.c.Events[j].Seq = r.firstEvent + uint64(j)
 			}
+			if r.c.Run != nil {
+				r.c.Run.Revision = r.revision
+			}
 			s.commits.Add(1)
 		} else {
 			s.rejected.Add(1)
@@ -415,9 +423,22 @@ func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, 
 }
 
 // validate checks r against stored state without writing. It also assigns
-// the Seq of r's first event.
+// the Seq of r's first event and the head's new revision.
 func validate(b *buckets, r *commitReq) error {
 	id := r.c.RunID
+	if r.head != nil || r.c.ExpectRevision != 0 {
+		var stored uint64
+		if v := b.runs.Get([]byte(id)); v != nil {
+			var err error
+			if stored, err = headRevision(v); err != nil {
+				return fmt.Errorf("%w: run %s: read head revision: %v", ErrCorrupt, id, err)
+			}
+		}
+		if want := r.c.ExpectRevision; want != 0 && want != stored {
+			return fmt.Errorf("%w: run %s: expected head revision %d, stored %d", ErrFenced, id, want, stored)
+		}
+		r.revision = stored + 1
+	}
 	if len(r.entries) > 0 {
 		last := lastSeq(b.entries, id)
 		if first := r.c.Entries[0].Seq; first != last+1 {
@@ -444,7 +465,7 @@ func write(b *buckets, r *commitReq) (uint64, error) {
 		return bk.Put(k, v)
 	}
 	if r.head != nil {
-		if err := put(b.runs, key, r.head); err != nil {
+		if err := put(b.runs, key, headWithRevision(r.head, r.revision)); err != nil {
 			return 0, fmt.Errorf("put head of %s: %w", id, err)
 		}
 		in := b.unfinished.Get(key) != nil
@@ -560,4 +581,55 @@ func lastSeq(bk *bolt.Bucket, run string) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(k[p:])
+}
+
+// schemaPrefix is how every head encodes: Schema is the first field, and
+// Revision (omitted when 0) the second.
+var schemaPrefix = []byte(`{"schema":`)
+
+// revisionField is what follows the schema number in a head with a
+// revision.
+var revisionField = []byte(`,"revision":`)
+
+// headWithRevision returns enc (a head encoded with Revision 0, so without
+// the field) with rev put in after the schema, without encoding it again.
+func headWithRevision(enc []byte, rev uint64) []byte {
+	i := len(schemaPrefix)
+	for i < len(enc) && enc[i] >= '0' && enc[i] <= '9' {
+		i++
+	}
+	out := make([]byte, 0, len(enc)+len(revisionField)+20)
+	out = append(out, enc[:i]...)
+	out = append(out, revisionField...)
+	out = strconv.AppendUint(out, rev, 10)
+	return append(out, enc[i:]...)
+}
+
+// headRevision reads the Revision of a stored head without decoding the
+// rest. A head without the field (written before revisions existed) has
+// revision 0.
+func headRevision(v []byte) (uint64, error) {
+	if !bytes.HasPrefix(v, schemaPrefix) {
+		var h struct {
+			Revision uint64 `json:"revision"`
+		}
+		if err := json.Unmarshal(v, &h); err != nil {
+			return 0, err
+		}
+		return h.Revision, nil
+	}
+	i := len(schemaPrefix)
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	rest := v[i:]
+	if !bytes.HasPrefix(rest, revisionField) {
+		return 0, nil
+	}
+	rest = rest[len(revisionField):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	return strconv.ParseUint(string(rest[:j]), 10, 64)
 }

@@ -22,4 +22,18 @@ var (
 	// ErrCorrupt is returned when the database file is damaged: a page or
 	// record cannot be read. The error names the file and the first damage.
 	ErrCorrupt = errors.New("database is damaged")
+	// ErrFenced is returned by a commit whose ExpectRevision does not
+	// match the stored head's revision: someone else (another owner of the
+	// run, or a commit made meanwhile) wrote the head since the caller
+	// read it. Nothing of the commit was written. The caller must stop
+	// driving the run and, if it still holds the run's lease, reload it
+	// from the store before writing again.
+	ErrFenced = errors.New("commit fenced: the run's head has changed since it was read")
+	// ErrLeaseHeld is returned by Claim when another owner holds an
+	// unexpired lease on the run.
+	ErrLeaseHeld = errors.New("run is leased to another owner")
+	// ErrLeaseLost is returned by Renew when the caller no longer holds
+	// the run's lease (it expired and was claimed by another owner, or was
+	// released).
+	ErrLeaseLost = errors.New("lease on the run was lost")
 )

@@ -38,7 +38,14 @@ const (
 // Run is the head record of a run. It stays small: large data goes to the
 // entry log or the operation journal.
 type Run struct {
-	Schema   int    `json:"schema"`
+	Schema int `json:"schema"`
+	// Revision numbers the versions of the head: every commit that writes
+	// the head gives it the stored revision + 1 (the first head is 1;
+	// heads written before revisions existed read as 0). It is assigned by
+	// the Store, whatever the caller puts here, and fences commits
+	// (Commit.ExpectRevision). It must stay the second field: the bbolt
+	// store reads it without decoding the rest.
+	Revision uint64 `json:"revision,omitempty"`
 	ID       string `json:"id"`
 	Workflow string `json:"workflow"`
 	ParentID string `json:"parent_id,omitempty"`

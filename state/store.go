@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"time"
 
 	"github.com/flockrun/flock/record"
 )
@@ -9,7 +10,16 @@ import (
 // Commit is one atomic change to one run.
 type Commit struct {
 	RunID string
-	// Run, if set, replaces the head.
+	// ExpectRevision, if not 0, fences the commit: it applies only if the
+	// stored head's Revision equals it (the head the caller last read or
+	// wrote), otherwise Commit fails with an error wrapping ErrFenced and
+	// writes nothing. The check holds whether or not the commit writes the
+	// head. 0 means no check (creating a run, or a head written before
+	// revisions existed, whose Revision reads as 0).
+	ExpectRevision uint64
+	// Run, if set, replaces the head. Its Revision is assigned by the
+	// store (the stored revision + 1) and written back into *Run when
+	// Commit returns nil.
 	Run *Run
 	// Spec, if set, is written (only when creating a run).
 	Spec *Spec
@@ -54,15 +64,88 @@ type Reader interface {
 	Events(ctx context.Context, id string, after uint64, limit int) ([]Event, error)
 }
 
-// Store is the persistence of runs. The bbolt implementation is the
-// default; the interface is shaped so a NATS JetStream implementation
-// (per-run subjects with expected-sequence fencing, KV for heads) can
-// follow.
+// Lease is an owner's claim on a run: while it lasts, no other owner may
+// claim the run.
+type Lease struct {
+	RunID string
+	// Owner names the holder (an executor: a node name, or a process).
+	Owner string
+	// Expires is when the lease lapses unless renewed, by the store's
+	// clock.
+	Expires time.Time
+}
+
+// Leaser hands out runs to the owners that drive them. Leases say who may
+// drive a run; they do not guard writes by themselves: a holder that was
+// too slow to renew may still be writing when another owner claims the
+// run. Commits are guarded by the head revision (Commit.ExpectRevision),
+// which every owner passes, so whichever of two owners commits first
+// wins and the other's next commit fails with ErrFenced.
+type Leaser interface {
+	// Claim gives owner the lease on run id until ttl from now, if no
+	// other owner holds an unexpired one (otherwise ErrLeaseHeld).
+	// Claiming a run the owner already holds renews it. The run need not
+	// exist yet: a run is claimed before it is created.
+	Claim(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error)
+	// Renew extends owner's lease on run id to ttl from now. It fails
+	// with ErrLeaseLost if owner no longer holds it: released, or expired
+	// and claimed by another owner. (A store may also refuse an expired
+	// lease no one else claimed; the bbolt store renews it.)
+	Renew(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error)
+	// Release ends owner's lease on run id so that another owner may
+	// claim it at once. Releasing a lease owner does not hold is a no-op.
+	Release(ctx context.Context, id, owner string) error
+}
+
+// Store is the persistence of runs: the bbolt store (OpenBolt) is the
+// embedded default, and the contract admits a distributed one (DESIGN
+// §9). What any Store must guarantee:
+//
+//   - Commit is atomic (all of it or nothing) and durable when it
+//     returns nil; commits of one caller apply in call order; concurrent
+//     commits of many runs may share a write and a sync.
+//   - Entries continue the stored log (ErrConflict otherwise), event
+//     numbers are assigned by the store, and a run's Spec is written once.
+//   - Every commit that writes a head bumps its Revision by one, and a
+//     commit with ExpectRevision applies only against that exact revision
+//     (ErrFenced otherwise, writing nothing). The check and the write are
+//     one atomic step: two commits expecting the same revision never both
+//     apply.
+//   - At most one owner holds an unexpired lease on a run (Leaser).
+//   - Op requests and results are stored in the codec's records
+//     (EncodeRequest, EncodeResult) with their chunks kept once by key.
+//   - Reads return what committed writes left, copied out for the caller.
+//
+// Optional capabilities are separate interfaces found by type assertion
+// (StatsReporter).
 type Store interface {
 	Writer
 	Reader
+	Leaser
 	// Close flushes and releases the store. Commits after Close fail with ErrClosed.
 	Close() error
+}
+
+// StatsReporter is implemented by stores that count their work, for
+// telemetry. Stats is safe to call at any time, including after Close.
+type StatsReporter interface {
+	Stats() Stats
+}
+
+// Stats are a store's counters since it was opened.
+type Stats struct {
+	// Commits is the number of commits applied.
+	Commits uint64
+	// Rejected is the number of commits that returned an error.
+	Rejected uint64
+	// Txs is the number of write transactions (or batched writes)
+	// committed. Commits/Txs is the average group size.
+	Txs uint64
+	// Bytes is the logical size of the applied changes (keys and values).
+	Bytes uint64
+	// PageBytes is the physical write volume where the store knows it
+	// (bbolt: pages allocated to write transactions), else 0.
+	PageBytes int64
 }
 
 // RunFilter selects runs for listing.
