@@ -166,9 +166,9 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	s := &BoltStore{
-		db:   db,
-		path: path,
-		opts: opts,
+		db:     db,
+		path:   path,
+		opts:   opts,
 		reqs:   make(chan *commitReq, opts.MaxBatchCommits),
 		done:   make(chan struct{}),
 		leases: make(map[string]Lease),
