@@ -42,7 +42,18 @@ type Config struct {
 	// Observer, if set, is told about runs, phases and operations (metrics).
 	// Its methods are called on the runs' goroutines and must not block.
 	Observer Observer
+	// Owner names this executor in the runs' leases (state.Leaser): it
+	// must differ between executors sharing a store. Default: host name,
+	// process id and a random suffix.
+	Owner string
+	// LeaseTTL is how long a claim on a run lasts unless renewed; the
+	// executor renews its runs' leases every LeaseTTL/3. Default
+	// DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
+
+// DefaultLeaseTTL is Config.LeaseTTL's default.
+const DefaultLeaseTTL = 30 * time.Second
 
 // Observer watches the executor's work, for metrics. Implementations must
 // be safe for concurrent use and fast.
@@ -105,6 +116,12 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
+	if cfg.Owner == "" {
+		cfg.Owner = defaultOwner()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
 	e := &Executor{
 		cfg:    cfg,
 		store:  cfg.Store,
@@ -150,6 +167,11 @@ func (e *Executor) Start(ctx context.Context) error {
 	}
 	e.started = true
 	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.renewLeases()
+	}()
 	heads, err := e.store.Unfinished(ctx)
 	if errors.Is(err, state.ErrCorrupt) {
 		// The readable heads resume; the damaged ones stay as they are.
@@ -161,7 +183,9 @@ func (e *Executor) Start(ctx context.Context) error {
 		if h.Status != state.StatusRunning {
 			continue
 		}
-		if err := e.resume(ctx, h); errors.Is(err, state.ErrCorrupt) {
+		if err := e.resume(ctx, h); errors.Is(err, state.ErrLeaseHeld) {
+			e.log.Info("run not resumed: another owner drives it", "run", h.ID, "err", err)
+		} else if errors.Is(err, state.ErrCorrupt) {
 			e.log.Error("run not resumed: its records in the database cannot be read; run `flock db check`", "run", h.ID, "err", err)
 		} else if err != nil {
 			e.log.Error("resume run", "run", h.ID, "err", err)
@@ -287,6 +311,9 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 		}
 	}
 
+	if err := e.claim(ctx, id); err != nil {
+		return state.Run{}, nil, fmt.Errorf("create run: %w", err)
+	}
 	head := state.Run{
 		Schema:    state.SchemaVersion,
 		ID:        id,
@@ -309,11 +336,13 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	}
 	c := &state.Commit{RunID: id, Run: &head, Spec: &spec, Events: []state.Event{created}}
 	if err := e.store.Commit(ctx, c); err != nil {
+		e.release(id)
 		return state.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
 	r := e.newRunner(head, spec, rs, wf, nil)
 	e.broker.seed(id, head.ParentID, c.Events[0].Seq)
 	if !e.launch(r) {
+		e.release(id)
 		return head, nil, ErrStopped
 	}
 	e.broker.publish(id, c.Events)
@@ -328,8 +357,19 @@ func warningsHint(warnings []string) string {
 	return " (also: " + strings.Join(warnings, "; ") + ")"
 }
 
-// resume loads a running run from the store and drives it.
-func (e *Executor) resume(ctx context.Context, head state.Run) error {
+// resume claims a running run, loads it from the store and drives it. It
+// fails with an error wrapping state.ErrLeaseHeld if another owner drives
+// it.
+func (e *Executor) resume(ctx context.Context, head state.Run) (err error) {
+	if err := e.claim(ctx, head.ID); err != nil {
+		return err
+	}
+	launched := false
+	defer func() {
+		if !launched {
+			e.release(head.ID)
+		}
+	}()
 	wf, ok := e.reg.Lookup(head.Workflow)
 	if !ok {
 		return e.failUnloaded(ctx, head, fmt.Sprintf("workflow %q is no longer registered", head.Workflow))
@@ -361,7 +401,7 @@ func (e *Executor) resume(ctx context.Context, head state.Run) error {
 	r := e.newRunner(head, spec, rs, wf, entries)
 	r.resumed = true
 	e.broker.seed(head.ID, head.ParentID, evs)
-	e.launch(r)
+	launched = e.launch(r)
 	return nil
 }
 
@@ -390,7 +430,7 @@ func (e *Executor) failUnloaded(ctx context.Context, head state.Run, msg string)
 	head.Error = msg
 	head.UpdatedAt = now
 	head.EndedAt = &now
-	return e.store.Commit(ctx, &state.Commit{RunID: head.ID, Run: &head,
+	return e.store.Commit(ctx, &state.Commit{RunID: head.ID, ExpectRevision: head.Revision, Run: &head,
 		Events: []state.Event{{Time: now, Type: "run", Status: string(head.Status), Message: msg}}})
 }
 
@@ -452,7 +492,7 @@ func (e *Executor) Cancel(ctx context.Context, id string) error {
 	head.EndReason = state.ReasonCancelled
 	head.UpdatedAt = now
 	head.EndedAt = &now
-	return e.store.Commit(ctx, &state.Commit{RunID: id, Run: &head,
+	return e.store.Commit(ctx, &state.Commit{RunID: id, ExpectRevision: head.Revision, Run: &head,
 		Events: []state.Event{{Time: now, Type: "run", Status: string(head.Status), Message: "cancelled"}}})
 }
 
@@ -511,12 +551,16 @@ func (e *Executor) Resume(ctx context.Context, id string) error {
 			return err
 		}
 	}
+	if err := e.claim(ctx, id); err != nil {
+		return fmt.Errorf("resume run %s: %w", id, err)
+	}
 	now := e.now().UTC()
 	head.Status = state.StatusRunning
 	head.UpdatedAt = now
-	c := &state.Commit{RunID: id, Run: &head,
+	c := &state.Commit{RunID: id, ExpectRevision: head.Revision, Run: &head,
 		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "resumed"}}}
 	if err := e.store.Commit(ctx, c); err != nil {
+		e.release(id)
 		return fmt.Errorf("resume run %s: %w", id, err)
 	}
 	return e.resume(ctx, head)

@@ -31,6 +31,8 @@ type env struct {
 	reg      *phases.Registry
 	handlers map[operations.Kind]handlers.Handler
 	ex       *workflows.Executor
+	// refusals says the test makes the store refuse commits on purpose.
+	refusals bool
 }
 
 func newEnv(t testing.TB, reg *phases.Registry, hs map[operations.Kind]handlers.Handler) *env {
@@ -80,6 +82,11 @@ func (e *env) close() {
 	defer cancel()
 	if err := e.ex.Stop(ctx); err != nil {
 		e.t.Errorf("stop executor: %v", err)
+	}
+	// The executor's own commits are never refused: its revisions follow
+	// the heads it wrote (fencing never trips on the normal path).
+	if st := e.store.Stats(); st.Rejected != 0 && !e.refusals && !e.t.Failed() {
+		e.t.Errorf("the store refused %d of the executor's commits", st.Rejected)
 	}
 	if err := e.store.Close(); err != nil {
 		e.t.Errorf("close store: %v", err)

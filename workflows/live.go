@@ -174,9 +174,13 @@ const (
 // shows it is stalled, a live event says so, and it goes on by itself once
 // space is back. Other store errors return at once. It gives up only when
 // the executor stops (the run then resumes on the next start, as after a
-// crash).
+// crash). A commit fenced by another owner's write (state.ErrFenced)
+// returns at once.
 func (r *runner) commit(c *state.Commit) error {
 	wait := stallFirstRetry
+	// Every commit of a driven run is fenced by the head it last wrote, so
+	// that if another owner took the run, nothing more is written here.
+	c.ExpectRevision = r.head.Revision
 	for {
 		err := r.e.store.Commit(context.WithoutCancel(r.ctx), c)
 		if err == nil {

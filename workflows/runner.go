@@ -40,6 +40,7 @@ type carried struct {
 // except ctx/cancel/done which are safe for concurrent use.
 type runner struct {
 	e        *Executor
+	id       string // the run's id; immutable, read by other goroutines
 	wf       *phases.Workflow
 	spec     state.Spec
 	settings *configs.RunSettings
@@ -69,13 +70,14 @@ type runner struct {
 
 func (e *Executor) newRunner(head state.Run, spec state.Spec, rs *configs.RunSettings, wf *phases.Workflow, entries []phases.Entry) *runner {
 	ctx, cancel := context.WithCancelCause(e.baseCtx)
-	return &runner{e: e, wf: wf, spec: spec, settings: rs, head: head, entries: entries,
+	return &runner{e: e, id: head.ID, wf: wf, spec: spec, settings: rs, head: head, entries: entries,
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // drive runs the loop until the run ends or the executor stops.
 func (r *runner) drive() {
 	defer close(r.done)
+	defer r.e.release(r.id) // after the run's last commit, before done
 	defer r.e.unregister(r)
 	defer r.cancel(nil)
 	r.tick = r.e.now()
@@ -129,6 +131,10 @@ func (r *runner) interrupted(err error) {
 		r.finish(state.StatusCancelled, state.ReasonCancelled, "")
 	case errors.Is(cause, ErrPaused):
 		r.pause()
+	case errors.Is(cause, errLeaseLost), errors.Is(err, state.ErrFenced):
+		// Another owner drives the run now: write nothing more.
+		r.e.log.Error("run fenced: another owner wrote it; this executor stops driving it", "run", r.id, "err", err)
+		r.e.broker.forget(r.id)
 	case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
 		// Leave the run as it is in the store; the next Start resumes it.
 		// A finished result waiting for the next commit is kept.
@@ -271,8 +277,9 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 	c := &state.Commit{RunID: r.head.ID, Ops: []state.Op{op}, Events: []state.Event{ev}}
 	// Journal even if the run was cancelled meanwhile: the result is real.
 	if err := r.commit(c); err != nil {
-		r.cancel(errStore)
-		return res, fmt.Errorf("%w: journal op %s: %w", errStore, op.ID, err)
+		err = fmt.Errorf("%w: journal op %s: %w", errStore, op.ID, err)
+		r.cancel(err)
+		return res, err
 	}
 	r.ops[i] = op
 	r.e.broker.publish(r.head.ID, c.Events)
