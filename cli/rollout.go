@@ -16,6 +16,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/rollout"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -110,6 +111,9 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	settings, err := json.Marshal(s)
 	if err != nil {
+		return err
+	}
+	if err := strictKeys(configPath, settings); err != nil {
 		return err
 	}
 	a, closeApp, err := openApp(ctx, cfg, level, stderr, "rollout")
@@ -419,4 +423,26 @@ func printRolloutSummary(w io.Writer, h state.Run) {
 		row("groups", s.Groups)
 	}
 	_ = t.Flush()
+}
+
+// strictKeys refuses a rollout config with a key that neither flock nor
+// AgentFlow knows, naming it (and the closest known key). A config file is
+// read by the person who wrote it at the terminal, so a typo there is an
+// error, where a run's settings sent over HTTP only warn. Flock keys that
+// flock does not use stay warnings.
+func strictKeys(configPath string, settings []byte) error {
+	wf, ok := phases.Default.Lookup(rollout.Name)
+	if !ok {
+		return nil
+	}
+	var unknown []string
+	for _, w := range configs.SettingsWarnings(settings, rollout.Name, wf.Settings) {
+		if k, ok := strings.CutPrefix(w, "unknown settings key "); ok {
+			unknown = append(unknown, "unknown key "+k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", configPath, strings.Join(unknown, "; "))
 }

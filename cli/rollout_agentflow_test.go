@@ -111,6 +111,7 @@ func TestRolloutAgentFlowRefusals(t *testing.T) {
 	for name, tc := range map[string]struct{ from, to, want string }{
 		"literal key": {`"api_key": "${OPENROUTER_API_KEY}"`, `"api_key": "sk-secret-123"`, "api_key"},
 		"tool":        {`"available_tools": ["bash"]`, `"available_tools": ["bash", "web-search"]`, `web-search`},
+		"unknown key": {`"max_workers"`, `"max_wokers"`, `unknown key "max_wokers" (did you mean "max_workers"?)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
