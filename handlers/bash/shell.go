@@ -286,12 +286,35 @@ func (sh *shell) wait(ctx context.Context, closing <-chan struct{}, timeout <-ch
 		c.errSc.Feed(sh.carryErr)
 		sh.carryErr = nil
 	}
+	// A stream that ends means the shell is gone; exited follows.
+	o := sh.collect(c, func(bool, bool) bool { return c.done() },
+		stops{exited: sh.exited, timer: timeout, ctx: ctx.Done(), closing: closing})
+	if o == completed {
+		sh.carryOut, sh.carryErr = c.outSc.Rest, c.errSc.Rest
+	}
+	return o
+}
+
+// stops are the events that end collect early; a nil channel never fires.
+type stops struct {
+	exited  <-chan struct{}  // the shell was reaped: exited
+	timer   <-chan time.Time // a timeout or deadline: timedOut
+	ctx     <-chan struct{}  // the caller's ctx is done: cancelled
+	closing <-chan struct{}  // the session is closing: closed
+}
+
+// collect is the one loop that reads the shell's two streams: it feeds
+// each chunk to c's scanner for its stream until done (given which streams
+// are still open; a stream that ends is not read again) reports true,
+// which returns completed, or until one of the stops fires, which returns
+// the matching outcome.
+func (sh *shell) collect(c *collector, done func(outOpen, errOpen bool) bool, s stops) outcome {
 	out, errc := sh.out, sh.errc
-	for !c.done() {
+	for !done(out != nil, errc != nil) {
 		select {
 		case b, ok := <-out:
 			if !ok {
-				out = nil // the shell is gone; exited follows
+				out = nil
 				continue
 			}
 			c.outSc.Feed(b)
@@ -301,17 +324,16 @@ func (sh *shell) wait(ctx context.Context, closing <-chan struct{}, timeout <-ch
 				continue
 			}
 			c.errSc.Feed(b)
-		case <-sh.exited:
+		case <-s.exited:
 			return exited
-		case <-timeout:
+		case <-s.timer:
 			return timedOut
-		case <-ctx.Done():
+		case <-s.ctx:
 			return cancelled
-		case <-closing:
+		case <-s.closing:
 			return closed
 		}
 	}
-	sh.carryOut, sh.carryErr = c.outSc.Rest, c.errSc.Rest
 	return completed
 }
 
@@ -351,28 +373,9 @@ func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 	_, _ = sh.ptmx.Write([]byte("__flock_rc=$?; __flock_mark " + tok + "\n"))
 	grace := time.NewTimer(interruptGrace)
 	defer grace.Stop()
-	out, errc := sh.out, sh.errc
-	for !c.outSc.Done {
-		select {
-		case b, ok := <-out:
-			if !ok {
-				return
-			}
-			c.outSc.Feed(b)
-		case b, ok := <-errc:
-			if !ok {
-				errc = nil
-				continue
-			}
-			c.errSc.Feed(b)
-		case <-sh.exited:
-			return
-		case <-grace.C:
-			return
-		case <-closing:
-			return
-		}
-	}
+	// Until the stdout marker, or stdout ends (the shell is gone).
+	sh.collect(c, func(outOpen, _ bool) bool { return c.outSc.Done || !outOpen },
+		stops{exited: sh.exited, timer: grace.C, closing: closing})
 }
 
 // kill kills the shell and every process it started, collects what is
@@ -391,25 +394,8 @@ func (sh *shell) kill(c *collector) {
 func (sh *shell) drain(c *collector) {
 	deadline := time.NewTimer(drainTimeout)
 	defer deadline.Stop()
-	out, errc := sh.out, sh.errc
-	for out != nil || errc != nil {
-		select {
-		case b, ok := <-out:
-			if !ok {
-				out = nil
-				continue
-			}
-			c.outSc.Feed(b)
-		case b, ok := <-errc:
-			if !ok {
-				errc = nil
-				continue
-			}
-			c.errSc.Feed(b)
-		case <-deadline.C:
-			out, errc = nil, nil
-		}
-	}
+	sh.collect(c, func(outOpen, errOpen bool) bool { return !outOpen && !errOpen },
+		stops{timer: deadline.C})
 	c.outSc.Flush()
 	c.errSc.Flush()
 }
