@@ -7,8 +7,8 @@ import (
 	"github.com/flockrun/flock/phases/triframe"
 )
 
-// TestGolden runs testdata/golden/*.json (inputs written by
-// testdata/gen/cases.py; expected outputs by `go test -update`).
+// TestGolden runs testdata/golden/*.json (inputs written by goldenCases in
+// cases_test.go with -gen; expected outputs by `go test -update`).
 func TestGolden(t *testing.T) {
 	phasetest.Run(t, "testdata/golden", triframe.Workflow())
 }
