@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -116,9 +117,9 @@ func FormatEntry(e phases.Entry) string {
 		_ = json.Unmarshal(m["exit_code"], &code)
 		out := strings.TrimSpace(str("stdout") + "\n" + str("stderr"))
 		return fmt.Sprintf("$ %s  → exit %d  %s", oneLine(str("command"), 120), code, oneLine(out, 120))
-	case "log":
+	case record.EntryTypeLog:
 		return "[log] " + oneLine(str("content"), 240)
-	case "submission":
+	case record.EntryTypeSubmission:
 		return "[submission] " + oneLine(str("answer"), 240)
 	}
 	keys := make([]string, 0, len(m))

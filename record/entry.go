@@ -20,8 +20,18 @@ type Entry struct {
 
 // Entry types the engine itself writes (phases choose their own).
 const (
-	// EntryTypeScore records an intermediate score from a task's scorer.
+	// EntryTypeScore records an intermediate score from a task's scorer
+	// (an operations.ScoreLogEntry); the score_log operation reads them back.
 	EntryTypeScore = "score"
+	// EntryTypeLog records a log operation's request (operations.LogRequest).
+	EntryTypeLog = "log"
+	// EntryTypeAction records an action operation's request.
+	EntryTypeAction = "action"
+	// EntryTypeObservation records an observation operation's request.
+	EntryTypeObservation = "observation"
+	// EntryTypeSubmission records an accepted submission's request
+	// (operations.SubmitRequest); its answer is also the run's result.
+	EntryTypeSubmission = "submission"
 	// EntryTypeLost is the placeholder a database recovery puts where an
 	// entry of a run's log could not be read, so the log stays numbered 1..n.
 	EntryTypeLost = "recovery.lost"

@@ -14,6 +14,7 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -354,19 +355,19 @@ func (r *runner) absorb(results []operations.Result) {
 				u.Actions++
 			}
 			if sc := res.Score; sc != nil {
-				r.record("score", operations.ScoreLogEntry{ElapsedSeconds: r.seconds(), Score: sc.Score, Message: sc.Message})
+				r.record(record.EntryTypeScore, operations.ScoreLogEntry{ElapsedSeconds: r.seconds(), Score: sc.Score, Message: sc.Message})
 			}
 		case operations.KindLog:
 			if req.Log != nil && res.Error == "" {
-				r.record("log", req.Log)
+				r.record(record.EntryTypeLog, req.Log)
 			}
 		case operations.KindAction:
 			if req.Action != nil && res.Error == "" {
-				r.record("action", req.Action)
+				r.record(record.EntryTypeAction, req.Action)
 			}
 		case operations.KindObservation:
 			if req.Observation != nil && res.Error == "" {
-				r.record("observation", req.Observation)
+				r.record(record.EntryTypeObservation, req.Observation)
 			}
 		case operations.KindSubmit:
 			if res.Error == "" {
@@ -374,7 +375,7 @@ func (r *runner) absorb(results []operations.Result) {
 				if res.Submit != nil && res.Submit.Accepted && req.Submit != nil {
 					b, _ := json.Marshal(req.Submit.Answer)
 					r.head.Result = b
-					r.record("submission", req.Submit)
+					r.record(record.EntryTypeSubmission, req.Submit)
 				}
 			}
 		case operations.KindGenerate:

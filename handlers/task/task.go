@@ -14,6 +14,7 @@ import (
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/record"
 )
 
 // Handler serves the task operations. The zero value is ready to use.
@@ -144,7 +145,7 @@ func scoreLog(env handlers.Env) []operations.ScoreLogEntry {
 	}
 	for i := 0; i < env.State.Len(); i++ {
 		e := env.State.Entry(i)
-		if e.Type != "score" {
+		if e.Type != record.EntryTypeScore {
 			continue
 		}
 		var s operations.ScoreLogEntry
