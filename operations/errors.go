@@ -7,4 +7,7 @@ var (
 	ErrUnknownKind = errors.New("unknown operation kind")
 	// ErrMissingParams is returned by Request.Validate when the kind's payload is absent.
 	ErrMissingParams = errors.New("missing operation params")
+	// ErrBadMeta is returned by Meta's typed accessors for a label that is
+	// missing where it is required, malformed or out of range.
+	ErrBadMeta = errors.New("bad operation label")
 )

@@ -44,7 +44,7 @@ func NewLog(content string) Request {
 
 // WithMeta returns r with the label key=value added to its Meta.
 func (r Request) WithMeta(key, value string) Request {
-	m := make(map[string]string, len(r.Meta)+1)
+	m := make(Meta, len(r.Meta)+1)
 	for k, v := range r.Meta {
 		m[k] = v
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -110,5 +111,61 @@ func TestKinds(t *testing.T) {
 	}
 	if Kind("nope").Valid() {
 		t.Fatal("nope is valid")
+	}
+}
+
+func TestMetaInt(t *testing.T) {
+	tests := []struct {
+		name    string
+		m       Meta
+		n       int
+		ok, bad bool
+	}{
+		{name: "present", m: Meta{"index": "3"}, n: 3, ok: true},
+		{name: "negative", m: Meta{"index": "-1"}, n: -1, ok: true},
+		{name: "absent", m: Meta{"role": "rater"}},
+		{name: "nil", m: nil},
+		{name: "malformed", m: Meta{"index": "three"}, ok: true, bad: true},
+		{name: "empty", m: Meta{"index": ""}, ok: true, bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, ok, err := tt.m.Int("index")
+			if n != tt.n || ok != tt.ok || (err != nil) != tt.bad {
+				t.Fatalf("Int = %d, %v, %v; want %d, %v, bad %v", n, ok, err, tt.n, tt.ok, tt.bad)
+			}
+			if tt.bad && (!errors.Is(err, ErrBadMeta) || !strings.Contains(err.Error(), `index="`+tt.m["index"]+`"`)) {
+				t.Fatalf("error %v does not wrap ErrBadMeta naming the label", err)
+			}
+		})
+	}
+}
+
+func TestMetaIndex(t *testing.T) {
+	tests := []struct {
+		name string
+		m    Meta
+		want int
+		err  string
+	}{
+		{name: "in range", m: Meta{"index": "2"}, want: 2},
+		{name: "absent", m: Meta{}, err: "no index label"},
+		{name: "malformed", m: Meta{"index": "2x"}, err: `index="2x" is not an integer`},
+		{name: "too big", m: Meta{"index": "3"}, err: "index=3 is outside [0, 3)"},
+		{name: "negative", m: Meta{"index": "-1"}, err: "index=-1 is outside [0, 3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.m.Index("index", 3)
+			if tt.err == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("Index = %d, %v; want %d", got, err, tt.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadMeta) || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("Index error = %v, want ErrBadMeta with %q", err, tt.err)
+			}
+		})
 	}
 }

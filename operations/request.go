@@ -13,7 +13,7 @@ type Request struct {
 	// are journaled with the request and copied onto its result. Phases use it
 	// to recognise results; handlers ignore it, except that a model stand-in
 	// reads MetaRole.
-	Meta map[string]string
+	Meta Meta
 
 	Bash        *BashRequest
 	Python      *PythonRequest
@@ -144,9 +144,9 @@ func (r *Request) Validate() error {
 }
 
 type wireRequest struct {
-	Type   Kind              `json:"type"`
-	Params json.RawMessage   `json:"params,omitempty"`
-	Meta   map[string]string `json:"meta,omitempty"`
+	Type   Kind            `json:"type"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Meta   Meta            `json:"meta,omitempty"`
 }
 
 // MarshalJSON encodes r as {"type", "params", "meta"}.

@@ -14,7 +14,7 @@ type Result struct {
 	Kind  Kind
 	Error string
 	// Meta is copied from the request.
-	Meta map[string]string
+	Meta Meta
 
 	Bash        *BashResult
 	Python      *PythonResult
@@ -156,10 +156,10 @@ func (r *Result) payload() (any, error) { return payloadOf(r, r.Kind, false) }
 func (r *Result) alloc() (any, error) { return payloadOf(r, r.Kind, true) }
 
 type wireResult struct {
-	Type  Kind              `json:"type"`
-	Error string            `json:"error,omitempty"`
-	Meta  map[string]string `json:"meta,omitempty"`
-	Data  json.RawMessage   `json:"data,omitempty"`
+	Type  Kind            `json:"type"`
+	Error string          `json:"error,omitempty"`
+	Meta  Meta            `json:"meta,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
 }
 
 // MarshalJSON encodes r as {"type", "error", "meta", "data"}.

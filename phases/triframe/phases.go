@@ -71,12 +71,18 @@ func lastEntry[T any](st phases.State, typ string) (T, bool, error) {
 	return v, err == nil, err
 }
 
-func metaInt(r operations.Result, key string) int {
-	n, err := strconv.Atoi(r.Meta[key])
+// resultIndex returns the index label triframe puts on its advisor, actor,
+// rater and subagent ops, or -1 when the label is absent; a malformed label
+// (only a damaged journal has one) is an error naming the phase's role.
+func resultIndex(r operations.Result) (int, error) {
+	n, ok, err := r.Meta.Int(metaIndex)
 	if err != nil {
-		return -1
+		return 0, fmt.Errorf("%s result: %w", r.Meta[metaRole], err)
 	}
-	return n
+	if !ok {
+		return -1, nil
+	}
+	return n, nil
 }
 
 // pending is a State that also shows the entries a phase is appending.
@@ -156,7 +162,11 @@ func Actor(in phases.Input) (phases.Output, error) {
 		if r.Meta[metaRole] != roleAdvisor {
 			continue
 		}
-		out.Append = append(out.Append, adviceEntries(r, s.Mode())...)
+		i, err := resultIndex(r)
+		if err != nil {
+			return phases.Output{}, err
+		}
+		out.Append = append(out.Append, adviceEntries(r, i, s.Mode())...)
 	}
 	view := pending{in.State, out.Append}
 	in.State = view
@@ -190,8 +200,7 @@ func Actor(in phases.Input) (phases.Output, error) {
 	return out, nil
 }
 
-func adviceEntries(r operations.Result, mode agent.Mode) []phases.Entry {
-	i := metaInt(r, metaIndex)
+func adviceEntries(r operations.Result, i int, mode agent.Mode) []phases.Entry {
 	if r.Error != "" || r.Generate == nil {
 		why := "generate failed: " + r.Error
 		return []phases.Entry{phases.MustEntry(EntryAdvice, Advice{
@@ -411,7 +420,10 @@ func AggregateRatings(in phases.Input) (phases.Output, error) {
 		if r.Meta[metaRole] != roleRater {
 			continue
 		}
-		rater := metaInt(r, metaIndex)
+		rater, err := resultIndex(r)
+		if err != nil {
+			return phases.Output{}, err
+		}
 		if r.Error != "" || r.Generate == nil {
 			rt.Failed++
 			continue

@@ -105,7 +105,10 @@ func Subagents(in phases.Input) (phases.Output, error) {
 	entry := SubagentsReport{CallID: callID}
 	b := &bracket{}
 	for _, r := range in.Results {
-		k := metaInt(r, metaIndex)
+		k, err := resultIndex(r)
+		if err != nil {
+			return phases.Output{}, err
+		}
 		run := SubagentRun{ID: r.Meta[metaAgent]}
 		if k >= 0 && k < len(a.Agents) {
 			run.Task, run.Approach = a.Agents[k].Task, a.Agents[k].Approach

@@ -163,9 +163,9 @@ func Map(in phases.Input) (phases.Output, error) {
 			}
 		}
 		for _, res := range in.Results {
-			idx, err := strconv.Atoi(res.Meta[metaIndex])
-			if err != nil || idx < 0 || idx >= len(items) {
-				return out, fmt.Errorf("result without a valid %s label: %q", metaIndex, res.Meta[metaIndex])
+			idx, err := res.Meta.Index(metaIndex, len(items))
+			if err != nil {
+				return out, fmt.Errorf("fanout result: %w", err)
 			}
 			it := Item{Index: idx, Item: items[idx], Error: res.Error, ExitCode: -1}
 			if b := res.Bash; b != nil {
