@@ -62,7 +62,7 @@
 // # Trajectory
 //
 // With trajectory_file set, the last phase writes the run's trajectory
-// (BuildTrajectory: a metrics.Trajectory, one step per model call with its
+// (BuildTrajectory: a grading.Trajectory, one step per model call with its
 // context, reply, tool calls as action, segment index, and completion
 // token ids and logprobs when the endpoint returned them). The rollout
 // workflow reads it to build episodes. The file holds each step's whole

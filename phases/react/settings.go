@@ -89,7 +89,7 @@ type Settings struct {
 	Fold Fold `json:"fold,omitempty"`
 	// TrajectoryFile, when set, is written (relative to the run's work
 	// directory) at the end with the run's trajectory as a
-	// metrics.Trajectory JSON object. The rollout workflow sets it to
+	// grading.Trajectory JSON object. The rollout workflow sets it to
 	// "trajectory.json" to build episodes.
 	TrajectoryFile string `json:"trajectory_file,omitempty"`
 	// TrajectoryName names the trajectory (default "react"); trajectories

@@ -3,25 +3,25 @@ package react
 import (
 	"encoding/json"
 
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 )
 
 // BuildTrajectory turns the run's messages (the log's, then added) into a
-// metrics.Trajectory: one step per model call, whose chat_completions are
+// grading.Trajectory: one step per model call, whose chat_completions are
 // the context of that call (the messages of its segment before it, as
 // logged, before any context_chars fitting) followed by the reply. Steps of
 // a folded run carry their segment index. Rewards are left 0: the rollout
 // assigns them.
-func BuildTrajectory(st phases.State, added []Message, name string) (metrics.Trajectory, error) {
-	t := metrics.Trajectory{Name: name, Steps: []metrics.Step{}}
+func BuildTrajectory(st phases.State, added []Message, name string) (grading.Trajectory, error) {
+	t := grading.Trajectory{Name: name, Steps: []grading.Step{}}
 	var ctx []operations.Message
 	step := func(m Message) {
 		cc := make([]operations.Message, 0, len(ctx)+1)
 		cc = append(cc, ctx...)
 		cc = append(cc, m.Message)
-		s := metrics.Step{
+		s := grading.Step{
 			ChatCompletions:    cc,
 			ModelResponse:      m.Content,
 			Reasoning:          m.Reasoning,

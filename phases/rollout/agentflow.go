@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/phases/agent"
 	"github.com/flockrun/flock/phases/react"
 )
@@ -158,7 +158,7 @@ func (s *Settings) applyAgentFlow() error {
 	} else if err := addModel(judge, a.EvaluatorBaseURL, a.EvaluatorAPIKey, "evaluator_api_key", a.EvaluatorMaxRetries); err != nil {
 		return err
 	}
-	if s.Judge == nil && judge != "" && s.EvaluationMetric == metrics.NameLLMJudgement {
+	if s.Judge == nil && judge != "" && s.EvaluationMetric == grading.NameLLMJudgement {
 		s.Judge = &JudgeSpec{Model: react.ModelRef{Model: agent.Model{Model: judge, Temperature: a.EvaluatorTemperature}}}
 	}
 	if len(models) > 0 {

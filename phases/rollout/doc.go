@@ -2,7 +2,7 @@
 // (AgentFlow's Rollout module, rLLM's eval runner, AgentFly's multi-chain
 // rollout) as phase graphs. Every sample — one task × one chain — is a
 // child run of any registered agent workflow (react by default; triframe,
-// modular, YAML or plugin workflows work too), graded with package metrics,
+// modular, YAML or plugin workflows work too), graded with package grading,
 // and written to the output files as it finishes.
 //
 // # Concurrency: lanes
@@ -101,7 +101,7 @@
 // verifier (the task's or the settings'), the verifier runs in the agent's
 // work directory (<lane work dir>/children/t<index>-c<chain>) with
 // FLOCK_TASK_ID, FLOCK_CHAIN, FLOCK_ANSWER and FLOCK_GROUND_TRUTH set, and
-// its stdout (whole, or last line) is metrics.ParseVerifierOutput's
+// its stdout (whole, or last line) is grading.ParseVerifierOutput's
 // {"reward", "is_correct", "signals"}. Else the metric scores the answer
 // against the references (best over them) and correct = score >=
 // correct_threshold; llm_judgement asks the judge model (a generate op of
@@ -124,7 +124,7 @@
 //     score with failures as 0, success rate, accuracy, pass@k for k = 1 ..
 //     num_chains (unbiased estimator), signal means, error counts, tokens,
 //     cost, timings, file names.
-//   - episodes_<bench>_<ts>.jsonl: one metrics.Episode per sample (id
+//   - episodes_<bench>_<ts>.jsonl: one grading.Episode per sample (id
 //     "task_id:chain"), its trajectory read from the agent's trajectory
 //     file, reward = score, segment rewards per segment_reward, rLLM's ids
 //     (trajectory uid, step id, done, info), output and metadata. Lanes

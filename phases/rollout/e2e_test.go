@@ -13,7 +13,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/phases/rollout"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -206,9 +206,9 @@ func TestMiniRollout(t *testing.T) {
 	}
 
 	// Episodes: one per sample, valid, the folded ones with two segments.
-	eps := map[string]metrics.Episode{}
+	eps := map[string]grading.Episode{}
 	for _, l := range readLines(t, man.Episodes) {
-		ep, err := metrics.DecodeEpisode([]byte(l))
+		ep, err := grading.DecodeEpisode([]byte(l))
 		if err != nil {
 			t.Fatal(err)
 		}

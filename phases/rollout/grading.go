@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 )
 
 // Grading is what decides a sample's grade besides the task's own
@@ -118,7 +118,7 @@ func baseGradingHash(metric string, threshold float64, judge *JudgeSpec, v Verif
 		return digest(key{Metric: metric})
 	}
 	k := key{Metric: metric, Threshold: threshold, Refs: t.References}
-	if metric == metrics.NameLLMJudgement {
+	if metric == grading.NameLLMJudgement {
 		k.Judge = judge
 	}
 	return digest(k)

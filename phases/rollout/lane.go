@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
@@ -199,8 +199,8 @@ func gradeOps(l Lane, it Item, a agentRun, workDir string) []operations.Request 
 	var ops []operations.Request
 	if cmd := verifierOf(l, it); cmd != "" {
 		ops = append(ops, operations.NewBash(verifierCommand(cmd, workDir, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier"))
-	} else if l.Metric == metrics.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
-		msgs := metrics.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
+	} else if l.Metric == grading.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
+		msgs := grading.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
 		m := l.Judge.Model.Model
 		m.N = 1
 		ops = append(ops, operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge"))
@@ -314,7 +314,7 @@ func LaneEvaluatedPhase(in phases.Input) (phases.Output, error) {
 
 // readAgent reads a spawn result.
 func readAgent(r operations.Result, took time.Duration) agentRun {
-	a := agentRun{Status: "failed", Seconds: took.Seconds(), TerminationReason: string(metrics.TerminationError), EndReason: EndSpawnError}
+	a := agentRun{Status: "failed", Seconds: took.Seconds(), TerminationReason: string(grading.TerminationError), EndReason: EndSpawnError}
 	if r.Error != "" || r.Spawn == nil {
 		a.Error = r.Error
 		if a.Error == "" {
@@ -333,11 +333,11 @@ func readAgent(r operations.Result, took time.Duration) agentRun {
 	switch {
 	case a.TerminationReason != "":
 	case sp.Status == "succeeded":
-		a.TerminationReason = string(metrics.TerminationEnvDone)
+		a.TerminationReason = string(grading.TerminationEnvDone)
 	case sp.EndReason == "limit_time":
-		a.TerminationReason = string(metrics.TerminationTimeout)
+		a.TerminationReason = string(grading.TerminationTimeout)
 	default:
-		a.TerminationReason = string(metrics.TerminationError)
+		a.TerminationReason = string(grading.TerminationError)
 	}
 	if len(a.Answer) > maxAnswerBytesInLaneVars {
 		a.Answer = agent.Trim(a.Answer, maxAnswerBytesInLaneVars)
@@ -400,7 +400,7 @@ func answerOf(res json.RawMessage) (answer, termination string) {
 	}
 	if json.Unmarshal(res, &obj) == nil && obj.Answer != nil {
 		t := obj.TerminationReason
-		if !metrics.TerminationReason(t).Valid() {
+		if !grading.TerminationReason(t).Valid() {
 			t = ""
 		}
 		return *obj.Answer, t
@@ -435,7 +435,7 @@ func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []o
 	it := l.Items[v.Item]
 	a := *v.Agent
 	row := Row{SchemaVersion: SchemaVersion, TaskID: it.Task.ID, TaskIndex: it.Task.Index, Chain: it.Chain,
-		EpisodeID: metrics.EpisodeID(it.Task.ID, it.Chain), Question: it.Task.Question, GroundTruth: it.Task.References,
+		EpisodeID: grading.EpisodeID(it.Task.ID, it.Chain), Question: it.Task.Question, GroundTruth: it.Task.References,
 		PredictedAnswer: a.Answer, Metric: l.Metric, Success: a.Status == "succeeded", Status: a.Status,
 		EndReason: a.EndReason, Error: a.Error, TerminationReason: a.TerminationReason, RunID: a.RunID,
 		Tokens: a.Tokens, Cost: a.Cost, AgentSeconds: a.Seconds, Seconds: in.Run.Now.Sub(v.Started).Seconds(),
@@ -466,7 +466,7 @@ func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []o
 	}
 	grade(&row, l, it, verifier, judge)
 	scoreExtras(&row, l, it, extra)
-	var ep *metrics.Episode
+	var ep *grading.Episode
 	if it.Regrade == nil {
 		var epErr string
 		ep, epErr = episode(row, l, it, trajectory)
@@ -523,7 +523,7 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 		row.Score, row.Correct, row.Signals = vr.Reward, vr.IsCorrect, vr.Signals
 	case l.Metric == MetricNone || len(it.Task.References) == 0:
 		return
-	case l.Metric == metrics.NameLLMJudgement:
+	case l.Metric == grading.NameLLMJudgement:
 		row.Evaluated = true
 		if strings.TrimSpace(row.PredictedAnswer) == "" {
 			row.JudgeReasoning = "empty answer: not sent to the judge"
@@ -541,7 +541,7 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 		row.GradeCost = judge.Generate.Usage.Cost
 		row.Tokens += row.GradeTokens
 		row.Cost += row.GradeCost
-		verdict, err := metrics.ParseJudgeReply(judge.Generate.Outputs[0].Content)
+		verdict, err := grading.ParseJudgeReply(judge.Generate.Outputs[0].Content)
 		if err != nil {
 			row.EvalError = err.Error()
 			return
@@ -549,7 +549,7 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 		row.Score, row.Correct, row.JudgeReasoning = verdict.Score(), verdict.Correct, verdict.Reasoning
 	default:
 		row.Evaluated = true
-		score, err := metrics.Score(l.Metric, row.PredictedAnswer, it.Task.References)
+		score, err := grading.Score(l.Metric, row.PredictedAnswer, it.Task.References)
 		if err != nil {
 			row.EvalError = err.Error()
 			return
@@ -581,7 +581,7 @@ func scoreExtras(row *Row, l Lane, it Item, extra map[string]*operations.Result)
 		case !row.Success:
 			row.Scores[m] = 0
 		case len(it.Task.References) > 0:
-			v, err := metrics.Score(m, row.PredictedAnswer, it.Task.References)
+			v, err := grading.Score(m, row.PredictedAnswer, it.Task.References)
 			if err != nil {
 				errs[m] = err.Error()
 			}
@@ -617,12 +617,12 @@ func scoreExtras(row *Row, l Lane, it Item, extra map[string]*operations.Result)
 // verifierResult reads the verifier's stdout: the whole output, else its
 // last non-empty line. A verifier that exits non-zero or times out is an
 // eval error whatever it printed.
-func verifierResult(r *operations.Result) (metrics.VerifierResult, error) {
+func verifierResult(r *operations.Result) (grading.VerifierResult, error) {
 	if r == nil {
-		return metrics.VerifierResult{}, fmt.Errorf("verifier: not run")
+		return grading.VerifierResult{}, fmt.Errorf("verifier: not run")
 	}
 	if r.Error != "" || r.Bash == nil {
-		return metrics.VerifierResult{}, fmt.Errorf("verifier: %s", r.Error)
+		return grading.VerifierResult{}, fmt.Errorf("verifier: %s", r.Error)
 	}
 	b := r.Bash
 	failure := func(what string) error {
@@ -636,13 +636,13 @@ func verifierResult(r *operations.Result) (metrics.VerifierResult, error) {
 		return fmt.Errorf("%s", msg)
 	}
 	if b.ExitCode != 0 || b.TimedOut {
-		return metrics.VerifierResult{}, failure("a verifier must exit 0; its output is not used")
+		return grading.VerifierResult{}, failure("a verifier must exit 0; its output is not used")
 	}
-	if vr, err := metrics.ParseVerifierOutput([]byte(b.Stdout)); err == nil {
+	if vr, err := grading.ParseVerifierOutput([]byte(b.Stdout)); err == nil {
 		return vr, nil
 	}
 	lines := strings.Split(strings.TrimSpace(b.Stdout), "\n")
-	vr, err := metrics.ParseVerifierOutput([]byte(lines[len(lines)-1]))
+	vr, err := grading.ParseVerifierOutput([]byte(lines[len(lines)-1]))
 	if err != nil {
 		return vr, failure(err.Error())
 	}
@@ -652,14 +652,14 @@ func verifierResult(r *operations.Result) (metrics.VerifierResult, error) {
 // episode builds the sample's episode from the agent's trajectory file
 // (an episode without steps when the agent wrote none). The second result
 // says why the trajectory was left out, if it was.
-func episode(row Row, l Lane, it Item, traj *operations.Result) (*metrics.Episode, string) {
+func episode(row Row, l Lane, it Item, traj *operations.Result) (*grading.Episode, string) {
 	if l.EpisodesFile == "" {
 		return nil, ""
 	}
-	t := metrics.Trajectory{Name: l.Workflow, Steps: []metrics.Step{}}
+	t := grading.Trajectory{Name: l.Workflow, Steps: []grading.Step{}}
 	problem := ""
 	if traj != nil && traj.Error == "" && traj.ReadFile != nil && traj.ReadFile.Exists {
-		var got metrics.Trajectory
+		var got grading.Trajectory
 		if err := json.Unmarshal([]byte(traj.ReadFile.Content), &got); err != nil {
 			problem = "trajectory: " + err.Error()
 		} else {
@@ -671,8 +671,8 @@ func episode(row Row, l Lane, it Item, traj *operations.Result) (*metrics.Episod
 	} else if traj != nil && traj.Error != "" {
 		problem = "trajectory: " + traj.Error
 	}
-	ep := metrics.Episode{SchemaVersion: metrics.EpisodeSchemaVersion, ID: row.EpisodeID, Task: it.Task.Row,
-		Trajectories: []metrics.Trajectory{t}}
+	ep := grading.Episode{SchemaVersion: grading.EpisodeSchemaVersion, ID: row.EpisodeID, Task: it.Task.Row,
+		Trajectories: []grading.Trajectory{t}}
 	if p := gradeEpisode(&ep, row, l.SegmentReward, l.Gamma); p != "" {
 		problem = p
 	}
@@ -683,12 +683,12 @@ func episode(row Row, l Lane, it Item, traj *operations.Result) (*metrics.Episod
 // metrics, metadata, the trajectories' reward, signals, output and segment
 // rewards) and fills in the rLLM ids. A trajectory whose steps do not
 // validate loses them; the second result says why.
-func gradeEpisode(ep *metrics.Episode, row Row, segmentReward string, gamma float64) string {
-	ep.Artifacts = metrics.Artifacts{Answer: row.PredictedAnswer}
+func gradeEpisode(ep *grading.Episode, row Row, segmentReward string, gamma float64) string {
+	ep.Artifacts = grading.Artifacts{Answer: row.PredictedAnswer}
 	ep.IsCorrect = row.Correct
-	ep.TerminationReason = metrics.TerminationReason(row.TerminationReason)
+	ep.TerminationReason = grading.TerminationReason(row.TerminationReason)
 	if !ep.TerminationReason.Valid() {
-		ep.TerminationReason = metrics.TerminationUnknown
+		ep.TerminationReason = grading.TerminationUnknown
 	}
 	ep.Metrics = map[string]float64{"score": row.Score, "tokens": float64(row.Tokens), "cost": row.Cost,
 		"time/agentflow_s": row.AgentSeconds, "time/rollout_s": row.Seconds}
@@ -718,7 +718,7 @@ func gradeEpisode(ep *metrics.Episode, row Row, segmentReward string, gamma floa
 		problem = err.Error()
 		for i := range ep.Trajectories {
 			t := &ep.Trajectories[i]
-			t.Steps, t.SegmentRewards, t.SegmentRewardMode = []metrics.Step{}, nil, ""
+			t.Steps, t.SegmentRewards, t.SegmentRewardMode = []grading.Step{}, nil, ""
 		}
 	}
 	return problem

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
@@ -661,7 +661,7 @@ func reports(in phases.Input, s Settings, st runState, rows []Row, final bool) (
 // aligned with them) with its advantages per estimator, in trajectory
 // order.
 type GroupLine struct {
-	metrics.TrajectoryGroup
+	grading.TrajectoryGroup
 	Advantages map[string][]float64 `json:"advantages"`
 }
 
@@ -669,15 +669,15 @@ type GroupLine struct {
 // member with reward 0, unless groups_drop_failed) by
 // "task_id:trajectory_name" and computes the requested advantages.
 // Ungraded samples are in no group.
-func groups(rows []Row, eps []metrics.Episode, s Settings) (string, error) {
-	var members []metrics.Episode
+func groups(rows []Row, eps []grading.Episode, s Settings) (string, error) {
+	var members []grading.Episode
 	for i, r := range rows {
 		if !r.Evaluated || (s.GroupsDropFailed && !r.Success) {
 			continue
 		}
 		members = append(members, eps[i])
 	}
-	gs, err := metrics.GroupEpisodes(members)
+	gs, err := grading.GroupEpisodes(members)
 	if err != nil {
 		return "", err
 	}
@@ -685,7 +685,7 @@ func groups(rows []Row, eps []metrics.Episode, s Settings) (string, error) {
 	for _, g := range gs {
 		line := GroupLine{TrajectoryGroup: g, Advantages: map[string][]float64{}}
 		for _, est := range s.Advantages {
-			adv, err := metrics.Advantages(g.Rewards(), metrics.AdvantageOptions{Estimator: est, NoStdNorm: s.GRPONoStdNorm})
+			adv, err := grading.Advantages(g.Rewards(), grading.AdvantageOptions{Estimator: est, NoStdNorm: s.GRPONoStdNorm})
 			if err != nil {
 				return "", err
 			}
@@ -784,7 +784,7 @@ func Report(in phases.Input) (phases.Output, error) {
 			st.WriteErrors++
 		}
 	}
-	byID := map[string]metrics.Episode{}
+	byID := map[string]grading.Episode{}
 	switch {
 	case read == nil:
 		return out, fmt.Errorf("%w: report without the episodes read", ErrState)
@@ -807,12 +807,12 @@ func Report(in phases.Input) (phases.Output, error) {
 			if strings.TrimSpace(line) == "" {
 				continue
 			}
-			if ep, err := metrics.DecodeEpisode([]byte(line)); err == nil {
+			if ep, err := grading.DecodeEpisode([]byte(line)); err == nil {
 				byID[ep.ID] = ep
 			}
 		}
 	}
-	eps := make([]metrics.Episode, len(rows))
+	eps := make([]grading.Episode, len(rows))
 	var b strings.Builder
 	for i, r := range rows {
 		ep, ok := byID[r.EpisodeID]
@@ -821,8 +821,8 @@ func Report(in phases.Input) (phases.Output, error) {
 			if name == "" {
 				name = s.Agent.Workflow
 			}
-			ep = metrics.Episode{SchemaVersion: metrics.EpisodeSchemaVersion, ID: r.EpisodeID, Task: taskRow[r.TaskID],
-				Trajectories: []metrics.Trajectory{{Name: name, Steps: []metrics.Step{}}}}
+			ep = grading.Episode{SchemaVersion: grading.EpisodeSchemaVersion, ID: r.EpisodeID, Task: taskRow[r.TaskID],
+				Trajectories: []grading.Trajectory{{Name: name, Steps: []grading.Step{}}}}
 		}
 		gradeEpisode(&ep, r, s.SegmentReward, s.Gamma)
 		eps[i] = ep

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 )
 
 // SchemaVersion versions the rollout's files (results rows, evaluation,
@@ -163,11 +163,11 @@ type Summary struct {
 	Regraded int    `json:"regraded"`
 	Rerun    int    `json:"rerun"`
 	Notice   string `json:"notice,omitempty"`
-	// The aggregate over evaluated and failed samples (metrics.Summarize):
+	// The aggregate over evaluated and failed samples (grading.Summarize):
 	// samples, tasks, failed, correct, mean_score (failures count 0),
 	// success_rate, pass_at_k[k-1] for k = 1..num_chains (unbiased
 	// estimator), signal_means.
-	metrics.Summary
+	grading.Summary
 	// PassAt maps "pass@k" to pass_at_k[k-1].
 	PassAt map[string]float64 `json:"pass_at"`
 	// Primary names the score mean_score and pass@k are of. ScoreMeans is
@@ -285,7 +285,7 @@ func reduce(rows []Row, reducers []string) map[string]float64 {
 	for _, name := range reducers {
 		total := 0.0
 		for _, id := range order {
-			v, _ := metrics.Reduce(name, byTask[id].scores, byTask[id].correct)
+			v, _ := grading.Reduce(name, byTask[id].scores, byTask[id].correct)
 			total += v
 		}
 		if len(order) > 0 {
@@ -329,7 +329,7 @@ func summarize(rows []Row, p progress) (Summary, Evaluation) {
 	s.MissingSamples = max(0, p.Samples-len(rows))
 	s.Complete = s.MissingSamples == 0
 	ev := Evaluation{SchemaVersion: SchemaVersion, Metric: p.Metric, TotalSamples: len(rows), Evaluations: []EvaluationEntry{}}
-	var samples []metrics.Sample
+	var samples []grading.Sample
 	agentSeconds := 0.0
 	for _, r := range rows {
 		s.Tokens += r.Tokens
@@ -352,7 +352,7 @@ func summarize(rows []Row, p progress) (Summary, Evaluation) {
 		if !r.Evaluated && r.Success {
 			s.NotEvaluated++
 		} else {
-			samples = append(samples, metrics.Sample{TaskID: r.TaskID, Score: r.Score, Correct: r.Correct, Failed: !r.Success, Signals: r.Signals})
+			samples = append(samples, grading.Sample{TaskID: r.TaskID, Score: r.Score, Correct: r.Correct, Failed: !r.Success, Signals: r.Signals})
 		}
 		if r.Evaluated {
 			ev.EvaluatedSamples++
@@ -371,7 +371,7 @@ func summarize(rows []Row, p progress) (Summary, Evaluation) {
 	if p.WriteError > 0 {
 		s.Errors["write_error"] = p.WriteError
 	}
-	s.Summary = metrics.Summarize(samples)
+	s.Summary = grading.Summarize(samples)
 	s.ScoreMeans, s.Reduced = scoreMeans(rows), reduce(rows, p.Reducers)
 	s.PassAt = make(map[string]float64, len(s.PassAtK))
 	for i, v := range s.PassAtK {

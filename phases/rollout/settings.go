@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flockrun/flock/metrics"
+	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/phases/agent"
 	"github.com/flockrun/flock/phases/react"
 )
@@ -16,7 +16,7 @@ import (
 // Defaults of the settings.
 const (
 	DefaultMaxConcurrency    = 16
-	DefaultMetric            = metrics.NameExactMatch
+	DefaultMetric            = grading.NameExactMatch
 	DefaultVerifierTimeoutS  = 300
 	DefaultOutputDir         = "results"
 	DefaultGamma             = 0.9
@@ -140,13 +140,13 @@ type AgentSpec struct {
 // JudgeSpec configures llm_judgement.
 type JudgeSpec struct {
 	Model react.ModelRef `json:"model"`
-	// Instructions replace metrics.DefaultJudgeInstructions.
+	// Instructions replace grading.DefaultJudgeInstructions.
 	Instructions string `json:"instructions,omitempty"`
 }
 
 // VerifierSpec is a command run after each sample in the agent's work
 // directory; its stdout is {"reward": x, "is_correct": b, "signals": {...}}
-// (see metrics.ParseVerifierOutput). It sees FLOCK_TASK_ID, FLOCK_CHAIN,
+// (see grading.ParseVerifierOutput). It sees FLOCK_TASK_ID, FLOCK_CHAIN,
 // FLOCK_ANSWER and FLOCK_GROUND_TRUTH (a JSON list) in its environment.
 type VerifierSpec struct {
 	Command  string  `json:"command,omitempty"`
@@ -225,12 +225,12 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	if s.EvaluationMetric == "" {
 		s.EvaluationMetric = DefaultMetric
 	}
-	if s.EvaluationMetric != MetricNone && s.EvaluationMetric != metrics.NameLLMJudgement {
-		if _, err := metrics.Lookup(s.EvaluationMetric); err != nil {
-			return bad("evaluation_metric", "%q is not one of %s, none", s.EvaluationMetric, strings.Join(metrics.Names(), ", "))
+	if s.EvaluationMetric != MetricNone && s.EvaluationMetric != grading.NameLLMJudgement {
+		if _, err := grading.Lookup(s.EvaluationMetric); err != nil {
+			return bad("evaluation_metric", "%q is not one of %s, none", s.EvaluationMetric, strings.Join(grading.Names(), ", "))
 		}
 	}
-	if s.EvaluationMetric == metrics.NameLLMJudgement {
+	if s.EvaluationMetric == grading.NameLLMJudgement {
 		if s.Judge == nil || s.Judge.Model.Model.Model == "" {
 			return bad("judge.model", "required for llm_judgement")
 		}
@@ -240,11 +240,11 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	}
 	seen := map[string]bool{s.EvaluationMetric: true, "verifier": true}
 	for i, m := range s.Metrics {
-		if m == metrics.NameLLMJudgement || m == MetricNone {
+		if m == grading.NameLLMJudgement || m == MetricNone {
 			return bad(fmt.Sprintf("metrics[%d]", i), "%q only as evaluation_metric", m)
 		}
-		if _, err := metrics.Lookup(m); err != nil {
-			return bad(fmt.Sprintf("metrics[%d]", i), "%q is not one of %s", m, strings.Join(metrics.Names(), ", "))
+		if _, err := grading.Lookup(m); err != nil {
+			return bad(fmt.Sprintf("metrics[%d]", i), "%q is not one of %s", m, strings.Join(grading.Names(), ", "))
 		}
 		if seen[m] {
 			return bad(fmt.Sprintf("metrics[%d]", i), "%q is already scored", m)
@@ -263,7 +263,7 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		return bad("primary", "%q is not evaluation_metric, one of metrics or one of verifiers", s.Primary)
 	}
 	for i, r := range s.Reducers {
-		if err := metrics.CheckReducer(r); err != nil {
+		if err := grading.CheckReducer(r); err != nil {
 			return bad(fmt.Sprintf("reducers[%d]", i), "%v", err)
 		}
 	}
@@ -275,14 +275,14 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		return bad("advantages", "the groups hold the episodes' trajectories: set episodes true or drop advantages")
 	}
 	for i, a := range s.Advantages {
-		if a != metrics.EstimatorGRPO && a != metrics.EstimatorRLOO {
+		if a != grading.EstimatorGRPO && a != grading.EstimatorRLOO {
 			return bad(fmt.Sprintf("advantages[%d]", i), "%q is not one of grpo, rloo", a)
 		}
 	}
 	if s.Gamma == 0 {
 		s.Gamma = DefaultGamma
 	}
-	if _, err := metrics.SegmentRewards(s.SegmentReward, 1, 1, s.Gamma); err != nil {
+	if _, err := grading.SegmentRewards(s.SegmentReward, 1, 1, s.Gamma); err != nil {
 		return bad("segment_reward", "%v", err)
 	}
 	if s.Episodes == nil {
