@@ -63,3 +63,23 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(s.P50)/float64(time.Microsecond), "op-p50-µs")
 	b.ReportMetric(1e6/s.PerSecond, "step-µs")
 }
+
+// BenchmarkLiveRun measures the memory of live, idle runs and the time to
+// resume them (see LiveRuns).
+func BenchmarkLiveRun(b *testing.B) {
+	for _, c := range []struct {
+		name          string
+		runs, entries int
+	}{{"runs=1000/entries=10", 1000, 10}, {"runs=1/entries=100000", 1, 100000}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				s, err := LiveRuns(c.runs, c.entries)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(s.PerRun, "B/run")
+				b.ReportMetric(float64(s.Resume)/float64(time.Millisecond), "resume-ms")
+			}
+		})
+	}
+}

@@ -5,11 +5,13 @@
 //
 //	go run ./bench            # full table (about a minute)
 //	go run ./bench -quick     # smaller sizes
+//	go run ./bench -memory    # only live runs' memory and resume
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"text/tabwriter"
@@ -18,7 +20,19 @@ import (
 
 func main() {
 	quick := flag.Bool("quick", false, "smaller sizes")
+	memory := flag.Bool("memory", false, "only the rows of live runs' memory and resume")
 	flag.Parse()
+	if *memory {
+		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "scenario\tresult\ttarget")
+		err := memoryRows(w, *quick)
+		w.Flush()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*quick); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -70,11 +84,43 @@ func run(quick bool) error {
 		return err
 	}
 	fmt.Fprintf(w, "bash `true` through the executor\top p50 %s; full step %s\top p50 < 0.3ms\n", us(rt.P50), us(time.Duration(float64(time.Second)/rt.PerSecond)))
+	if err := memoryRows(w, quick); err != nil {
+		return err
+	}
 	if err := rolloutRows(w, quick); err != nil {
 		return err
 	}
 	return w.Flush()
 }
+
+// memoryRows measures live runs (issue 10, point 3): Go memory in use
+// per live idle run at 10 and 100,000 entries of history, the resume of a
+// 100,000-entry run, and how many idle runs fit in a GiB.
+func memoryRows(w io.Writer, quick bool) error {
+	idle := 100000
+	if quick {
+		idle = 10000
+	}
+	small, err := LiveRuns(1000, 10)
+	if err != nil {
+		return err
+	}
+	big, err := LiveRuns(1, 100000)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "memory per live idle run, 10 vs 100,000 entries\t%s vs %s (Go heap+stacks)\tindependent of history\n", kib(small.PerRun), kib(big.PerRun))
+	fmt.Fprintf(w, "resume a run of 100,000 entries\t%s (built in %s)\tindependent of history\n", ms(big.Resume), ms(big.Build))
+	many, err := LiveRuns(idle, 10)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d idle live runs\t%s each → %.0f per GiB; resumed in %s\t100,000 per GiB\n",
+		idle, kib(many.PerRun), float64(1<<30)/many.PerRun, ms(many.Resume))
+	return nil
+}
+
+func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond)) }
