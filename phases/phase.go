@@ -70,6 +70,15 @@ type End struct {
 type Entry = record.Entry
 
 // State is a read-only view of a run's state.
+//
+// The executor's State does not hold the log in memory: Entry reads it
+// from the store through a cache of bounded size shared by all runs. Read
+// the newest entries first and stop when you have enough (as the agents
+// do under a context budget); a phase that scans the whole log every step
+// costs a store read per 64 entries once a run's history outgrows the
+// cache. Entry never returns another entry than the one asked for: if the
+// store cannot be read it returns the zero Entry, and the executor discards
+// the phase's output (the step is called again when the run resumes).
 type State interface {
 	// Var returns a var's JSON value, or nil if unset.
 	Var(name string) json.RawMessage

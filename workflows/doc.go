@@ -35,7 +35,33 @@
 // On Start every run whose head says running is loaded again: the results
 // journaled for its current step are reused and only pending operations are
 // dispatched again (at-least-once). A phase whose output was never committed
-// is simply called again.
+// is simply called again. The run's entry log is not loaded (see below), so
+// resuming costs the same at any length of history.
+//
+// # The state view and the entry cache
+//
+// A run holds none of its entries. The phases.State a phase is called with
+// (and handlers.Env.State) is a snapshot of the head and of the first
+// head.Entries entries as of the start of the step; Entry(i) pages the log
+// from the store through a cache shared by every run (Config.EntryCacheBytes,
+// default 64 MiB): pages of 64 entries keyed by run and Seq, evicted least
+// recently used first. A commit puts the entries it appended into the cache,
+// so the newest entries, which phases read first, are normally there; a
+// scan of a history bigger than the cache reads the store page by page. The
+// log is append-only, so a cached page is never stale, and the snapshot is
+// consistent because nothing appends to a run's log while a phase or one of
+// its step's handlers runs. The memory of a live run is therefore its head,
+// spec and current ops, whatever the length of its history; the cache's
+// memory is bounded for all runs together (EntryCacheStats reports it).
+//
+// A read of the log that fails (the store errs, or returns an entry other
+// than the one asked for) is never turned into a different entry: Entry
+// returns the zero Entry and the view records the error; when the phase
+// returns, its output is discarded (when a handler returns, its result is
+// not journaled) and the run is interrupted as by a failed commit: the
+// error is logged naming the run and the entry, the run stops being driven
+// and stays running in the store, and it resumes on the next start. An
+// index out of range panics, as on a slice; the phase fails.
 //
 // # Caveats
 //

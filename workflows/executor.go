@@ -39,6 +39,11 @@ type Config struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now); tests inject their own.
 	Now func() time.Time
+	// EntryCacheBytes caps the memory of the cache through which phases
+	// and handlers read runs' entry logs, shared by all runs (default
+	// DefaultEntryCacheBytes). Runs hold no entries of their own, so the
+	// memory of a run does not grow with its history.
+	EntryCacheBytes int
 	// Observer, if set, is told about runs, phases and operations (metrics).
 	// Its methods are called on the runs' goroutines and must not block.
 	Observer Observer
@@ -85,6 +90,7 @@ type Executor struct {
 	now    func() time.Time
 	sems   map[operations.Kind]chan struct{}
 	broker *broker
+	cache  *entryCache
 
 	baseCtx    context.Context
 	baseCancel context.CancelCauseFunc
@@ -122,6 +128,12 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
+	if cfg.EntryCacheBytes < 0 {
+		return nil, fmt.Errorf("workflows: Config.EntryCacheBytes is negative (%d)", cfg.EntryCacheBytes)
+	}
+	if cfg.EntryCacheBytes == 0 {
+		cfg.EntryCacheBytes = DefaultEntryCacheBytes
+	}
 	e := &Executor{
 		cfg:    cfg,
 		store:  cfg.Store,
@@ -130,6 +142,7 @@ func New(cfg Config) (*Executor, error) {
 		now:    cfg.Now,
 		sems:   make(map[operations.Kind]chan struct{}),
 		broker: newBroker(),
+		cache:  newEntryCache(cfg.EntryCacheBytes),
 		runs:   make(map[string]*runner),
 	}
 	for k, n := range cfg.Concurrency {
@@ -339,7 +352,7 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 		e.release(id)
 		return state.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
-	r := e.newRunner(head, spec, rs, wf, nil)
+	r := e.newRunner(head, spec, rs, wf)
 	e.broker.seed(id, head.ParentID, c.Events[0].Seq)
 	if !e.launch(r) {
 		e.release(id)
@@ -382,23 +395,13 @@ func (e *Executor) resume(ctx context.Context, head state.Run) (err error) {
 	if err != nil {
 		return e.failUnloaded(ctx, head, fmt.Sprintf("settings no longer valid: %v", err))
 	}
-	var entries []phases.Entry
-	for after := uint64(0); ; {
-		page, err := e.store.Entries(ctx, head.ID, after, 10000)
-		if err != nil {
-			return fmt.Errorf("load entries: %w", err)
-		}
-		entries = append(entries, page...)
-		if len(page) < 10000 {
-			break
-		}
-		after = page[len(page)-1].Seq
-	}
+	// The entry log is not loaded: phases page it through the entry
+	// cache, so resuming costs the same at any length of history.
 	evs, err := e.lastEventSeq(ctx, head.ID)
 	if err != nil {
 		return err
 	}
-	r := e.newRunner(head, spec, rs, wf, entries)
+	r := e.newRunner(head, spec, rs, wf)
 	r.resumed = true
 	e.broker.seed(head.ID, head.ParentID, evs)
 	launched = e.launch(r)

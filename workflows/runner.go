@@ -46,7 +46,6 @@ type runner struct {
 	spec     state.Spec
 	settings *configs.RunSettings
 	head     state.Run
-	entries  []phases.Entry
 	ops      []state.Op // ops of head.Step; nil until loaded
 	resumed  bool
 	// absorbed are entries recorded from the current step's results (log,
@@ -69,9 +68,9 @@ type runner struct {
 	done   chan struct{}
 }
 
-func (e *Executor) newRunner(head state.Run, spec state.Spec, rs *configs.RunSettings, wf *phases.Workflow, entries []phases.Entry) *runner {
+func (e *Executor) newRunner(head state.Run, spec state.Spec, rs *configs.RunSettings, wf *phases.Workflow) *runner {
 	ctx, cancel := context.WithCancelCause(e.baseCtx)
-	return &runner{e: e, id: head.ID, wf: wf, spec: spec, settings: rs, head: head, entries: entries,
+	return &runner{e: e, id: head.ID, wf: wf, spec: spec, settings: rs, head: head,
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
@@ -110,6 +109,10 @@ func (r *runner) drive() {
 			return
 		}
 		out, err := r.call(results)
+		if errors.Is(err, errStore) {
+			r.interrupted(err)
+			return
+		}
 		if err != nil {
 			r.finish(state.StatusFailed, state.ReasonPhaseError, err.Error())
 			return
@@ -242,10 +245,17 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 	start := r.e.now().UTC()
 	r.e.broker.live(r.head.ID, state.Event{Time: start, Type: "op", Status: "started", Phase: op.Phase,
 		Step: op.Step, OpID: op.ID, Kind: string(kind)})
-	res := r.handle(ctx, op)
+	res, err := r.handle(ctx, op)
 	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, errCancelled) {
 		// Interrupted by a stop: the op runs again after the restart.
 		return res, nil
+	}
+	if err != nil {
+		// A read of the run's log failed: nothing is journaled and the
+		// run is interrupted as by a failed commit.
+		err = fmt.Errorf("op %s: %w", op.ID, err)
+		r.cancel(err)
+		return res, err
 	}
 	end := r.e.now().UTC()
 	r.e.cfg.Observer.OpFinished(kind, res.Error == "", end.Sub(start))
@@ -288,17 +298,20 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 }
 
 // handle calls the op's handler, turning panics into error results.
-func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result) {
+// A non-nil error (wrapping errStore) means the handler's read of the
+// run's log failed; res must then not be journaled.
+func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result, err error) {
 	req := op.Request
 	h := r.e.cfg.Handlers[req.Kind]
 	if h == nil {
-		return operations.Failed(req, "no handler for operation kind %q on this server", req.Kind)
+		return operations.Failed(req, "no handler for operation kind %q on this server", req.Kind), nil
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			res = operations.Failed(req, "%s handler panicked: %v\n%s", req.Kind, p, truncateStack(debug.Stack()))
 		}
 	}()
+	v := r.view()
 	env := handlers.Env{
 		RunID:    r.head.ID,
 		OpID:     op.ID,
@@ -306,10 +319,15 @@ func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result
 		Task:     r.spec.Task,
 		Settings: r.settings,
 		Usage:    r.usage,
-		State:    r.view(),
+		State:    v,
 		Waiting:  r.waiting(op.ID),
 	}
 	res = h.Handle(ctx, env, req)
+	if err := v.Err(); err != nil {
+		// The handler read the log and a read failed: its result may
+		// rest on a missing entry, so it is not journaled.
+		return res, err
+	}
 	r.live.setWait(op.ID, "", time.Time{}) // a wait the handler left open ends with the op
 	if res.Kind == "" {
 		res.Kind = req.Kind
@@ -320,7 +338,7 @@ func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result
 	if ctx.Err() != nil && res.Error == "" && r.ctx.Err() == nil && r.head.Limits.Seconds > 0 {
 		res.Error = "time limit reached"
 	}
-	return res
+	return res, nil
 }
 
 // usage reports the run's usage so far; safe to call from handlers while
@@ -447,13 +465,16 @@ func (r *runner) sleepUntilWake() error {
 	}
 }
 
-// call runs the next phase, recovering panics.
+// call runs the next phase, recovering panics. An error wrapping errStore
+// means a read of the run's log failed during the call: the output is
+// discarded, whatever the phase returned.
 func (r *runner) call(results []operations.Result) (out phases.Output, err error) {
 	name := r.head.Next
 	spec, ok := r.wf.Phase(name)
 	if !ok {
 		return out, fmt.Errorf("workflow %s has no phase %q", r.wf.Name, name)
 	}
+	v := r.view()
 	in := phases.Input{
 		Run: phases.RunInfo{
 			ID:       r.head.ID,
@@ -466,12 +487,17 @@ func (r *runner) call(results []operations.Result) (out phases.Output, err error
 			Now:      r.e.now().UTC(),
 			WorkDir:  r.head.WorkDir,
 		},
-		State:   r.view(),
+		State:   v,
 		Results: results,
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("phase %s panicked: %v\n%s", name, p, truncateStack(debug.Stack()))
+		}
+		if verr := v.Err(); verr != nil {
+			// Checked first: a phase that read a zero entry may have
+			// failed or panicked because of it.
+			out, err = phases.Output{}, fmt.Errorf("phase %s: %w", name, verr)
 		}
 	}()
 	out, err = spec.Run(in)
@@ -562,9 +588,9 @@ func (r *runner) commitPhase(out phases.Output) error {
 		return fmt.Errorf("%w: commit phase %s: %w", errStore, called, err)
 	}
 	r.tick = r.e.now()
+	r.e.cache.appended(h.ID, r.head.Entries, entries)
 	r.head = h
 	r.e.cfg.Observer.PhaseCommitted(h.Workflow, called)
-	r.entries = append(r.entries, entries...)
 	r.ops = ops
 	r.absorbed = r.absorbed[:0]
 	r.resumed = false
@@ -656,6 +682,7 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 		return
 	}
 	r.head = h
+	r.e.cache.drop(h.ID)
 	r.e.cfg.Observer.RunEnded(h.Workflow, status)
 	r.e.broker.publish(h.ID, c.Events)
 	r.e.broker.end(h.ID)
@@ -669,27 +696,3 @@ func truncateStack(b []byte) string {
 	}
 	return string(b)
 }
-
-// view returns a read-only snapshot of the run's state.
-func (r *runner) view() *view {
-	h := r.head
-	return &view{head: &h, entries: r.entries[:len(r.entries):len(r.entries)], seconds: r.seconds()}
-}
-
-// view is the read-only state a phase sees.
-type view struct {
-	head    *state.Run
-	entries []phases.Entry
-	seconds float64
-}
-
-func (v *view) Var(name string) json.RawMessage { return v.head.Vars[name] }
-func (v *view) Len() int                        { return len(v.entries) }
-func (v *view) Entry(i int) phases.Entry        { return v.entries[i] }
-func (v *view) Usage() (operations.RunUsage, operations.RunLimits) {
-	u := v.head.Usage
-	u.Seconds = v.seconds
-	return u, v.head.Limits
-}
-
-var _ phases.State = (*view)(nil)
