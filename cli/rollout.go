@@ -8,19 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
-	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/rollout"
+	"github.com/flockrun/flock/phases/rollout/watch"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
-	"github.com/schollz/progressbar/v3"
 )
 
 // rolloutCmd runs `flock rollout --config FILE`: a rollout in-process with
@@ -129,46 +124,21 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !quiet {
 		fmt.Fprintf(stdout, "rollout %s: data %s\n", h.ID, a.Config.DataDir)
 	}
-	w := &rolloutWatch{store: a.Store, id: h.ID, out: stdout, tty: isTerminal(stdout), quiet: quiet, lanes: map[string]uint64{}}
-	end, err := w.follow(ctx, a)
+	end, err := watch.New(a.Store, h.ID, stdout, isTerminal(stdout), quiet).Follow(ctx, a.Executor.Wait)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "flock rollout: interrupted; run %s stays resumable (flock serve --data %s resumes it; or run the same config again)\n", h.ID, a.Config.DataDir)
 		}
 		return err
 	}
-	printRolloutSummary(stdout, end)
+	watch.PrintSummary(stdout, end)
 	if question != "" {
-		printAnswers(stdout, end)
+		watch.PrintAnswers(stdout, end)
 	}
 	if end.Status != state.StatusSucceeded {
 		return errRunFailed
 	}
 	return nil
-}
-
-// printAnswers prints the answers of a rollout's results file.
-func printAnswers(w io.Writer, h state.Run) {
-	var s rollout.Summary
-	if json.Unmarshal(h.Result, &s) != nil || s.Results == "" {
-		return
-	}
-	b, err := os.ReadFile(s.Results)
-	if err != nil {
-		fmt.Fprintf(w, "answer: (results unreadable: %v)\n", err)
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var r rollout.Row
-		if json.Unmarshal([]byte(line), &r) != nil || r.TaskID == "" {
-			continue
-		}
-		if !r.Success {
-			fmt.Fprintf(w, "answer: (agent %s: %s)\n", r.EndReason, r.Error)
-			continue
-		}
-		fmt.Fprintf(w, "answer: %s\n", r.PredictedAnswer)
-	}
 }
 
 // resolvePaths makes output_dir absolute against base (the config file's
@@ -185,244 +155,6 @@ func resolvePaths(s map[string]any, base, outputFlag string) string {
 	}
 	p, _ := s["output_dir"].(string)
 	return p
-}
-
-// rolloutWatch follows a rollout: it reads the rollout's plan from its
-// vars and the rows its lanes append, and draws a progress bar.
-type rolloutWatch struct {
-	store state.Reader
-	id    string
-	out   io.Writer
-	tty   bool
-	quiet bool
-	bar   *progressbar.ProgressBar
-	// lanes maps a lane run id to the last entry seq read.
-	lanes        map[string]uint64
-	total, done  int
-	correct      int
-	graded       int
-	tokens       int
-	lastPrinted  int
-	planReported bool
-}
-
-func (w *rolloutWatch) follow(ctx context.Context, a *app.App) (state.Run, error) {
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	ended := make(chan state.Run, 1)
-	errc := make(chan error, 1)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		h, err := a.Executor.Wait(wctx, w.id)
-		if err != nil {
-			errc <- err
-			return
-		}
-		ended <- h
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return state.Run{}, ctx.Err()
-		case err := <-errc:
-			return state.Run{}, err
-		case h := <-ended:
-			w.poll(ctx)
-			w.finish()
-			return h, nil
-		case <-tick.C:
-			w.poll(ctx)
-		}
-	}
-}
-
-// poll reads new rows of every lane and updates the bar.
-func (w *rolloutWatch) poll(ctx context.Context) {
-	if w.quiet {
-		return
-	}
-	if w.total == 0 {
-		h, err := w.store.Run(ctx, w.id)
-		if err != nil {
-			return
-		}
-		var st struct {
-			Planned  int    `json:"planned"`
-			Previous int    `json:"previous"`
-			Samples  int    `json:"samples"`
-			Regrade  int    `json:"regrade"`
-			Notice   string `json:"notice"`
-			PlanMade bool   `json:"plan_made"`
-		}
-		if raw := h.Vars["rollout"]; raw == nil || json.Unmarshal(raw, &st) != nil || st.Samples == 0 {
-			return
-		}
-		if !st.PlanMade {
-			return // not planned yet
-		}
-		w.total = max(st.Planned, 1)
-		if !w.planReported {
-			w.planReported = true
-			fmt.Fprintf(w.out, "%d samples to run, re-grade %d (%d finished earlier)\n", st.Planned-st.Regrade, st.Regrade, st.Previous)
-			if st.Notice != "" {
-				fmt.Fprintf(w.out, "note: %s\n", st.Notice)
-			}
-		}
-		if w.tty {
-			w.bar = progressbar.NewOptions(w.total, progressbar.OptionSetWriter(w.out), progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionSetDescription("rollout"), progressbar.OptionShowElapsedTimeOnFinish())
-		}
-	}
-	lanes, err := w.store.Children(ctx, w.id)
-	if err != nil {
-		return
-	}
-	for _, id := range lanes {
-		for {
-			es, err := w.store.Entries(ctx, id, w.lanes[id], 1000)
-			if err != nil || len(es) == 0 {
-				break
-			}
-			for _, e := range es {
-				w.lanes[id] = e.Seq
-				if e.Type != rollout.EntryRow {
-					continue
-				}
-				var r rollout.Row
-				if json.Unmarshal(e.Data, &r) != nil {
-					continue
-				}
-				w.done++
-				w.tokens += r.Tokens
-				if r.Evaluated || !r.Success {
-					w.graded++
-					if r.Correct {
-						w.correct++
-					}
-				}
-			}
-			if len(es) < 1000 {
-				break
-			}
-		}
-	}
-	desc := fmt.Sprintf("correct %d of %d graded · %s tokens", w.correct, w.graded, humanInt(w.tokens))
-	if w.bar != nil {
-		w.bar.Describe(desc)
-		_ = w.bar.Set(min(w.done, w.total))
-		return
-	}
-	if w.total > 0 && (w.done-w.lastPrinted)*10 >= w.total {
-		w.lastPrinted = w.done
-		fmt.Fprintf(w.out, "%d/%d samples · %s\n", w.done, w.total, desc)
-	}
-}
-
-func (w *rolloutWatch) finish() {
-	if w.bar != nil {
-		_ = w.bar.Finish()
-		fmt.Fprintln(w.out)
-	}
-}
-
-func humanInt(n int) string {
-	switch {
-	case n >= 1_000_000:
-		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
-	case n >= 10_000:
-		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
-	}
-	return strconv.Itoa(n)
-}
-
-// printRolloutSummary prints the rollout's end and its summary as a table.
-func printRolloutSummary(w io.Writer, h state.Run) {
-	fmt.Fprintf(w, "\nrollout %s %s", h.ID, h.Status)
-	if h.EndReason != "" {
-		fmt.Fprintf(w, " (%s)", h.EndReason)
-	}
-	fmt.Fprintln(w)
-	if h.Error != "" && h.Error != h.EndReason {
-		fmt.Fprintf(w, "error: %s\n", h.Error)
-	}
-	var s rollout.Summary
-	if len(h.Result) == 0 || json.Unmarshal(h.Result, &s) != nil || s.BenchmarkName == "" {
-		return
-	}
-	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(t, "%s\t%s\n", k, v) }
-	row("benchmark", fmt.Sprintf("%s (%s, agent %s)", s.BenchmarkName, s.Timestamp, s.AgentWorkflow))
-	row("samples", fmt.Sprintf("%d of %d (%d tasks × %d chains)", s.FinishedSamples, s.TotalSamples, s.TotalTasks, s.NumChains))
-	row("metric", s.Metric)
-	row("mean score", fmt.Sprintf("%.4f (failures count 0)", s.MeanScore))
-	row("correct", fmt.Sprintf("%d of %d graded", s.Correct, s.Samples))
-	row("success rate", fmt.Sprintf("%.4f (%d agent runs failed)", s.SuccessRate, s.Failed))
-	if len(s.FailedBy) > 0 {
-		codes := make([]string, 0, len(s.FailedBy))
-		for c, n := range s.FailedBy {
-			codes = append(codes, fmt.Sprintf("%s %d", c, n))
-		}
-		sort.Strings(codes)
-		row("failed by", strings.Join(codes, ", "))
-	}
-	for k, v := range s.PassAtK {
-		row(fmt.Sprintf("pass@%d", k+1), fmt.Sprintf("%.4f", v))
-	}
-	sorted := func(m map[string]float64) []string {
-		names := make([]string, 0, len(m))
-		for n := range m {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return names
-	}
-	for _, n := range sorted(s.ScoreMeans) {
-		label := "score " + n
-		if n == s.Primary {
-			label += " (primary)"
-		}
-		row(label, fmt.Sprintf("%.4f", s.ScoreMeans[n]))
-	}
-	for _, n := range sorted(s.Reduced) {
-		row("reduced "+n, fmt.Sprintf("%.4f", s.Reduced[n]))
-	}
-	if len(s.SignalMeans) > 0 {
-		names := make([]string, 0, len(s.SignalMeans))
-		for n := range s.SignalMeans {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			row("signal "+n, fmt.Sprintf("%.4f", s.SignalMeans[n]))
-		}
-	}
-	if s.NotEvaluated > 0 {
-		row("not graded", strconv.Itoa(s.NotEvaluated))
-	}
-	if s.Notice != "" {
-		row("note", s.Notice)
-	}
-	if len(s.Errors) > 0 {
-		kinds := make([]string, 0, len(s.Errors))
-		for k, n := range s.Errors {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-		}
-		sort.Strings(kinds)
-		row("errors", strings.Join(kinds, ", "))
-	}
-	row("tokens", fmt.Sprintf("%d ($%.4f)", s.Tokens, s.Cost))
-	row("time", fmt.Sprintf("%.1fs (mean agent %.2fs)", s.TotalTimeSeconds, s.MeanAgentSeconds))
-	row("results", s.Results)
-	row("summary", s.Files.Summary)
-	if s.Episodes != "" {
-		row("episodes", s.Episodes)
-	}
-	if s.Groups != "" {
-		row("groups", s.Groups)
-	}
-	_ = t.Flush()
 }
 
 // strictKeys refuses a rollout config with a key that neither flock nor
