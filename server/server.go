@@ -205,6 +205,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(middleware.BodyLimit(s.cfg.MaxBodyBytes))
 
 	e.GET("/health", s.health)
+	e.GET("/openapi.json", s.openAPIHandler)
 	e.POST("/start_workflow", s.startWorkflow)
 	e.GET("/runs", s.listRuns)
 	e.GET("/runs/:id", s.getRun)

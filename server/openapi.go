@@ -1,0 +1,213 @@
+package server
+
+import (
+	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/flockrun/flock/api"
+)
+
+// apiRoute documents one route for the OpenAPI document. The routes
+// themselves are registered in newEcho; TestOpenAPIMatchesRoutes checks
+// that the two lists agree.
+type apiRoute struct {
+	method  string
+	path    string // OpenAPI form: /runs/{id}
+	id      string // operationId
+	summary string
+	query   []apiParam
+	header  []apiParam
+	body    any // request body (a value of an api type), or nil
+	status  int // success status
+	resp    any // response body (a value of an api type)
+	stream  bool
+	errors  []int // error statuses besides those every route may answer
+}
+
+// apiParam is a query or header parameter.
+type apiParam struct {
+	name, typ, doc string
+}
+
+var (
+	limitParam = apiParam{"limit", "integer", "page size, 1 to 1000"}
+	afterSeq   = apiParam{"after", "integer", "the cursor: the seq after which to start (the previous page's next)"}
+)
+
+// apiRoutes are the API's routes, in the order of the package doc.
+var apiRoutes = []apiRoute{
+	{method: http.MethodGet, path: "/health", id: "health", status: http.StatusOK, resp: api.Health{},
+		summary: "The server's condition: ok, or degraded while some run cannot commit (still 200). Needs no token."},
+	{method: http.MethodGet, path: "/openapi.json", id: "openapi", status: http.StatusOK, resp: map[string]any{},
+		summary: "This document."},
+	{method: http.MethodPost, path: "/start_workflow", id: "startWorkflow", status: http.StatusCreated,
+		body: api.StartRequest{}, resp: api.RunStatus{},
+		errors:  []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusInsufficientStorage, http.StatusServiceUnavailable},
+		summary: "Start a run; returns at once with its id (Location: /runs/{id})."},
+	{method: http.MethodGet, path: "/runs", id: "listRuns", status: http.StatusOK, resp: api.Runs{},
+		query: []apiParam{
+			{"status", "string", "only runs with this status"},
+			{"workflow", "string", "only runs of this workflow"},
+			{"parent_id", "string", "only the children of this run"},
+			{"after", "string", "the cursor (the previous page's next)"},
+			limitParam},
+		errors:  []int{http.StatusBadRequest},
+		summary: "Run heads, newest first (default limit 50)."},
+	{method: http.MethodGet, path: "/runs/{id}", id: "getRun", status: http.StatusOK, resp: api.Run{},
+		errors:  []int{http.StatusNotFound},
+		summary: "A run's head; a live run's also says what holds it (stalled, waiting)."},
+	{method: http.MethodGet, path: "/runs/{id}/entries", id: "listEntries", status: http.StatusOK, resp: api.Entries{},
+		query:   []apiParam{afterSeq, limitParam},
+		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
+		summary: "A run's entry log, oldest first (default limit 100)."},
+	{method: http.MethodGet, path: "/runs/{id}/ops", id: "listOps", status: http.StatusOK, resp: api.Ops{},
+		query:   []apiParam{{"after", "string", "the op id after which to start (the previous page's next)"}, limitParam},
+		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
+		summary: "A run's operation journal by step and index (default limit 100)."},
+	{method: http.MethodGet, path: "/runs/{id}/events", id: "streamEvents", status: http.StatusOK, resp: api.Event{}, stream: true,
+		query: []apiParam{afterSeq,
+			{"descendants", "boolean", "also live-only events (seq 0) of the run's operations and descendant runs"}},
+		header:  []apiParam{{"Last-Event-ID", "integer", "resume after this event id; wins over after"}},
+		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
+		summary: "Server-Sent Events (id: seq, event: type, data: Event JSON): stored events, then live ones, until the run's terminal run event."},
+	{method: http.MethodPost, path: "/runs/{id}/cancel", id: "cancelRun", status: http.StatusOK, resp: api.RunStatus{},
+		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Cancel a run and its children; returns once it has ended. 409 once it had ended."},
+	{method: http.MethodPost, path: "/runs/{id}/pause", id: "pauseRun", status: http.StatusOK, resp: api.RunStatus{},
+		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Pause a run and its running children. 409 once it has ended."},
+	{method: http.MethodPost, path: "/runs/{id}/resume", id: "resumeRun", status: http.StatusOK, resp: api.RunStatus{},
+		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Resume a paused run. 409 unless it is paused."},
+	{method: http.MethodGet, path: "/workflows", id: "listWorkflows", status: http.StatusOK, resp: api.Workflows{},
+		summary: "The registered workflows' graphs."},
+}
+
+// openAPI builds the OpenAPI 3.1 document of the server: apiRoutes, the
+// paths given to Mount, and the schemas of the api types they use.
+func (s *Server) openAPI() map[string]any {
+	sc := &schemas{defs: map[string]any{}}
+	errRef := sc.of(reflect.TypeFor[api.Error]())
+	paths := map[string]any{}
+	for _, r := range apiRoutes {
+		item, _ := paths[r.path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[r.path] = item
+		}
+		item[strings.ToLower(r.method)] = s.operation(r, sc, errRef)
+	}
+	for _, p := range s.mounted {
+		paths[p] = map[string]any{"get": map[string]any{
+			"operationId": "mounted" + p,
+			"summary":     "Mounted by the command line (Prometheus metrics at /metrics); not JSON.",
+			"responses": s.errorResponses(map[string]any{
+				"200": map[string]any{"description": "OK", "content": map[string]any{"text/plain": map[string]any{}}},
+			}, true, nil, errRef),
+		}}
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "flock",
+			"version":     "1",
+			"description": "flock's HTTP API: start, follow and control runs of workflows. Every error is a JSON body {\"error\"} and every response carries X-Request-ID.",
+		},
+		"paths":      paths,
+		"components": map[string]any{"schemas": sc.defs},
+	}
+	if s.cfg.AuthToken != "" {
+		doc["components"].(map[string]any)["securitySchemes"] = map[string]any{
+			"bearer": map[string]any{"type": "http", "scheme": "bearer"}}
+		doc["security"] = []any{map[string]any{"bearer": []any{}}}
+	}
+	return doc
+}
+
+// operation documents one route.
+func (s *Server) operation(r apiRoute, sc *schemas, errRef map[string]any) map[string]any {
+	op := map[string]any{"operationId": r.id, "summary": r.summary}
+	var params []any
+	for _, name := range pathParams(r.path) {
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true,
+			"schema": map[string]any{"type": "string"}, "description": "the run id"})
+	}
+	for _, p := range r.query {
+		params = append(params, map[string]any{"name": p.name, "in": "query",
+			"schema": map[string]any{"type": p.typ}, "description": p.doc})
+	}
+	for _, p := range r.header {
+		params = append(params, map[string]any{"name": p.name, "in": "header",
+			"schema": map[string]any{"type": p.typ}, "description": p.doc})
+	}
+	if params != nil {
+		op["parameters"] = params
+	}
+	if r.body != nil {
+		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+			"application/json": map[string]any{"schema": sc.of(reflect.TypeOf(r.body))}}}
+	}
+	ok := map[string]any{"description": http.StatusText(r.status)}
+	switch {
+	case r.stream:
+		ok["content"] = map[string]any{"text/event-stream": map[string]any{
+			"schema": map[string]any{"type": "string", "description": "each event's data is an Event"},
+			// OpenAPI 3.1 has no SSE item type; the Event schema is named here.
+			"x-event-schema": sc.of(reflect.TypeOf(r.resp)),
+		}}
+	case r.path == "/openapi.json":
+		ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
+	default:
+		ok["content"] = map[string]any{"application/json": map[string]any{"schema": sc.of(reflect.TypeOf(r.resp))}}
+	}
+	op["responses"] = s.errorResponses(map[string]any{strconv.Itoa(r.status): ok}, r.path != "/health", r.errors, errRef)
+	if r.path == "/health" && s.cfg.AuthToken != "" {
+		op["security"] = []any{} // /health never needs the token
+	}
+	return op
+}
+
+// errorResponses adds the error statuses of a route to responses: those
+// every route may answer (403 from the guard, 500), 401 when a token is
+// required, and the route's own.
+func (s *Server) errorResponses(responses map[string]any, auth bool, own []int, errRef map[string]any) map[string]any {
+	codes := append([]int{http.StatusForbidden, http.StatusInternalServerError}, own...)
+	if auth && s.cfg.AuthToken != "" {
+		codes = append(codes, http.StatusUnauthorized)
+	}
+	sort.Ints(codes)
+	for _, c := range codes {
+		responses[strconv.Itoa(c)] = map[string]any{
+			"description": http.StatusText(c),
+			"content":     map[string]any{"application/json": map[string]any{"schema": errRef}},
+		}
+	}
+	return responses
+}
+
+// pathParams returns the {names} of an OpenAPI path.
+func pathParams(path string) []string {
+	var names []string
+	for {
+		i := strings.IndexByte(path, '{')
+		if i < 0 {
+			return names
+		}
+		j := strings.IndexByte(path[i:], '}')
+		if j < 0 {
+			return names
+		}
+		names = append(names, path[i+1:i+j])
+		path = path[i+j+1:]
+	}
+}
+
+// openAPIHandler answers GET /openapi.json.
+func (s *Server) openAPIHandler(c *echo.Context) error {
+	return c.JSON(http.StatusOK, s.openAPI())
+}
