@@ -1,0 +1,234 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/flockrun/flock/api"
+)
+
+// maxErrorBody caps how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// Client talks to one flock server. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends "Authorization: Bearer token" with every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient uses hc instead of http.DefaultClient. Leave its Timeout
+// zero: event streams last as long as runs; bound calls with their ctx.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// New returns a client of the server at base, e.g. "http://127.0.0.1:8080".
+func New(base string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("client: base URL %q: %w", base, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host", base)
+	}
+	c := &Client{base: strings.TrimRight(base, "/"), hc: http.DefaultClient}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Start starts a run (POST /start_workflow).
+func (c *Client) Start(ctx context.Context, req api.StartRequest) (api.RunStatus, error) {
+	var out api.RunStatus
+	return out, c.call(ctx, http.MethodPost, "/start_workflow", req, &out)
+}
+
+// Run reads a run's head (GET /runs/{id}).
+func (c *Client) Run(ctx context.Context, id string) (api.Run, error) {
+	var out api.Run
+	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id), nil, &out)
+}
+
+// RunsQuery filters and pages GET /runs; zero fields are left out.
+type RunsQuery struct {
+	Status   api.Status
+	Workflow string
+	ParentID string
+	After    string // the previous page's Next
+	Limit    int
+}
+
+// Runs lists run heads, newest first (GET /runs).
+func (c *Client) Runs(ctx context.Context, q RunsQuery) (api.Runs, error) {
+	v := url.Values{}
+	set(v, "status", string(q.Status))
+	set(v, "workflow", q.Workflow)
+	set(v, "parent_id", q.ParentID)
+	set(v, "after", q.After)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out api.Runs
+	return out, c.call(ctx, http.MethodGet, "/runs"+query(v), nil, &out)
+}
+
+// Entries reads a page of a run's entry log after the entry seq after
+// (GET /runs/{id}/entries); limit 0 is the server's default.
+func (c *Client) Entries(ctx context.Context, id string, after uint64, limit int) (api.Entries, error) {
+	v := url.Values{}
+	if after > 0 {
+		v.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.Entries
+	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/entries"+query(v), nil, &out)
+}
+
+// Ops reads a page of a run's operation journal after the op id after
+// (GET /runs/{id}/ops); limit 0 is the server's default.
+func (c *Client) Ops(ctx context.Context, id, after string, limit int) (api.Ops, error) {
+	v := url.Values{}
+	set(v, "after", after)
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.Ops
+	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/ops"+query(v), nil, &out)
+}
+
+// Cancel cancels a run and its children and returns once it has ended
+// (POST /runs/{id}/cancel); ErrConflict once it had ended.
+func (c *Client) Cancel(ctx context.Context, id string) (api.RunStatus, error) {
+	return c.control(ctx, id, "cancel")
+}
+
+// Pause pauses a run (POST /runs/{id}/pause); ErrConflict once it has ended.
+func (c *Client) Pause(ctx context.Context, id string) (api.RunStatus, error) {
+	return c.control(ctx, id, "pause")
+}
+
+// Resume resumes a paused run (POST /runs/{id}/resume); ErrConflict
+// unless it is paused.
+func (c *Client) Resume(ctx context.Context, id string) (api.RunStatus, error) {
+	return c.control(ctx, id, "resume")
+}
+
+func (c *Client) control(ctx context.Context, id, action string) (api.RunStatus, error) {
+	var out api.RunStatus
+	return out, c.call(ctx, http.MethodPost, "/runs/"+url.PathEscape(id)+"/"+action, nil, &out)
+}
+
+// Workflows lists the registered workflows (GET /workflows).
+func (c *Client) Workflows(ctx context.Context) ([]api.Graph, error) {
+	var out api.Workflows
+	return out.Workflows, c.call(ctx, http.MethodGet, "/workflows", nil, &out)
+}
+
+// Health reads the server's condition (GET /health).
+func (c *Client) Health(ctx context.Context) (api.Health, error) {
+	var out api.Health
+	return out, c.call(ctx, http.MethodGet, "/health", nil, &out)
+}
+
+// Wait follows a run's events until its terminal event and returns its
+// final head.
+func (c *Client) Wait(ctx context.Context, id string) (api.Run, error) {
+	s, err := c.Events(ctx, id, EventsOptions{})
+	if err != nil {
+		return api.Run{}, err
+	}
+	defer s.Close()
+	for {
+		if _, err := s.Next(); errors.Is(err, io.EOF) {
+			return c.Run(ctx, id)
+		} else if err != nil {
+			return api.Run{}, err
+		}
+	}
+}
+
+// call sends one request and decodes a 2xx answer into out.
+func (c *Client) call(ctx context.Context, method, path string, body, out any) error {
+	res, err := c.send(ctx, method, path, body, nil)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return fmt.Errorf("client: %s %s: decode the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends one request; an answer other than 2xx becomes an *Error
+// (its body closed). The caller closes a 2xx answer's body.
+func (c *Client) send(ctx context.Context, method, path string, body any, header http.Header) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("client: %s %s: encode the body: %w", method, path, err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if res.StatusCode/100 == 2 {
+		return res, nil
+	}
+	defer res.Body.Close()
+	e := &Error{Method: method, Path: path, Status: res.StatusCode, RequestID: res.Header.Get("X-Request-ID")}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	var eb api.Error
+	if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
+		e.Message = eb.Error
+	} else {
+		e.Message = strings.TrimSpace(string(b))
+	}
+	return nil, e
+}
+
+func set(v url.Values, k, s string) {
+	if s != "" {
+		v.Set(k, s)
+	}
+}
+
+func query(v url.Values) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return "?" + v.Encode()
+}
