@@ -57,7 +57,7 @@ func TestDeclarativeWorkflows(t *testing.T) {
 				t.Fatalf("start: %d", code)
 			}
 			h := waitEnded(t, p, started.RunID, 60*time.Second)
-			if h.Status != tt.status || h.EndReason != tt.reason || compactJSON(t, h.Result) != tt.result {
+			if string(h.Status) != tt.status || h.EndReason != tt.reason || compactJSON(t, h.Result) != tt.result {
 				t.Fatalf("run ended %s %q result %s error %q; want %s %q %s", h.Status, h.EndReason, h.Result, h.Error,
 					tt.status, tt.reason, tt.result)
 			}

@@ -24,27 +24,18 @@ func TestDiskFull(t *testing.T) {
 	p := startServer(t, data, freePort(t))
 
 	big := "head -c 150000 /dev/urandom | base64 -w0"
-	var started struct {
-		RunID string `json:"run_id"`
-	}
-	code := p.do("POST", "/start_workflow", map[string]any{"workflow": "script", "settings": map[string]any{
-		"commands": []string{"while [ ! -e " + gate + " ]; do sleep 0.02; done", big, big, big, big, "echo done"}}}, &started)
-	if code != 201 {
-		t.Fatalf("start: %d", code)
-	}
+	id := p.start("script", map[string]any{
+		"commands": []string{"while [ ! -e " + gate + " ]; do sleep 0.02; done", big, big, big, big, "echo done"}})
 	free := tmpfs.Fill(t, data)
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
 	// The run stalls: its head and /health say so.
-	var h struct {
-		Status  string `json:"status"`
-		Stalled string `json:"stalled"`
-	}
+	var h head
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		p.do("GET", "/runs/"+started.RunID, nil, &h)
+		h = p.run(id)
 		if h.Stalled != "" {
 			break
 		}
@@ -56,12 +47,8 @@ func TestDiskFull(t *testing.T) {
 	if h.Status != "running" || !strings.Contains(h.Stalled, "no space left") || !strings.Contains(h.Stalled, "retrying") {
 		t.Fatalf("stalled run head: %+v", h)
 	}
-	var health struct {
-		Status string `json:"status"`
-		Reason string `json:"reason"`
-	}
-	if code := p.do("GET", "/health", nil, &health); code != 200 || health.Status != "degraded" || !strings.Contains(health.Reason, "no space left") {
-		t.Fatalf("health while stalled: %d %+v", code, health)
+	if health, err := p.c.Health(t.Context()); err != nil || health.Status != "degraded" || !strings.Contains(health.Reason, "no space left") {
+		t.Fatalf("health while stalled: %+v %v", health, err)
 	}
 
 	// A new start needs space for its large task: 507, naming the disk.
@@ -79,20 +66,14 @@ func TestDiskFull(t *testing.T) {
 
 	// Space comes back: the run finishes without a restart.
 	free()
-	end := waitEnded(t, p, started.RunID, 60*time.Second)
+	end := waitEnded(t, p, id, 60*time.Second)
 	if end.Status != "succeeded" {
 		t.Fatalf("run after space came back: %+v\n%s", end, p.out)
 	}
-	if code := p.do("GET", "/health", nil, &health); code != 200 || health.Status != "ok" {
-		t.Fatalf("health after recovery: %d %+v", code, health)
+	if health, err := p.c.Health(t.Context()); err != nil || health.Status != "ok" {
+		t.Fatalf("health after recovery: %+v %v", health, err)
 	}
-	var ops struct {
-		Ops []struct {
-			Status string `json:"status"`
-		} `json:"ops"`
-	}
-	p.do("GET", "/runs/"+started.RunID+"/ops", nil, &ops)
-	if len(ops.Ops) != 6 {
-		t.Fatalf("journal has %d ops, want 6", len(ops.Ops))
+	if ops := p.ops(id); len(ops) != 6 {
+		t.Fatalf("journal has %d ops, want 6", len(ops))
 	}
 }

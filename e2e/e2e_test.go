@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/api"
+	"github.com/flockrun/flock/client"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/state"
 )
@@ -49,6 +51,9 @@ type proc struct {
 	cmd  *exec.Cmd
 	base string
 	out  *bytes.Buffer
+	// c talks to the server; do remains for raw requests and bodies the
+	// client does not model.
+	c *client.Client
 }
 
 func freePort(t testing.TB) string {
@@ -73,6 +78,11 @@ func startServer(t testing.TB, data, addr string, extra ...string) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{t: t, cmd: cmd, base: "http://" + addr, out: out}
+	c, err := client.New(p.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.c = c
 	t.Cleanup(func() { p.kill() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -123,21 +133,54 @@ func (p *proc) do(method, path string, body any, into any) int {
 	return resp.StatusCode
 }
 
-type head struct {
-	ID        string          `json:"id"`
-	Status    string          `json:"status"`
-	EndReason string          `json:"end_reason"`
-	Error     string          `json:"error"`
-	Result    json.RawMessage `json:"result"`
-}
+// head is a run's head as the API shows it.
+type head = api.Run
 
+// run reads a run's head.
 func (p *proc) run(id string) head {
 	p.t.Helper()
-	var h head
-	if code := p.do("GET", "/runs/"+id, nil, &h); code != 200 {
-		p.t.Fatalf("GET /runs/%s: %d", id, code)
+	h, err := p.c.Run(context.Background(), id)
+	if err != nil {
+		p.t.Fatal(err)
 	}
 	return h
+}
+
+// start starts a run of workflow with settings and returns its id.
+func (p *proc) start(workflow string, settings map[string]any) string {
+	p.t.Helper()
+	b, err := json.Marshal(settings)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	started, err := p.c.Start(context.Background(), api.StartRequest{Workflow: workflow, Settings: b})
+	if err != nil {
+		p.t.Fatalf("start %s: %v", workflow, err)
+	}
+	if started.Status != "running" {
+		p.t.Fatalf("start %s: %+v", workflow, started)
+	}
+	return started.RunID
+}
+
+// ops reads up to 1000 ops of a run.
+func (p *proc) ops(id string) []api.Op {
+	p.t.Helper()
+	page, err := p.c.Ops(context.Background(), id, "", 1000)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return page.Ops
+}
+
+// entries reads up to 1000 entries of a run.
+func (p *proc) entries(id string) []api.Entry {
+	p.t.Helper()
+	page, err := p.c.Entries(context.Background(), id, 0, 1000)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return page.Entries
 }
 
 // countLines returns the number of lines of a file (0 if absent).
@@ -161,28 +204,13 @@ func countLines(t testing.TB, path string) int {
 
 func TestServeStartAndFinish(t *testing.T) {
 	p := startServer(t, t.TempDir(), freePort(t))
-	var started struct {
-		RunID  string `json:"run_id"`
-		Status string `json:"status"`
-	}
-	code := p.do("POST", "/start_workflow", map[string]any{"workflow": "script",
-		"settings": map[string]any{"commands": []string{"cd /tmp", "pwd"}}}, &started)
-	if code != 201 || started.Status != "running" {
-		t.Fatalf("start: %d %+v", code, started)
-	}
-	waitEnded(t, p, started.RunID, 30*time.Second)
-	if h := p.run(started.RunID); h.Status != "succeeded" {
+	id := p.start("script", map[string]any{"commands": []string{"cd /tmp", "pwd"}})
+	waitEnded(t, p, id, 30*time.Second)
+	if h := p.run(id); h.Status != "succeeded" {
 		t.Fatalf("run ended %+v", h)
 	}
-	var entries struct {
-		Entries []struct {
-			Type string          `json:"type"`
-			Data json.RawMessage `json:"data"`
-		} `json:"entries"`
-	}
-	p.do("GET", "/runs/"+started.RunID+"/entries", nil, &entries)
-	if len(entries.Entries) != 2 || !strings.Contains(string(entries.Entries[1].Data), `"stdout":"/tmp`) {
-		t.Fatalf("entries = %+v", entries.Entries)
+	if entries := p.entries(id); len(entries) != 2 || !strings.Contains(string(entries[1].Data), `"stdout":"/tmp`) {
+		t.Fatalf("entries = %+v", entries)
 	}
 	resp, err := http.Get(p.base + "/metrics")
 	if err != nil {
@@ -233,14 +261,7 @@ func TestCrashResume(t *testing.T) {
 			sleep := []string{"0.01", "0.05", "0.2", "0.02"}[(i+k)%4]
 			cmds[i] = fmt.Sprintf("echo ran >> %s/r%d_c%02d; sleep %s", marks, k, i, sleep)
 		}
-		var started struct {
-			RunID string `json:"run_id"`
-		}
-		if code := p.do("POST", "/start_workflow", map[string]any{"workflow": "script",
-			"settings": map[string]any{"commands": cmds}}, &started); code != 201 {
-			t.Fatalf("start run %d: %d", k, code)
-		}
-		ids[k] = started.RunID
+		ids[k] = p.start("script", map[string]any{"commands": cmds})
 	}
 	// Kill at varied moments: during commands, between phases, right
 	// after results. After each restart, wait until every unfinished run
@@ -263,24 +284,12 @@ func TestCrashResume(t *testing.T) {
 		if h.Status != "succeeded" {
 			t.Fatalf("run %d ended %s (%s): %s\n%s", k, h.Status, h.EndReason, h.Error, p.out.String())
 		}
-		var ops struct {
-			Ops []struct {
-				ID       string `json:"id"`
-				Status   string `json:"status"`
-				Attempts int    `json:"attempts"`
-				Request  struct {
-					Params struct {
-						Command string `json:"command"`
-					} `json:"params"`
-				} `json:"request"`
-			} `json:"ops"`
-		}
-		p.do("GET", "/runs/"+id+"/ops?limit=1000", nil, &ops)
-		if len(ops.Ops) != commands {
-			t.Fatalf("run %d: %d ops journaled, want %d", k, len(ops.Ops), commands)
+		ops := p.ops(id)
+		if len(ops) != commands {
+			t.Fatalf("run %d: %d ops journaled, want %d", k, len(ops), commands)
 		}
 		interrupted := 0
-		for i, op := range ops.Ops {
+		for i, op := range ops {
 			n := countLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
 			switch {
 			case op.Status != "done":
@@ -296,22 +305,16 @@ func TestCrashResume(t *testing.T) {
 				interrupted++
 			}
 		}
-		var entries struct {
-			Entries []struct {
-				Seq  uint64 `json:"seq"`
-				Type string `json:"type"`
-				Data struct {
-					Index int `json:"index"`
-				} `json:"data"`
-			} `json:"entries"`
+		entries := p.entries(id)
+		if len(entries) != commands {
+			t.Fatalf("run %d: %d entries, want %d", k, len(entries), commands)
 		}
-		p.do("GET", "/runs/"+id+"/entries?limit=1000", nil, &entries)
-		if len(entries.Entries) != commands {
-			t.Fatalf("run %d: %d entries, want %d", k, len(entries.Entries), commands)
-		}
-		for i, e := range entries.Entries {
-			if e.Seq != uint64(i+1) || e.Type != "command" || e.Data.Index != i {
-				t.Fatalf("run %d entry %d = %+v", k, i, e)
+		for i, e := range entries {
+			var data struct {
+				Index int `json:"index"`
+			}
+			if err := json.Unmarshal(e.Data, &data); err != nil || e.Seq != uint64(i+1) || e.Type != "command" || data.Index != i {
+				t.Fatalf("run %d entry %d = %+v (%v)", k, i, e, err)
 			}
 		}
 		t.Logf("run %d: %d of %d commands re-dispatched after a crash", k, interrupted, commands)
@@ -327,13 +330,7 @@ func doneOps(t testing.TB, p *proc, ids []string) []int {
 			out[i] = -1
 			continue
 		}
-		var ops struct {
-			Ops []struct {
-				Status string `json:"status"`
-			} `json:"ops"`
-		}
-		p.do("GET", "/runs/"+id+"/ops?limit=1000", nil, &ops)
-		for _, op := range ops.Ops {
+		for _, op := range p.ops(id) {
 			if op.Status == "done" {
 				out[i]++
 			}
@@ -388,14 +385,8 @@ func progressed(before, after []int) bool {
 func TestGracefulShutdown(t *testing.T) {
 	data, addr := t.TempDir(), freePort(t)
 	p := startServer(t, data, addr)
-	var started struct {
-		RunID string `json:"run_id"`
-	}
 	marker := filepath.Join(t.TempDir(), "started")
-	if code := p.do("POST", "/start_workflow", map[string]any{"workflow": "script", "settings": map[string]any{
-		"commands": []string{"touch " + marker + "; sleep 2", "echo after"}}}, &started); code != 201 {
-		t.Fatalf("start: %d", code)
-	}
+	id := p.start("script", map[string]any{"commands": []string{"touch " + marker + "; sleep 2", "echo after"}})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if _, err := os.Stat(marker); err == nil {
@@ -416,13 +407,13 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("no shutdown message:\n%s", p.out.String())
 	}
 	st := teststore.OpenAt(t, data)
-	h, err := st.Run(context.Background(), started.RunID)
+	h, err := st.Run(context.Background(), id)
 	st.Close() // before the restarted server opens the file
 	if err != nil || h.Status != state.StatusRunning {
 		t.Fatalf("after shutdown: %v %s", err, h.Status)
 	}
 	p = startServer(t, data, addr)
-	if end := waitEnded(t, p, started.RunID, 30*time.Second); end.Status != "succeeded" {
+	if end := waitEnded(t, p, id, 30*time.Second); end.Status != "succeeded" {
 		t.Fatalf("after restart: %+v", end)
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/api"
 )
 
 // TestRateLimitWaitShows drives the real server against an endpoint that
@@ -31,26 +34,17 @@ func TestRateLimitWaitShows(t *testing.T) {
 	t.Setenv("FLOCK_TEST_KEY", "sk-test-0123456789abcdef")
 	p := startServer(t, t.TempDir(), freePort(t))
 
-	var started struct {
-		RunID string `json:"run_id"`
-	}
 	settings := map[string]any{"model": "gpt-test", "max_turns": 1, "tools": []string{},
 		"models": map[string]any{"gpt-test": map[string]any{"base_url": llm.URL + "/v1", "api_key_env": "FLOCK_TEST_KEY", "max_retry_wait_s": 10}}}
-	if code := p.do("POST", "/start_workflow", map[string]any{"workflow": "react", "task": "what is 6*7?", "settings": settings}, &started); code != 201 {
-		t.Fatalf("start: %d", code)
+	b, _ := json.Marshal(settings)
+	started, err := p.c.Start(t.Context(), api.StartRequest{Workflow: "react", Task: "what is 6*7?", Settings: b})
+	if err != nil {
+		t.Fatalf("start: %v", err)
 	}
-	var h struct {
-		Status  string `json:"status"`
-		Waiting []struct {
-			OpID    string    `json:"op_id"`
-			Reason  string    `json:"reason"`
-			Until   time.Time `json:"until"`
-			Message string    `json:"message"`
-		} `json:"waiting"`
-	}
+	var h head
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p.do("GET", "/runs/"+started.RunID, nil, &h)
+		h = p.run(started.RunID)
 		if len(h.Waiting) > 0 || h.Status != "running" || time.Now().After(deadline) {
 			break
 		}
