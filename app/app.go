@@ -29,7 +29,10 @@ import (
 // App is a wired flock instance.
 type App struct {
 	Config   configs.Server
-	Store    *state.BoltStore
+	// Store is the run store: the bbolt file of the data directory today,
+	// any state.Store (a distributed one) tomorrow. Code that needs the
+	// bbolt file itself (db check, recover) opens it by path.
+	Store    state.Store
 	Executor *workflows.Executor
 	Registry *phases.Registry
 	Log      *slog.Logger

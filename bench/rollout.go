@@ -130,7 +130,13 @@ func Rollout(c RolloutConfig) (RolloutStats, error) {
 			}
 		}
 	}()
-	before := a.Store.Stats()
+	sr, ok := a.Store.(state.StatsReporter)
+	if !ok {
+		close(stop)
+		wg.Wait()
+		return st, fmt.Errorf("the store (%T) reports no statistics", a.Store)
+	}
+	before := sr.Stats()
 	start := time.Now()
 	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: rollout.Name, Settings: settings})
 	if err != nil {
@@ -140,7 +146,7 @@ func Rollout(c RolloutConfig) (RolloutStats, error) {
 	}
 	end, err := a.Executor.Wait(ctx, h.ID)
 	st.Wall = time.Since(start)
-	after := a.Store.Stats()
+	after := sr.Stats()
 	st.Commits, st.Txs, st.Bytes = after.Commits-before.Commits, after.Txs-before.Txs, after.Bytes-before.Bytes
 	close(stop)
 	wg.Wait()

@@ -13,11 +13,6 @@ import (
 	"github.com/flockrun/flock/workflows"
 )
 
-// StatsSource reports the store's counters (state.BoltStore satisfies it).
-type StatsSource interface {
-	Stats() state.BoltStats
-}
-
 // Metrics holds flock's collectors in a registry of its own. It implements
 // workflows.Observer.
 type Metrics struct {
@@ -29,9 +24,10 @@ type Metrics struct {
 	opSeconds   *prometheus.HistogramVec
 }
 
-// New returns Metrics reading store counters from st and the number of
-// active runs from active (either may be nil).
-func New(st StatsSource, active func() int) *Metrics {
+// New returns Metrics reading the number of active runs from active (nil
+// for none) and store counters from st, if st is a state.StatsReporter
+// (st may be nil, or a store that counts nothing).
+func New(st state.Store, active func() int) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		runsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flock_runs_started_total",
@@ -52,15 +48,15 @@ func New(st StatsSource, active func() int) *Metrics {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flock_active_runs",
 			Help: "Runs being driven by this server."}, func() float64 { return float64(active()) }))
 	}
-	if st != nil {
-		counter := func(name, help string, f func(state.BoltStats) float64) {
+	if sr, ok := st.(state.StatsReporter); ok {
+		counter := func(name, help string, f func(state.Stats) float64) {
 			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-				func() float64 { return f(st.Stats()) }))
+				func() float64 { return f(sr.Stats()) }))
 		}
-		counter("flock_store_commits_total", "Commits applied by the store.", func(s state.BoltStats) float64 { return float64(s.Commits) })
+		counter("flock_store_commits_total", "Commits applied by the store.", func(s state.Stats) float64 { return float64(s.Commits) })
 		counter("flock_store_transactions_total", "Write transactions (fsyncs) of the store; commits/transactions is the group size.",
-			func(s state.BoltStats) float64 { return float64(s.Txs) })
-		counter("flock_store_bytes_total", "Logical bytes (keys and values) written by the store.", func(s state.BoltStats) float64 { return float64(s.Bytes) })
+			func(s state.Stats) float64 { return float64(s.Txs) })
+		counter("flock_store_bytes_total", "Logical bytes (keys and values) written by the store.", func(s state.Stats) float64 { return float64(s.Bytes) })
 	}
 	return m
 }

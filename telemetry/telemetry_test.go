@@ -1,22 +1,29 @@
 package telemetry
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
 
-type stats state.BoltStats
-
-func (s stats) Stats() state.BoltStats { return state.BoltStats(s) }
-
 func TestMetrics(t *testing.T) {
-	m := New(stats{Commits: 10, Txs: 4, Bytes: 900}, func() int { return 3 })
+	st := teststore.Open(t)
+	for i := range 2 {
+		c := &state.Commit{RunID: fmt.Sprint("r", i), Run: &state.Run{Status: state.StatusRunning}}
+		if err := st.Commit(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := st.Stats()
+	m := New(st, func() int { return 3 })
 	m.RunStarted("script", false)
 	m.RunStarted("script", true)
 	m.PhaseCommitted("script", "run")
@@ -35,12 +42,25 @@ func TestMetrics(t *testing.T) {
 		`flock_operations_total{kind="bash",outcome="error"} 1`,
 		`flock_operation_duration_seconds_count{kind="bash"} 2`,
 		`flock_active_runs 3`,
-		`flock_store_commits_total 10`,
-		`flock_store_transactions_total 4`,
-		`flock_store_bytes_total 900`,
+		fmt.Sprint(`flock_store_commits_total `, s.Commits),
+		fmt.Sprint(`flock_store_transactions_total `, s.Txs),
+		fmt.Sprint(`flock_store_bytes_total `, s.Bytes),
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// TestMetricsStoreWithoutStats: a store that is not a StatsReporter gets
+// no store counters, and nothing fails.
+func TestMetricsStoreWithoutStats(t *testing.T) {
+	plain := struct{ state.Store }{teststore.Open(t)} // hides Stats
+	m := New(plain, nil)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	if strings.Contains(string(body), "flock_store_") || !strings.Contains(string(body), "go_goroutines") {
+		t.Fatalf("metrics of a store without stats:\n%s", body)
 	}
 }
