@@ -28,7 +28,7 @@ import (
 
 // App is a wired flock instance.
 type App struct {
-	Config   configs.Server
+	Config configs.Server
 	// Store is the run store: the bbolt file of the data directory today,
 	// any state.Store (a distributed one) tomorrow. Code that needs the
 	// bbolt file itself (db check, recover) opens it by path.
