@@ -14,9 +14,43 @@
 //     result record written when its result arrives (completing an op does
 //     not write its request again);
 //   - the event log: append-only, numbered per run, read by SSE clients;
-//   - blobs: generate prompts cut into content-defined chunks of messages,
+//   - chunks: generate prompts cut into content-defined chunks of messages,
 //     each stored once by hash, so that prompts that repeat a run's history
 //     cost only what is new.
+//
+// The op journal's records and chunks are made by the op codec
+// (EncodeRequest, DecodeRequest, EncodeResult, ApplyResult; opcodec.go),
+// which knows nothing of bbolt: every Store keeps the same records.
+//
+// Entries, run statuses and end reasons are types of package record, the
+// leaf every layer shares; state never imports the phase contract.
+//
+// # Ownership and fencing
+//
+// A run is driven by one owner at a time (an executor; a node of a
+// cluster). The contract has two parts, and a Store must provide both:
+//
+//   - Leases (Leaser): Claim gives an owner a run for a time, Renew
+//     extends it, Release ends it. While a lease is unexpired no other
+//     owner can claim the run (ErrLeaseHeld); a holder whose lease lapsed
+//     and was claimed by another owner cannot renew it (ErrLeaseLost) and
+//     must stop driving the run.
+//   - Fencing: the head carries a Revision, bumped by every commit that
+//     writes it. A commit with ExpectRevision applies only against that
+//     revision, checked and written in one atomic step; otherwise it fails
+//     with ErrFenced and writes nothing. An owner passes the revision it
+//     last wrote on every commit, so a slow owner that lost its lease
+//     cannot write once the new owner has committed; whichever commits
+//     first wins, and the loser stops (and, if it still holds the lease,
+//     reloads the run before writing again).
+//
+// Leases alone cannot guard writes (a paused process wakes up believing it
+// still holds one); the revision can. BoltStore keeps leases in memory
+// (the file is locked by one process, and a restarted process holds
+// none) and reads the stored revision from the head's first bytes inside
+// the commit transaction. A distributed store maps leases to work-queue
+// claims with an ack deadline renewed by in-progress acks, and the fence
+// to a revision-checked head update plus expected-sequence appends.
 //
 // # bbolt
 //
@@ -52,5 +86,8 @@
 // Every persisted type carries SchemaVersion (in the head) and is concrete
 // JSON. Store implementations must apply a Commit atomically and durably
 // before Commit returns, and must group concurrent commits so that many runs
-// share one fsync without making a lone commit wait on a timer.
+// share one fsync without making a lone commit wait on a timer (the full
+// list is on Store). Heads written before revisions existed read as
+// revision 0 and take unfenced commits until their next write gives them
+// revision 1.
 package state

@@ -63,6 +63,20 @@
 // and stays running in the store, and it resumes on the next start. An
 // index out of range panics, as on a slice; the phase fails.
 //
+// # Ownership
+//
+// An executor drives only the runs it holds a lease on (state.Leaser,
+// owner Config.Owner): StartRun claims a run before creating it, resume
+// (Start, Resume) claims it before loading it, and a run's goroutine
+// releases the lease when it stops or ends. One executor goroutine renews
+// the leases of the driven runs every LeaseTTL/3; a run whose lease was
+// lost stops being driven. Every commit made for a run passes the head
+// revision the executor last wrote (Commit.ExpectRevision), so once
+// another owner has written the run, this executor's next commit fails
+// with state.ErrFenced, writes nothing, and the run stops being driven
+// here. With the bbolt store, one process owns the file and the fence
+// never trips.
+//
 // # Caveats
 //
 // Phases run on the run's goroutine; a phase that never returns blocks its
