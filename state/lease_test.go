@@ -232,3 +232,23 @@ func TestHeadWithoutRevision(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFenceOverhead measures what fencing adds to a commit that
+// writes a head: reading the stored revision and splicing the new one in.
+func BenchmarkFenceOverhead(b *testing.B) {
+	c := transitionCommit("run", 7)
+	r, err := encodeCommit(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stored := headWithRevision(r.head, 41)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		rev, err := headRevision(stored)
+		if err != nil || rev != 41 {
+			b.Fatal(rev, err)
+		}
+		_ = headWithRevision(r.head, rev+1)
+	}
+}
