@@ -59,6 +59,10 @@ type SpawnResult struct {
 	EndReason string          `json:"end_reason,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	Usage     RunUsage        `json:"usage"`
+	// WorkDir is the child's working directory, where its operations ran
+	// and its files are (under the parent's, in children/NAME). Results
+	// journaled before the field existed have none.
+	WorkDir string `json:"work_dir,omitempty"`
 }
 
 // SubmitResult acknowledges a submission.

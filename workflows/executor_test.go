@@ -502,11 +502,16 @@ func TestSpawnAndCancelChildren(t *testing.T) {
 			}}, nil
 		}
 		var got []string
-		for _, r := range in.Results {
+		for i, r := range in.Results {
 			if r.Spawn == nil {
 				return phases.Output{}, fmt.Errorf("spawn failed: %s", r.Error)
 			}
 			got = append(got, r.Spawn.Status+":"+string(r.Spawn.Result))
+			// The result names the child's work directory, so that the
+			// parent need not know where spawn puts it.
+			if want := filepath.Join(in.Run.WorkDir, "children", []string{"a", "b"}[i]); r.Spawn.WorkDir != want {
+				return phases.Output{}, fmt.Errorf("child work dir %q, want %q", r.Spawn.WorkDir, want)
+			}
 		}
 		res, _ := json.Marshal(strings.Join(got, ","))
 		return phases.Output{End: &phases.End{Result: res}}, nil

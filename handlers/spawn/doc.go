@@ -1,6 +1,13 @@
 // Package spawn runs the spawn operation: it starts a child run and
 // completes when the child ends.
 //
+// # Result
+//
+// The result carries the child's end state and its work directory
+// (operations.SpawnResult.WorkDir, children/NAME under the parent's), so
+// that a parent reads the child's files without knowing where spawn put
+// them.
+//
 // # Idempotency
 //
 // The child's id is derived from the spawning op's id, so when the executor

@@ -63,6 +63,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		EndReason: end.EndReason,
 		Error:     end.Error,
 		Usage:     end.Usage,
+		WorkDir:   end.WorkDir,
 	}}
 }
 
