@@ -9,13 +9,17 @@
 // request order. It returns operations to run, entries to append, small vars
 // to set and the name of the next phase ("" ends the run).
 //
+// A phase that reads its workflow's settings is declared through Typed,
+// which hands it the parsed settings, parsing each distinct settings
+// document once rather than on every call.
+//
 // # Caveats
 //
 // Phases must be deterministic: no clock, randomness, I/O, goroutines or
 // dependence on map iteration order. The executor may call a phase again with
 // the same input after a crash, and golden tests compare outputs byte for
-// byte. Phase packages import only phases, operations and the standard
-// library. This package itself imports no cgo and no plugin machinery:
+// byte. Phase packages import only phases, operations, record and the
+// standard library. This package itself imports no cgo and no plugin machinery:
 // Go plugins implement the contract declared here (APIVersion and
 // func Register(*Registry) error) and package phases/plugin loads them.
 package phases

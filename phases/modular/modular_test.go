@@ -229,7 +229,7 @@ func TestRecordedTokens(t *testing.T) {
 		{Content: "Listing the files first.", ToolCalls: []operations.ToolCall{{ID: "x", Name: "bash", Arguments: `{"command": "ls -la"}`}}}}}}
 	in := phases.Input{Run: phases.RunInfo{Settings: json.RawMessage(`{"generator":{"model":"gpt-4o"}}`), Step: 3},
 		State: &phasetest.State{}, Results: []operations.Result{res}}
-	out, err := Discriminator(in)
+	out, err := typed.Phase(Discriminator)(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +301,9 @@ func BenchmarkPrompter(b *testing.B) {
 	}{{"live", history(500)}, {"recorded", withTokens(b, &s, history(500))}} {
 		b.Run(bc.name, func(b *testing.B) {
 			in := phases.Input{Run: phases.RunInfo{Settings: doc, Task: "t"}, State: &phasetest.State{Log: bc.log}}
+			prompter := typed.Phase(Prompter) // as the workflow declares it
 			for b.Loop() {
-				if _, err := Prompter(in); err != nil {
+				if _, err := prompter(in); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -348,14 +349,14 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 			st := &phasetest.State{Log: tc.log, Vars: map[string]json.RawMessage{}, Limited: operations.RunLimits{Tokens: 100000}}
 			in := phases.Input{Run: phases.RunInfo{ID: "trim", Workflow: Name, Step: 40, Task: "List the big directory.",
 				Settings: json.RawMessage(tc.doc), Now: phasetest.Now, WorkDir: "/work"}, State: st}
-			out, err := Prompter(in)
+			out, err := typed.Phase(Prompter)(in)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for k, v := range out.Set {
 				st.Vars[k] = v
 			}
-			out, err = Generator(in)
+			out, err = typed.Phase(Generator)(in)
 			if err != nil {
 				t.Fatal(err)
 			}

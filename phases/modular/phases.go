@@ -43,11 +43,7 @@ func (s *Settings) tokenizer() string { return tokenizerFor(s.Tokenizer, s.endpo
 
 // Init records the task and the agent's setup. No operations: the task
 // comes with the run and usage and limits are read from the state.
-func Init(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Init(in phases.Input, s *Settings) (phases.Output, error) {
 	t := Task{Summary: "task: " + agent.Line(in.Run.Task, 200), Task: in.Run.Task, Model: s.Generator.Model,
 		Tokenizer: s.tokenizer(), Tools: s.Toolset(), Mode: s.Mode()}
 	return phases.Output{Append: []phases.Entry{phases.MustEntry(EntryTask, t)}, Next: PhasePrompter}, nil
@@ -56,18 +52,14 @@ func Init(in phases.Input) (phases.Output, error) {
 // Prompter rebuilds the conversation from the log, writes the usage
 // message and decides, by tokens, which messages the next prompt keeps.
 // It stores only that decision (a small Context var), never the messages.
-func Prompter(in phases.Input) (phases.Output, error) {
+func Prompter(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return out, err
-	}
-	c, err := buildConversation(in.State, &s, in.Run.Task)
+	c, err := buildConversation(in.State, s, in.Run.Task)
 	if err != nil {
 		return out, err
 	}
 	u, l := in.State.Usage()
-	ctx := plan(c, &s, newCounter(s.tokenizer()), usageMessage(&s, u, l))
+	ctx := plan(c, s, newCounter(s.tokenizer()), usageMessage(s, u, l))
 	if err := out.SetVar(VarContext, ctx); err != nil {
 		return out, err
 	}
@@ -78,12 +70,8 @@ func Prompter(in phases.Input) (phases.Output, error) {
 // Generator asks the generator model for the next action: one generate
 // with the system prompt, the task, the history the prompter kept and the
 // usage message, and the agent's tools in tool mode.
-func Generator(in phases.Input) (phases.Output, error) {
+func Generator(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return out, err
-	}
 	var ctx Context
 	ok, err := phases.GetVar(in.State, VarContext, &ctx)
 	if err != nil {
@@ -92,7 +80,7 @@ func Generator(in phases.Input) (phases.Output, error) {
 	if !ok {
 		return out, fmt.Errorf("%w: generator called before the prompter (no %q var)", ErrState, VarContext)
 	}
-	c, err := buildConversation(in.State, &s, in.Run.Task)
+	c, err := buildConversation(in.State, s, in.Run.Task)
 	if err != nil {
 		return out, err
 	}
@@ -103,7 +91,7 @@ func Generator(in phases.Input) (phases.Output, error) {
 	if s.RequireFunctionCall {
 		choice = "required"
 	}
-	g := s.Generator.Request(prompt(c, ctx, &s), tools(&s), choice)
+	g := s.Generator.Request(prompt(c, ctx, s), tools(s), choice)
 	out.Ops = []operations.Request{operations.NewGenerate(g).WithMeta(metaPurpose, PhaseGenerator).
 		WithMeta(operations.MetaRole, operations.ModelRoleActor)}
 	out.Next = PhaseDiscriminator
@@ -115,12 +103,8 @@ func Generator(in phases.Input) (phases.Output, error) {
 // the generate failed or every output is empty it appends a warning and
 // retries the generator, at most max_retries times in a row; then the run
 // ends as failed (no_usable_output).
-func Discriminator(in phases.Input) (phases.Output, error) {
+func Discriminator(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return out, err
-	}
 	mode, toolset := s.Mode(), s.Toolset()
 	var res *operations.Result
 	for i := range in.Results {
@@ -170,7 +154,7 @@ func Discriminator(in phases.Input) (phases.Output, error) {
 		w = Warning{Warning: agent.NewWarning(msgEmptyOutput)}
 		w.Summary = fmt.Sprintf("no usable output (%d empty)", len(outs))
 	}
-	return retry(in, &s, out, w, PhaseGenerator, ReasonNoUsableOutput)
+	return retry(in, s, out, w, PhaseGenerator, ReasonNoUsableOutput)
 }
 
 // retry appends w and goes to next, or ends the run as failed with reason
@@ -199,12 +183,8 @@ func retry(in phases.Input, s *Settings, out phases.Output, w Warning, next, rea
 // the timeout and goes back to the prompter; submit submits and ends the
 // run. A choice without a valid call gets a warning that answers the call
 // (when there was one) and goes back to the prompter, within max_retries.
-func Actor(in phases.Input) (phases.Output, error) {
+func Actor(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return out, err
-	}
 	i := phases.Last(in.State, EntryChoice)
 	if i < 0 {
 		return out, fmt.Errorf("%w: actor called without a choice", ErrState)
@@ -214,7 +194,7 @@ func Actor(in phases.Input) (phases.Output, error) {
 		return out, err
 	}
 	if ch.Call == nil {
-		w := Warning{Warning: agent.NewWarning(noCallHint(&s))}
+		w := Warning{Warning: agent.NewWarning(noCallHint(s))}
 		if ch.Invalid != "" {
 			w = Warning{Warning: agent.NewWarning(fmt.Sprintf(msgInvalidCall, ch.Invalid, strings.Join(s.Toolset(), ", ")))}
 			w.Summary = "invalid call: " + agent.Line(ch.Invalid, 160)
@@ -224,7 +204,7 @@ func Actor(in phases.Input) (phases.Output, error) {
 		if ch.Attempt != nil {
 			w.CallID = ch.Attempt.ID
 		}
-		return retry(in, &s, out, w, PhasePrompter, ReasonNoValidCall)
+		return retry(in, s, out, w, PhasePrompter, ReasonNoValidCall)
 	}
 	if raw := in.State.Var(VarFailures); raw != nil {
 		if err := out.SetVar(VarFailures, nil); err != nil {
@@ -248,7 +228,7 @@ func Actor(in phases.Input) (phases.Output, error) {
 		}
 		t := agent.ToolOutput{Summary: "timeout set to " + strconv.Itoa(a.Timeout) + " s", Tool: c.Name, CallID: c.ID,
 			Output: fmt.Sprintf("The timeout of bash and python calls is now %d seconds (it was %d).", a.Timeout, timeout)}
-		out.Append = append(out.Append, phases.MustEntry(EntryToolOutput, toolOutput(&s, t)))
+		out.Append = append(out.Append, phases.MustEntry(EntryToolOutput, toolOutput(s, t)))
 		out.Next = PhasePrompter
 		return out, nil
 	case agent.ToolSubmit:
@@ -291,12 +271,8 @@ func Actor(in phases.Input) (phases.Output, error) {
 // ToolOutputPhase formats the result of the actor's operation for the
 // model (phases/agent's FormatResult, trimmed to output_limit) and goes
 // back to the prompter.
-func ToolOutputPhase(in phases.Input) (phases.Output, error) {
+func ToolOutputPhase(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return out, err
-	}
 	if len(in.Results) != 1 {
 		return out, fmt.Errorf("%w: tool_output expects one result, got %d", ErrState, len(in.Results))
 	}
@@ -315,7 +291,7 @@ func ToolOutputPhase(in phases.Input) (phases.Output, error) {
 		verb = "failed"
 	}
 	t.Summary = tool + " " + verb + ": " + agent.Line(text, 160)
-	out.Append = []phases.Entry{phases.MustEntry(EntryToolOutput, toolOutput(&s, t))}
+	out.Append = []phases.Entry{phases.MustEntry(EntryToolOutput, toolOutput(s, t))}
 	out.Next = PhasePrompter
 	return out, nil
 }
@@ -333,12 +309,12 @@ func Workflow() phases.Workflow {
 			"actor -> tool_output; Flock's modular workflow.",
 		Start: PhaseInit,
 		Phases: []phases.PhaseSpec{
-			{Name: PhaseInit, Run: Init, Next: []string{PhasePrompter}},
-			{Name: PhasePrompter, Run: Prompter, Next: []string{PhaseGenerator}},
-			{Name: PhaseGenerator, Run: Generator, Next: []string{PhaseDiscriminator}},
-			{Name: PhaseDiscriminator, Run: Discriminator, Next: []string{PhaseActor, PhaseGenerator}},
-			{Name: PhaseActor, Run: Actor, Next: []string{PhaseToolOutput, PhasePrompter}},
-			{Name: PhaseToolOutput, Run: ToolOutputPhase, Next: []string{PhasePrompter}},
+			{Name: PhaseInit, Run: typed.Phase(Init), Next: []string{PhasePrompter}},
+			{Name: PhasePrompter, Run: typed.Phase(Prompter), Next: []string{PhaseGenerator}},
+			{Name: PhaseGenerator, Run: typed.Phase(Generator), Next: []string{PhaseDiscriminator}},
+			{Name: PhaseDiscriminator, Run: typed.Phase(Discriminator), Next: []string{PhaseActor, PhaseGenerator}},
+			{Name: PhaseActor, Run: typed.Phase(Actor), Next: []string{PhaseToolOutput, PhasePrompter}},
+			{Name: PhaseToolOutput, Run: typed.Phase(ToolOutputPhase), Next: []string{PhasePrompter}},
 		},
 		Settings:      Settings{},
 		CheckSettings: CheckSettings,
@@ -363,10 +339,13 @@ func CheckSettings(doc json.RawMessage) error {
 func init() { phases.Register(Workflow()) }
 
 var (
-	_ phases.Phase = Init
-	_ phases.Phase = Prompter
-	_ phases.Phase = Generator
-	_ phases.Phase = Discriminator
-	_ phases.Phase = Actor
-	_ phases.Phase = ToolOutputPhase
+	_ phases.Phase = typed.Phase(Init)
+	_ phases.Phase = typed.Phase(Prompter)
+	_ phases.Phase = typed.Phase(Generator)
+	_ phases.Phase = typed.Phase(Discriminator)
+	_ phases.Phase = typed.Phase(Actor)
+	_ phases.Phase = typed.Phase(ToolOutputPhase)
 )
+
+// typed hands the phases their parsed settings (see phases.Typed).
+var typed = phases.NewTyped(ParseSettings)

@@ -33,10 +33,10 @@ func Workflow() phases.Workflow {
 		Description: "Tool-calling agent loop: every tool call of a turn runs in parallel and gets its own tool message; ends on submit, on a reply without tool calls or at max_turns; optional context folding.",
 		Start:       PhaseStart,
 		Phases: []phases.PhaseSpec{
-			{Name: PhaseStart, Run: Start, Next: []string{PhasePrompt, PhaseAct}},
-			{Name: PhasePrompt, Run: Prompt, Next: []string{PhaseAct}},
-			{Name: PhaseAct, Run: Act, Next: []string{PhaseObserve}},
-			{Name: PhaseObserve, Run: Observe, Next: []string{PhaseAct}},
+			{Name: PhaseStart, Run: typed.Phase(Start), Next: []string{PhasePrompt, PhaseAct}},
+			{Name: PhasePrompt, Run: typed.Phase(Prompt), Next: []string{PhaseAct}},
+			{Name: PhaseAct, Run: typed.Phase(Act), Next: []string{PhaseObserve}},
+			{Name: PhaseObserve, Run: typed.Phase(Observe), Next: []string{PhaseAct}},
 		},
 		Settings:      Settings{},
 		CheckSettings: CheckSettings,
@@ -45,11 +45,7 @@ func Workflow() phases.Workflow {
 
 // Start reads the system prompt file if one is configured, or opens the
 // conversation.
-func Start(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Start(in phases.Input, s *Settings) (phases.Output, error) {
 	if s.SystemPrompt == "" && s.SystemPromptFile != "" {
 		return phases.Output{Ops: []operations.Request{operations.NewReadFile(s.SystemPromptFile)}, Next: PhasePrompt}, nil
 	}
@@ -61,11 +57,7 @@ func Start(in phases.Input) (phases.Output, error) {
 }
 
 // Prompt opens the conversation with the system prompt read from the file.
-func Prompt(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Prompt(in phases.Input, s *Settings) (phases.Output, error) {
 	if len(in.Results) != 1 {
 		return phases.Output{}, fmt.Errorf("%w: prompt got %d results, want 1", ErrState, len(in.Results))
 	}
@@ -80,7 +72,7 @@ func Prompt(in phases.Input) (phases.Output, error) {
 }
 
 // open appends the system prompt and the task and asks for the first reply.
-func open(in phases.Input, s Settings, system string) (phases.Output, error) {
+func open(in phases.Input, s *Settings, system string) (phases.Output, error) {
 	var out phases.Output
 	input := []operations.Message{{Role: operations.RoleUser, Content: in.Run.Task}}
 	if len(s.InputMessages) > 0 {
@@ -109,7 +101,7 @@ const purposeKwargs = "task_kwargs"
 
 // kwargsOps returns the ops that give the offered bash and python tools
 // the task's kwargs; they run beside the first generate.
-func kwargsOps(s Settings) []operations.Request {
+func kwargsOps(s *Settings) []operations.Request {
 	if len(s.TaskKwargs) == 0 {
 		return nil
 	}
@@ -148,7 +140,7 @@ var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // generate asks for the next reply with ctx as the prompt.
-func generate(out phases.Output, s Settings, l loop, ctx []operations.Message, toolChoice string) (phases.Output, error) {
+func generate(out phases.Output, s *Settings, l loop, ctx []operations.Message, toolChoice string) (phases.Output, error) {
 	if s.ContextChars > 0 {
 		ctx, _ = agent.Budget{Limit: s.ContextChars, KeepFirst: 2, KeepLast: lastTurn(ctx)}.Fit(ctx)
 	}
@@ -194,11 +186,7 @@ func kwargsError(r operations.Result) string {
 
 // Act records the model's reply and runs its tool calls, all of them, in
 // parallel; a reply without tool calls is the final answer.
-func Act(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Act(in phases.Input, s *Settings) (phases.Output, error) {
 	l, err := getLoop(in.State)
 	if err != nil {
 		return phases.Output{}, err
@@ -302,11 +290,7 @@ func Act(in phases.Input) (phases.Output, error) {
 // Observe answers every call of the turn with its own tool message, then
 // ends on submit or max_turns, folds the context after a summarize call,
 // nudges for a fold when the trigger is due, and asks for the next reply.
-func Observe(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Observe(in phases.Input, s *Settings) (phases.Output, error) {
 	l, err := getLoop(in.State)
 	if err != nil {
 		return phases.Output{}, err
@@ -388,7 +372,7 @@ func Observe(in phases.Input) (phases.Output, error) {
 // The folding turn's other calls and their results (answers, the tool
 // messages of the turn) are carried into the new segment, so the model
 // sees what they returned.
-func fold(in phases.Input, s Settings, l loop, out phases.Output, summary string, answers []Message) (phases.Output, error) {
+func fold(in phases.Input, s *Settings, l loop, out phases.Output, summary string, answers []Message) (phases.Output, error) {
 	sys, task, err := prompt(in.State)
 	if err != nil {
 		return out, err
@@ -519,7 +503,7 @@ func lastAnswer(st phases.State, added []Message) (string, string) {
 
 // fail ends the run as failed with the reason, after writing the
 // trajectory so far.
-func fail(in phases.Input, s Settings, l loop, added []Message, reason string) (phases.Output, error) {
+func fail(in phases.Input, s *Settings, l loop, added []Message, reason string) (phases.Output, error) {
 	out, err := finish(in, s, l, added, Result{TerminationReason: "error", AnswerSource: SourceNone, Error: reason})
 	if out.End != nil {
 		out.End.Failed = true
@@ -530,7 +514,7 @@ func fail(in phases.Input, s Settings, l loop, added []Message, reason string) (
 
 // finish ends the run with res, appending the last messages and writing
 // the trajectory file when configured.
-func finish(in phases.Input, s Settings, l loop, added []Message, res Result) (phases.Output, error) {
+func finish(in phases.Input, s *Settings, l loop, added []Message, res Result) (phases.Output, error) {
 	var out phases.Output
 	for _, m := range added {
 		out.Append = append(out.Append, phases.MustEntry(EntryMessage, m))
@@ -573,3 +557,6 @@ func toWire(msgs []Message) []operations.Message {
 	}
 	return out
 }
+
+// typed hands the phases their parsed settings (see phases.Typed).
+var typed = phases.NewTyped(ParseSettings)

@@ -30,7 +30,7 @@ func msgOf(role, content string, calls ...operations.ToolCall) react.Message {
 
 func observe(t *testing.T, st *phasetest.State, settings string, results ...operations.Result) []operations.Message {
 	t.Helper()
-	out, err := react.Observe(phases.Input{Run: phases.RunInfo{ID: "trim", Workflow: react.Name, Phase: react.PhaseObserve, Step: 5,
+	out, err := observePhase(phases.Input{Run: phases.RunInfo{ID: "trim", Workflow: react.Name, Phase: react.PhaseObserve, Step: 5,
 		Task: "t", Settings: json.RawMessage(settings), Now: phasetest.Now, WorkDir: "/work"}, State: st, Results: results})
 	if err != nil {
 		t.Fatal(err)
@@ -128,4 +128,11 @@ func TestOutputLimitOverContextChars(t *testing.T) {
 	if s.OutputLimit != 2000 {
 		t.Fatalf("output_limit = %d, want 2000", s.OutputLimit)
 	}
+}
+
+// observePhase calls react's observe phase as the workflow declares it.
+func observePhase(in phases.Input) (phases.Output, error) {
+	wf := react.Workflow()
+	spec, _ := wf.Phase(react.PhaseObserve)
+	return spec.Run(in)
 }

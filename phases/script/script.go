@@ -61,11 +61,7 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 
 // Run is the workflow's only phase: it records the previous command's
 // result and asks for the next command.
-func Run(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Run(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
 	var sum Summary
 	if _, err := phases.GetVar(in.State, "summary", &sum); err != nil {
@@ -117,7 +113,7 @@ func Workflow() phases.Workflow {
 		Name:        Name,
 		Description: "Run shell commands one by one in a persistent shell; durable and resumable.",
 		Start:       "run",
-		Phases:      []phases.PhaseSpec{{Name: "run", Run: Run, Next: []string{"run"}}},
+		Phases:      []phases.PhaseSpec{{Name: "run", Run: typed.Phase(Run), Next: []string{"run"}}},
 		Settings:    Settings{},
 		CheckSettings: func(doc json.RawMessage) error {
 			_, err := ParseSettings(doc)
@@ -127,3 +123,6 @@ func Workflow() phases.Workflow {
 }
 
 func init() { phases.Register(Workflow()) }
+
+// typed hands the phase its parsed settings (see phases.Typed).
+var typed = phases.NewTyped(ParseSettings)

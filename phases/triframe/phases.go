@@ -48,17 +48,16 @@ const (
 	roleJudge   = operations.ModelRoleJudge
 )
 
-// load parses the settings and the run's vars.
-func load(in phases.Input) (*Settings, vars, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return nil, vars{}, err
-	}
+// typed hands triframe's phases their parsed settings (see phases.Typed).
+var typed = phases.NewTyped(ParseSettings)
+
+// loadVars reads the run's vars (the timeout defaults to the settings').
+func loadVars(in phases.Input, s *Settings) (vars, error) {
 	v := vars{Timeout: s.Timeout}
 	if _, err := phases.GetVar(in.State, varState, &v); err != nil {
-		return nil, v, err
+		return v, err
 	}
-	return &s, v, nil
+	return v, nil
 }
 
 func lastEntry[T any](st phases.State, typ string) (T, bool, error) {
@@ -100,8 +99,8 @@ func (p pending) Entry(i int) phases.Entry {
 }
 
 // Init checks the settings, records the task and sets up the run's vars.
-func Init(in phases.Input) (phases.Output, error) {
-	s, v, err := load(in)
+func Init(in phases.Input, s *Settings) (phases.Output, error) {
+	v, err := loadVars(in, s)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -121,11 +120,7 @@ func Init(in phases.Input) (phases.Output, error) {
 
 // Advisor asks every advisor for advice, or goes straight to the actors
 // when advising is off (or no advisor is configured).
-func Advisor(in phases.Input) (phases.Output, error) {
-	s, _, err := load(in)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Advisor(in phases.Input, s *Settings) (phases.Output, error) {
 	out := phases.Output{Next: PhaseActor}
 	if !s.Advising() {
 		return out, nil
@@ -152,11 +147,7 @@ func Advisor(in phases.Input) (phases.Output, error) {
 // Actor records the advisors' advice, then asks every actor for its next
 // action: twice per actor when advising is on (with and without the advice
 // in its history), once otherwise.
-func Actor(in phases.Input) (phases.Output, error) {
-	s, _, err := load(in)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Actor(in phases.Input, s *Settings) (phases.Output, error) {
 	out := phases.Output{Next: PhaseAdvisorRatings}
 	for _, r := range in.Results {
 		if r.Meta[metaRole] != roleAdvisor {
@@ -184,6 +175,7 @@ func Actor(in phases.Input) (phases.Output, error) {
 		variants = []bool{true, false}
 	}
 	var byVariant [2][]operations.Message
+	var err error
 	if byVariant[1], byVariant[0], err = actorMessages(in, s, tools, s.Advising()); err != nil {
 		return out, err
 	}
@@ -233,8 +225,8 @@ func adviceEntries(r operations.Result, i int, mode agent.Mode) []phases.Entry {
 // the actors (bounded by max_actor_retries, then the run ends with
 // no_valid_action); one option (or no raters) is chosen at once; several
 // are sent to the raters.
-func AdvisorRatings(in phases.Input) (phases.Output, error) {
-	s, v, err := load(in)
+func AdvisorRatings(in phases.Input, s *Settings) (phases.Output, error) {
+	v, err := loadVars(in, s)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -397,8 +389,8 @@ func choose(out phases.Output, v vars, o agent.Option, index int, mean *float64,
 // the first option; a best mean below rating_threshold sends the step back
 // to the actors (bounded; when the retries are used up the best option is
 // taken anyway, with a warning).
-func AggregateRatings(in phases.Input) (phases.Output, error) {
-	s, v, err := load(in)
+func AggregateRatings(in phases.Input, s *Settings) (phases.Output, error) {
+	v, err := loadVars(in, s)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -495,8 +487,8 @@ func AggregateRatings(in phases.Input) (phases.Output, error) {
 // become operations (then tool_output); set_timeout changes the timeout;
 // submit submits and ends the run; conclude ends a subagent with its
 // report; launch_subagents spawns the subagents (then subagents).
-func Process(in phases.Input) (phases.Output, error) {
-	s, v, err := load(in)
+func Process(in phases.Input, s *Settings) (phases.Output, error) {
+	v, err := loadVars(in, s)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -584,11 +576,7 @@ func Process(in phases.Input) (phases.Output, error) {
 
 // ToolOutput formats the result of the executed call, with a usage notice,
 // for the model's history.
-func ToolOutput(in phases.Input) (phases.Output, error) {
-	s, _, err := load(in)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func ToolOutput(in phases.Input, s *Settings) (phases.Output, error) {
 	out := phases.Output{Next: PhaseAdvisor}
 	ch, _, err := lastEntry[Choice](in.State, EntryChoice)
 	if err != nil {

@@ -86,8 +86,8 @@ func childSettings(parent json.RawMessage, limits operations.RunLimits) (json.Ra
 
 // Subagents records how the subagents ended and starts the tournament
 // between those that worked on the same task.
-func Subagents(in phases.Input) (phases.Output, error) {
-	s, v, err := load(in)
+func Subagents(in phases.Input, s *Settings) (phases.Output, error) {
+	v, err := loadVars(in, s)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -174,8 +174,8 @@ type judgement struct {
 }
 
 // Tournament applies the judges' verdicts of one round and plays on.
-func Tournament(in phases.Input) (phases.Output, error) {
-	s, v, err := load(in)
+func Tournament(in phases.Input, s *Settings) (phases.Output, error) {
+	v, err := loadVars(in, s)
 	if err != nil {
 		return phases.Output{}, err
 	}

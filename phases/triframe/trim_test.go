@@ -104,7 +104,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 		settings := fmt.Sprintf(`{"advisors":[{"model":"adv"}],"actors":[{"model":"act"}],"raters":[{"model":"rat"}],
 			"limit_type":"action","context_trimming_threshold":%d,"output_limit":%d%s}`, threshold, threshold, mode.extra)
 		t.Run(mode.name+"/actor", func(t *testing.T) {
-			out, err := triframe.Actor(trimInput(trimHistory(t, output), triframe.PhaseActor, settings))
+			out, err := runPhase(trimInput(trimHistory(t, output), triframe.PhaseActor, settings))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 			}
 		})
 		t.Run(mode.name+"/advisor", func(t *testing.T) {
-			out, err := triframe.Advisor(trimInput(trimHistory(t, output), triframe.PhaseAdvisor, settings))
+			out, err := runPhase(trimInput(trimHistory(t, output), triframe.PhaseAdvisor, settings))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +165,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 			}
 			res := operations.Result{Kind: operations.KindGenerate, Meta: map[string]string{"role": "actor", "index": "0", "advice": "with"},
 				Generate: &operations.GenerateResult{Outputs: []operations.Output{opts("wc -l"), opts("du -sh")}}}
-			out, err := triframe.AdvisorRatings(trimInput(trimHistory(t, output), triframe.PhaseAdvisorRatings, settings, res))
+			out, err := runPhase(trimInput(trimHistory(t, output), triframe.PhaseAdvisorRatings, settings, res))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,4 +225,14 @@ func TestOutputLimitOverBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runPhase calls in.Run.Phase as the workflow declares it.
+func runPhase(in phases.Input) (phases.Output, error) {
+	wf := triframe.Workflow()
+	spec, ok := wf.Phase(in.Run.Phase)
+	if !ok {
+		return phases.Output{}, fmt.Errorf("no phase %q", in.Run.Phase)
+	}
+	return spec.Run(in)
 }
