@@ -7,19 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
-	"github.com/flockrun/flock/handlers/bash"
 	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
-	"github.com/flockrun/flock/handlers/python"
-	"github.com/flockrun/flock/handlers/spawn"
-	"github.com/flockrun/flock/handlers/task"
-	"github.com/flockrun/flock/isolation"
-	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/telemetry"
@@ -57,32 +49,15 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 	if err := LoadExtensions(reg, cfg); err != nil {
 		return nil, err
 	}
-	// Every file a run reads or writes server-side goes through access.
-	access, err := files.NewAccess(files.AccessOptions{DataDir: cfg.DataDir, RunsDir: cfg.RunsDir(),
-		ReadRoots: cfg.ReadRoots, WriteRoots: cfg.WriteRoots})
+	// Every file a run reads or writes server-side goes through access;
+	// building it here also refuses bad read or write roots at start.
+	access, err := files.ServerAccess(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", configs.ErrInvalid, err)
 	}
 	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
-	}
-	gen := generate.New(generate.Options{Mode: cfg.Mode, Logger: log, Journal: st, ModelLimits: cfg.Models, Open: access.Open})
-	// A bwrap sandbox hides the data directory (the journal, other runs).
-	hidden := []string{cfg.DataDir}
-	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
-		hidden = []string{abs}
-	}
-	hs := map[operations.Kind]handlers.Handler{
-		operations.KindBash:     bash.New(bash.Options{Hidden: hidden}),
-		operations.KindPython:   python.New(python.Options{Hidden: hidden}),
-		operations.KindGenerate: gen,
-	}
-	fh := files.New(access)
-	hs[operations.KindReadFile], hs[operations.KindWriteFile] = fh, fh
-	th := task.New()
-	for _, k := range task.Kinds() {
-		hs[k] = th
 	}
 	var ex *workflows.Executor
 	mx := telemetry.New(st, func() int {
@@ -91,27 +66,21 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		}
 		return len(ex.Active())
 	})
+	// The operation handlers are the registered handler packages (see
+	// handlers.go); the executor provisions them at Start.
 	ex, err = workflows.New(workflows.Config{
 		Observer:    mx,
 		Store:       st,
 		Registry:    reg,
-		Handlers:    hs,
+		Handlers:    handlers.Registered(),
+		HandlerDeps: handlers.Deps{Server: cfg, Log: log, Open: access.Open},
 		RunsDir:     cfg.RunsDir(),
 		Concurrency: cfg.Concurrency,
 		Logger:      log,
-		CheckRun: func(wf *phases.Workflow, rs *configs.RunSettings, raw json.RawMessage) error {
-			if rs.Isolation.Kind == isolation.KindBwrap {
-				if err := isolation.Available(); err != nil {
-					return fmt.Errorf("isolation.kind: %w", err)
-				}
-			}
-			return gen.CheckSettings(rs, ModelsOf(raw))
-		},
 	})
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	hs[operations.KindSpawn] = spawn.New(ex)
 	if err := ex.Start(ctx); err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
@@ -155,37 +124,6 @@ func (a *App) Close(ctx context.Context) error {
 	return errors.Join(err, a.Store.Close())
 }
 
-// ModelsOf lists the model names a settings document refers to: every
-// "model" string value anywhere in it (Flock's advisors/actors/raters
-// entries, generator, judge ...), sorted and deduplicated.
-func ModelsOf(raw json.RawMessage) []string {
-	var doc any
-	if json.Unmarshal(raw, &doc) != nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, x := range t {
-				if s, ok := x.(string); ok && k == "model" && s != "" {
-					seen[s] = true
-					continue
-				}
-				walk(x)
-			}
-		case []any:
-			for _, x := range t {
-				walk(x)
-			}
-		}
-	}
-	walk(doc)
-	out := make([]string, 0, len(seen))
-	for m := range seen {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
-}
+// ModelsOf lists the model names a settings document refers to (see
+// generate.ModelsOf).
+func ModelsOf(raw json.RawMessage) []string { return generate.ModelsOf(raw) }

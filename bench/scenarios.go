@@ -120,7 +120,7 @@ func newEngine(hs map[operations.Kind]handlers.Handler) (*engine, error) {
 	reg := phases.NewRegistry()
 	reg.MustRegister(tickWorkflow(c))
 	reg.MustRegister(script.Workflow())
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: hs, RunsDir: filepath.Join(dir, "runs"),
+	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs"),
 		Concurrency: map[string]int{"bash": 64}})
 	if err != nil {
 		return nil, err

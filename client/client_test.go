@@ -71,7 +71,7 @@ func newWorld(t *testing.T) *world {
 			}
 		}),
 	}
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: hs, RunsDir: filepath.Join(dir, "runs")})
+	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -355,7 +355,7 @@ func execEnv(t *testing.T) *execHarness {
 	for _, k := range task.Kinds() {
 		hs[k] = th
 	}
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: hs, RunsDir: filepath.Join(dir, "runs"), Concurrency: map[string]int{"bash": 4}})
+	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs"), Concurrency: map[string]int{"bash": 4}})
 	if err != nil {
 		t.Fatalf("new executor: %v", err)
 	}

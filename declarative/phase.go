@@ -244,22 +244,19 @@ func paramFields(kind operations.Kind) map[string]reflect.Type {
 	if err := json.Unmarshal([]byte(`{"type":"`+string(kind)+`"}`), &req); err != nil {
 		return nil
 	}
-	rv := reflect.ValueOf(req)
+	p := req.Params()
+	if p == nil {
+		return nil
+	}
+	st := reflect.TypeOf(p).Elem()
 	out := map[string]reflect.Type{}
-	for i := 0; i < rv.NumField(); i++ {
-		f := rv.Field(i)
-		if f.Kind() != reflect.Pointer || f.IsNil() {
+	for j := 0; j < st.NumField(); j++ {
+		sf := st.Field(j)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
 			continue
 		}
-		st := f.Type().Elem()
-		for j := 0; j < st.NumField(); j++ {
-			sf := st.Field(j)
-			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			out[name] = sf.Type
-		}
+		out[name] = sf.Type
 	}
 	return out
 }

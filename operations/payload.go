@@ -6,10 +6,11 @@ import (
 	"sync"
 )
 
-// Request and Result hold one pointer field per kind, named after the kind
-// in CamelCase (bash -> Bash, score_log -> ScoreLog). payloadOf finds that
-// field by reflection, once per type, so that the kind-to-field mapping is
-// written down exactly once: in the field list itself.
+// Request and Result hold one pointer field per built-in kind, named after
+// the kind in CamelCase (bash -> Bash, score_log -> ScoreLog). payloadOf
+// finds that field by reflection, once per type, so that the kind-to-field
+// mapping is written down exactly once: in the field list itself. The
+// payload of a kind registered with RegisterKind is in the Ext field.
 
 var fieldIndex sync.Map // reflect.Type -> map[Kind]int
 
@@ -17,8 +18,8 @@ func fieldsOf(t reflect.Type) map[Kind]int {
 	if m, ok := fieldIndex.Load(t); ok {
 		return m.(map[Kind]int)
 	}
-	m := make(map[Kind]int, len(Kinds()))
-	for _, k := range Kinds() {
+	m := make(map[Kind]int, len(builtinKinds))
+	for _, k := range builtinKinds {
 		f, ok := t.FieldByName(camel(string(k)))
 		if !ok || f.Type.Kind() != reflect.Pointer {
 			panic(fmt.Sprintf("operations: %s has no pointer field for kind %q", t, k))
@@ -33,13 +34,24 @@ func fieldsOf(t reflect.Type) map[Kind]int {
 // kind, first setting it to a new zero value when alloc is true.
 func payloadOf(v any, kind Kind, alloc bool) (any, error) {
 	rv := reflect.ValueOf(v).Elem()
-	i, ok := fieldsOf(rv.Type())[kind]
+	if i, ok := fieldsOf(rv.Type())[kind]; ok {
+		f := rv.Field(i)
+		if alloc {
+			f.Set(reflect.New(f.Type().Elem()))
+		}
+		return f.Interface(), nil
+	}
+	info, ok := LookupKind(kind)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
 	}
-	f := rv.Field(i)
+	f := rv.FieldByName("Ext")
 	if alloc {
-		f.Set(reflect.New(f.Type().Elem()))
+		newPayload := info.NewResult
+		if _, isReq := v.(*Request); isReq {
+			newPayload = info.NewParams
+		}
+		f.Set(reflect.ValueOf(newPayload()))
 	}
 	return f.Interface(), nil
 }

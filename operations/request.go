@@ -30,6 +30,9 @@ type Request struct {
 	Sandbox     *SandboxRequest
 	ReadFile    *ReadFileRequest
 	WriteFile   *WriteFileRequest
+	// Ext is the params of a kind registered with RegisterKind that has no
+	// field above: the pointer its KindInfo.NewParams returns.
+	Ext any
 }
 
 // BashRequest runs a command in the run's persistent shell.
@@ -127,6 +130,17 @@ type WriteFileRequest struct {
 
 // params returns the kind-specific payload of r.
 func (r *Request) params() (any, error) { return payloadOf(r, r.Kind, false) }
+
+// Params returns the kind-specific payload of r (the pointer in the field
+// named after the kind, or Ext), or nil when it is absent or the kind is
+// unknown.
+func (r Request) Params() any {
+	p, err := r.params()
+	if err != nil || isNilPayload(p) {
+		return nil
+	}
+	return p
+}
 
 // alloc sets a fresh zero payload for r.Kind and returns it.
 func (r *Request) alloc() (any, error) { return payloadOf(r, r.Kind, true) }

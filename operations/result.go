@@ -31,6 +31,9 @@ type Result struct {
 	Sandbox     *SandboxResult
 	ReadFile    *ReadFileResult
 	WriteFile   *WriteFileResult
+	// Ext is the data of a kind registered with RegisterKind that has no
+	// field above: the pointer its KindInfo.NewResult returns.
+	Ext any
 }
 
 // BashResult is the outcome of a shell command.
@@ -156,6 +159,17 @@ func Failed(req Request, format string, args ...any) Result {
 }
 
 func (r *Result) payload() (any, error) { return payloadOf(r, r.Kind, false) }
+
+// Payload returns the kind-specific data of r (the pointer in the field
+// named after the kind, or Ext), or nil when it is absent or the kind is
+// unknown.
+func (r Result) Payload() any {
+	p, err := r.payload()
+	if err != nil || isNilPayload(p) {
+		return nil
+	}
+	return p
+}
 
 func (r *Result) alloc() (any, error) { return payloadOf(r, r.Kind, true) }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
-	"github.com/flockrun/flock/handlers/spawn"
+	_ "github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
@@ -163,14 +163,13 @@ func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *
 	ex, err := workflows.New(workflows.Config{
 		Store:    st,
 		Registry: testRegistry(tb),
-		Handlers: hs,
+		Handlers: append(handlers.FromMap(hs), spawnInfo()),
 		RunsDir:  filepath.Join(dir, "runs"),
 		Logger:   logger,
 	})
 	if err != nil {
 		tb.Fatalf("new executor: %v", err)
 	}
-	hs[operations.KindSpawn] = spawn.New(ex)
 	if err := ex.Start(context.Background()); err != nil {
 		tb.Fatalf("start executor: %v", err)
 	}
@@ -459,4 +458,10 @@ func checkSeqs(tb testing.TB, evs []sseEvent, from uint64, final state.Status) {
 	if last.Type != "run" || last.Status != string(final) {
 		tb.Fatalf("last event is %s/%s, want run/%s", last.Type, last.Status, final)
 	}
+}
+
+// spawnInfo is the registered spawn handler package.
+func spawnInfo() handlers.Info {
+	info, _ := handlers.Lookup(operations.KindSpawn)
+	return info
 }

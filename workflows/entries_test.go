@@ -153,7 +153,7 @@ func (s *syncBuffer) String() string {
 // openExecutor starts an executor over st with the given entry cache.
 func openExecutor(t testing.TB, st state.Store, dir string, reg *phases.Registry, cache int, hs map[operations.Kind]handlers.Handler, log *syncBuffer) *workflows.Executor {
 	t.Helper()
-	cfg := workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), EntryCacheBytes: cache, Handlers: hs}
+	cfg := workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), EntryCacheBytes: cache, Handlers: handlers.FromMap(hs)}
 	if log != nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
 	}

@@ -25,18 +25,22 @@ import (
 type Config struct {
 	Store    state.Store
 	Registry *phases.Registry
-	// Handlers run operations by kind. A kind without a handler yields an
-	// error result naming it.
-	Handlers map[operations.Kind]handlers.Handler
+	// Handlers are the handler packages that run operations, one per kind
+	// (usually handlers.Registered()). The executor provisions them at
+	// Start with HandlerDeps (plus itself as the run starter, its store and
+	// logger), asks them to validate each run's settings at start, and
+	// cleans them up at Stop. A kind without a handler yields an error
+	// result naming it.
+	Handlers []handlers.Info
+	// HandlerDeps are the dependencies handlers are provisioned with; the
+	// executor sets Runs, Store and (when nil) Log.
+	HandlerDeps handlers.Deps
 	// RunsDir holds the runs' work directories (one subdirectory per run).
 	RunsDir string
 	// Concurrency caps concurrent operations per kind across all runs;
 	// kinds not listed are unlimited.
 	Concurrency map[string]int
-	// CheckRun, if set, validates a run's settings at start (for example
-	// that every live model has an API key). Its error rejects the start.
-	CheckRun func(wf *phases.Workflow, settings *configs.RunSettings, raw json.RawMessage) error
-	Logger   *slog.Logger
+	Logger      *slog.Logger
 	// Now is the clock (default time.Now); tests inject their own.
 	Now func() time.Time
 	// EntryCacheBytes caps the memory of the cache through which phases
@@ -91,6 +95,7 @@ type Executor struct {
 	sems   map[operations.Kind]chan struct{}
 	broker *broker
 	cache  *entryCache
+	hs     *handlers.Set
 
 	baseCtx    context.Context
 	baseCancel context.CancelCauseFunc
@@ -134,7 +139,12 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.EntryCacheBytes == 0 {
 		cfg.EntryCacheBytes = DefaultEntryCacheBytes
 	}
+	hs, err := handlers.NewSet(cfg.Handlers...)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: %w", err)
+	}
 	e := &Executor{
+		hs:     hs,
 		cfg:    cfg,
 		store:  cfg.Store,
 		reg:    cfg.Registry,
@@ -180,6 +190,17 @@ func (e *Executor) Start(ctx context.Context) error {
 	}
 	e.started = true
 	e.mu.Unlock()
+	deps := e.cfg.HandlerDeps
+	deps.Runs, deps.Store = children{e}, e.store
+	if deps.Log == nil {
+		deps.Log = e.log
+	}
+	if err := e.hs.Provision(ctx, deps); err != nil {
+		e.mu.Lock()
+		e.stopped = true
+		e.mu.Unlock()
+		return err
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -226,12 +247,8 @@ func (e *Executor) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("stop executor: %w", ctx.Err())
 	}
-	for _, h := range e.cfg.Handlers {
-		if c, ok := h.(handlers.Closer); ok {
-			if cerr := c.Close(); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
+	if cerr := e.hs.Cleanup(); cerr != nil && err == nil {
+		err = cerr
 	}
 	return err
 }
@@ -283,10 +300,8 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 			return state.Run{}, nil, fmt.Errorf("%w: settings: %w%s", ErrBadRequest, err, warningsHint(warnings))
 		}
 	}
-	if e.cfg.CheckRun != nil {
-		if err := e.cfg.CheckRun(wf, rs, json.RawMessage(settingsDoc)); err != nil {
-			return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
-		}
+	if err := e.hs.ValidateRun(handlers.RunCheck{Workflow: wf.Name, Settings: rs, Raw: json.RawMessage(settingsDoc)}); err != nil {
+		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	now := e.now().UTC()
 	id := req.ID
@@ -640,10 +655,4 @@ func (e *Executor) unregister(r *runner) {
 }
 
 // closeRunResources tells every handler that the run is gone.
-func (e *Executor) closeRunResources(id string) {
-	for _, h := range e.cfg.Handlers {
-		if c, ok := h.(handlers.RunCloser); ok {
-			c.CloseRun(id)
-		}
-	}
-}
+func (e *Executor) closeRunResources(id string) { e.hs.CloseRun(id) }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/handlers"
-	"github.com/flockrun/flock/handlers/spawn"
+	_ "github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/handlers/task"
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/teststore"
@@ -60,13 +60,15 @@ func (e *env) open() {
 	for k, h := range e.handlers {
 		hs[k] = h
 	}
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: e.reg, Handlers: hs,
+	infos := handlers.FromMap(hs)
+	if _, ok := hs[operations.KindSpawn]; !ok {
+		sp, _ := handlers.Lookup(operations.KindSpawn)
+		infos = append(infos, sp)
+	}
+	ex, err := workflows.New(workflows.Config{Store: st, Registry: e.reg, Handlers: infos,
 		RunsDir: filepath.Join(e.dir, "runs"), Concurrency: map[string]int{"bash": 4}})
 	if err != nil {
 		e.t.Fatalf("new executor: %v", err)
-	}
-	if _, ok := hs[operations.KindSpawn]; !ok {
-		hs[operations.KindSpawn] = spawn.New(ex)
 	}
 	if err := ex.Start(context.Background()); err != nil {
 		e.t.Fatalf("start executor: %v", err)

@@ -34,7 +34,7 @@ func TestSecondOwnerCannotTakeDrivenRun(t *testing.T) {
 		t.Fatalf("claim by node-b: %v, want ErrLeaseHeld", err)
 	}
 	ex2, err := workflows.New(workflows.Config{Store: e.store, Registry: reg, Owner: "node-b",
-		Handlers: map[operations.Kind]handlers.Handler{operations.KindBash: b}, RunsDir: filepath.Join(e.dir, "runs")})
+		Handlers: []handlers.Info{handlers.Fixed(b, operations.KindBash)}, RunsDir: filepath.Join(e.dir, "runs")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
-	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -302,7 +301,7 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 // run's log failed; res must then not be journaled.
 func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result, err error) {
 	req := op.Request
-	h := r.e.cfg.Handlers[req.Kind]
+	h := r.e.hs.Handler(req.Kind)
 	if h == nil {
 		return operations.Failed(req, "no handler for operation kind %q on this server", req.Kind), nil
 	}
@@ -353,60 +352,26 @@ func (r *runner) seconds() float64 {
 	return r.head.Usage.Seconds + r.e.now().Sub(r.tick).Seconds()
 }
 
-// absorb adds the step's results to the usage, records submissions and
-// turns record-keeping ops into entries.
+// absorb applies the step's results' effects (operations.Effects) in
+// request order: usage, the run's result, entries to record. It has no
+// code for any kind: each result's payload declares its own effects.
 func (r *runner) absorb(results []operations.Result) {
 	r.absorbed = r.absorbed[:0]
 	for i, res := range results {
 		if i >= len(r.ops) {
 			break
 		}
-		req := r.ops[i].Request
-		u := &r.head.Usage
-		switch req.Kind {
-		case operations.KindBash, operations.KindPython:
-			if res.Error == "" {
-				u.Actions++
-			}
-		case operations.KindScore:
-			if res.Error == "" {
-				u.Actions++
-			}
-			if sc := res.Score; sc != nil {
-				r.record(record.EntryTypeScore, operations.ScoreLogEntry{ElapsedSeconds: r.seconds(), Score: sc.Score, Message: sc.Message})
-			}
-		case operations.KindLog:
-			if req.Log != nil && res.Error == "" {
-				r.record(record.EntryTypeLog, req.Log)
-			}
-		case operations.KindAction:
-			if req.Action != nil && res.Error == "" {
-				r.record(record.EntryTypeAction, req.Action)
-			}
-		case operations.KindObservation:
-			if req.Observation != nil && res.Error == "" {
-				r.record(record.EntryTypeObservation, req.Observation)
-			}
-		case operations.KindSubmit:
-			if res.Error == "" {
-				u.Actions++
-				if res.Submit != nil && res.Submit.Accepted && req.Submit != nil {
-					b, _ := json.Marshal(req.Submit.Answer)
-					r.head.Result = b
-					r.record(record.EntryTypeSubmission, req.Submit)
-				}
-			}
-		case operations.KindGenerate:
-			if g := res.Generate; g != nil {
-				u.Tokens += g.Usage.PromptTokens + g.Usage.CompletionTokens
-				u.Cost += g.Usage.Cost
-			}
-		case operations.KindSpawn:
-			if s := res.Spawn; s != nil {
-				u.Tokens += s.Usage.Tokens
-				u.Actions += s.Usage.Actions
-				u.Cost += s.Usage.Cost
-			}
+		u := r.head.Usage
+		u.Seconds = r.seconds()
+		ef := res.Effects(r.ops[i].Request, u)
+		r.head.Usage.Tokens += ef.Usage.Tokens
+		r.head.Usage.Actions += ef.Usage.Actions
+		r.head.Usage.Cost += ef.Usage.Cost
+		if ef.Result != nil {
+			r.head.Result = ef.Result
+		}
+		for _, rec := range ef.Entries {
+			r.record(rec.Type, rec.Data)
 		}
 	}
 }

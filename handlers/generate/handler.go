@@ -112,6 +112,13 @@ type Handler struct {
 // New returns a Handler. It does no I/O: clients, limiters and scripts are
 // created on first use.
 func New(opts Options) *Handler {
+	h := &Handler{}
+	h.init(opts)
+	return h
+}
+
+// init sets h up from opts, defaults applied; h must be unused.
+func (h *Handler) init(opts Options) {
 	if opts.Mode == "" {
 		opts.Mode = ModeLive
 	}
@@ -124,24 +131,21 @@ func New(opts Options) *Handler {
 	if opts.BackoffMax < opts.BackoffBase {
 		opts.BackoffMax = opts.BackoffBase
 	}
-	h := &Handler{
-		opts:         opts,
-		getenv:       opts.Getenv,
-		log:          opts.Logger,
-		clients:      map[clientKey]*clientEntry{},
-		serverLimits: newServerLimits(opts.ModelLimits),
-		shared:       map[sharedKey]*limiter{},
-		runLimiters:  map[string]map[string]*limiter{},
-		scripts:      newScripts(),
-		notice:       waitingNotice,
-	}
+	h.opts = opts
+	h.getenv = opts.Getenv
+	h.log = opts.Logger
+	h.clients = map[clientKey]*clientEntry{}
+	h.serverLimits = newServerLimits(opts.ModelLimits)
+	h.shared = map[sharedKey]*limiter{}
+	h.runLimiters = map[string]map[string]*limiter{}
+	h.scripts = newScripts()
+	h.notice = waitingNotice
 	if h.getenv == nil {
 		h.getenv = os.Getenv
 	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	return h
 }
 
 // Handle runs one generate operation. Failures (unknown model, missing key,

@@ -2,30 +2,33 @@ package spawn
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
 	"strings"
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
-	"github.com/flockrun/flock/workflows"
+	"path/filepath"
 )
 
-// Runs is what spawn needs from the executor.
-type Runs interface {
-	StartRun(ctx context.Context, req workflows.StartRequest) (state.Run, error)
-	Wait(ctx context.Context, id string) (state.Run, error)
-	Cancel(ctx context.Context, id string) error
+func init() {
+	handlers.Register(handlers.Info{ID: "flock.spawn", Kinds: []operations.Kind{operations.KindSpawn},
+		New: func() handlers.Handler { return &Handler{} }})
 }
 
-// Handler runs spawn operations.
+// Handler runs spawn operations. Its zero value refuses them until
+// provisioned with the executor's handlers.Runs.
 type Handler struct {
-	runs Runs
+	runs handlers.Runs
 }
 
 // New returns a Handler starting children through runs.
-func New(runs Runs) *Handler { return &Handler{runs: runs} }
+func New(runs handlers.Runs) *Handler { return &Handler{runs: runs} }
+
+// Provision takes the run starter (the executor) from deps.
+func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
+	h.runs = deps.Runs
+	return nil
+}
 
 // Handle implements handlers.Handler.
 func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
@@ -33,30 +36,29 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	if sp.Workflow == "" {
 		return operations.Failed(req, "spawn: workflow is required")
 	}
-	id := workflows.ChildID(env.OpID)
-	dir := sanitize(sp.Name)
-	if dir == "" {
-		dir = id
+	if h.runs == nil {
+		return operations.Failed(req, "spawn: this server cannot start child runs")
 	}
-	child, err := h.runs.StartRun(ctx, workflows.StartRequest{
-		Workflow: sp.Workflow,
-		Settings: sp.Settings,
-		Task:     sp.Task,
-		ParentID: env.RunID,
-		ID:       id,
-		WorkDir:  filepath.Join(env.WorkDir, "children", dir),
-	})
+	dir := sanitize(sp.Name)
+	c := handlers.Child{ParentID: env.RunID, OpID: env.OpID, Workflow: sp.Workflow,
+		Settings: sp.Settings, Task: sp.Task, ParentWorkDir: env.WorkDir}
+	if dir != "" {
+		c.WorkDir = filepath.Join(env.WorkDir, "children", dir)
+	}
+	child, err := h.runs.StartChild(ctx, c)
 	if err != nil {
 		return operations.Failed(req, "spawn %s: %v", sp.Workflow, err)
 	}
-	end, err := h.runs.Wait(ctx, child.ID)
+	end, err := h.runs.WaitChild(ctx, child.ID)
 	if err != nil {
-		if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(cause, workflows.ErrStopped) && !errors.Is(cause, workflows.ErrPaused) {
-			_ = h.runs.Cancel(context.WithoutCancel(ctx), child.ID)
-		}
 		return operations.Failed(req, "spawn %s: waiting for child %s: %v", sp.Workflow, child.ID, err)
 	}
-	return operations.Result{Kind: req.Kind, Meta: req.Meta, Spawn: &operations.SpawnResult{
+	return operations.Result{Kind: req.Kind, Meta: req.Meta, Spawn: result(end)}
+}
+
+// result is a child's end as spawn reports it.
+func result(end state.Run) *operations.SpawnResult {
+	return &operations.SpawnResult{
 		RunID:     end.ID,
 		Status:    string(end.Status),
 		Result:    end.Result,
@@ -64,7 +66,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		Error:     end.Error,
 		Usage:     end.Usage,
 		WorkDir:   end.WorkDir,
-	}}
+	}
 }
 
 // sanitize keeps a child name usable as one path element.
@@ -86,6 +88,6 @@ func sanitize(name string) string {
 }
 
 var (
-	_ handlers.Handler = (*Handler)(nil)
-	_ Runs             = (*workflows.Executor)(nil)
+	_ handlers.Handler     = (*Handler)(nil)
+	_ handlers.Provisioner = (*Handler)(nil)
 )

@@ -23,6 +23,10 @@ type Handler struct{}
 // New returns a Handler.
 func New() *Handler { return &Handler{} }
 
+func init() {
+	handlers.Register(handlers.Info{ID: "flock.task", Kinds: Kinds(), New: func() handlers.Handler { return New() }})
+}
+
 // Kinds lists the operation kinds Handler serves.
 func Kinds() []operations.Kind {
 	return []operations.Kind{operations.KindSubmit, operations.KindScore, operations.KindScoreLog,
@@ -137,7 +141,8 @@ func ParseScore(output string) (*operations.ScoreResult, error) {
 	return &operations.ScoreResult{Score: &f}, nil
 }
 
-// scoreLog lists the "score" entries of the run's log.
+// scoreLog lists the score entries of the run's log (those the score
+// result's effects recorded, operations.ScoreResult.Effects).
 func scoreLog(env handlers.Env) []operations.ScoreLogEntry {
 	out := []operations.ScoreLogEntry{}
 	if env.State == nil {

@@ -1,0 +1,38 @@
+package files
+
+import (
+	"context"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+func init() {
+	handlers.Register(handlers.Info{ID: "flock.files", Kinds: []operations.Kind{operations.KindReadFile, operations.KindWriteFile},
+		New: func() handlers.Handler { return New(nil) }})
+}
+
+// ServerAccess returns the Access of a server configured by cfg: its data
+// and runs directories, read roots and write roots.
+func ServerAccess(cfg configs.Server) (*Access, error) {
+	return NewAccess(AccessOptions{DataDir: cfg.DataDir, RunsDir: cfg.RunsDir(),
+		ReadRoots: cfg.ReadRoots, WriteRoots: cfg.WriteRoots})
+}
+
+// Provision confines file operations by the server's access rules (see
+// ServerAccess). A server without a data directory keeps runs to their
+// work directories.
+func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
+	if deps.Server.DataDir == "" {
+		return nil
+	}
+	a, err := ServerAccess(deps.Server)
+	if err != nil {
+		return err
+	}
+	h.access = a
+	return nil
+}
+
+var _ handlers.Provisioner = (*Handler)(nil)

@@ -1,0 +1,290 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/state"
+)
+
+// Info registers a handler package: the operation kinds it serves and a
+// constructor. A package calls Register from init; a server enables it by
+// importing the package (package app imports the built-in ones).
+type Info struct {
+	// ID names the package, namespaced: "flock.bash".
+	ID string
+	// Kinds are the operation kinds the handler serves; each kind must be
+	// registered with operations.RegisterKind (built-in kinds are).
+	Kinds []operations.Kind
+	// New returns a new, unprovisioned handler. It must be side-effect
+	// free: set-up belongs in Provision (see Provisioner).
+	New func() Handler
+	// provisioned marks an Info made by Fixed: New returns a handler that
+	// is already set up, so Provision is not called.
+	provisioned bool
+}
+
+// Provisioner is implemented by handlers that set themselves up from the
+// server's dependencies before the first operation. A failed Provision
+// fails the server's start; Cleanup is still called.
+type Provisioner interface {
+	Provision(ctx context.Context, deps Deps) error
+}
+
+// RunValidator is implemented by handlers that check a run's settings at
+// start (an API key for each live model, isolation being available). Its
+// error refuses the run as a bad request; it must not name secrets.
+type RunValidator interface {
+	ValidateRun(run RunCheck) error
+}
+
+// Cleaner is implemented by handlers that hold process-wide resources. It
+// is called once when the server stops, and also after a failed or partial
+// Provision, so it must tolerate a handler that was never set up.
+type Cleaner interface {
+	Cleanup() error
+}
+
+// RunCheck is what a RunValidator sees of a run about to start.
+type RunCheck struct {
+	Workflow string
+	// Settings are the run's parsed common settings (defaults applied).
+	Settings *configs.RunSettings
+	// Raw is the run's whole settings document.
+	Raw json.RawMessage
+}
+
+// Deps are the dependencies a handler may use, handed to Provision.
+type Deps struct {
+	// Server is the server's configuration (mode, data directory, read
+	// and write roots, model limits), defaults applied.
+	Server configs.Server
+	// Store reads the journal (a run's ops, for example).
+	Store state.Reader
+	// Log is the server's logger; never nil.
+	Log *slog.Logger
+	// Runs starts and waits for child runs; the executor sets it.
+	Runs Runs
+	// Open opens a file a run reads, by the server's access rules
+	// (files.Access.Open); nil opens the path as it is.
+	Open func(workDir, path string) (*os.File, error)
+}
+
+// Runs starts child runs. The executor implements it, so that a handler
+// starting runs (spawn) needs no import of the executor.
+type Runs interface {
+	// StartChild starts the child run of the operation c.OpID of run
+	// c.ParentID, or after a crash finds the one started before (the
+	// child's id derives from the op's).
+	StartChild(ctx context.Context, c Child) (state.Run, error)
+	// WaitChild waits until the run ends and returns its head. When ctx
+	// ends first for any reason but the executor stopping or the parent
+	// pausing (a time limit), it cancels the child.
+	WaitChild(ctx context.Context, id string) (state.Run, error)
+}
+
+// Child describes a child run to start.
+type Child struct {
+	// ParentID and OpID are the spawning run and operation.
+	ParentID string
+	OpID     string
+	Workflow string
+	Settings json.RawMessage
+	Task     string
+	// WorkDir is the child's work directory; "" means
+	// ParentWorkDir/children/<child id>.
+	WorkDir       string
+	ParentWorkDir string
+}
+
+var registry = struct {
+	sync.RWMutex
+	byID   map[string]Info
+	byKind map[operations.Kind]string
+}{byID: map[string]Info{}, byKind: map[operations.Kind]string{}}
+
+// Register adds a handler package. It panics on an empty ID, no kinds, a
+// nil New, an ID or a kind already registered, and a kind unknown to
+// package operations. Call it from init.
+func Register(info Info) {
+	if info.ID == "" {
+		panic("handlers: Register with an empty ID")
+	}
+	if len(info.Kinds) == 0 || info.New == nil {
+		panic(fmt.Sprintf("handlers: %s: Register needs kinds and New", info.ID))
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.byID[info.ID]; dup {
+		panic(fmt.Sprintf("handlers: %s registered twice", info.ID))
+	}
+	for _, k := range info.Kinds {
+		if !k.Valid() {
+			panic(fmt.Sprintf("handlers: %s: kind %q is not registered with operations.RegisterKind", info.ID, k))
+		}
+		if other, dup := registry.byKind[k]; dup {
+			panic(fmt.Sprintf("handlers: %s: kind %q is served by %s already", info.ID, k, other))
+		}
+	}
+	info.Kinds = append([]operations.Kind(nil), info.Kinds...)
+	registry.byID[info.ID] = info
+	for _, k := range info.Kinds {
+		registry.byKind[k] = info.ID
+	}
+}
+
+// Registered lists the registered handler packages sorted by ID.
+func Registered() []Info {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]Info, 0, len(registry.byID))
+	for _, info := range registry.byID {
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Lookup returns the registered handler package serving kind.
+func Lookup(kind operations.Kind) (Info, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	info, ok := registry.byID[registry.byKind[kind]]
+	return info, ok
+}
+
+// Fixed returns an Info serving kinds with h, already set up (its
+// Provision, if any, is not called; ValidateRun, CloseRun and Cleanup
+// are). It is for tests and embedders that build a handler themselves;
+// it is not registered.
+func Fixed(h Handler, kinds ...operations.Kind) Info {
+	return Info{ID: fmt.Sprintf("fixed.%v", kinds), Kinds: kinds, New: func() Handler { return h }, provisioned: true}
+}
+
+// Set is the handlers of one server, one per kind, built from Infos. It
+// is safe for concurrent use once provisioned.
+type Set struct {
+	infos  []Info
+	hs     []Handler // hs[i] was made by infos[i].New
+	byKind map[operations.Kind]Handler
+}
+
+// NewSet builds the handlers of infos (calling each New) without setting
+// them up. A kind served twice is an error.
+func NewSet(infos ...Info) (*Set, error) {
+	s := &Set{byKind: map[operations.Kind]Handler{}}
+	for _, info := range infos {
+		h := info.New()
+		for _, k := range info.Kinds {
+			if _, dup := s.byKind[k]; dup {
+				return nil, fmt.Errorf("handlers: kind %q served twice (%s)", k, info.ID)
+			}
+			s.byKind[k] = h
+		}
+		s.infos, s.hs = append(s.infos, info), append(s.hs, h)
+	}
+	return s, nil
+}
+
+// Provision sets up every handler in order. On failure it cleans up
+// every handler (set up or not) and returns the error naming the package.
+func (s *Set) Provision(ctx context.Context, deps Deps) error {
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	for i, h := range s.hs {
+		p, ok := h.(Provisioner)
+		if !ok || s.infos[i].provisioned {
+			continue
+		}
+		if err := p.Provision(ctx, deps); err != nil {
+			return errors.Join(fmt.Errorf("provision %s: %w", s.infos[i].ID, err), s.Cleanup())
+		}
+	}
+	return nil
+}
+
+// Handler returns the handler of kind, or nil.
+func (s *Set) Handler(kind operations.Kind) Handler { return s.byKind[kind] }
+
+// Kinds lists the kinds the set serves, sorted.
+func (s *Set) Kinds() []operations.Kind {
+	out := make([]operations.Kind, 0, len(s.byKind))
+	for k := range s.byKind {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// ValidateRun asks every RunValidator about run and joins their errors.
+func (s *Set) ValidateRun(run RunCheck) error {
+	var errs []error
+	for _, h := range s.hs {
+		if v, ok := h.(RunValidator); ok {
+			errs = append(errs, v.ValidateRun(run))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CloseRun tells every RunCloser that the run is gone.
+func (s *Set) CloseRun(runID string) {
+	for _, h := range s.hs {
+		if c, ok := h.(RunCloser); ok {
+			c.CloseRun(runID)
+		}
+	}
+}
+
+// Cleanup releases every handler's process-wide resources (Cleaner) and
+// returns the first error. It tolerates handlers never provisioned.
+func (s *Set) Cleanup() error {
+	var first error
+	for _, h := range s.hs {
+		var err error
+		switch c := h.(type) {
+		case Cleaner:
+			err = c.Cleanup()
+		case Closer:
+			err = c.Close()
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Hidden lists the paths an isolated command must not see: the server's
+// data directory (the journal, other runs), made absolute. Nil when the
+// server has none.
+func (d Deps) Hidden() []string {
+	if d.Server.DataDir == "" {
+		return nil
+	}
+	if abs, err := filepath.Abs(d.Server.DataDir); err == nil {
+		return []string{abs}
+	}
+	return []string{d.Server.DataDir}
+}
+
+// FromMap returns one Fixed Info per kind of m, sorted by kind: handlers
+// built by the caller (tests, embedders), used as they are.
+func FromMap(m map[operations.Kind]Handler) []Info {
+	out := make([]Info, 0, len(m))
+	for k, h := range m {
+		out = append(out, Fixed(h, k))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kinds[0] < out[j].Kinds[0] })
+	return out
+}

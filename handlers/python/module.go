@@ -1,0 +1,27 @@
+package python
+
+import (
+	"context"
+
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+func init() {
+	handlers.Register(handlers.Info{ID: "flock.python", Kinds: []operations.Kind{operations.KindPython},
+		New: func() handlers.Handler { return New(Options{}) }})
+}
+
+// Provision hides the server's data directory from isolated interpreters.
+func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
+	h.opts.Hidden = deps.Hidden()
+	return nil
+}
+
+// Cleanup stops every interpreter (Close).
+func (h *Handler) Cleanup() error { return h.Close() }
+
+var (
+	_ handlers.Provisioner = (*Handler)(nil)
+	_ handlers.Cleaner     = (*Handler)(nil)
+)
