@@ -12,4 +12,33 @@
 //
 // Handlers that hold per-run resources (shells, interpreters) implement
 // RunCloser and release them when the run ends.
+//
+// # Registry and lifecycle
+//
+// A handler package registers itself from init with Register: an ID
+// ("flock.bash"), the kinds it serves and a side-effect-free New.
+// Register panics on an empty or duplicate ID or kind; Registered lists
+// the packages sorted by ID. A server (package app) imports the packages
+// it wants and hands Registered() to the executor, which builds a Set and
+// drives each handler's optional lifecycle, Caddy style:
+//
+//   - Provisioner: Provision(ctx, Deps) once at start, with the
+//     dependencies a handler may use: the server's configuration (mode,
+//     data directory, read roots), the store reader, the logger, the file
+//     opener and Runs, the run starter (the executor, so spawn does not
+//     import it).
+//   - RunValidator: ValidateRun(RunCheck) for every run about to start;
+//     an error refuses the run (generate's API keys, bash's isolation).
+//   - Cleaner: Cleanup() once at stop, and after a failed Provision, so
+//     it must tolerate a handler never set up.
+//
+// # Adding an operation kind
+//
+// A new kind is one package plus one import: the package registers the
+// kind's payload types, effects and result fields with
+// operations.RegisterKind and its handler with Register, and the server
+// imports it (app/handlers.go). The executor applies a result's effects
+// (operations.Effector) and the declarative compiler reads its fields
+// (operations.KindInfo.View) without code for the kind; see
+// handlers/internal/echokind, which a test runs end to end.
 package handlers

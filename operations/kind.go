@@ -86,6 +86,7 @@ func RegisterKind(info KindInfo) {
 	if _, dup := kinds.byKind[info.Kind]; dup {
 		panic(fmt.Sprintf("operations: kind %q registered twice", info.Kind))
 	}
+	zeros := map[string]any{}
 	if info.View != nil {
 		fields, _ := info.View(Result{Kind: info.Kind})
 		for name, v := range fields {
@@ -97,9 +98,12 @@ func RegisterKind(info KindInfo) {
 				panic(fmt.Sprintf("operations: kind %q: result field %q is a %T, another kind's is a %T", info.Kind, name, zero, prev))
 			}
 			if !commonFields[name] {
-				kinds.fields[name] = zero
+				zeros[name] = zero
 			}
 		}
+	}
+	for name, zero := range zeros {
+		kinds.fields[name] = zero
 	}
 	kinds.byKind[info.Kind] = info
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -165,6 +166,60 @@ func TestMetaIndex(t *testing.T) {
 			}
 			if !errors.Is(err, ErrBadMeta) || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("Index error = %v, want ErrBadMeta with %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestRegisterKindRefusesBadKinds(t *testing.T) {
+	mustPanic := func(name string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s: no panic", name)
+			}
+		}()
+		f()
+	}
+	newP := func() any { return new(struct{}) }
+	mustPanic("empty", func() { RegisterKind(KindInfo{NewParams: newP, NewResult: newP}) })
+	mustPanic("built-in twice", func() { RegisterKind(KindInfo{Kind: KindBash}) })
+	mustPanic("no payloads", func() { RegisterKind(KindInfo{Kind: "test_nopayload"}) })
+	mustPanic("field type clash", func() {
+		RegisterKind(KindInfo{Kind: "test_clash", NewParams: newP, NewResult: newP,
+			View: func(Result) (map[string]any, bool) { return map[string]any{"stdout": 1}, true }})
+	})
+	ks := Kinds()
+	if !sort.SliceIsSorted(ks, func(i, j int) bool { return ks[i] < ks[j] }) {
+		t.Fatalf("Kinds not sorted: %v", ks)
+	}
+}
+
+func TestEffects(t *testing.T) {
+	sub := NewSubmit("42")
+	tests := []struct {
+		name string
+		req  Request
+		res  Result
+		want Effects
+	}{
+		{name: "bash", req: NewBash("ls", 0), res: Result{Kind: KindBash, Bash: &BashResult{ExitCode: 1}}, want: Effects{Usage: RunUsage{Actions: 1}}},
+		{name: "bash error", req: NewBash("ls", 0), res: Result{Kind: KindBash, Error: "x", Bash: &BashResult{}}},
+		{name: "generate error keeps usage", req: NewGenerate(GenerateRequest{}), res: Result{Kind: KindGenerate, Error: "x",
+			Generate: &GenerateResult{Usage: Usage{PromptTokens: 2, CompletionTokens: 3, Cost: 0.5}}}, want: Effects{Usage: RunUsage{Tokens: 5, Cost: 0.5}}},
+		{name: "log", req: NewLog("hi"), res: Result{Kind: KindLog, Log: &RecordedResult{Recorded: true}},
+			want: Effects{Entries: []Record{{Type: "log", Data: &LogRequest{Content: "hi"}}}}},
+		{name: "submit", req: sub, res: Result{Kind: KindSubmit, Submit: &SubmitResult{Accepted: true}},
+			want: Effects{Usage: RunUsage{Actions: 1}, Result: json.RawMessage(`"42"`), Entries: []Record{{Type: EntrySubmission, Data: sub.Submit}}}},
+		{name: "score", req: NewScore(), res: Result{Kind: KindScore, Score: &ScoreResult{Score: f(1), Message: "m"}},
+			want: Effects{Usage: RunUsage{Actions: 1}, Entries: []Record{{Type: EntryScore, Data: ScoreLogEntry{ElapsedSeconds: 7, Score: f(1), Message: "m"}}}}},
+		{name: "no payload", req: NewGetUsage(), res: Result{Kind: KindGetUsage}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.res.Effects(tt.req, RunUsage{Seconds: 7})
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Effects = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -6,7 +6,8 @@
 // StartRun checks a run's settings before creating it: the common keys
 // (configs.ParseRunSettings), the workflow's (Workflow.CheckSettings, which
 // also refuses two keys governing the same thing, naming both) and the
-// server's (Config.CheckRun); any error rejects the start. Keys no one
+// handlers' (handlers.RunValidator, such as generate's API-key check and
+// bash's isolation check); any error rejects the start. Keys no one
 // reads are not errors: StartRunWithWarnings returns them as warnings
 // (configs.SettingsWarnings over the common keys and Workflow.Settings),
 // and the run's first event, "created", carries them in its data as

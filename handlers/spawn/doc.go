@@ -1,5 +1,6 @@
 // Package spawn runs the spawn operation: it starts a child run and
-// completes when the child ends.
+// completes when the child ends. It starts runs through handlers.Runs,
+// given to Provision by the executor, and does not import the executor.
 //
 // # Result
 //
@@ -19,7 +20,7 @@
 //
 // Cancelling the parent cancels its children (the executor does that). If
 // the op's context ends for another reason (the parent's time limit), the
-// handler cancels the child. When the executor is stopping, the child is
+// run starter (handlers.Runs.WaitChild) cancels the child. When the executor is stopping, the child is
 // left running: both resume after the restart. Pausing the parent pauses
 // its children (the executor does that) and leaves them be here.
 package spawn
