@@ -102,6 +102,21 @@ func BenchmarkHTTPGetRun(b *testing.B) {
 	})
 }
 
+// BenchmarkHTTPListOps times GET /runs/{id}/ops of an ended run with three
+// ops: each op's request and result are converted to the API's view.
+func BenchmarkHTTPListOps(b *testing.B) {
+	e := newEnv(b)
+	id := e.start(b, "test.log", "")
+	e.waitStatus(b, id, state.StatusSucceeded)
+	roundTrips(b, http.StatusOK, func() *http.Request {
+		r, err := http.NewRequest(http.MethodGet, e.base+"/runs/"+id+"/ops", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	})
+}
+
 // BenchmarkHTTPStartWorkflow times POST /start_workflow of test.fail, whose
 // runs end in one phase: each start is one durable commit, and the run's
 // end is another, in the background.

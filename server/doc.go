@@ -1,13 +1,23 @@
 // Package server is flock's HTTP API (DESIGN §7): it starts runs, lists and
-// reads them, streams their events and cancels them, on top of a
-// workflows.Executor and its state.Reader.
+// reads them, streams their events and cancels them.
+//
+// It depends on two narrow interfaces, not on the executor: Engine (start,
+// cancel, pause, resume, subscribe to a run or its tree, list workflows,
+// and the live overlay of a run and of the whole, which *workflows.Executor
+// implements) and state.Reader for stored runs. It answers with the view
+// types of package api, converted field by field from the journal's
+// structs (state.Run, state.Op, state.Event, record.Entry), so the journal
+// schema can change without breaking clients; a golden test
+// (TestWireGolden) pins every route's JSON byte for byte. Package client
+// is the Go client of these routes.
 //
 // # Routes
 //
-//	GET  /health               {"status":"ok"}; never needs a token
+//	GET  /health               {"status":"ok"}, or "degraded" with the stalled runs; never needs a token
+//	GET  /openapi.json         the OpenAPI 3.1 document of these routes
 //	POST /start_workflow       {"workflow","settings","task"} -> 201 {"run_id","status"}
 //	GET  /runs                 ?status=&workflow=&parent_id=&after=&limit= -> {"runs","next"}
-//	GET  /runs/:id             the run head
+//	GET  /runs/:id             the run head; a live run's says what holds it ("stalled", "waiting")
 //	GET  /runs/:id/entries     ?after=&limit= -> {"entries","next"}
 //	GET  /runs/:id/ops         ?after=&limit= -> {"ops","next"}
 //	GET  /runs/:id/events      Server-Sent Events, resumable with Last-Event-ID
@@ -19,6 +29,18 @@
 // Paginated lists return "next", the cursor to pass as "after" for the next
 // page; it is empty when there was nothing more at the time of the call.
 // "limit" is 1 to 1000 (default 50 for runs, 100 for entries and ops).
+//
+// # OpenAPI
+//
+// GET /openapi.json is generated at run time: apiRoutes documents each
+// route (parameters, request body, success and error statuses) by the Go
+// values of its api types, and schemas turns those types into JSON Schema
+// by reflection (json tags give the names, omitempty makes a field
+// optional, a doc tag its description; time.Time is a date-time string,
+// json.RawMessage any JSON). Every error response has the Error schema.
+// Paths given to Mount are listed as plain-text GETs. TestOpenAPIMatchesRoutes
+// checks the document against echo's routes both ways, and
+// TestOpenAPIDescribesResponses validates real answers against it.
 //
 // # Errors
 //
