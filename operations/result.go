@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+
+	"github.com/flockrun/flock/record"
 )
 
 // Result is the outcome of one operation. Error is set when the operation
@@ -57,7 +59,7 @@ type PythonResult struct {
 // SpawnResult is the end state of a child run.
 type SpawnResult struct {
 	RunID     string          `json:"run_id"`
-	Status    string          `json:"status"`
+	Status    record.Status   `json:"status"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	EndReason string          `json:"end_reason,omitempty"`
 	Error     string          `json:"error,omitempty"`

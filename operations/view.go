@@ -1,6 +1,10 @@
 package operations
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/flockrun/flock/record"
+)
 
 // View flattens r into the fields a workflow file's expressions read as
 // results[i].NAME: kind, error, ok and meta, the fields of every
@@ -172,11 +176,11 @@ func viewSpawn(r Result) (map[string]any, bool) {
 	if s == nil {
 		return v, false
 	}
-	v["run_id"], v["status"], v["end_reason"], v["result"] = s.RunID, s.Status, s.EndReason, DecodeJSON(s.Result)
+	v["run_id"], v["status"], v["end_reason"], v["result"] = s.RunID, string(s.Status), s.EndReason, DecodeJSON(s.Result)
 	if s.Error != "" && r.Error == "" {
 		v["error"] = s.Error
 	}
-	return v, s.Status == "succeeded"
+	return v, s.Status == record.StatusSucceeded
 }
 
 // sandbox: code, text (the message) and data; ok needs code 0.

@@ -508,7 +508,7 @@ func TestSpawnAndCancelChildren(t *testing.T) {
 			if r.Spawn == nil {
 				return phases.Output{}, fmt.Errorf("spawn failed: %s", r.Error)
 			}
-			got = append(got, r.Spawn.Status+":"+string(r.Spawn.Result))
+			got = append(got, string(r.Spawn.Status)+":"+string(r.Spawn.Result))
 			// The result names the child's work directory, so that the
 			// parent need not know where spawn puts it.
 			if want := filepath.Join(in.Run.WorkDir, "children", []string{"a", "b"}[i]); r.Spawn.WorkDir != want {

@@ -60,7 +60,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 func result(end state.Run) *operations.SpawnResult {
 	return &operations.SpawnResult{
 		RunID:     end.ID,
-		Status:    string(end.Status),
+		Status:    end.Status,
 		Result:    end.Result,
 		EndReason: end.EndReason,
 		Error:     end.Error,

@@ -99,7 +99,8 @@
 //
 // A failed agent run scores 0 and counts as failed. Otherwise, with a
 // verifier (the task's or the settings'), the verifier runs in the agent's
-// work directory (<lane work dir>/children/t<index>-c<chain>) with
+// work directory (the one its spawn result names, <lane work dir>/children/
+// t<index>-c<chain>; the trajectory file is read from there too) with
 // FLOCK_TASK_ID, FLOCK_CHAIN, FLOCK_ANSWER and FLOCK_GROUND_TRUTH set, and
 // its stdout (whole, or last line) is grading.ParseVerifierOutput's
 // {"reward", "is_correct", "signals"}. Else the metric scores the answer

@@ -13,6 +13,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/record"
 )
 
 // LaneName is the registry name of the lane workflow.
@@ -35,9 +36,9 @@ func LaneWorkflow() phases.Workflow {
 		Description: "One lane of a rollout: runs its samples one at a time as child runs, grades each and appends its results.",
 		Start:       LaneStart,
 		Phases: []phases.PhaseSpec{
-			{Name: LaneStart, Run: LaneStartPhase, Next: []string{LaneAgentDone, LaneEvaluated, LaneFinish}},
-			{Name: LaneAgentDone, Run: LaneAgentDonePhase, Next: []string{LaneEvaluated, LaneAgentDone, LaneFinish}},
-			{Name: LaneEvaluated, Run: LaneEvaluatedPhase, Next: []string{LaneAgentDone, LaneEvaluated, LaneFinish}},
+			{Name: LaneStart, Run: typedLane.Phase(LaneStartPhase), Next: []string{LaneAgentDone, LaneEvaluated, LaneFinish}},
+			{Name: LaneAgentDone, Run: typedLane.Phase(LaneAgentDonePhase), Next: []string{LaneEvaluated, LaneAgentDone, LaneFinish}},
+			{Name: LaneEvaluated, Run: typedLane.Phase(LaneEvaluatedPhase), Next: []string{LaneAgentDone, LaneEvaluated, LaneFinish}},
 			{Name: LaneFinish, Run: LaneFinishPhase},
 		},
 		Settings: LaneSettings{},
@@ -91,6 +92,10 @@ func (it Item) childName() string {
 	return fmt.Sprintf("t%05d-c%d", it.Task.Index, it.Chain)
 }
 
+// typedLane hands the lane's phases their parsed settings (see
+// phases.Typed): a lane's settings hold all its items, parsed once.
+var typedLane = phases.NewTyped(parseLane)
+
 func parseLane(doc json.RawMessage) (LaneSettings, error) {
 	var s LaneSettings
 	if err := json.Unmarshal(doc, &s); err != nil {
@@ -116,15 +121,18 @@ type laneVar struct {
 
 // agentRun is what a lane keeps of a finished agent run.
 type agentRun struct {
-	RunID             string  `json:"run_id"`
-	Status            string  `json:"status"`
-	EndReason         string  `json:"end_reason,omitempty"`
-	Error             string  `json:"error,omitempty"`
-	Answer            string  `json:"answer"`
-	TerminationReason string  `json:"termination_reason"`
-	Tokens            int     `json:"tokens"`
-	Cost              float64 `json:"cost"`
-	Seconds           float64 `json:"seconds"`
+	RunID             string        `json:"run_id"`
+	Status            record.Status `json:"status"`
+	EndReason         string        `json:"end_reason,omitempty"`
+	Error             string        `json:"error,omitempty"`
+	Answer            string        `json:"answer"`
+	TerminationReason string        `json:"termination_reason"`
+	Tokens            int           `json:"tokens"`
+	Cost              float64       `json:"cost"`
+	Seconds           float64       `json:"seconds"`
+	// WorkDir is the agent run's work directory, as its spawn result
+	// names it: where its verifier runs and its trajectory file is.
+	WorkDir string `json:"work_dir,omitempty"`
 }
 
 const varLane = "lane"
@@ -136,11 +144,7 @@ type LaneResult struct {
 }
 
 // LaneStartPhase spawns the first sample's agent.
-func LaneStartPhase(in phases.Input) (phases.Output, error) {
-	ls, err := parseLane(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func LaneStartPhase(in phases.Input, ls *LaneSettings) (phases.Output, error) {
 	var out phases.Output
 	if len(ls.Lane.Items) == 0 {
 		res, _ := json.Marshal(LaneResult{Rows: []Row{}})
@@ -175,10 +179,10 @@ func spawnItem(in phases.Input, l Lane, v laneVar, out phases.Output, i int) (ph
 // verifier or judge.
 func regradeItem(in phases.Input, l Lane, v laneVar, out phases.Output, i int) (phases.Output, error) {
 	r := l.Items[i].Regrade
-	a := agentRun{RunID: r.RunID, Status: r.Status, EndReason: r.EndReason, Error: r.Error, Answer: r.PredictedAnswer,
+	a := agentRun{RunID: r.RunID, Status: record.Status(r.Status), WorkDir: r.WorkDir, EndReason: r.EndReason, Error: r.Error, Answer: r.PredictedAnswer,
 		TerminationReason: r.TerminationReason, Tokens: r.Tokens - r.GradeTokens, Cost: r.Cost - r.GradeCost, Seconds: r.AgentSeconds}
 	v.Item, v.Started, v.Agent = i, in.Run.Now, &a
-	ops := gradeOps(l, l.Items[i], a, r.WorkDir)
+	ops := gradeOps(l, l.Items[i], a)
 	if len(ops) == 0 {
 		return complete(in, l, v, out, nil)
 	}
@@ -191,14 +195,14 @@ func regradeItem(in phases.Input, l Lane, v laneVar, out phases.Output, i int) (
 }
 
 // gradeOps returns the ops that grade a succeeded agent's answer: its
-// verifier (run in workDir) or its judge call; none for a metric.
-func gradeOps(l Lane, it Item, a agentRun, workDir string) []operations.Request {
-	if a.Status != "succeeded" {
+// verifier (run in the agent's work directory) or its judge call; none for a metric.
+func gradeOps(l Lane, it Item, a agentRun) []operations.Request {
+	if a.Status != record.StatusSucceeded {
 		return nil
 	}
 	var ops []operations.Request
 	if cmd := verifierOf(l, it); cmd != "" {
-		ops = append(ops, operations.NewBash(verifierCommand(cmd, workDir, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier"))
+		ops = append(ops, operations.NewBash(verifierCommand(cmd, a.WorkDir, it, a.Answer), l.Verifier.TimeoutS).WithMeta("purpose", "verifier"))
 	} else if l.Metric == grading.NameLLMJudgement && len(it.Task.References) > 0 && strings.TrimSpace(a.Answer) != "" && l.Judge != nil {
 		msgs := grading.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
 		m := l.Judge.Model.Model
@@ -211,7 +215,7 @@ func gradeOps(l Lane, it Item, a agentRun, workDir string) []operations.Request 
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		ops = append(ops, operations.NewBash(verifierCommand(l.Extras.Verifiers[name], workDir, it, a.Answer), l.Verifier.TimeoutS).
+		ops = append(ops, operations.NewBash(verifierCommand(l.Extras.Verifiers[name], a.WorkDir, it, a.Answer), l.Verifier.TimeoutS).
 			WithMeta("purpose", "verifier").WithMeta("scorer", name))
 	}
 	return ops
@@ -242,11 +246,7 @@ func itemSettings(base json.RawMessage, it Item) (json.RawMessage, error) {
 // LaneAgentDonePhase takes the finished agent run (and the appends of the
 // previous sample), then grades it: at once, or after the verifier, the
 // judge and the trajectory read it needs.
-func LaneAgentDonePhase(in phases.Input) (phases.Output, error) {
-	ls, err := parseLane(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func LaneAgentDonePhase(in phases.Input, ls *LaneSettings) (phases.Output, error) {
 	l := ls.Lane
 	var v laneVar
 	if _, err := phases.GetVar(in.State, varLane, &v); err != nil {
@@ -271,9 +271,9 @@ func LaneAgentDonePhase(in phases.Input) (phases.Output, error) {
 	a := readAgent(*spawn, in.Run.Now.Sub(v.Started))
 	v.Agent = &a
 	var out phases.Output
-	out.Ops = gradeOps(l, it, a, childDir(in, it))
-	if l.EpisodesFile != "" && a.RunID != "" {
-		out.Ops = append(out.Ops, operations.NewReadFile("children/"+it.childName()+"/"+l.TrajectoryFile).WithMeta("purpose", "trajectory"))
+	out.Ops = gradeOps(l, it, a)
+	if l.EpisodesFile != "" && a.WorkDir != "" {
+		out.Ops = append(out.Ops, operations.NewReadFile(filepath.Join(a.WorkDir, l.TrajectoryFile)).WithMeta("purpose", "trajectory"))
 	}
 	if len(out.Ops) > 0 {
 		if err := out.SetVar(varLane, v); err != nil {
@@ -285,18 +285,9 @@ func LaneAgentDonePhase(in phases.Input) (phases.Output, error) {
 	return complete(in, l, v, out, nil)
 }
 
-// childDir is the work directory of item it's agent run.
-func childDir(in phases.Input, it Item) string {
-	return filepath.Join(in.Run.WorkDir, "children", it.childName())
-}
-
 // LaneEvaluatedPhase grades the sample with the verifier's or the judge's
 // output.
-func LaneEvaluatedPhase(in phases.Input) (phases.Output, error) {
-	ls, err := parseLane(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func LaneEvaluatedPhase(in phases.Input, ls *LaneSettings) (phases.Output, error) {
 	var v laneVar
 	if _, err := phases.GetVar(in.State, varLane, &v); err != nil {
 		return phases.Output{}, err
@@ -314,7 +305,7 @@ func LaneEvaluatedPhase(in phases.Input) (phases.Output, error) {
 
 // readAgent reads a spawn result.
 func readAgent(r operations.Result, took time.Duration) agentRun {
-	a := agentRun{Status: "failed", Seconds: took.Seconds(), TerminationReason: string(grading.TerminationError), EndReason: EndSpawnError}
+	a := agentRun{Status: record.StatusFailed, Seconds: took.Seconds(), TerminationReason: string(grading.TerminationError), EndReason: EndSpawnError}
 	if r.Error != "" || r.Spawn == nil {
 		a.Error = r.Error
 		if a.Error == "" {
@@ -323,7 +314,14 @@ func readAgent(r operations.Result, took time.Duration) agentRun {
 		return a
 	}
 	sp := r.Spawn
-	a.RunID, a.Status = sp.RunID, sp.Status
+	if sp.WorkDir == "" {
+		// Only a spawn result journaled before results named the child's
+		// work directory lacks it; its verifier and trajectory cannot be
+		// found.
+		a.RunID, a.Error = sp.RunID, "spawn result names no work_dir (journaled by an older flock)"
+		return a
+	}
+	a.RunID, a.Status, a.WorkDir = sp.RunID, sp.Status, sp.WorkDir
 	a.EndReason, a.Error = endCode(sp.Status, sp.EndReason, sp.Error)
 	a.Tokens, a.Cost = sp.Usage.Tokens, sp.Usage.Cost
 	if sp.Usage.Seconds > 0 {
@@ -332,9 +330,9 @@ func readAgent(r operations.Result, took time.Duration) agentRun {
 	a.Answer, a.TerminationReason = answerOf(sp.Result)
 	switch {
 	case a.TerminationReason != "":
-	case sp.Status == "succeeded":
+	case sp.Status == record.StatusSucceeded:
 		a.TerminationReason = string(grading.TerminationEnvDone)
-	case sp.EndReason == "limit_time":
+	case sp.EndReason == record.ReasonLimitTime:
 		a.TerminationReason = string(grading.TerminationTimeout)
 	default:
 		a.TerminationReason = string(grading.TerminationError)
@@ -362,18 +360,18 @@ const (
 // "max_turns") stay as they are; a reason that is a message ("error:
 // generate: upstream 500") becomes model_error or agent_failed, the
 // message going to the second result.
-func endCode(status, reason, errMsg string) (string, string) {
+func endCode(status record.Status, reason, errMsg string) (string, string) {
 	msg := errMsg
 	detail := strings.TrimPrefix(reason, "error: ")
 	short := reason != "" && !strings.ContainsAny(reason, " :")
 	switch {
 	case short:
-		if msg == "" && status != "succeeded" {
+		if msg == "" && status != record.StatusSucceeded {
 			msg = reason
 		}
 		return reason, msg
-	case status == "succeeded":
-		return "completed", msg
+	case status == record.StatusSucceeded:
+		return record.ReasonCompleted, msg
 	}
 	if msg == "" {
 		msg = detail
@@ -436,10 +434,10 @@ func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []o
 	a := *v.Agent
 	row := Row{SchemaVersion: SchemaVersion, TaskID: it.Task.ID, TaskIndex: it.Task.Index, Chain: it.Chain,
 		EpisodeID: grading.EpisodeID(it.Task.ID, it.Chain), Question: it.Task.Question, GroundTruth: it.Task.References,
-		PredictedAnswer: a.Answer, Metric: l.Metric, Success: a.Status == "succeeded", Status: a.Status,
+		PredictedAnswer: a.Answer, Metric: l.Metric, Success: a.Status == record.StatusSucceeded, Status: string(a.Status),
 		EndReason: a.EndReason, Error: a.Error, TerminationReason: a.TerminationReason, RunID: a.RunID,
 		Tokens: a.Tokens, Cost: a.Cost, AgentSeconds: a.Seconds, Seconds: in.Run.Now.Sub(v.Started).Seconds(),
-		FinishedAt: in.Run.Now, WorkDir: childDir(in, it), InputHash: it.Task.inputHash(),
+		FinishedAt: in.Run.Now, WorkDir: a.WorkDir, InputHash: it.Task.inputHash(),
 		GradingHash: gradingHash(l.Metric, l.Threshold, l.Judge, l.Verifier, it.Task, l.Extras)}
 	if old := it.Regrade; old != nil {
 		row.WorkDir, row.AgentSeconds, row.Trajectory, row.Steps, row.EpisodeError = old.WorkDir, old.AgentSeconds, old.Trajectory, old.Steps, old.EpisodeError

@@ -13,6 +13,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/record"
 )
 
 // Name is the workflow's registry name.
@@ -52,12 +53,12 @@ func Workflow() phases.Workflow {
 		Description: "Benchmark rollout: runs an agent workflow on every task × chain under a concurrency cap, grades each sample, writes results, evaluation, summary, episodes and group advantages; resumable.",
 		Start:       PhaseInit,
 		Phases: []phases.PhaseSpec{
-			{Name: PhaseInit, Run: Init, Next: []string{PhaseLoad}},
-			{Name: PhaseLoad, Run: Load, Next: []string{PhaseResume, PhaseRun, PhaseReport, PhaseDone}},
-			{Name: PhaseResume, Run: Resume, Next: []string{PhaseRun, PhaseReport, PhaseDone}},
-			{Name: PhaseRun, Run: Run, Next: []string{PhaseRun, PhaseReport, PhaseDone}},
-			{Name: PhaseReport, Run: Report, Next: []string{PhaseDone}},
-			{Name: PhaseDone, Run: Done},
+			{Name: PhaseInit, Run: typed.Phase(Init), Next: []string{PhaseLoad}},
+			{Name: PhaseLoad, Run: typed.Phase(Load), Next: []string{PhaseResume, PhaseRun, PhaseReport, PhaseDone}},
+			{Name: PhaseResume, Run: typed.Phase(Resume), Next: []string{PhaseRun, PhaseReport, PhaseDone}},
+			{Name: PhaseRun, Run: typed.Phase(Run), Next: []string{PhaseRun, PhaseReport, PhaseDone}},
+			{Name: PhaseReport, Run: typed.Phase(Report), Next: []string{PhaseDone}},
+			{Name: PhaseDone, Run: typed.Phase(Done)},
 		},
 		Settings:      Settings{},
 		CheckSettings: CheckSettings,
@@ -75,10 +76,10 @@ type Plan struct {
 // this run (those it finished are in the results file, and a re-run picks
 // up the others).
 type LaneError struct {
-	Summary string `json:"summary"`
-	RunID   string `json:"run_id"`
-	Status  string `json:"status"`
-	Error   string `json:"error"`
+	Summary string        `json:"summary"`
+	RunID   string        `json:"run_id"`
+	Status  record.Status `json:"status"`
+	Error   string        `json:"error"`
 }
 
 // Manifest is rollout_<bench>.json in the output directory: it names the
@@ -137,24 +138,13 @@ func getState(s phases.State) (runState, error) {
 	return st, err
 }
 
-// load reads the settings and the rollout's state var, which every phase
-// after Init needs.
-func load(in phases.Input) (Settings, runState, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return s, runState{}, err
-	}
-	st, err := getState(in.State)
-	return s, st, err
-}
+// typed hands the rollout's phases their parsed settings (see
+// phases.Typed); each phase after Init reads the rollout's state var too.
+var typed = phases.NewTyped(ParseSettings)
 
 // Init names the output files after the start time and reads the
 // benchmark and the manifest of an earlier rollout.
-func Init(in phases.Input) (phases.Output, error) {
-	s, err := ParseSettings(in.Run.Settings)
-	if err != nil {
-		return phases.Output{}, err
-	}
+func Init(in phases.Input, s *Settings) (phases.Output, error) {
 	ts := in.Run.Now.UTC().Format("20060102_150405")
 	st := runState{Timestamp: ts, StartedAt: in.Run.Now, Files: s.files(in.Run.WorkDir, ts)}
 	var out phases.Output
@@ -177,8 +167,8 @@ func Init(in phases.Input) (phases.Output, error) {
 
 // Load parses and selects the tasks, then reads the earlier results when
 // the manifest names an earlier rollout, or plans every sample.
-func Load(in phases.Input) (phases.Output, error) {
-	s, st, err := load(in)
+func Load(in phases.Input, s *Settings) (phases.Output, error) {
+	st, err := getState(in.State)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -254,7 +244,7 @@ func Load(in phases.Input) (phases.Output, error) {
 }
 
 // selectTasks applies task_ids and max_tasks.
-func selectTasks(all []Task, s Settings) ([]Task, error) {
+func selectTasks(all []Task, s *Settings) ([]Task, error) {
 	tasks := all
 	if len(s.TaskIDs) > 0 {
 		want := make(map[string]bool, len(s.TaskIDs))
@@ -298,8 +288,8 @@ func selectTasks(all []Task, s Settings) ([]Task, error) {
 
 // Resume keeps the finished samples of the earlier rollout and plans the
 // rest.
-func Resume(in phases.Input) (phases.Output, error) {
-	s, st, err := load(in)
+func Resume(in phases.Input, s *Settings) (phases.Output, error) {
+	st, err := getState(in.State)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -406,7 +396,7 @@ func tasksOf(s phases.State) ([]Task, error) {
 // plan records the samples still to run, writes the manifest and starts
 // the first round (or finishes when nothing is left).
 // With regrade set, only the samples to re-grade are planned.
-func plan(in phases.Input, s Settings, st runState, out phases.Output, tasks []Task, done, regrade map[sampleKey]bool) (phases.Output, error) {
+func plan(in phases.Input, s *Settings, st runState, out phases.Output, tasks []Task, done, regrade map[sampleKey]bool) (phases.Output, error) {
 	p := Plan{Items: [][2]int{}}
 	for pos, t := range tasks {
 		for c := 0; c < s.NumChains; c++ {
@@ -420,18 +410,20 @@ func plan(in phases.Input, s Settings, st runState, out phases.Output, tasks []T
 		len(tasks), s.NumChains, len(p.Items)-len(regrade), len(regrade), len(done))
 	out.Append = append(out.Append, phases.MustEntry(EntryPlan, p))
 	st.Planned, st.PlanMade = len(p.Items), true
+	if len(p.Items) == 0 {
+		// Nothing to run: finalize writes the final manifest.
+		out.Ops = nil
+		return finalize(in, s, st, out, nil)
+	}
 	man, err := manifest(in, s, st, false)
 	if err != nil {
 		return out, err
 	}
 	out.Ops = []operations.Request{man}
-	if len(p.Items) == 0 {
-		return finalize(in, s, st, out, nil)
-	}
 	return spawnRound(in, s, st, out, tasks, p)
 }
 
-func manifest(in phases.Input, s Settings, st runState, complete bool) (operations.Request, error) {
+func manifest(in phases.Input, s *Settings, st runState, complete bool) (operations.Request, error) {
 	b, err := json.MarshalIndent(Manifest{SchemaVersion: SchemaVersion, BenchmarkName: s.BenchmarkName, Timestamp: st.Timestamp,
 		RunID: in.Run.ID, Complete: complete, Grading: s.grading(st.BenchmarkSHA256), Files: st.Files}, "", "  ")
 	if err != nil {
@@ -443,7 +435,7 @@ func manifest(in phases.Input, s Settings, st runState, complete bool) (operatio
 // spawnRound spawns the next round of lanes: up to max_concurrency lanes,
 // each with items_per_lane samples (all remaining samples when 0), dealt
 // round-robin so the chains of a task run side by side.
-func spawnRound(in phases.Input, s Settings, st runState, out phases.Output, tasks []Task, p Plan) (phases.Output, error) {
+func spawnRound(in phases.Input, s *Settings, st runState, out phases.Output, tasks []Task, p Plan) (phases.Output, error) {
 	remaining := p.Items[st.Next:]
 	size := len(remaining)
 	if s.ItemsPerLane > 0 {
@@ -533,8 +525,8 @@ func regradeRows(s phases.State, pending []phases.Entry) (map[sampleKey]Row, err
 // Run collects the rows of a finished round; it starts the next round
 // (rewriting the evaluation and summary files with the rows so far) or
 // finishes.
-func Run(in phases.Input) (phases.Output, error) {
-	s, st, err := load(in)
+func Run(in phases.Input, s *Settings) (phases.Output, error) {
+	st, err := getState(in.State)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -548,7 +540,7 @@ func Run(in phases.Input) (phases.Output, error) {
 			}
 		case operations.KindSpawn:
 			var lr LaneResult
-			ok := r.Error == "" && r.Spawn != nil && r.Spawn.Status == "succeeded" && json.Unmarshal(r.Spawn.Result, &lr) == nil
+			ok := r.Error == "" && r.Spawn != nil && r.Spawn.Status == record.StatusSucceeded && json.Unmarshal(r.Spawn.Result, &lr) == nil
 			if !ok {
 				st.LaneFailed++
 				le := LaneError{Error: r.Error}
@@ -619,7 +611,7 @@ func rowsOf(s phases.State, fresh []Row) ([]Row, error) {
 	return dedupe(rows), nil
 }
 
-func progressOf(in phases.Input, s Settings, st runState, now time.Time) progress {
+func progressOf(in phases.Input, s *Settings, st runState, now time.Time) progress {
 	return progress{RunID: in.Run.ID, Bench: s.BenchmarkName, Timestamp: st.Timestamp, Workflow: s.Agent.Workflow,
 		Metric: cmp.Or(s.Primary, s.EvaluationMetric), Primary: s.primary(), Reducers: s.Reducers, NumChains: s.NumChains, Tasks: st.Tasks, Samples: st.Samples, StartedAt: st.StartedAt,
 		Now: now, LaneFailed: st.LaneFailed, WriteError: st.WriteErrors, Files: st.Files,
@@ -628,7 +620,7 @@ func progressOf(in phases.Input, s Settings, st runState, now time.Time) progres
 
 // reports returns the writes of the evaluation and summary files (and,
 // when final, the groups file and the completed manifest).
-func reports(in phases.Input, s Settings, st runState, rows []Row, final bool) ([]operations.Request, error) {
+func reports(in phases.Input, s *Settings, st runState, rows []Row, final bool) ([]operations.Request, error) {
 	now := in.Run.Now
 	if final {
 		now = st.FinishedAt
@@ -669,7 +661,7 @@ type GroupLine struct {
 // member with reward 0, unless groups_drop_failed) by
 // "task_id:trajectory_name" and computes the requested advantages.
 // Ungraded samples are in no group.
-func groups(rows []Row, eps []grading.Episode, s Settings) (string, error) {
+func groups(rows []Row, eps []grading.Episode, s *Settings) (string, error) {
 	var members []grading.Episode
 	for i, r := range rows {
 		if !r.Evaluated || (s.GroupsDropFailed && !r.Success) {
@@ -702,7 +694,7 @@ func groups(rows []Row, eps []grading.Episode, s Settings) (string, error) {
 }
 
 // finalize writes the final reports and goes to done.
-func finalize(in phases.Input, s Settings, st runState, out phases.Output, fresh []Row) (phases.Output, error) {
+func finalize(in phases.Input, s *Settings, st runState, out phases.Output, fresh []Row) (phases.Output, error) {
 	st.FinishedAt = in.Run.Now
 	rows, err := rowsOf(in.State, fresh)
 	if err != nil {
@@ -723,13 +715,7 @@ func finalize(in phases.Input, s Settings, st runState, out phases.Output, fresh
 		}
 		rows = dedupe(rows)
 	}
-	// The manifest write of plan (if any) is superseded by the final one.
-	var ops []operations.Request
-	for _, op := range out.Ops {
-		if op.Meta["purpose"] != "manifest" {
-			ops = append(ops, op)
-		}
-	}
+	ops := out.Ops
 	if st.Files.Episodes != "" {
 		// The episodes file is rewritten whole, one line per sample, with
 		// the final grades; the groups are made from it.
@@ -756,8 +742,8 @@ func finalize(in phases.Input, s Settings, st runState, out phases.Output, fresh
 // last line per id, regraded samples given their new grade, samples
 // without a line given an episode without steps) and writes the groups,
 // evaluation, summary and manifest.
-func Report(in phases.Input) (phases.Output, error) {
-	s, st, err := load(in)
+func Report(in phases.Input, s *Settings) (phases.Output, error) {
+	st, err := getState(in.State)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -778,7 +764,7 @@ func Report(in phases.Input) (phases.Output, error) {
 	for i := range in.Results {
 		r := &in.Results[i]
 		switch {
-		case r.Meta["purpose"] == "episodes":
+		case r.Kind == operations.KindReadFile: // finalize's one read: the episodes file
 			read = r
 		case r.Kind == operations.KindWriteFile && r.Error != "":
 			st.WriteErrors++
@@ -855,8 +841,8 @@ func Report(in phases.Input) (phases.Output, error) {
 
 // Done checks the final writes and ends the run with the summary as its
 // result. The run fails when a lane failed or a file could not be written.
-func Done(in phases.Input) (phases.Output, error) {
-	s, st, err := load(in)
+func Done(in phases.Input, s *Settings) (phases.Output, error) {
+	st, err := getState(in.State)
 	if err != nil {
 		return phases.Output{}, err
 	}
@@ -879,7 +865,7 @@ func Done(in phases.Input) (phases.Output, error) {
 	if err := out.SetVar(varState, st); err != nil {
 		return out, err
 	}
-	end := &phases.End{Result: b, Reason: "completed"}
+	end := &phases.End{Result: b, Reason: record.ReasonCompleted}
 	switch {
 	case st.LaneFailed > 0:
 		end.Failed, end.Reason = true, fmt.Sprintf("lanes_failed: %d of %d", st.LaneFailed, st.Lanes)

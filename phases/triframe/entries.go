@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/record"
 )
 
 // Entry types of the triframe log. Each carries a one-line Summary that
@@ -110,7 +111,9 @@ type SubagentRun struct {
 }
 
 // Concluded reports whether the subagent finished with a conclusion.
-func (r SubagentRun) Concluded() bool { return r.Status == "succeeded" && r.Conclusion != "" }
+func (r SubagentRun) Concluded() bool {
+	return r.Status == string(record.StatusSucceeded) && r.Conclusion != ""
+}
 
 // SubagentsReport records the subagents of one launch once they all ended.
 type SubagentsReport struct {

@@ -117,7 +117,7 @@ func Subagents(in phases.Input, s *Settings) (phases.Output, error) {
 		case r.Error != "" || sp == nil:
 			run.Status, run.Error = "error", r.Error
 		default:
-			run.RunID, run.Status, run.EndReason, run.Error = sp.RunID, sp.Status, sp.EndReason, sp.Error
+			run.RunID, run.Status, run.EndReason, run.Error = sp.RunID, string(sp.Status), sp.EndReason, sp.Error
 			run.Conclusion, run.Report = childResult(sp.Result)
 		}
 		entry.Agents = append(entry.Agents, run)
