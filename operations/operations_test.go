@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/flockrun/flock/record"
 )
 
 func f(v float64) *float64 { return &v }
@@ -222,5 +224,23 @@ func TestEffects(t *testing.T) {
 				t.Fatalf("Effects = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSpawnViewIsPlain: a spawn result's view holds its status as a plain
+// string (expressions compare it with "succeeded"), and ok needs a
+// succeeded child.
+func TestSpawnViewIsPlain(t *testing.T) {
+	for _, tt := range []struct {
+		status record.Status
+		ok     bool
+	}{{record.StatusSucceeded, true}, {record.StatusFailed, false}} {
+		v := Result{Kind: KindSpawn, Meta: Meta{"k": "v"}, Spawn: &SpawnResult{RunID: "c", Status: tt.status}}.View()
+		if s, isString := v["status"].(string); !isString || s != string(tt.status) || v["ok"] != tt.ok {
+			t.Fatalf("view of a %s child: status %#v, ok %v", tt.status, v["status"], v["ok"])
+		}
+		if _, isMap := v["meta"].(map[string]string); !isMap {
+			t.Fatalf("meta is %T, want map[string]string", v["meta"])
+		}
 	}
 }

@@ -19,7 +19,7 @@ func (r Result) View() map[string]any {
 	}
 	info := kinds.byKind[r.Kind]
 	kinds.RUnlock()
-	meta := r.Meta
+	meta := map[string]string(r.Meta) // expressions see a plain map
 	if meta == nil {
 		meta = map[string]string{}
 	}
