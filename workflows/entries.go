@@ -10,6 +10,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -22,7 +23,7 @@ const pageEntries = 64
 const DefaultEntryCacheBytes = 64 << 20
 
 // entryOverhead is what an entry costs in a page besides its strings.
-const entryOverhead = int(unsafe.Sizeof(phases.Entry{}))
+const entryOverhead = int(unsafe.Sizeof(record.Entry{}))
 
 // page is a run's entries from Seq first() on: a prefix of its page of the
 // log (the whole page, or fewer entries while the run is still filling
@@ -30,13 +31,13 @@ const entryOverhead = int(unsafe.Sizeof(phases.Entry{}))
 type page struct {
 	run     string
 	no      uint64
-	entries []phases.Entry
+	entries []record.Entry
 	bytes   int
 	// prev and next link the cache's LRU list; guarded by entryCache.mu.
 	prev, next *page
 }
 
-func newPage(run string, no uint64, entries []phases.Entry) *page {
+func newPage(run string, no uint64, entries []record.Entry) *page {
 	p := &page{run: run, no: no, entries: entries, bytes: 128 + len(run)}
 	for i := range entries {
 		p.bytes += entryOverhead + len(entries[i].Type) + len(entries[i].Phase) + len(entries[i].Data)
@@ -126,12 +127,12 @@ func (c *entryCache) peek(run string, no uint64) *page {
 // previous length was before: they extend the cached last page (when it
 // is cached) and fill new pages. The newest entries are what the next
 // phase reads first.
-func (c *entryCache) appended(run string, before uint64, entries []phases.Entry) {
+func (c *entryCache) appended(run string, before uint64, entries []record.Entry) {
 	for len(entries) > 0 {
 		no := before / pageEntries
 		room := int(pageEntries - before%pageEntries)
 		n := min(room, len(entries))
-		var prefix []phases.Entry
+		var prefix []record.Entry
 		if before%pageEntries != 0 {
 			old := c.peek(run, no)
 			if old == nil || old.first()+uint64(len(old.entries)) != before+1 {
@@ -143,7 +144,7 @@ func (c *entryCache) appended(run string, before uint64, entries []phases.Entry)
 			}
 			prefix = old.entries
 		}
-		es := make([]phases.Entry, 0, len(prefix)+n)
+		es := make([]record.Entry, 0, len(prefix)+n)
 		es = append(append(es, prefix...), entries[:n]...)
 		c.put(newPage(run, no, es))
 		before += uint64(n)
@@ -255,7 +256,7 @@ func (v *view) Usage() (operations.RunUsage, operations.RunLimits) {
 
 // Entry returns entry i (Seq i+1). An i out of range panics, as indexing a
 // slice does (a bug in the phase, which the executor reports).
-func (v *view) Entry(i int) phases.Entry {
+func (v *view) Entry(i int) record.Entry {
 	if i < 0 || i >= v.n {
 		panic(fmt.Sprintf("phases.State.Entry(%d): index out of range [0, %d)", i, v.n))
 	}
@@ -266,7 +267,7 @@ func (v *view) Entry(i int) phases.Entry {
 	p, err := v.page(seq)
 	if err != nil {
 		v.fail(fmt.Errorf("%w: read entry %d of run %s: %w", errStore, seq, v.head.ID, err))
-		return phases.Entry{}
+		return record.Entry{}
 	}
 	v.cur.Store(p)
 	return p.entries[seq-p.first()]

@@ -21,6 +21,7 @@ import (
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -67,7 +68,7 @@ func seedRun(t testing.TB, st state.Store, dir, id, wf, next string, n int) {
 	}
 	for done := 0; done < n; {
 		k := min(5000, n-done)
-		c := &state.Commit{RunID: id, Entries: make([]phases.Entry, k)}
+		c := &state.Commit{RunID: id, Entries: make([]record.Entry, k)}
 		for j := range c.Entries {
 			seq := uint64(done + j + 1)
 			c.Entries[j] = phases.MustEntry("fill", fillOf(seq))
@@ -237,28 +238,38 @@ func TestResumeLongHistoryBoundedMemory(t *testing.T) {
 	}
 }
 
-// TestEntryCacheTinyBudget runs phases that read their whole log and
-// random entries every step with a cache that keeps nothing: every read
-// goes to the store and the results stay right.
-func TestEntryCacheTinyBudget(t *testing.T) {
-	const seeded = 300
-	dir := t.TempDir()
-	st := teststore.OpenAt(t, dir)
-	seedRun(t, st, dir, "tiny", "probe", "p", seeded)
-	reg := phases.NewRegistry()
-	reg.MustRegister(probe(seeded, 12, 50, false))
-	ex := openExecutor(t, st, dir, reg, 1, nil, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	h, err := ex.Wait(ctx, "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Status != state.StatusSucceeded || h.Entries != seeded+12*7 {
-		t.Fatalf("run %s (%s) with %d entries; want succeeded with %d", h.Status, h.Error, h.Entries, seeded+12*7)
-	}
-	if s := ex.EntryCacheStats(); s.Bytes > 1 || s.Evictions == 0 || s.Misses == 0 {
-		t.Fatalf("cache %+v: want nothing kept, evictions and misses", s)
+// TestEntryCacheBudgets runs phases that read their whole log, random
+// entries and everything they appended, every step: with a cache that
+// keeps nothing (every read goes to the store) and with the default one
+// (the entries a commit appends extend the cached last page and fill new
+// ones), the results stay right.
+func TestEntryCacheBudgets(t *testing.T) {
+	const seeded, steps = 300, 12
+	for _, budget := range []int{1, 0} {
+		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
+			dir := t.TempDir()
+			st := teststore.OpenAt(t, dir)
+			seedRun(t, st, dir, "tiny", "probe", "p", seeded)
+			reg := phases.NewRegistry()
+			reg.MustRegister(probe(seeded, steps, 50, false))
+			ex := openExecutor(t, st, dir, reg, budget, nil, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			h, err := ex.Wait(ctx, "tiny")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Status != state.StatusSucceeded || h.Entries != seeded+steps*7 {
+				t.Fatalf("run %s (%s) with %d entries; want succeeded with %d", h.Status, h.Error, h.Entries, seeded+steps*7)
+			}
+			s := ex.EntryCacheStats()
+			if budget == 1 && (s.Bytes > 1 || s.Evictions == 0 || s.Misses == 0) {
+				t.Fatalf("cache %+v: want nothing kept, evictions and misses", s)
+			}
+			if budget == 0 && (s.Runs != 0 || s.Bytes != 0 || s.Hits == 0) {
+				t.Fatalf("cache %+v: want hits, and the ended run's pages dropped", s)
+			}
+		})
 	}
 }
 
@@ -271,7 +282,7 @@ type failingStore struct {
 
 var errInjected = errors.New("injected read failure")
 
-func (f *failingStore) Entries(ctx context.Context, id string, after uint64, limit int) ([]phases.Entry, error) {
+func (f *failingStore) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
 	f.reads.Add(1)
 	if f.failing.Load() {
 		return nil, errInjected
@@ -290,7 +301,7 @@ func readFirst(viaOp bool) phases.Workflow {
 			return phases.Output{Ops: []operations.Request{operations.NewLog("peek")}, Next: "p"}, nil
 		}
 		e := in.State.Entry(0)
-		return phases.Output{Append: []phases.Entry{{Type: "saw", Data: e.Data}}, Next: "p"}, nil
+		return phases.Output{Append: []record.Entry{{Type: "saw", Data: e.Data}}, Next: "p"}, nil
 	}
 	return phases.Workflow{Name: "first", Start: "p", Phases: []phases.PhaseSpec{{Name: "p", Run: p, Next: []string{"p"}}}}
 }
