@@ -118,8 +118,8 @@ func memoryRows(w io.Writer, quick bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d idle live runs\t%s each → %.0f per GiB; resumed in %s\t100,000 per GiB\n",
-		idle, kib(many.PerRun), float64(1<<30)/many.PerRun, ms(many.Resume))
+	fmt.Fprintf(w, "%d idle live runs\t%s each (%s stacks) → %.0f per GiB; resumed in %s\t100,000 per GiB\n",
+		idle, kib(many.PerRun), kib(many.Stack), float64(1<<30)/many.PerRun, ms(many.Resume))
 	return nil
 }
 

@@ -30,6 +30,8 @@ type LiveStats struct {
 	// (runtime.MemStats, after runtime.GC), with every run loaded and
 	// idle, minus the same before the executor started, divided by Runs.
 	PerRun float64
+	// Stack is the part of PerRun that is goroutine stacks.
+	Stack float64
 }
 
 // idlePhase reads the newest entries (as an agent rendering its recent
@@ -53,13 +55,14 @@ func (c *committed) RunEnded(string, state.Status)                   {}
 func (c *committed) PhaseCommitted(string, string)                   { c.n.Add(1) }
 func (c *committed) OpFinished(operations.Kind, bool, time.Duration) {}
 
-// memInUse returns HeapInuse + StackInuse after a full collection.
-func memInUse() uint64 {
+// memInUse returns HeapInuse + StackInuse, and StackInuse, after a full
+// collection.
+func memInUse() (uint64, uint64) {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapInuse + m.StackInuse
+	return m.HeapInuse + m.StackInuse, m.StackInuse
 }
 
 // buildRuns writes runs heads in status running with `entries` entries of
@@ -146,7 +149,7 @@ func LiveRuns(runs, entries int) (LiveStats, error) {
 	if err != nil {
 		return out, err
 	}
-	before := memInUse()
+	before, stackBefore := memInUse()
 	start = time.Now()
 	if err := ex.Start(ctx); err != nil {
 		return out, err
@@ -167,8 +170,9 @@ func LiveRuns(runs, entries int) (LiveStats, error) {
 	if n := len(ex.Active()); n != runs {
 		return out, fmt.Errorf("%d of %d runs live", n, runs)
 	}
-	after := memInUse()
+	after, stackAfter := memInUse()
 	out.PerRun = (float64(after) - float64(before)) / float64(runs)
+	out.Stack = (float64(stackAfter) - float64(stackBefore)) / float64(runs)
 	runtime.KeepAlive(ex)
 	return out, nil
 }
