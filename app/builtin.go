@@ -8,3 +8,6 @@ import (
 	_ "github.com/flockrun/flock/phases/script"
 	_ "github.com/flockrun/flock/phases/triframe"
 )
+
+// Every sandbox backend registers itself through sandbox/all.
+import _ "github.com/flockrun/flock/sandbox/all"

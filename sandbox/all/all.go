@@ -1,0 +1,8 @@
+// Package all links every sandbox backend into the binary: each backend
+// package under sandbox/ is blank-imported here (one line each), and app/
+// imports this package. A backend engineer adds exactly one import line.
+package all
+
+import (
+	_ "github.com/flockrun/flock/sandbox" // the registry; backends below
+)

@@ -1,0 +1,53 @@
+// Package sandbox is flock's sandbox service: AgentFlow-compatible sessions,
+// a registry of tools grouped into backends, and the envelope and codes of
+// AgentFlow's wire (../shared/reference/agentflow-sandbox-wire.md). It holds no
+// HTTP; server/ mounts the routes under /api/v1 and `flock sandbox` runs the
+// service alone.
+//
+// # Backends
+//
+// A backend is one module: a resource type with sessions (bash, code, browser,
+// mcp) or an API group of stateless tools (text2sql, rag, doc, web). Each lives
+// in its own package under sandbox/ and registers itself from init():
+//
+//	func init() {
+//		sandbox.RegisterBackend(sandbox.BackendInfo{
+//			Name: "text2sql",
+//			New:  func() sandbox.Backend { return new(Backend) },
+//		})
+//	}
+//
+// RegisterBackend panics on an empty or duplicate name; Backends lists the
+// registered names sorted. New must be free of side effects; set-up goes in
+// the optional Provision (config section, data dir, logger), global loading in
+// WarmUp, per-session state in Initialize, teardown in Cleanup and Shutdown.
+// Optional capabilities are found by type assertion (Provisioner, WarmUpper,
+// Initializer, Cleaner, Shutdowner).
+//
+// # Where backends are linked in
+//
+// Every backend package is blank-imported by exactly one place, the package
+// sandbox/all (sandbox/all/all.go). A backend engineer adds one line there:
+//
+//	import _ "github.com/flockrun/flock/sandbox/text2sql"
+//
+// app/ imports sandbox/all, so `flock serve --sandbox-config` and
+// `flock sandbox` see every backend. Tests of a single backend package may
+// import only that package and sandbox.
+//
+// # Tools and calls
+//
+// A Tool's Name is its full name "resource:tool". Its Parameters are a JSON
+// Schema object; the core answers a call missing a required parameter with
+// code 4003 (HTTP 400) before Run is called. Run gets a Call whose ctx carries
+// the call's deadline; it returns the tool's data, a *Error with an AgentFlow
+// code, or any other error (answered 5000). Stateless tools run without a
+// session (Call.Session is nil); stateful tools run on the caller's session
+// for their resource type, or on a temporary session destroyed after the
+// call. Calls on one session are serialised by the core.
+//
+// Backends keep their files inside Session.Workspace and Env.DataDir and
+// sanitize any client-sent name before it touches a path. Secrets come from
+// the environment or ${VAR} expansion and never reach logs, errors or
+// envelopes.
+package sandbox
