@@ -5,4 +5,6 @@ package all
 
 import (
 	_ "github.com/flockrun/flock/sandbox" // the registry; backends below
+	_ "github.com/flockrun/flock/sandbox/doc"
+	_ "github.com/flockrun/flock/sandbox/rag"
 )

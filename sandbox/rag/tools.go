@@ -5,30 +5,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/flockrun/flock/sandbox"
 )
 
-// Codes of AgentFlow's envelope used by the rag tools (the sandbox package's Code*
-// constants carry the same numbers).
+// The envelope codes these tools answer with.
 const (
-	codeInvalidInput   = 4000
-	codeMissingField   = 4003
-	codeBadType        = 4004
-	codeExecution      = 5000
-	codeTimeout        = 5006
-	codeAllFailed      = 5009
-	codePartialFailure = 5010
-	codeNotInitialized = 5011
+	codeInvalidInput   = sandbox.CodeInvalidInput
+	codeMissingField   = sandbox.CodeMissingRequiredField
+	codeBadType        = sandbox.CodeInvalidParameterType
+	codeExecution      = sandbox.CodeExecutionError
+	codeTimeout        = sandbox.CodeTimeout
+	codeAllFailed      = sandbox.CodeAllRequestsFailed
+	codePartialFailure = sandbox.CodePartialFailure
+	codeNotInitialized = sandbox.CodeBackendNotInitialized
 )
 
-// ToolError is a tool failure with its envelope code; the sandbox wrapper turns it
-// into a *sandbox.Error.
-type ToolError struct {
-	Code    int
-	Message string
-	Data    any
-}
-
-func (e *ToolError) Error() string { return e.Message }
+// ToolError is a tool failure with its envelope code.
+type ToolError = sandbox.Error
 
 // ToolSpec is one tool as plain Go: its name, description, JSON Schema and function.
 type ToolSpec struct {

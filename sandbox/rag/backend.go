@@ -1,0 +1,80 @@
+package rag
+
+import (
+	"context"
+	"errors"
+
+	"github.com/flockrun/flock/sandbox"
+)
+
+func init() {
+	sandbox.RegisterBackend(sandbox.BackendInfo{Name: "rag", New: func() sandbox.Backend { return new(Backend) }})
+}
+
+// Backend is the sandbox backend "rag": its config section is resources.rag.config
+// or apis.rag, its index lives in the backend's data dir.
+type Backend struct {
+	engine *Engine
+}
+
+// Provision validates the config section.
+func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
+	e, err := NewEngine(env.Config, env.DataDir, env.Logger)
+	if err != nil {
+		return configError(err)
+	}
+	b.engine = e
+	return nil
+}
+
+// configError turns "key: reason" into a *sandbox.ConfigError at the backend's
+// section; the core prefixes the section's own path.
+func configError(err error) error {
+	msg := err.Error()
+	for i := 0; i+1 < len(msg); i++ {
+		if msg[i] == ':' && msg[i+1] == ' ' {
+			return &sandbox.ConfigError{Path: msg[:i], Reason: msg[i+2:]}
+		}
+	}
+	return err
+}
+
+// WarmUp opens (or builds) the index.
+func (b *Backend) WarmUp(ctx context.Context) error {
+	if b.engine == nil {
+		return errors.New("rag: not provisioned")
+	}
+	return b.engine.WarmUp(ctx)
+}
+
+// Shutdown closes the index.
+func (b *Backend) Shutdown(ctx context.Context) error {
+	if b.engine == nil {
+		return nil
+	}
+	return b.engine.Shutdown(ctx)
+}
+
+// Tools returns rag:search, rag:batch_search and rag:stats, all stateless.
+func (b *Backend) Tools() []sandbox.Tool {
+	if b.engine == nil {
+		return nil
+	}
+	specs := b.engine.Tools()
+	tools := make([]sandbox.Tool, len(specs))
+	for i, s := range specs {
+		run := s.Run
+		tools[i] = sandbox.Tool{
+			Name: s.Name, Description: s.Description, Parameters: s.Parameters, Stateless: true,
+			Run: func(ctx context.Context, c *sandbox.Call) (any, error) { return run(ctx, c.Params) },
+		}
+	}
+	return tools
+}
+
+var (
+	_ sandbox.Backend     = (*Backend)(nil)
+	_ sandbox.Provisioner = (*Backend)(nil)
+	_ sandbox.WarmUpper   = (*Backend)(nil)
+	_ sandbox.Shutdowner  = (*Backend)(nil)
+)
