@@ -7,4 +7,5 @@ import (
 	_ "github.com/flockrun/flock/sandbox" // the registry; backends below
 	_ "github.com/flockrun/flock/sandbox/doc"
 	_ "github.com/flockrun/flock/sandbox/rag"
+	_ "github.com/flockrun/flock/sandbox/text2sql"
 )

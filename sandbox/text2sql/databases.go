@@ -162,7 +162,7 @@ func openOne(ctx context.Context, id, path string) (*db, error) {
 	var count int
 	if err := s.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&count); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("%s is not a readable SQLite database: %s", path, sqliteMessage(err))
+		return nil, fmt.Errorf("%s is not a readable SQLite database: %s", path, err)
 	}
 	return &db{id: id, path: abs, sql: s}, nil
 }
@@ -193,11 +193,6 @@ func (d *Databases) get(id string) (*db, error) {
 	return one, nil
 }
 
-// sqliteMessage is the text of a SQLite error without the driver's decoration.
-func sqliteMessage(err error) string {
-	return err.Error()
-}
-
 // classify turns an error of a query into one of the package's sentinels: the
 // authorizer's refusal and a write attempt are ErrRejected, an error of the SQL
 // itself is ErrQuery, an interrupted query past ctx's deadline is ErrTimeout.
@@ -212,7 +207,7 @@ func classify(ctx context.Context, err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY:
-			return fmt.Errorf("%w: the database is read-only (%s)", ErrRejected, se.Error())
+			return fmt.Errorf("%w: the database is read-only; writes, ATTACH and setting pragmas are not allowed (%s)", ErrRejected, se.Error())
 		case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_MISMATCH,
 			sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG:
 			return fmt.Errorf("%w: %s", ErrQuery, se.Error())
