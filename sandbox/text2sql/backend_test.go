@@ -247,3 +247,27 @@ func TestRegistered(t *testing.T) {
 		t.Fatalf("New returns %T", info.New())
 	}
 }
+
+// TestOfflineConfig provisions the text2sql section of the README's offline example
+// config from the repository root, as `flock sandbox --config
+// configs/sandbox/offline.json` does, and queries the bundled database.
+func TestOfflineConfig(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "configs", "sandbox", "offline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var cfg struct {
+		APIs map[string]map[string]any `json:"apis"`
+	}
+	if err := dec.Decode(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join("..", ".."))
+	b := provision(t, cfg.APIs[Name])
+	got, err := run(t, b, "text2sql:execute", map[string]any{"db_id": "concert", "query": "SELECT count(*) FROM concert WHERE year = 2022"})
+	if err != nil || !strings.Contains(got, `"rows":[[2]]`) {
+		t.Fatalf("%s, %v", got, err)
+	}
+}
