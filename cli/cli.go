@@ -29,6 +29,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = rolloutCmd(ctx, rest, stdout, stderr)
 	case "db":
 		err = dbCmd(ctx, rest, stdout, stderr)
+	case "sandbox":
+		err = sandboxCmd(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, Version())
 	case "help":
@@ -80,6 +82,10 @@ Usage:
   flock db recover [--data DIR | --db FILE] --to FILE
         Copy every readable run, entry, op and event of a damaged database into
         a new FILE and report what could not be read.
+  flock serve --sandbox-config FILE [serve flags]
+        Also serve the sandbox service (AgentFlow's sandbox-server JSON) under /api/v1.
+  flock sandbox --config FILE [--addr 127.0.0.1:18890] [--data DIR]
+        Run the sandbox service alone (AgentFlow's /api/v1 wire).
   flock version
 
 Run "flock COMMAND -h" for the flags of a command.

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -76,6 +78,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg configs.Server
 	var level string
 	serverFlags(fs, &cfg, &level)
+	sandboxConfig := fs.String("sandbox-config", "", "AgentFlow sandbox-server JSON config: serve the sandbox service under /api/v1 plus GET /ready")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,7 +88,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := applyConfigFile(fs, &cfg); err != nil {
 		return err
 	}
-	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil)
+	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, *sandboxConfig)
 }
 
 func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -109,7 +112,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if wf == "listen" {
-		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil)
+		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, "")
 	}
 	req, roots, err := startRequest(wf, settingsPath, taskText)
 	if err != nil {
@@ -138,7 +141,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			done <- err
 		}()
 		return done, nil
-	})
+	}, "")
 }
 
 // startRequest builds a start request from command-line flags. The files
@@ -166,7 +169,7 @@ func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, []
 // serveUntilDone serves until ctx ends. after, if set, runs once the
 // server is up; when it returns a non-nil done channel, serving also ends
 // when that channel yields, with its error.
-func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error)) error {
+func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error), sandboxConfig string) error {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return err
@@ -184,9 +187,22 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdou
 		return errors.Join(err, a.Close(context.Background()))
 	}
 	srv.Mount("/metrics", a.Metrics.Handler())
+	var sb *sandbox.Service
+	if sandboxConfig != "" {
+		if sb, err = openSandbox(ctx, sandboxConfig, filepath.Join(a.Config.DataDir, "sandbox"), log); err != nil {
+			return errors.Join(err, a.Close(context.Background()))
+		}
+		srv.MountSandbox(sb)
+	}
+	closeSandbox := func(ctx context.Context) error {
+		if sb == nil {
+			return nil
+		}
+		return sb.Close(ctx)
+	}
 	addr, err := srv.Start()
 	if err != nil {
-		return errors.Join(err, a.Close(context.Background()))
+		return errors.Join(err, closeSandbox(context.Background()), a.Close(context.Background()))
 	}
 	fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, %d runs resumed)\n", addr, a.Config.DataDir, a.Config.Mode, len(a.Executor.Active()))
 	var done <-chan error
@@ -206,5 +222,5 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdou
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return errors.Join(runErr, srv.Shutdown(sctx), a.Close(sctx))
+	return errors.Join(runErr, srv.Shutdown(sctx), closeSandbox(sctx), a.Close(sctx))
 }

@@ -36,6 +36,10 @@ func (s *Server) handleError(c *echo.Context, err error) {
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="flock"`)
 	}
 	var werr error
+	if s.sandbox != nil && isSandboxPath(c.Request()) {
+		s.sandboxError(c, err, code, msg)
+		return
+	}
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(code)
 	} else {
@@ -58,6 +62,10 @@ func (s *Server) describe(err error, c *echo.Context) (int, string) {
 		return http.StatusInternalServerError, fmt.Sprintf("internal server error (request id %s)", requestID(c))
 	case errors.As(err, &re):
 		return re.status, re.msg
+	case errors.As(err, new(*errEnvelope)):
+		ee := (*errEnvelope)(nil)
+		errors.As(err, &ee)
+		return ee.status, ee.msg
 	case errors.Is(err, ErrBadInput):
 		return http.StatusBadRequest, err.Error()
 	case echo.StatusCode(err) != 0:

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
 )
 
@@ -37,6 +38,8 @@ type Server struct {
 	heartbeat time.Duration
 	// mounted are the paths given to Mount, documented in /openapi.json.
 	mounted []string
+	// sandbox is the mounted sandbox service, nil when none.
+	sandbox *sandbox.Service
 
 	// quit is closed by Shutdown; event streams watch it and return, so
 	// that a graceful shutdown does not wait for them.
@@ -205,6 +208,9 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(middleware.BodyLimit(s.cfg.MaxBodyBytes))
 
 	e.GET("/health", s.health)
+	if s.eng == nil { // a sandbox server alone
+		return e
+	}
 	e.GET("/openapi.json", s.openAPIHandler)
 	e.POST("/start_workflow", s.startWorkflow)
 	e.GET("/runs", s.listRuns)
@@ -258,6 +264,12 @@ func (s *Server) logPanic(c *echo.Context, pe *middleware.PanicStackError) {
 // health answers GET /health: {"status":"ok"}, or, while some run cannot
 // commit (a full disk), {"status":"degraded","reason":...,"stalled_runs":N}
 // still with 200: the server answers and runs go on once space is back.
+//
+// A sandbox server alone (NewSandbox) answers AgentFlow's
+// {"status":"healthy","timestamp":...}.
 func (s *Server) health(c *echo.Context) error {
+	if s.eng == nil {
+		return c.JSON(http.StatusOK, map[string]any{"status": "healthy", "timestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000000")})
+	}
 	return c.JSON(http.StatusOK, viewHealth(s.eng.Health()))
 }

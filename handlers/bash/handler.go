@@ -247,3 +247,21 @@ var (
 	_ handlers.RunCloser = (*Handler)(nil)
 	_ handlers.Closer    = (*Handler)(nil)
 )
+
+// Cwd returns the working directory the (runID, session) shell reported
+// after its last command, "" when it has run none. It waits for a command
+// running in that shell.
+func (h *Handler) Cwd(runID, session string) string {
+	if session == "" {
+		session = DefaultSession
+	}
+	h.mu.Lock()
+	s, ok := h.sessions[sessionKey{run: runID, name: session}]
+	h.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cwd
+}

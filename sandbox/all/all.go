@@ -4,7 +4,7 @@
 package all
 
 import (
-	_ "github.com/flockrun/flock/sandbox" // the registry; backends below
+	_ "github.com/flockrun/flock/sandbox/bash"
 	_ "github.com/flockrun/flock/sandbox/doc"
 	_ "github.com/flockrun/flock/sandbox/rag"
 	_ "github.com/flockrun/flock/sandbox/text2sql"

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/server"
+)
+
+// DefaultSandboxAddr is AgentFlow's default sandbox address.
+const DefaultSandboxAddr = "127.0.0.1:18890"
+
+// openSandbox loads the sandbox config at path and builds the service with
+// its data in dataDir (unless the config's server.data_dir names one,
+// relative to the config file).
+func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger) (*sandbox.Service, error) {
+	cfg, err := sandbox.LoadConfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if d := cfg.Server.DataDir; d != "" {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(filepath.Dir(path), d)
+		}
+		dataDir = d
+	}
+	svc, err := sandbox.New(ctx, cfg, sandbox.Options{DataDir: dataDir, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return svc, nil
+}
+
+// sandboxCmd runs the sandbox service alone until ctx ends or a client
+// posts /api/v1/server/shutdown.
+func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg configs.Server
+	var level string
+	path := fs.String("config", "", "AgentFlow sandbox-server JSON config (required)")
+	fs.StringVar(&cfg.Addr, "addr", DefaultSandboxAddr, "listen address")
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; the sandbox keeps its files in DIR/sandbox")
+	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
+	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || *path == "" {
+		return fmt.Errorf("%w: flock sandbox --config FILE [--addr ADDR]", errUsage)
+	}
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		return err
+	}
+	svc, err := openSandbox(ctx, *path, filepath.Join(cfg.DataDir, "sandbox"), log)
+	if err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	var once sync.Once
+	srv, err := server.NewSandbox(cfg, svc, func() { once.Do(func() { close(stop) }) }, log)
+	if err != nil {
+		return errors.Join(err, svc.Close(context.Background()))
+	}
+	addr, err := srv.Start()
+	if err != nil {
+		return errors.Join(err, svc.Close(context.Background()))
+	}
+	fmt.Fprintf(stdout, "flock sandbox listening on http://%s (backends %v, %d tools)\n", addr, svc.Backends(), len(svc.Tools(true)))
+	select {
+	case <-ctx.Done():
+	case <-stop:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return errors.Join(srv.Shutdown(sctx), svc.Close(sctx))
+}

@@ -1,0 +1,143 @@
+// Package bash is the sandbox backend "bash": the stateful tool bash:run
+// {command, timeout?} → {stdout, stderr, return_code, cwd} on flock's
+// persistent pty shell (handlers/bash), one shell per session, started in
+// the session's workspace. cwd, exported variables and files persist between
+// calls of a session; a non-zero exit status is still a success (code 0).
+// A command past its timeout answers 5006; its shell is killed and the next
+// call gets a new one in the last cwd with the files kept (exported
+// variables are lost). Destroying the session kills the shell; the core
+// removes the workspace.
+//
+// Config (resources.bash.config): timeout (seconds, default 600),
+// output_limit (bytes per stream, default 100000), isolation ("bwrap" runs
+// each shell under bubblewrap with only its workspace writable).
+package bash
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	bashh "github.com/flockrun/flock/handlers/bash"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/sandbox"
+)
+
+func init() {
+	sandbox.RegisterBackend(sandbox.BackendInfo{Name: "bash", New: func() sandbox.Backend { return new(Backend) }})
+}
+
+// Backend is the bash backend.
+type Backend struct {
+	h        *bashh.Handler
+	settings *configs.RunSettings
+}
+
+// Provision reads the config section.
+func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
+	opts := bashh.Options{}
+	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
+	if v, ok := env.Config["timeout"]; ok {
+		f, ok := v.(float64)
+		if !ok || f <= 0 {
+			return &sandbox.ConfigError{Path: "timeout", Reason: "must be a positive number of seconds"}
+		}
+		opts.DefaultTimeout = time.Duration(f * float64(time.Second))
+	}
+	if v, ok := env.Config["output_limit"]; ok {
+		f, ok := v.(float64)
+		if !ok || f < 1 {
+			return &sandbox.ConfigError{Path: "output_limit", Reason: "must be a positive number of bytes"}
+		}
+		opts.OutputLimit = int(f)
+	}
+	if v, ok := env.Config["isolation"]; ok {
+		s, _ := v.(string)
+		switch s {
+		case "", "none":
+		case "bwrap":
+			b.settings.Isolation.Kind = "bwrap"
+		default:
+			return &sandbox.ConfigError{Path: "isolation", Reason: fmt.Sprintf("%v: want none or bwrap", v)}
+		}
+	}
+	b.h = bashh.New(opts)
+	return nil
+}
+
+var runSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"command":{"type":"string","description":"bash command text; may span lines"},` +
+	`"timeout":{"type":"number","description":"seconds before the command is interrupted"}},` +
+	`"required":["command"]}`)
+
+// Tools lists bash:run.
+func (b *Backend) Tools() []sandbox.Tool {
+	return []sandbox.Tool{{
+		Name:        "bash:run",
+		Description: "Run a bash command in this session's persistent shell (cwd, environment and files carry over). Returns stdout, stderr, return_code and cwd.",
+		Parameters:  runSchema,
+		Run:         b.run,
+	}}
+}
+
+func (b *Backend) run(ctx context.Context, c *sandbox.Call) (any, error) {
+	cmd, err := c.String("command")
+	if err != nil {
+		return nil, err
+	}
+	var timeoutS float64
+	if c.Has("timeout") {
+		if timeoutS, err = c.Float("timeout"); err != nil {
+			return nil, err
+		}
+		if timeoutS <= 0 {
+			return nil, sandbox.Errorf(sandbox.CodeInvalidParameterType, "parameter timeout must be positive")
+		}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// The shell's own timer fires first, so the shell is interrupted
+		// cleanly and the output so far kept.
+		if left := time.Until(dl).Seconds(); timeoutS == 0 || left < timeoutS {
+			timeoutS = max(left, 0.001)
+		}
+	}
+	s := c.Session
+	res := b.h.Handle(ctx, handlers.Env{RunID: s.ID, WorkDir: s.Workspace, Settings: b.settings}, operations.NewBash(cmd, timeoutS))
+	if res.Bash != nil && res.Bash.TimedOut {
+		return nil, &sandbox.Error{Code: sandbox.CodeTimeout, Message: fmt.Sprintf("Tool execution timed out after %gs", timeoutS),
+			Data: map[string]any{"timeout": timeoutS, "stdout": res.Bash.Stdout, "stderr": res.Bash.Stderr}}
+	}
+	if res.Error != "" {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("bash: %s", res.Error)
+	}
+	return map[string]any{
+		"stdout": res.Bash.Stdout, "stderr": res.Bash.Stderr, "return_code": res.Bash.ExitCode,
+		"cwd": b.h.Cwd(s.ID, ""), "truncated": res.Bash.Truncated,
+	}, nil
+}
+
+// Cleanup kills the session's shell.
+func (b *Backend) Cleanup(_ context.Context, s *sandbox.Session) error {
+	b.h.CloseRun(s.ID)
+	return nil
+}
+
+// Shutdown kills every shell.
+func (b *Backend) Shutdown(context.Context) error {
+	if b.h == nil {
+		return nil
+	}
+	return b.h.Close()
+}
+
+var (
+	_ sandbox.Provisioner = (*Backend)(nil)
+	_ sandbox.Cleaner     = (*Backend)(nil)
+	_ sandbox.Shutdowner  = (*Backend)(nil)
+)

@@ -1,0 +1,10 @@
+package sandbox
+
+import "errors"
+
+var (
+	// ErrClosed is returned by a Service after Close.
+	ErrClosed = errors.New("sandbox: service closed")
+	// ErrConfig wraps every configuration error of the sandbox config file.
+	ErrConfig = errors.New("sandbox config")
+)
