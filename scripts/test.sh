@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# AgentFlow's Python client drives `flock sandbox` in cli's e2e test.
+[ -d /usr/lib/python3/dist-packages/httpx ] || need+=(python3-httpx)
+[ -d /usr/lib/python3/dist-packages/pydantic ] || need+=(python3-pydantic)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "installing ${need[*]}"

@@ -72,8 +72,8 @@ func (s *Server) mountSandbox(svc *sandbox.Service, shutdown func()) {
 	g.POST("/warmup", h.warmup)
 	g.GET("/warmup/status", h.warmupStatus)
 	g.POST("/server/shutdown", h.serverShutdown)
-	// Anything else beneath the prefix is an enveloped 404 or 405.
-	g.Any("/*", func(c *echo.Context) error { return echo.ErrNotFound })
+	// Anything else beneath the prefix is an enveloped 404 or 405
+	// (handleError).
 }
 
 type sandboxRoutes struct {

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuf is a bytes.Buffer safe for the server's writes and the test's reads.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestSandboxAgentFlowClient drives `flock sandbox` with AgentFlow's own
+// Python client, unmodified: start, create_session, bash:run twice (cwd
+// persists), list_tools, destroy, close.
+func TestSandboxAgentFlowClient(t *testing.T) {
+	client, _ := filepath.Abs("../../shared/reference/agentflow-client")
+	if _, err := os.Stat(client); err != nil {
+		client = "/work/shared/reference/agentflow-client"
+	}
+	py := ""
+	for _, p := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(p, "-c", "import httpx, pydantic").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("python3 cannot import httpx and pydantic")
+	}
+	if _, err := os.Stat(filepath.Join(client, "sandbox", "client.py")); err != nil {
+		t.Skip("AgentFlow client not found")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sandbox.json")
+	os.WriteFile(cfg, []byte(`{"server":{"session_ttl":300,"cleanup_interval":60},"resources":{"bash":{"enabled":true,"config":{}}}}`), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errb := &syncBuf{}, &syncBuf{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"sandbox", "--config", cfg, "--addr", "127.0.0.1:0", "--data", dir}, out, errb)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	re := regexp.MustCompile(`listening on (http://\S+)`)
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == ""; {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("flock sandbox did not start: %s %s", out, errb)
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	script := `
+import asyncio, sys
+from sandbox.client import HTTPServiceClient
+async def main():
+    c = HTTPServiceClient(base_url=sys.argv[1], worker_id="main_runner")
+    await c.connect()
+    r = await c.create_session("bash", {})
+    assert r["code"] == 0 and r["data"]["session_status"] == "active", r
+    r = await c.execute("bash:run", {"command": "mkdir -p sub && cd sub"})
+    assert r["code"] == 0, r
+    r = await c.execute("bash:run", {"command": "pwd"})
+    assert r["code"] == 0 and r["data"]["stdout"].strip().endswith("/sub") and r["data"]["cwd"].endswith("/sub"), r
+    assert r["meta"]["tool"] == "bash:run", r
+    tools = await c.list_tools()
+    assert any(t["full_name"] == "bash:run" for t in tools), tools
+    r = await c.destroy_session("bash")
+    assert r["code"] == 0, r
+    await c.close()
+    print("OK")
+asyncio.run(main())
+`
+	cmd := exec.Command(py, "-c", script, url)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+client)
+	got, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "OK") {
+		t.Fatalf("AgentFlow client: %v\n%s", err, got)
+	}
+}

@@ -1,0 +1,5 @@
+package sandbox_test
+
+import "os"
+
+func statDir(p string) (os.FileInfo, error) { return os.Stat(p) }
