@@ -8,4 +8,5 @@ import (
 	_ "github.com/flockrun/flock/sandbox/doc"
 	_ "github.com/flockrun/flock/sandbox/rag"
 	_ "github.com/flockrun/flock/sandbox/text2sql"
+	_ "github.com/flockrun/flock/sandbox/web"
 )
