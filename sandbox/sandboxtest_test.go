@@ -102,7 +102,7 @@ func (a answer) code() int {
 
 func (a answer) data() map[string]any { d, _ := a.body["data"].(map[string]any); return d }
 
-func (e *env) do(t *testing.T, method, path string, body any) answer {
+func (e *env) do(t testing.TB, method, path string, body any) answer {
 	t.Helper()
 	var r io.Reader
 	if s, ok := body.(string); ok {
