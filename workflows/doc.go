@@ -16,7 +16,8 @@
 //
 // # Run loop
 //
-// Each active run is driven by one goroutine owned by the Executor. A step
+// Each active run is driven by one goroutine owned by the Executor while
+// it works; a run waiting for a phase's Delay holds none (see Delays). A step
 // is: call the phase named by the head's Next with the previous step's
 // results; commit, in one transaction, the entries it appended, its vars,
 // its operations (as pending) and the new head; dispatch the operations in
@@ -30,6 +31,21 @@
 // costs one fsync instead of two, and the result is exactly as durable as
 // one whose own fsync is still in flight: a crash before that commit runs
 // the operation again, as it would have a moment earlier.
+//
+// # Delays
+//
+// A phase's Output.Delay sets the head's WakeAt. A run whose next call is
+// not due yet is parked: its goroutine returns, the run stays registered
+// (Active, Live, Wait, Subscribe and the lease renewal see it as before),
+// and a runtime timer (time.AfterFunc, no goroutine) relaunches its loop
+// at WakeAt on a fresh goroutine. The end of the run's context also wakes
+// it (context.AfterFunc), so Cancel, Pause, a lost lease and Stop act on a
+// parked run at once, as on a working one: it is woken, sees its context
+// done and ends, pauses or stops. A parked run stays counted by the
+// Executor's WaitGroup from launch until it is no longer driven, so Stop
+// waits for every wake it caused and no relaunch outlives it. An idle run
+// therefore costs its heap (runner, head, broker topic, its newest page
+// in the entry cache), not a goroutine stack.
 //
 // # Resume
 //

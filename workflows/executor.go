@@ -99,7 +99,7 @@ type Executor struct {
 
 	baseCtx    context.Context
 	baseCancel context.CancelCauseFunc
-	wg         sync.WaitGroup // run goroutines
+	wg         sync.WaitGroup // run goroutines, parked runs, lease renewal
 
 	mu      sync.Mutex
 	runs    map[string]*runner // active runs; guarded by mu
@@ -479,11 +479,8 @@ func (e *Executor) launch(r *runner) bool {
 	}
 	e.runs[r.head.ID] = r
 	e.cfg.Observer.RunStarted(r.head.Workflow, r.resumed)
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		r.drive()
-	}()
+	e.wg.Add(1) // done by r.run when the run is no longer driven
+	go r.run()
 	return true
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,16 @@ type runner struct {
 	// is read by other goroutines (Executor.Live) and has its own lock.
 	live liveState
 	tick time.Time // when head.Usage.Seconds was last brought up to date
+	// begun says the loop ran once (tick set, work dir made).
+	begun bool
+
+	// parking guards timer and unhook, set while the run is parked (see
+	// park); results and woken carry the step's results across the park.
+	parking sync.Mutex
+	timer   *time.Timer
+	unhook  func() bool
+	results []operations.Result
+	woken   bool
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -73,58 +84,125 @@ func (e *Executor) newRunner(head state.Run, spec state.Spec, rs *configs.RunSet
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
-// drive runs the loop until the run ends or the executor stops.
-func (r *runner) drive() {
-	defer close(r.done)
-	defer r.e.release(r.id) // after the run's last commit, before done
-	defer r.e.unregister(r)
-	defer r.cancel(nil)
-	r.tick = r.e.now()
-	if err := os.MkdirAll(r.head.WorkDir, 0o755); err != nil {
-		r.finish(state.StatusFailed, state.ReasonPhaseError, fmt.Sprintf("create work dir: %v", err))
+// run drives r on the calling goroutine until the run ends, the executor
+// stops or the run parks. The executor's WaitGroup counts r from launch
+// until run returns with the run no longer driven; a parked run keeps its
+// count, and the goroutine that wakes it calls run again.
+func (r *runner) run() {
+	if r.drive() {
 		return
 	}
+	r.cancel(nil)
+	r.e.unregister(r)
+	r.e.release(r.id) // after the run's last commit, before done
+	close(r.done)
+	r.e.wg.Done()
+}
+
+// drive runs the loop until the run ends or the executor stops, and
+// reports false then; or until the run waits for its head's WakeAt, when
+// it parks the run and reports true (see park).
+func (r *runner) drive() (parked bool) {
+	results, woken := r.results, r.woken
+	r.results, r.woken = nil, false
+	if !r.begun {
+		r.begun = true
+		r.tick = r.e.now()
+		if err := os.MkdirAll(r.head.WorkDir, 0o755); err != nil {
+			r.finish(state.StatusFailed, state.ReasonPhaseError, fmt.Sprintf("create work dir: %v", err))
+			return false
+		}
+	}
 	for {
-		if r.ctx.Err() != nil {
+		if !woken {
+			if r.ctx.Err() != nil {
+				r.interrupted(context.Cause(r.ctx))
+				return false
+			}
+			var err error
+			results, err = r.collect()
+			if err != nil {
+				r.interrupted(err)
+				return false
+			}
+			r.absorb(results)
+			if reason := r.overLimit(); reason != "" {
+				r.finish(state.StatusFailed, reason, fmt.Sprintf("usage limit reached (%s)", reason))
+				return false
+			}
+			if r.head.Next == "" {
+				r.finishPending()
+				return false
+			}
+		}
+		woken = false
+		if d := r.untilWake(); d > 0 {
+			if r.park(d, results) {
+				return true
+			}
 			r.interrupted(context.Cause(r.ctx))
-			return
-		}
-		results, err := r.collect()
-		if err != nil {
-			r.interrupted(err)
-			return
-		}
-		r.absorb(results)
-		if reason := r.overLimit(); reason != "" {
-			r.finish(state.StatusFailed, reason, fmt.Sprintf("usage limit reached (%s)", reason))
-			return
-		}
-		if r.head.Next == "" {
-			r.finishPending()
-			return
-		}
-		if err := r.sleepUntilWake(); err != nil {
-			r.interrupted(err)
-			return
+			return false
 		}
 		out, err := r.call(results)
 		if errors.Is(err, errStore) {
 			r.interrupted(err)
-			return
+			return false
 		}
 		if err != nil {
 			r.finish(state.StatusFailed, state.ReasonPhaseError, err.Error())
-			return
+			return false
 		}
 		if err := r.commitPhase(out); err != nil {
 			if errors.Is(err, errStore) || r.ctx.Err() != nil {
 				r.interrupted(err)
-				return
+				return false
 			}
 			r.finish(state.StatusFailed, state.ReasonPhaseError, err.Error())
-			return
+			return false
 		}
 	}
+}
+
+// untilWake is how long the run still waits for its head's WakeAt.
+func (r *runner) untilWake() time.Duration {
+	if r.head.WakeAt == nil {
+		return 0
+	}
+	return r.head.WakeAt.Sub(r.e.now())
+}
+
+// park leaves the run waiting d for its WakeAt with no goroutine: a
+// runtime timer (time.AfterFunc) wakes it then, and the end of its context
+// (Cancel, Pause, a lost lease, Stop) wakes it at once; whichever comes
+// first calls run on its own goroutine, which resumes the loop with the
+// step's results (the step is not collected or absorbed again). The run
+// stays registered, leased and counted by the executor's WaitGroup while
+// parked. park reports false, parking nothing, if the context is done.
+func (r *runner) park(d time.Duration, results []operations.Result) bool {
+	r.parking.Lock()
+	defer r.parking.Unlock()
+	if r.ctx.Err() != nil {
+		return false
+	}
+	r.results, r.woken = results, true
+	r.timer = time.AfterFunc(d, r.wake)
+	r.unhook = context.AfterFunc(r.ctx, r.wake)
+	return true
+}
+
+// wake drives a parked run again, once: the timer and the context's end
+// may both call it.
+func (r *runner) wake() {
+	r.parking.Lock()
+	if r.timer == nil {
+		r.parking.Unlock()
+		return
+	}
+	r.timer.Stop()
+	r.unhook()
+	r.timer, r.unhook = nil, nil
+	r.parking.Unlock()
+	r.run()
 }
 
 // interrupted handles a stop, a cancel or a store failure.
@@ -410,24 +488,6 @@ func (r *runner) overLimit() string {
 		return state.ReasonLimitTime
 	}
 	return ""
-}
-
-func (r *runner) sleepUntilWake() error {
-	if r.head.WakeAt == nil {
-		return nil
-	}
-	d := r.head.WakeAt.Sub(r.e.now())
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-r.ctx.Done():
-		return context.Cause(r.ctx)
-	}
 }
 
 // call runs the next phase, recovering panics. An error wrapping errStore
