@@ -21,6 +21,7 @@ import (
 func main() {
 	quick := flag.Bool("quick", false, "smaller sizes")
 	memory := flag.Bool("memory", false, "only the rows of live runs' memory and resume")
+	flag.StringVar(&heapProfile, "heapprofile", "", "write a heap profile (go tool pprof) taken with the idle runs live, of the last memory row, to this file")
 	flag.Parse()
 	if *memory {
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,10 @@ import (
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
+
+// heapProfile, if set, names the file LiveRuns writes a heap profile to,
+// taken when it measures the live runs (the -heapprofile flag).
+var heapProfile string
 
 // LiveStats is what LiveRuns measured.
 type LiveStats struct {
@@ -173,6 +178,24 @@ func LiveRuns(runs, entries int) (LiveStats, error) {
 	after, stackAfter := memInUse()
 	out.PerRun = (float64(after) - float64(before)) / float64(runs)
 	out.Stack = (float64(stackAfter) - float64(stackBefore)) / float64(runs)
+	if heapProfile != "" {
+		if err := writeHeapProfile(heapProfile); err != nil {
+			return out, err
+		}
+	}
 	runtime.KeepAlive(ex)
 	return out, nil
+}
+
+// writeHeapProfile writes the heap profile as of the last collection.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }

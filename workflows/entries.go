@@ -38,6 +38,13 @@ type page struct {
 }
 
 func newPage(run string, no uint64, entries []record.Entry) *page {
+	if cap(entries) > len(entries) {
+		// A page read from the store comes in a slice grown by append
+		// (room for 16 entries when it holds 10): keep only the entries,
+		// since an idle run's last page stays cached, and bytes counts
+		// them alone.
+		entries = append(make([]record.Entry, 0, len(entries)), entries...)
+	}
 	p := &page{run: run, no: no, entries: entries, bytes: 128 + len(run)}
 	for i := range entries {
 		p.bytes += entryOverhead + len(entries[i].Type) + len(entries[i].Phase) + len(entries[i].Data)
