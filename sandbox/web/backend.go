@@ -102,7 +102,7 @@ func (b *Backend) search(ctx context.Context, c *sandbox.Call) (any, error) {
 	if err != nil {
 		return nil, toolError(err)
 	}
-	data["inputs"] = map[string]any{"query": c.Params["query"]}
+	data["inputs"] = inputs(c, "query")
 	return data, nil
 }
 
@@ -124,12 +124,23 @@ func (b *Backend) visit(ctx context.Context, c *sandbox.Call) (any, error) {
 	if err != nil {
 		return nil, toolError(err)
 	}
-	inputs := map[string]any{"urls": c.Params["urls"]}
-	if c.Has("goal") {
-		inputs["goal"] = goal
-	}
-	data["inputs"] = inputs
+	data["inputs"] = inputs(c, "urls", "goal")
 	return data, nil
+}
+
+// inputs echoes the tool's own parameters as the caller sent them, and the
+// worker id, as AgentFlow's BaseApiTool does; other params are left out.
+func inputs(c *sandbox.Call, names ...string) map[string]any {
+	in := map[string]any{}
+	for _, n := range names {
+		if c.Has(n) {
+			in[n] = c.Params[n]
+		}
+	}
+	if c.WorkerID != "" {
+		in["worker_id"] = c.WorkerID
+	}
+	return in
 }
 
 // toolError maps the package's errors to AgentFlow codes: bad input 4000,

@@ -83,18 +83,18 @@ func TestBackendTools(t *testing.T) {
 		}
 	}
 
-	out, err := callTool(t, b, "web:search", `{"query":["golang"],"worker_id":"w1"}`)
+	out, err := callTool(t, b, "web:search", `{"query":["golang"],"serper_api_key":"other"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, `"result":"A Google search for 'golang' found 2 results:`) || !strings.Contains(out, `"inputs":{"query":["golang"]}`) {
+	if !strings.Contains(out, `"result":"A Google search for 'golang' found 2 results:`) || !strings.Contains(out, `"inputs":{"query":["golang"],"worker_id":"w1"}`) {
 		t.Fatalf("search data = %s", out)
 	}
 	out, err = callTool(t, b, "web:visit", `{"urls":"https://example.org/p","goal":"g"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, `hello page`) || !strings.Contains(out, `"warning":null`) || !strings.Contains(out, `"inputs":{"goal":"g","urls":"https://example.org/p"}`) {
+	if !strings.Contains(out, `hello page`) || !strings.Contains(out, `"warning":null`) || !strings.Contains(out, `"inputs":{"goal":"g","urls":"https://example.org/p","worker_id":"w1"}`) {
 		t.Fatalf("visit data = %s", out)
 	}
 
