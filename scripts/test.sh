@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs flock's whole test suite on a fresh machine: installs what the tests
-# need (bubblewrap for the sandbox tests, python3 for the python handler),
+# need (bubblewrap for the sandbox tests, python3 for the python handler,
+# chromium for the browser backend),
 # then vets and tests every package, with the race detector on the engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,8 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 # AgentFlow's Python client drives `flock sandbox` in cli's e2e test.
 [ -d /usr/lib/python3/dist-packages/httpx ] || need+=(python3-httpx)
 [ -d /usr/lib/python3/dist-packages/pydantic ] || need+=(python3-pydantic)
+# The browser backend's tests drive Debian's headless chromium.
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "installing ${need[*]}"

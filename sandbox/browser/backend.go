@@ -76,7 +76,11 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 			return err
 		}
 	}
-	for key, dst := range map[string]*time.Duration{"action_timeout_s": &b.opts.ActionTimeout, "start_timeout_s": &b.opts.StartTimeout} {
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{{"action_timeout_s", &b.opts.ActionTimeout}, {"start_timeout_s", &b.opts.StartTimeout}} {
+		key, dst := d.key, d.dst
 		secs := 0
 		if err := intSetting(cfg, key, 1, &secs); err != nil {
 			return err
