@@ -6,6 +6,7 @@ package all
 import (
 	_ "github.com/flockrun/flock/sandbox/bash"
 	_ "github.com/flockrun/flock/sandbox/doc"
+	_ "github.com/flockrun/flock/sandbox/mcp"
 	_ "github.com/flockrun/flock/sandbox/rag"
 	_ "github.com/flockrun/flock/sandbox/text2sql"
 	_ "github.com/flockrun/flock/sandbox/web"

@@ -27,6 +27,9 @@ type Backend struct {
 	dataDir string
 	logger  *slog.Logger
 	tools   []ToolSpec // set by provision, read-only afterwards
+
+	mu   sync.Mutex
+	live map[*sessionState]struct{} // sessions not cleaned up yet; guarded by mu
 }
 
 // provision parses the config and discovers every server's tools by starting it once

@@ -60,6 +60,8 @@
 //   - the server is not started in this session: 5011;
 //   - the call's deadline passed: 5006.
 //
-// The values of a server's configured env are redacted from every message the backend
-// builds (stderr tails included), since they typically hold the server's API keys.
+// The values of a server's configured variables whose names mark them as secrets (KEY,
+// TOKEN, SECRET, PASS, AUTH, CREDENTIAL, COOKIE, SESSION in the name) are redacted from
+// every message the backend builds, stderr tails included. The redaction is by value:
+// a secret cut in two by the 4 KiB stderr tail could leave its end visible.
 package mcp

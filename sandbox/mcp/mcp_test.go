@@ -27,7 +27,8 @@ func testServer(t testing.TB, mode string, env map[string]any) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := map[string]any{testserver.ModeVar: mode}
+	// GORACE: a race-enabled binary otherwise sleeps 1 s at exit.
+	e := map[string]any{testserver.ModeVar: mode, "GORACE": "atexit_sleep_ms=0"}
 	for k, v := range env {
 		e[k] = v
 	}

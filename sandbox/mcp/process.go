@@ -68,9 +68,9 @@ func startServer(ctx context.Context, sc ServerConfig, workspace string, timeout
 	cmd.WaitDelay = time.Second
 	c := &conn{name: sc.Name, cmd: cmd, stderr: &tailBuffer{max: 4096}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
-	for _, v := range sc.Env {
-		if len(v) >= 4 {
-			c.secrets = append(c.secrets, v)
+	for k, v := range sc.Env {
+		if secretName(k) && len(v) >= 4 {
+			c.secrets = append(c.secrets, sub(v))
 		}
 	}
 	// Longest first, so that a secret containing another is redacted whole.
@@ -266,7 +266,20 @@ func (c *conn) stderrNote() string {
 	return "; stderr: " + c.redact(s)
 }
 
-// redact replaces the values of the server's configured environment in s.
+// secretName reports whether an environment variable's name marks its value as a
+// secret (API_KEY, GITHUB_TOKEN, DB_PASSWORD, CLIENT_SECRET, AUTH_HEADER...).
+func secretName(k string) bool {
+	k = strings.ToUpper(k)
+	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASS", "AUTH", "CREDENTIAL", "COOKIE", "SESSION"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// redact replaces in s the values of the server's configured variables whose names
+// mark them as secrets.
 func (c *conn) redact(s string) string {
 	for _, v := range c.secrets {
 		s = strings.ReplaceAll(s, v, "[redacted]")
