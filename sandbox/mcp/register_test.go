@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/mcp/internal/testserver"
@@ -133,5 +134,20 @@ func TestContractProvisionError(t *testing.T) {
 	err := b.Provision(context.Background(), sandbox.Env{Config: map[string]any{"servers": map[string]any{"x": map[string]any{}}}, DataDir: t.TempDir()})
 	if err == nil || !strings.HasPrefix(err.Error(), "resources.mcp.config.servers.x.command") {
 		t.Errorf("Provision = %v", err)
+	}
+}
+
+func TestContractTimeoutLeavesSessionUsable(t *testing.T) {
+	b := contractBackend(t, map[string]any{"servers": map[string]any{"t": testServer(t, "serve", nil)}})
+	s := s2(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := contractTool(t, b, "mcp:t.hang").Run(ctx, &sandbox.Call{Params: map[string]any{}, Session: s})
+	if codeOf(err) != sandbox.CodeTimeout {
+		t.Fatalf("hang = %v, want 5006", err)
+	}
+	data, err := contractTool(t, b, "mcp:t.add").Run(context.Background(), &sandbox.Call{Params: map[string]any{"a": 2.0, "b": 2.0}, Session: s})
+	if err != nil || data.(*Result).Result != `{"sum":4}` {
+		t.Errorf("add after timeout = %v, %v", data, err)
 	}
 }

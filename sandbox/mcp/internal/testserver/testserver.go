@@ -5,7 +5,7 @@
 // Tools: add {a, b} (structured {sum}), write_note {text} (writes note.txt in the
 // server's cwd), read_note {}, fail {message} (an isError result), crash {} (the
 // process exits mid-call), spawn_child {} (starts a long sleep in the server's process
-// group and answers its pid), env {name} (one variable of the server's environment).
+// group and answers its pid), hang {} (blocks until cancelled), env {name} (one variable of the server's environment).
 package testserver
 
 import (
@@ -115,6 +115,11 @@ func Run(ctx context.Context) error {
 				return nil, nil, err
 			}
 			return text(fmt.Sprint(cmd.Process.Pid)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Block until the call is cancelled."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "One variable of the server's environment."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in envIn) (*mcp.CallToolResult, any, error) {
