@@ -185,19 +185,18 @@ func parseServer(name string, v any, path string) (ServerConfig, error) {
 	return sc, nil
 }
 
-// sessionServers reads a session's config (session_config of /session/create): its
-// "enabled_mcp_servers" (or "servers") list, when given, selects which of the configured
-// servers start in that session. Nil means all.
+// sessionServers reads a session's config: the core passes the backend's section merged
+// with the request's session_config, so only an "enabled_mcp_servers" list is read
+// (naming which configured servers start in that session); the backend's own "servers"
+// and an "enabled_mcp_servers" object are its config and select nothing. A client can
+// select servers, never add or change one. Nil selection means all.
 func sessionServers(cfg map[string]any, all []ServerConfig) ([]ServerConfig, error) {
-	var v any
-	key := ""
-	for _, k := range []string{"enabled_mcp_servers", "servers"} {
-		if x, ok := cfg[k]; ok {
-			v, key = x, k
-			break
-		}
+	const key = "enabled_mcp_servers"
+	v, ok := cfg[key]
+	if !ok || v == nil {
+		return all, nil
 	}
-	if key == "" {
+	if _, isMap := v.(map[string]any); isMap {
 		return all, nil
 	}
 	list, ok := v.([]any)

@@ -22,7 +22,8 @@ import (
 
 // ModeVar selects the server mode of a re-executed test binary: "serve" runs the
 // server on stdin/stdout, "exit" writes every configured variable to stderr and exits 3
-// before the handshake (a server that fails to start).
+// before the handshake (a server that fails to start), "discovery-only" serves when its cwd
+// is the backend's discovery dir and exits like "exit" elsewhere.
 const ModeVar = "FLOCK_MCP_TESTSERVER"
 
 // Main runs the server mode named by ModeVar and exits; it returns when the variable is
@@ -37,6 +38,14 @@ func Main() {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "discovery-only":
+		if wd, _ := os.Getwd(); strings.Contains(wd, string(filepath.Separator)+"discovery"+string(filepath.Separator)) {
+			if err := Run(context.Background()); err != nil {
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+		fallthrough
 	case "exit":
 		fmt.Fprintln(os.Stderr, "testserver: refusing to start; env:", strings.Join(os.Environ(), " "))
 		os.Exit(3)
