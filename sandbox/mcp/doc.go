@@ -35,12 +35,15 @@
 // # Sessions
 //
 // Initialize starts every configured server (or those named by the session_config's
-// "enabled_mcp_servers" list) as a child process in the session's workspace and
+// "enabled_mcp_servers" list: a client selects servers, never adds or changes one; a call
+// to a server its session did not start is 5011) as a child process in the session's
+// workspace and
 // completes the MCP handshake within startup_timeout_s. Each server leads its own
 // process group. Its environment is PATH and the locale from flock's, HOME and TMPDIR
 // set to the workspace, and the configured env: nothing else of flock's environment
-// (API keys) reaches it. A server that fails to start fails the session (5011, naming
-// the server, with the tail of its stderr); the servers already started are stopped.
+// (API keys) reaches it. A server that fails to start fails the session (Initialize
+// answers 5011 naming the server, with the tail of its stderr; the service reports
+// session creation as 4007 with that text); the servers already started are stopped.
 //
 // Cleanup closes each client (closing the server's stdin, then SIGTERM and SIGKILL
 // after 2 s each, as the MCP spec asks) and then kills the server's process group, so
