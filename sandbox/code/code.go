@@ -1,0 +1,355 @@
+package code
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers"
+	bashh "github.com/flockrun/flock/handlers/bash"
+	pyh "github.com/flockrun/flock/handlers/python"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/sandbox"
+)
+
+func init() {
+	sandbox.RegisterBackend(sandbox.BackendInfo{Name: "code", New: func() sandbox.Backend { return new(Backend) }})
+}
+
+// DefaultMaxFileSize bounds what code:read returns and code:write accepts.
+const DefaultMaxFileSize = 10 << 20
+
+// Backend is the code backend.
+type Backend struct {
+	py       *pyh.Handler
+	sh       *bashh.Handler
+	settings *configs.RunSettings
+	maxFile  int64
+	grace    time.Duration // how long past the call's deadline a timed-out cell may take to stop
+}
+
+// Provision reads the config section.
+func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
+	var popts pyh.Options
+	var bopts bashh.Options
+	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
+	b.maxFile = DefaultMaxFileSize
+	if v, ok := env.Config["timeout"]; ok {
+		f, ok := v.(float64)
+		if !ok || f <= 0 {
+			return &sandbox.ConfigError{Path: "timeout", Reason: "must be a positive number of seconds"}
+		}
+		popts.DefaultTimeout = time.Duration(f * float64(time.Second))
+		bopts.DefaultTimeout = popts.DefaultTimeout
+	}
+	if v, ok := env.Config["output_limit"]; ok {
+		f, ok := v.(float64)
+		if !ok || f < 1 {
+			return &sandbox.ConfigError{Path: "output_limit", Reason: "must be a positive number of bytes"}
+		}
+		popts.OutputLimit, bopts.OutputLimit = int(f), int(f)
+	}
+	if v, ok := env.Config["max_file_size"]; ok {
+		f, ok := v.(float64)
+		if !ok || f < 1 {
+			return &sandbox.ConfigError{Path: "max_file_size", Reason: "must be a positive number of bytes"}
+		}
+		b.maxFile = int64(f)
+	}
+	if v, ok := env.Config["isolation"]; ok {
+		s, _ := v.(string)
+		switch s {
+		case "", "none":
+		case "bwrap":
+			b.settings.Isolation.Kind = "bwrap"
+		default:
+			return &sandbox.ConfigError{Path: "isolation", Reason: fmt.Sprintf("%v: want none or bwrap", v)}
+		}
+	}
+	b.grace = pyh.DefaultInterruptGrace + 2*time.Second
+	b.py = pyh.New(popts)
+	b.sh = bashh.New(bopts)
+	return nil
+}
+
+func schema(props string, required ...string) json.RawMessage {
+	req, _ := json.Marshal(required)
+	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `}`)
+}
+
+const timeoutProp = `"timeout":{"type":"number","description":"seconds before the call is interrupted"}`
+
+// Tools lists code:python, code:bash, code:read and code:write.
+func (b *Backend) Tools() []sandbox.Tool {
+	return []sandbox.Tool{
+		{
+			Name:        "code:python",
+			Description: "Run Python code in this session's persistent interpreter (globals, imports and files carry over). Returns output (stdout and stderr), error (a traceback) and timed_out.",
+			Parameters:  schema(`"code":{"type":"string","description":"Python source; the value of a final expression is shown"},`+timeoutProp, "code"),
+			Run:         b.python,
+		},
+		{
+			Name:        "code:bash",
+			Description: "Run a bash command in this session's workspace. Returns stdout, then stderr after a [stderr]: line.",
+			Parameters:  schema(`"command":{"type":"string","description":"bash command text"},`+timeoutProp, "command"),
+			Run:         b.bash,
+		},
+		{
+			Name:        "code:read",
+			Description: "Read a text file of this session's workspace.",
+			Parameters:  schema(`"path":{"type":"string","description":"path relative to the workspace"}`, "path"),
+			Run:         b.read,
+		},
+		{
+			Name:        "code:write",
+			Description: "Create or replace a file of this session's workspace (parent directories are created).",
+			Parameters: schema(`"path":{"type":"string","description":"path relative to the workspace"},`+
+				`"content":{"type":"string","description":"the file's new content"}`, "path", "content"),
+			Run: b.write,
+		},
+	}
+}
+
+// timeout returns the call's timeout in seconds: the timeout parameter,
+// bounded by ctx's deadline.
+func timeout(ctx context.Context, c *sandbox.Call) (float64, error) {
+	var t float64
+	if c.Has("timeout") {
+		var err error
+		if t, err = c.Float("timeout"); err != nil {
+			return 0, err
+		}
+		if t <= 0 {
+			return 0, sandbox.Errorf(sandbox.CodeInvalidParameterType, "parameter timeout must be positive")
+		}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl).Seconds(); t == 0 || left < t {
+			t = max(left, 0.001)
+		}
+	}
+	return t, nil
+}
+
+// detach returns a context for the handler that outlives ctx's deadline by
+// grace, so a timed-out cell is interrupted by the handler's own timer (the
+// interpreter and its globals kept) rather than killed by the cancellation.
+// A cancellation other than the deadline passes through at once.
+func (b *Backend) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+			return
+		}
+		t := time.AfterFunc(b.grace, cancel)
+		context.AfterFunc(hctx, func() { t.Stop() })
+	})
+	return hctx, func() { stop(); cancel() }
+}
+
+func timedOut(t float64, data map[string]any) error {
+	data["timeout"] = t
+	return &sandbox.Error{Code: sandbox.CodeTimeout, Message: fmt.Sprintf("Tool execution timed out after %gs", t), Data: data}
+}
+
+func (b *Backend) env(s *sandbox.Session) handlers.Env {
+	return handlers.Env{RunID: s.ID, WorkDir: s.Workspace, Settings: b.settings}
+}
+
+func (b *Backend) python(ctx context.Context, c *sandbox.Call) (any, error) {
+	src, err := c.String("code")
+	if err != nil {
+		return nil, err
+	}
+	t, err := timeout(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := b.detach(ctx)
+	defer cancel()
+	res := b.py.Handle(hctx, b.env(c.Session), operations.NewPython(src, t))
+	if res.Error != "" {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("python: %s", res.Error)
+	}
+	r := res.Python
+	if r.TimedOut {
+		return nil, timedOut(t, map[string]any{"output": r.Output, "error": r.Error})
+	}
+	return map[string]any{"output": r.Output, "error": r.Error, "timed_out": false, "truncated": r.Truncated}, nil
+}
+
+func (b *Backend) bash(ctx context.Context, c *sandbox.Call) (any, error) {
+	cmd, err := c.String("command")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(cmd) == "" {
+		return nil, sandbox.Errorf(sandbox.CodeInvalidInput, "command is empty")
+	}
+	t, err := timeout(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	res := b.sh.Handle(ctx, b.env(c.Session), operations.NewBash(cmd, t))
+	if res.Bash != nil && res.Bash.TimedOut {
+		return nil, timedOut(t, map[string]any{"stdout": res.Bash.Stdout, "stderr": res.Bash.Stderr})
+	}
+	if res.Error != "" {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("bash: %s", res.Error)
+	}
+	return formatBash(res.Bash.Stdout, res.Bash.Stderr), nil
+}
+
+// formatBash is the removed AgentFlow code backend's answer.
+func formatBash(stdout, stderr string) string {
+	out := stdout
+	if stderr != "" {
+		out += "\n[stderr]:\n" + stderr
+	}
+	if out == "" {
+		return "(no output)"
+	}
+	return out
+}
+
+// rel turns a client path into a local path relative to ws, or a 4000.
+func rel(ws, p string) (string, error) {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", sandbox.Errorf(sandbox.CodeInvalidInput, "invalid path %q", p)
+	}
+	r := p
+	if filepath.IsAbs(p) {
+		var err error
+		if r, err = filepath.Rel(ws, filepath.Clean(p)); err != nil {
+			return "", sandbox.Errorf(sandbox.CodeInvalidInput, "path %q is outside the workspace", p)
+		}
+	}
+	r = filepath.Clean(r)
+	if !filepath.IsLocal(r) {
+		return "", sandbox.Errorf(sandbox.CodeInvalidInput, "path %q is outside the workspace", p)
+	}
+	return r, nil
+}
+
+// fileErr maps an os.Root error to an answer that names the client's path
+// only (never the server's directories).
+func fileErr(p string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return sandbox.Errorf(sandbox.CodeInvalidInput, "no such file: %s", p)
+	case errors.Is(err, fs.ErrInvalid) || strings.Contains(err.Error(), "escapes"):
+		return sandbox.Errorf(sandbox.CodeInvalidInput, "path %q is outside the workspace", p)
+	case errors.Is(err, fs.ErrPermission):
+		return sandbox.Errorf(sandbox.CodeInvalidInput, "permission denied: %s", p)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s %s: %w", pe.Op, p, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", p, err)
+}
+
+func (b *Backend) open(c *sandbox.Call) (*os.Root, string, string, error) {
+	p, err := c.String("path")
+	if err != nil {
+		return nil, "", "", err
+	}
+	r, err := rel(c.Session.Workspace, p)
+	if err != nil {
+		return nil, "", "", err
+	}
+	root, err := os.OpenRoot(c.Session.Workspace)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("workspace: %w", err)
+	}
+	return root, p, r, nil
+}
+
+func (b *Backend) read(_ context.Context, c *sandbox.Call) (any, error) {
+	root, p, r, err := b.open(c)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(r)
+	if err != nil {
+		return nil, fileErr(p, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fileErr(p, err)
+	}
+	if st.IsDir() {
+		return nil, sandbox.Errorf(sandbox.CodeInvalidInput, "%s is a directory", p)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, b.maxFile+1))
+	if err != nil {
+		return nil, fileErr(p, err)
+	}
+	if int64(len(data)) > b.maxFile {
+		return nil, sandbox.Errorf(sandbox.CodeInvalidInput, "%s is larger than %d bytes", p, b.maxFile)
+	}
+	return map[string]any{"path": p, "content": string(data), "size": len(data)}, nil
+}
+
+func (b *Backend) write(_ context.Context, c *sandbox.Call) (any, error) {
+	content, err := c.String("content")
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(content)) > b.maxFile {
+		return nil, sandbox.Errorf(sandbox.CodeInvalidInput, "content is larger than %d bytes", b.maxFile)
+	}
+	root, p, r, err := b.open(c)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if d := filepath.Dir(r); d != "." {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			return nil, fileErr(p, err)
+		}
+	}
+	if err := root.WriteFile(r, []byte(content), 0o644); err != nil {
+		return nil, fileErr(p, err)
+	}
+	return map[string]any{"path": p, "size": len(content)}, nil
+}
+
+// Cleanup kills the session's interpreter and shell with every process
+// they started.
+func (b *Backend) Cleanup(_ context.Context, s *sandbox.Session) error {
+	b.py.CloseRun(s.ID)
+	b.sh.CloseRun(s.ID)
+	return nil
+}
+
+// Shutdown kills every interpreter and shell.
+func (b *Backend) Shutdown(context.Context) error {
+	if b.py == nil {
+		return nil
+	}
+	return errors.Join(b.py.Close(), b.sh.Close())
+}
+
+var (
+	_ sandbox.Provisioner = (*Backend)(nil)
+	_ sandbox.Cleaner     = (*Backend)(nil)
+	_ sandbox.Shutdowner  = (*Backend)(nil)
+)
