@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,8 +19,10 @@ import (
 //	 "warmup": {"enabled": true, "resources": ["rag"]}}
 //
 // Every string in the file may use ${VAR} and ${VAR:-default}, expanded from
-// the environment; an unset ${VAR} without a default is an error naming its
-// JSON path. Keys AgentFlow has and flock does not use (backend_class,
+// the environment (the default also replaces an empty value); an unset
+// ${VAR} without a default, and any other "${" (${VAR-x}, ${}, an unclosed
+// reference), is an error naming its JSON path. There is no escape for a
+// literal "${". Keys AgentFlow has and flock does not use (backend_class,
 // description, security, server.url/port/title) are accepted and ignored.
 type Config struct {
 	Server ServerConfig
@@ -238,6 +241,9 @@ func seconds(v any) (time.Duration, error) {
 func expand(v any, path string, lookup func(string) (string, bool)) (any, error) {
 	switch t := v.(type) {
 	case string:
+		if strings.Contains(varRef.ReplaceAllString(t, ""), "${") {
+			return nil, cfgErr(trimDot(path), "malformed ${...} reference: use ${VAR} or ${VAR:-default}")
+		}
 		var bad string
 		out := varRef.ReplaceAllStringFunc(t, func(m string) string {
 			sub := varRef.FindStringSubmatch(m)
