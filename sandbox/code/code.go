@@ -70,6 +70,11 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 		case "", "none":
 		case "bwrap":
 			b.settings.Isolation.Kind = "bwrap"
+			// Hide the service's data dir (env.DataDir is
+			// <data>/backends/code): other sessions' workspaces and
+			// backends' data; the session's own workspace is bound back.
+			hidden := []string{filepath.Dir(filepath.Dir(env.DataDir))}
+			popts.Hidden, bopts.Hidden = hidden, hidden
 		default:
 			return &sandbox.ConfigError{Path: "isolation", Reason: fmt.Sprintf("%v: want none or bwrap", v)}
 		}
@@ -176,6 +181,7 @@ func (b *Backend) python(ctx context.Context, c *sandbox.Call) (any, error) {
 	}
 	hctx, cancel := b.detach(ctx)
 	defer cancel()
+	start := time.Now()
 	res := b.py.Handle(hctx, b.env(c.Session), operations.NewPython(src, t))
 	if res.Error != "" {
 		if ctx.Err() != nil {
@@ -187,7 +193,17 @@ func (b *Backend) python(ctx context.Context, c *sandbox.Call) (any, error) {
 	if r.TimedOut {
 		return nil, timedOut(t, map[string]any{"output": r.Output, "error": r.Error})
 	}
-	return map[string]any{"output": r.Output, "error": r.Error, "timed_out": false, "truncated": r.Truncated}, nil
+	rc := 0
+	if r.Error != "" {
+		rc = 1
+	}
+	// stdout, stderr, return_code and execution_time_ms are what AgentFlow's
+	// client formatter (CodeExecutionResult) reads for resource "code".
+	return map[string]any{
+		"output": r.Output, "error": r.Error, "timed_out": false, "truncated": r.Truncated,
+		"stdout": r.Output, "stderr": r.Error, "return_code": rc,
+		"execution_time_ms": float64(time.Since(start).Microseconds()) / 1000,
+	}, nil
 }
 
 func (b *Backend) bash(ctx context.Context, c *sandbox.Call) (any, error) {

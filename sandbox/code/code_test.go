@@ -29,12 +29,18 @@ type env struct {
 
 func newEnv(t *testing.T, codeCfg string) *env {
 	t.Helper()
+	return newEnvIn(t, codeCfg, t.TempDir())
+}
+
+// newEnvIn starts the service with its data dir at dataDir.
+func newEnvIn(t *testing.T, codeCfg, dataDir string) *env {
+	t.Helper()
 	cfg, err := sandbox.ParseConfig([]byte(`{"server":{"session_ttl":300,"cleanup_interval":60},"resources":{"code":{"enabled":true,"config":`+codeCfg+`}}}`),
 		func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +123,13 @@ func TestPythonGlobalsPersistAndWorkersIsolated(t *testing.T) {
 		t.Fatalf("worker b sees a's workspace: %q", out)
 	}
 	// A traceback is a result, not an envelope error.
-	if a := e.py("a", "1/0"); a.Code != 0 || !strings.Contains(a.field("error").(string), "ZeroDivisionError") {
+	if a := e.py("a", "1/0"); a.Code != 0 || !strings.Contains(a.field("error").(string), "ZeroDivisionError") ||
+		a.field("stderr") != a.field("error") || a.field("return_code") != float64(1) {
 		t.Fatalf("exception: %+v", a)
+	}
+	// AgentFlow's formatter fields.
+	if a := e.py("a", "print('hi')"); a.field("stdout") != "hi\n" || a.field("stderr") != "" || a.field("return_code") != float64(0) {
+		t.Fatalf("formatter fields: %+v", a)
 	}
 }
 
@@ -285,7 +296,16 @@ func TestBwrap(t *testing.T) {
 	if err := isolation.Available(); err != nil {
 		t.Skip("bwrap unavailable: ", err)
 	}
-	e := newEnv(t, `{"isolation":"bwrap"}`)
+	// bwrap puts a private tmpfs on /tmp, which would hide a data dir
+	// beneath it anyway: put this one in the package directory so the test
+	// shows the backend hiding the data dir itself.
+	wd, _ := os.Getwd()
+	data, err := os.MkdirTemp(wd, "testdata-bwrap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(data) })
+	e := newEnvIn(t, `{"isolation":"bwrap"}`, data)
 	e.create("w")
 	outside := t.TempDir()
 	a := e.py("w", "import os\nopen('in.txt','w').write('ok')\n"+
@@ -298,6 +318,15 @@ func TestBwrap(t *testing.T) {
 	}
 	if a := e.call("w", "code:read", map[string]any{"path": "in.txt"}); a.field("content") != "ok" {
 		t.Fatalf("read: %+v", a)
+	}
+	// Another session's workspace is invisible.
+	e.create("other")
+	ows := e.py("other", "import os; open('theirs.txt','w').write('x'); print(os.getcwd(), end='')").field("output").(string)
+	if a := e.py("w", "import os; os.path.exists("+strconv.Quote(filepath.Join(ows, "theirs.txt"))+")"); a.field("output") != "False\n" {
+		t.Fatalf("bwrap: another session's workspace is visible: %+v", a)
+	}
+	if a := e.call("w", "code:bash", map[string]any{"command": "ls " + ows + "/theirs.txt 2>/dev/null || echo hidden"}); a.Data != "hidden\n" {
+		t.Fatalf("bwrap bash: another session's workspace is visible: %+v", a)
 	}
 }
 

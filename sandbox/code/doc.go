@@ -4,11 +4,13 @@
 //
 // Tools (all stateful, resource type "code"):
 //
-//   - code:python {code, timeout?} → {output, error, timed_out, truncated}:
-//     runs a cell in the session's interpreter, started in the workspace on
-//     first use; globals, imports and definitions persist between calls.
-//     Output is stdout and stderr interleaved; a traceback is in error (still
-//     code 0). A cell past its timeout is interrupted (KeyboardInterrupt) and
+//   - code:python {code, timeout?} → {output, error, timed_out, truncated}
+//     plus the fields AgentFlow's client formatter reads for "code" (stdout =
+//     output, stderr = error, return_code 1 when there is an error, else 0,
+//     execution_time_ms): runs a cell in the session's interpreter, started
+//     in the workspace on first use; globals, imports and definitions
+//     persist between calls. Output is stdout and stderr interleaved; a
+//     traceback is in error (still code 0). A cell past its timeout is interrupted (KeyboardInterrupt) and
 //     answers 5006; the interpreter and its globals are kept and every
 //     process the cell started is killed.
 //   - code:bash {command, timeout?} → a plain string, as AgentFlow's removed
@@ -33,5 +35,6 @@
 // output_limit (bytes, default 100000), max_file_size (bytes read or
 // written by read/write, default 10 MiB), isolation ("bwrap" runs the
 // interpreter and the shell under bubblewrap with only the workspace
-// writable; see package isolation).
+// writable and the service's data dir, other sessions' workspaces included,
+// hidden; see package isolation).
 package code
