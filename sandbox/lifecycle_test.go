@@ -154,8 +154,8 @@ func TestSweeperExpiresSession(t *testing.T) {
 // and an action each move expires_at forward, and a session kept alive by
 // heartbeats outlives several TTLs, then expires once they stop.
 func TestHeartbeatAndRefreshExtendTTL(t *testing.T) {
-	const ttl = 500 * time.Millisecond
-	e := newEnv(t, "", `{"server":{"session_ttl":0.5,"cleanup_interval":0.05},"resources":{"keeper":{}}}`)
+	const ttl = time.Second
+	e := newEnv(t, "", `{"server":{"session_ttl":1,"cleanup_interval":0.05},"resources":{"keeper":{}}}`)
 	e.do(t, "POST", "/api/v1/session/create", map[string]any{"worker_id": "hb", "resource_type": "keeper"})
 	s := e.keeperSession(t, "hb")
 	id := s["session_id"]
