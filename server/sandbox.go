@@ -56,17 +56,17 @@ func (s *Server) mountSandbox(svc *sandbox.Service, shutdown func()) {
 	s.sandbox = svc
 	s.e.GET("/ready", h.ready)
 	g := s.e.Group(sandboxPrefix)
-	g.POST("/execute", h.execute)
-	g.POST("/execute/batch", h.batch)
-	g.POST("/session/create", h.create)
-	g.POST("/session/destroy", h.destroy)
-	g.POST("/session/list", h.list)
-	g.POST("/session/refresh", h.refresh)
-	g.POST("/lifecycle/heartbeat", h.heartbeat)
-	g.POST("/lifecycle/status", h.status)
-	g.POST("/worker/disconnect", h.disconnect)
-	g.POST("/init/resource", h.initResource)
-	g.POST("/init/batch", h.initBatch)
+	g.POST("/execute", h.withCaller(h.execute))
+	g.POST("/execute/batch", h.withCaller(h.batch))
+	g.POST("/session/create", h.withCaller(h.create))
+	g.POST("/session/destroy", h.withCaller(h.destroy))
+	g.POST("/session/list", h.withCaller(h.list))
+	g.POST("/session/refresh", h.withCaller(h.refresh))
+	g.POST("/lifecycle/heartbeat", h.withCaller(h.heartbeat))
+	g.POST("/lifecycle/status", h.withCaller(h.status))
+	g.POST("/worker/disconnect", h.withCaller(h.disconnect))
+	g.POST("/init/resource", h.withCaller(h.initResource))
+	g.POST("/init/batch", h.withCaller(h.initBatch))
 	g.GET("/tools", h.tools)
 	g.GET("/tools/:name/schema", h.schema)
 	g.POST("/warmup", h.warmup)
@@ -171,6 +171,22 @@ func (b body) seconds(key string) (time.Duration, error) {
 
 // caller builds the request's identity: the token's digest when a token is
 // required (one token is one caller), the body's worker_id and trace_id.
+// withCaller adapts a route that needs the decoded body and the caller it
+// names: the prologue every worker-scoped route shares.
+func (h *sandboxRoutes) withCaller(fn func(c *echo.Context, b body, cl sandbox.Caller) error) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		b, err := decode(c)
+		if err != nil {
+			return err
+		}
+		cl, err := h.caller(c, b)
+		if err != nil {
+			return err
+		}
+		return fn(c, b, cl)
+	}
+}
+
 func (h *sandboxRoutes) caller(c *echo.Context, b body) (sandbox.Caller, error) {
 	worker, err := b.str("worker_id", true)
 	if err != nil {
@@ -201,15 +217,7 @@ func reply(c *echo.Context, env sandbox.Envelope, status int) error {
 	return c.JSON(status, env)
 }
 
-func (h *sandboxRoutes) execute(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) execute(c *echo.Context, b body, cl sandbox.Caller) error {
 	a, err := action(b)
 	if err != nil {
 		return err
@@ -233,15 +241,7 @@ func action(b body) (sandbox.Action, error) {
 	return sandbox.Action{Action: name, Params: params, Timeout: timeout}, nil
 }
 
-func (h *sandboxRoutes) batch(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) batch(c *echo.Context, b body, cl sandbox.Caller) error {
 	raw, ok := b["actions"].([]any)
 	if !ok {
 		return badRequest("field actions must be an array of {action, params, timeout}")
@@ -274,15 +274,7 @@ func (h *sandboxRoutes) batch(c *echo.Context) error {
 	return reply(c, env, status)
 }
 
-func (h *sandboxRoutes) create(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) create(c *echo.Context, b body, cl sandbox.Caller) error {
 	rt, err := b.str("resource_type", true)
 	if err != nil {
 		return err
@@ -316,15 +308,7 @@ func notFoundStatus(env sandbox.Envelope) int {
 	return 0
 }
 
-func (h *sandboxRoutes) destroy(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) destroy(c *echo.Context, b body, cl sandbox.Caller) error {
 	rt, err := b.str("resource_type", true)
 	if err != nil {
 		return err
@@ -333,27 +317,11 @@ func (h *sandboxRoutes) destroy(c *echo.Context) error {
 	return reply(c, env, notFoundStatus(env))
 }
 
-func (h *sandboxRoutes) list(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) list(c *echo.Context, b body, cl sandbox.Caller) error {
 	return reply(c, h.svc.ListSessions(cl), 0)
 }
 
-func (h *sandboxRoutes) refresh(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) refresh(c *echo.Context, b body, cl sandbox.Caller) error {
 	rt, err := b.str("resource_type", false)
 	if err != nil {
 		return err
@@ -362,51 +330,19 @@ func (h *sandboxRoutes) refresh(c *echo.Context) error {
 	return reply(c, env, notFoundStatus(env))
 }
 
-func (h *sandboxRoutes) heartbeat(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) heartbeat(c *echo.Context, b body, cl sandbox.Caller) error {
 	return reply(c, h.svc.Heartbeat(cl), 0)
 }
 
-func (h *sandboxRoutes) status(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) status(c *echo.Context, b body, cl sandbox.Caller) error {
 	return reply(c, h.svc.Status(cl), 0)
 }
 
-func (h *sandboxRoutes) disconnect(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) disconnect(c *echo.Context, b body, cl sandbox.Caller) error {
 	return reply(c, h.svc.Disconnect(c.Request().Context(), cl), 0)
 }
 
-func (h *sandboxRoutes) initResource(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) initResource(c *echo.Context, b body, cl sandbox.Caller) error {
 	rt, err := b.str("resource_type", true)
 	if err != nil {
 		return err
@@ -432,15 +368,7 @@ func initData(env sandbox.Envelope, rt string) sandbox.Envelope {
 	return env
 }
 
-func (h *sandboxRoutes) initBatch(c *echo.Context) error {
-	b, err := decode(c)
-	if err != nil {
-		return err
-	}
-	cl, err := h.caller(c, b)
-	if err != nil {
-		return err
-	}
+func (h *sandboxRoutes) initBatch(c *echo.Context, b body, cl sandbox.Caller) error {
 	cfgs, err := b.obj("resource_configs")
 	if err != nil {
 		return err
