@@ -1,5 +1,7 @@
 package grading
 
+import "github.com/flockrun/flock/internal/editdist"
+
 // Similarity returns the normalised Levenshtein similarity of the two
 // answers after Normalize: 1 - d/max(|p|, |r|), where d is the edit distance
 // (insertions, deletions and substitutions each cost 1) between the
@@ -19,29 +21,5 @@ func Similarity(prediction, reference string) float64 {
 	if longest == 0 {
 		return 1
 	}
-	return 1 - float64(levenshtein(a, b))/float64(longest)
-}
-
-// levenshtein returns the edit distance between a and b using two rows.
-func levenshtein(a, b []rune) int {
-	if len(a) < len(b) {
-		a, b = b, a
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return 1 - float64(editdist.Distance(a, b))/float64(longest)
 }
