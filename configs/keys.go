@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/flockrun/flock/internal/editdist"
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/flockrun/flock/internal/editdist"
 )
 
 // FlockKeys are the top-level keys of Flock's settings.json (triframe's and
