@@ -13,6 +13,7 @@ import (
 	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/telemetry"
 	"github.com/flockrun/flock/workflows"
@@ -32,9 +33,19 @@ type App struct {
 	Metrics *telemetry.Metrics
 }
 
+// Option changes how Open wires an App.
+type Option func(*handlers.Deps)
+
+// WithSandbox hands the sandbox service the server hosts to the handlers:
+// the sandbox operation runs on it in-process. The caller owns svc and
+// closes it after the App.
+func WithSandbox(svc *sandbox.Service) Option {
+	return func(d *handlers.Deps) { d.Sandbox = svc }
+}
+
 // Open builds an App from cfg and resumes the unfinished runs in its data
 // directory. The caller must Close it.
-func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, error) {
+func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Option) (*App, error) {
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -66,6 +77,10 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		}
 		return len(ex.Active())
 	})
+	deps := handlers.Deps{Server: cfg, Log: log, Open: access.Open}
+	for _, o := range opts {
+		o(&deps)
+	}
 	// The operation handlers are the registered handler packages (see
 	// handlers.go); the executor provisions them at Start.
 	ex, err = workflows.New(workflows.Config{
@@ -73,7 +88,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger) (*App, erro
 		Store:       st,
 		Registry:    reg,
 		Handlers:    handlers.Registered(),
-		HandlerDeps: handlers.Deps{Server: cfg, Log: log, Open: access.Open},
+		HandlerDeps: deps,
 		RunsDir:     cfg.RunsDir(),
 		Concurrency: cfg.Concurrency,
 		Logger:      log,

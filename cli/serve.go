@@ -178,27 +178,33 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdou
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), log)
-	if err != nil {
-		return errors.Join(err, a.Close(context.Background()))
-	}
-	srv.Mount("/metrics", a.Metrics.Handler())
+	// The sandbox service opens first: the sandbox operation's handler
+	// runs on it in-process (app.WithSandbox).
 	var sb *sandbox.Service
+	var opts []app.Option
 	if sandboxConfig != "" {
-		if sb, err = openSandbox(ctx, sandboxConfig, filepath.Join(a.Config.DataDir, "sandbox"), log); err != nil {
-			return errors.Join(err, a.Close(context.Background()))
+		if sb, err = openSandbox(ctx, sandboxConfig, filepath.Join(cfg.DataDir, "sandbox"), log); err != nil {
+			return err
 		}
-		srv.MountSandbox(sb)
+		opts = append(opts, app.WithSandbox(sb))
 	}
 	closeSandbox := func(ctx context.Context) error {
 		if sb == nil {
 			return nil
 		}
 		return sb.Close(ctx)
+	}
+	a, err := app.Open(ctx, cfg, log, opts...)
+	if err != nil {
+		return errors.Join(err, closeSandbox(context.Background()))
+	}
+	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), log)
+	if err != nil {
+		return errors.Join(err, a.Close(context.Background()), closeSandbox(context.Background()))
+	}
+	srv.Mount("/metrics", a.Metrics.Handler())
+	if sb != nil {
+		srv.MountSandbox(sb)
 	}
 	addr, err := srv.Start()
 	if err != nil {
@@ -222,5 +228,5 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdou
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return errors.Join(runErr, srv.Shutdown(sctx), closeSandbox(sctx), a.Close(sctx))
+	return errors.Join(runErr, srv.Shutdown(sctx), a.Close(sctx), closeSandbox(sctx))
 }

@@ -37,6 +37,13 @@ type RunSettings struct {
 	Python  Python     `json:"python,omitempty"`
 	Bash    Bash       `json:"bash,omitempty"`
 	Scoring Scoring    `json:"scoring,omitempty"`
+	// SandboxURL is the base URL of a flock or AgentFlow sandbox service
+	// (e.g. "http://127.0.0.1:18890") on which the run's sandbox
+	// operations ("text2sql:execute", "bash:run"...) run, with the run's
+	// id as worker_id. Empty: they run on the sandbox service the server
+	// hosts (flock serve --sandbox-config); a run with sandbox operations
+	// and neither is refused at start.
+	SandboxURL string `json:"sandbox_url,omitempty"`
 }
 
 // Model is one model endpoint.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
 )
 
@@ -77,6 +78,9 @@ type Deps struct {
 	// Open opens a file a run reads, by the server's access rules
 	// (files.Access.Open); nil opens the path as it is.
 	Open func(workDir, path string) (*os.File, error)
+	// Sandbox is the sandbox service the server hosts (flock serve
+	// --sandbox-config), or nil; the sandbox operation runs on it.
+	Sandbox *sandbox.Service
 }
 
 // Runs starts child runs. The executor implements it, so that a handler

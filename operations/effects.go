@@ -67,6 +67,10 @@ func action(in EffectInput) Effects {
 // Effects counts a command that ran as an action.
 func (*BashResult) Effects(in EffectInput) Effects { return action(in) }
 
+// Effects counts a sandbox tool call that was answered as an action,
+// whatever its envelope's code.
+func (*SandboxResult) Effects(in EffectInput) Effects { return action(in) }
+
 // Effects counts code that ran as an action.
 func (*PythonResult) Effects(in EffectInput) Effects { return action(in) }
 

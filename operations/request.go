@@ -101,6 +101,9 @@ type ObservationRequest struct {
 type SandboxRequest struct {
 	Action string          `json:"action"`
 	Params json.RawMessage `json:"params,omitempty"`
+	// TimeoutS is the call's timeout in seconds; 0 means the sandbox's
+	// server.default_timeout.
+	TimeoutS float64 `json:"timeout_s,omitempty"`
 }
 
 // ReadFileRequest reads a file. Relative paths are resolved against the

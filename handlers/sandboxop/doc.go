@@ -1,0 +1,32 @@
+// Package sandboxop serves the operation kind "sandbox": one call of a
+// sandbox tool, AgentFlow style,
+//
+//	{"action": "text2sql:execute", "params": {...}, "timeout_s": 30}
+//
+// answered with the envelope's code, message, data and meta
+// (operations.SandboxResult). A call that got an envelope counts as an
+// action whatever its code; a tool failure is the envelope's code, not an
+// operation error. Operation errors are kept for what is not the tool's
+// answer: bad params, no sandbox, an unreachable sandbox_url.
+//
+// # Where calls run
+//
+// With sandbox_url in the run's settings, over HTTP on that flock or
+// AgentFlow sandbox (POST /api/v1/execute, worker_id = the run id).
+// Otherwise in-process on the sandbox service the server hosts (flock serve
+// --sandbox-config; app.WithSandbox hands it to Provision). Both give the
+// same envelope: the in-process one goes through JSON as the wire's does.
+// ValidateRun refuses a run whose settings offer a sandbox tool (a
+// "resource:tool" name in any tools list) when there is neither, and a
+// sandbox_url that is not http(s).
+//
+// # Sessions
+//
+// A stateful tool (bash:run...) runs on the run's session of its resource
+// type, created on first use (session/create) and destroyed when the run
+// ends (CloseRun). The work directory's .sandbox-sessions/<type> file
+// remembers that the run had one: a resumed run whose session is gone gets
+// a new one, and the first result's message starts with "[session
+// recreated: ...]" so that the agent knows its earlier state is lost.
+// Stateless tools (text2sql, rag, doc, web) use no session.
+package sandboxop

@@ -1,0 +1,293 @@
+package sandboxop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/sandbox"
+)
+
+// ErrNoSandbox refuses a run that offers sandbox tools when the server
+// hosts no sandbox service and the run names no sandbox_url.
+var ErrNoSandbox = errors.New("sandbox: the run uses sandbox tools but the server hosts no sandbox service (flock serve --sandbox-config) and its settings set no sandbox_url")
+
+// ErrBadURL is a sandbox_url that is not an http(s) URL.
+var ErrBadURL = errors.New("sandbox_url must be an http:// or https:// URL")
+
+// markerDir is the directory of a run's work directory that remembers
+// which resource types had a session, so that a resumed run knows when its
+// session was lost.
+const markerDir = ".sandbox-sessions"
+
+// Handler runs sandbox operations on the hosted service or over HTTP.
+type Handler struct {
+	svc *sandbox.Service
+
+	mu   sync.Mutex
+	runs map[string]*runSessions // run id → its sessions
+}
+
+// runSessions are the sessions a run created, by resource type, and where.
+type runSessions struct {
+	target target
+	rts    map[string]bool
+}
+
+// Provision takes the server's sandbox service, if it hosts one.
+func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
+	h.svc = deps.Sandbox
+	return nil
+}
+
+// ValidateRun checks sandbox_url, and refuses a run whose settings offer a
+// sandbox tool (a "resource:tool" name in a tools list) when there is no
+// sandbox to run it on.
+func (h *Handler) ValidateRun(run handlers.RunCheck) error {
+	if run.Settings == nil {
+		return nil
+	}
+	if u := run.Settings.SandboxURL; u != "" {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%w, got %q", ErrBadURL, u)
+		}
+		return nil
+	}
+	if h.svc == nil && usesSandboxTools(run.Raw) {
+		return ErrNoSandbox
+	}
+	return nil
+}
+
+// usesSandboxTools reports whether any "tools" list in the settings names
+// a sandbox tool ("resource:tool").
+func usesSandboxTools(raw json.RawMessage) bool {
+	var doc any
+	if json.Unmarshal(raw, &doc) != nil {
+		return false
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if k == "tools" {
+					if list, ok := x.([]any); ok {
+						for _, n := range list {
+							if s, ok := n.(string); ok && strings.Contains(s, ":") {
+								return true
+							}
+						}
+					}
+				}
+				if walk(x) {
+					return true
+				}
+			}
+		case []any:
+			for _, x := range v {
+				if walk(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(doc)
+}
+
+// target is where a run's sandbox calls go.
+type target interface {
+	tool(ctx context.Context, name string) (sandbox.ToolInfo, bool)
+	// create creates the worker's session of rt: existed is true when it
+	// was there already.
+	create(ctx context.Context, worker, rt string) (existed bool, env sandbox.Envelope, err error)
+	execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error)
+	destroy(ctx context.Context, worker, rt string)
+}
+
+// envelope is an answer with data and meta as JSON.
+type envelope struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+	Meta    json.RawMessage `json:"meta"`
+}
+
+func (h *Handler) target(env handlers.Env) (target, error) {
+	if env.Settings != nil && env.Settings.SandboxURL != "" {
+		return newRemote(env.Settings.SandboxURL), nil
+	}
+	if h.svc != nil {
+		return local{h.svc}, nil
+	}
+	return nil, ErrNoSandbox
+}
+
+// Handle runs one sandbox call.
+func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
+	p := req.Sandbox
+	if p == nil || strings.TrimSpace(p.Action) == "" {
+		return operations.Failed(req, "sandbox: action is required (\"resource:tool\", e.g. \"text2sql:execute\")")
+	}
+	params := map[string]any{}
+	if len(p.Params) > 0 && string(p.Params) != "null" {
+		if err := json.Unmarshal(p.Params, &params); err != nil {
+			return operations.Failed(req, "sandbox: params of %s must be a JSON object: %v", p.Action, err)
+		}
+	}
+	if p.TimeoutS < 0 {
+		return operations.Failed(req, "sandbox: timeout_s must not be negative, got %g", p.TimeoutS)
+	}
+	t, err := h.target(env)
+	if err != nil {
+		return operations.Failed(req, "%v", err)
+	}
+	recreated := ""
+	if info, ok := t.tool(ctx, p.Action); ok && !info.Stateless {
+		var fail *envelope
+		recreated, fail, err = h.session(ctx, t, env, info.ResourceType)
+		if err != nil {
+			return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
+		}
+		if fail != nil {
+			return result(req, *fail)
+		}
+	}
+	e, err := t.execute(ctx, env.RunID, sandbox.Action{Action: p.Action, Params: params,
+		Timeout: time.Duration(p.TimeoutS * float64(time.Second))})
+	if err != nil {
+		return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
+	}
+	if recreated != "" {
+		e.Message = recreated + " " + e.Message
+	}
+	return result(req, e)
+}
+
+func result(req operations.Request, e envelope) operations.Result {
+	return operations.Result{Kind: operations.KindSandbox, Meta: req.Meta,
+		Sandbox: &operations.SandboxResult{Code: e.Code, Message: e.Message, Data: e.Data, Meta: e.Meta}}
+}
+
+// session makes sure the run has its session of rt, created on first use.
+// It answers a note when the session had to be recreated (a resumed run
+// whose session is gone), or the envelope of a failed creation.
+func (h *Handler) session(ctx context.Context, t target, env handlers.Env, rt string) (string, *envelope, error) {
+	h.mu.Lock()
+	rs := h.runs[env.RunID]
+	if rs != nil && rs.rts[rt] {
+		h.mu.Unlock()
+		return "", nil, nil
+	}
+	h.mu.Unlock()
+	existed, ce, err := t.create(ctx, env.RunID, rt)
+	if err != nil {
+		return "", nil, err
+	}
+	if ce.Code != 0 {
+		data, _ := json.Marshal(ce.Data)
+		meta, _ := json.Marshal(ce.Meta)
+		return "", &envelope{Code: ce.Code, Message: ce.Message, Data: data, Meta: meta}, nil
+	}
+	note := ""
+	marker := ""
+	if env.WorkDir != "" {
+		marker = filepath.Join(env.WorkDir, markerDir, safeName(rt))
+		if _, err := os.Stat(marker); err == nil && !existed {
+			note = fmt.Sprintf("[session recreated: this run's %s session was gone (the run was resumed), so its earlier state (files, working directory, variables) is lost]", rt)
+		}
+		if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
+			_ = os.WriteFile(marker, nil, 0o644)
+		}
+	}
+	h.mu.Lock()
+	if h.runs == nil {
+		h.runs = map[string]*runSessions{}
+	}
+	if h.runs[env.RunID] == nil {
+		h.runs[env.RunID] = &runSessions{target: t, rts: map[string]bool{}}
+	}
+	h.runs[env.RunID].rts[rt] = true
+	h.mu.Unlock()
+	return note, nil, nil
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+func safeName(s string) string {
+	s = unsafeChars.ReplaceAllString(s, "_")
+	if s == "" || s == "." || s == ".." {
+		return "_"
+	}
+	return s
+}
+
+// CloseRun destroys the sessions the run created.
+func (h *Handler) CloseRun(runID string) {
+	h.mu.Lock()
+	rs := h.runs[runID]
+	delete(h.runs, runID)
+	h.mu.Unlock()
+	if rs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for rt := range rs.rts {
+		rs.target.destroy(ctx, runID, rt)
+	}
+}
+
+// local runs calls on the hosted service.
+type local struct{ svc *sandbox.Service }
+
+func (l local) tool(_ context.Context, name string) (sandbox.ToolInfo, bool) { return l.svc.Tool(name) }
+
+func (l local) create(ctx context.Context, worker, rt string) (bool, sandbox.Envelope, error) {
+	e := l.svc.CreateSession(ctx, sandbox.Caller{Worker: worker}, rt, nil, "")
+	m, _ := e.Data.(map[string]any)
+	return m["status"] == "exists", e, nil
+}
+
+func (l local) execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error) {
+	e := l.svc.Execute(ctx, sandbox.Caller{Worker: worker}, a)
+	// Through JSON, so that data and meta are what a remote sandbox
+	// answers byte for byte.
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return envelope{}, fmt.Errorf("encode data: %w", err)
+	}
+	meta, err := json.Marshal(e.Meta)
+	if err != nil {
+		return envelope{}, fmt.Errorf("encode meta: %w", err)
+	}
+	return envelope{Code: e.Code, Message: e.Message, Data: data, Meta: meta}, nil
+}
+
+func (l local) destroy(ctx context.Context, worker, rt string) {
+	l.svc.DestroySession(ctx, sandbox.Caller{Worker: worker}, rt)
+}
+
+func init() {
+	handlers.Register(handlers.Info{ID: "flock.sandbox", Kinds: []operations.Kind{operations.KindSandbox},
+		New: func() handlers.Handler { return &Handler{} }})
+}
+
+var (
+	_ handlers.Handler      = (*Handler)(nil)
+	_ handlers.Provisioner  = (*Handler)(nil)
+	_ handlers.RunValidator = (*Handler)(nil)
+	_ handlers.RunCloser    = (*Handler)(nil)
+)

@@ -1,0 +1,259 @@
+package sandboxop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers/sandboxop"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/sandbox"
+	_ "github.com/flockrun/flock/sandbox/all"
+	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// openSandbox opens a sandbox service with bash and text2sql over the
+// bundled concert database.
+func openSandbox(t *testing.T) *sandbox.Service {
+	t.Helper()
+	db, err := filepath.Abs("../../configs/sandbox/data/concert.sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := fmt.Sprintf(`{"resources": {"bash": {"enabled": true}}, "apis": {"text2sql": {"databases": {"concert": %q}}}}`, db)
+	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	return svc
+}
+
+// serveSandbox runs the service alone over real HTTP, as flock sandbox
+// does, and returns its base URL.
+func serveSandbox(t *testing.T, svc *sandbox.Service) string {
+	t.Helper()
+	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, func() {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := srv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return "http://" + addr.String()
+}
+
+func openApp(t *testing.T, opts ...app.Option) *app.App {
+	t.Helper()
+	cfg := configs.Server{DataDir: filepath.Join(t.TempDir(), "data"), Mode: "simulated", WorkflowDirs: []string{"testdata"}}
+	a, err := app.Open(context.Background(), cfg, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	return a
+}
+
+// runCalls runs the sandboxcalls workflow and returns its sandbox results.
+func runCalls(t *testing.T, a *app.App, settings string) (state.Run, []operations.SandboxResult) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", Settings: json.RawMessage(settings)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	end, err := a.Executor.Wait(wctx, h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := a.Store.Ops(ctx, h.ID, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []operations.SandboxResult
+	for _, op := range ops {
+		if op.Result == nil || op.Result.Sandbox == nil {
+			t.Fatalf("op %s has no sandbox result: %+v", op.ID, op.Result)
+		}
+		out = append(out, *op.Result.Sandbox)
+	}
+	return end, out
+}
+
+// checkCalls checks the envelopes of the sandboxcalls workflow.
+func checkCalls(t *testing.T, end state.Run, res []operations.SandboxResult) {
+	t.Helper()
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("run ended %s: %s", end.Status, end.Error)
+	}
+	if len(res) != 4 {
+		t.Fatalf("%d sandbox results, want 4", len(res))
+	}
+	if res[0].Code != 0 || !strings.Contains(string(res[0].Data), "rows") {
+		t.Fatalf("text2sql:execute = %d %s %s", res[0].Code, res[0].Message, res[0].Data)
+	}
+	var meta struct {
+		Tool string `json:"tool"`
+	}
+	if err := json.Unmarshal(res[0].Meta, &meta); err != nil || meta.Tool != "text2sql:execute" {
+		t.Fatalf("meta = %s, want tool text2sql:execute", res[0].Meta)
+	}
+	var out struct {
+		Stdout string `json:"stdout"`
+	}
+	if err := json.Unmarshal(res[2].Data, &out); err != nil || res[2].Code != 0 || strings.TrimSpace(out.Stdout) != "kept" {
+		t.Fatalf("second bash:run = %d %s %s: the run's session did not keep the file", res[2].Code, res[2].Message, res[2].Data)
+	}
+	if res[3].Code != sandbox.CodeInvalidInput {
+		t.Fatalf("DELETE = code %d %s, want %d", res[3].Code, res[3].Message, sandbox.CodeInvalidInput)
+	}
+	if end.Usage.Actions != 4 {
+		t.Fatalf("actions = %d, want 4 (every answered sandbox call)", end.Usage.Actions)
+	}
+}
+
+// sessions lists the bash sessions of every worker on svc.
+func workerSessions(svc *sandbox.Service, worker string) int {
+	env := svc.ListSessions(sandbox.Caller{Worker: worker})
+	data, _ := json.Marshal(env.Data)
+	var d struct {
+		Count int `json:"count"`
+	}
+	_ = json.Unmarshal(data, &d)
+	return d.Count
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSandboxOpInProcess runs sandbox ops on the server's own service: a
+// stateless text2sql call, two bash calls on the run's session created on
+// first use, and a refused statement as the envelope's code; the session
+// is destroyed when the run ends.
+func TestSandboxOpInProcess(t *testing.T) {
+	svc := openSandbox(t)
+	a := openApp(t, app.WithSandbox(svc))
+	end, res := runCalls(t, a, `{}`)
+	checkCalls(t, end, res)
+	waitFor(t, "the run's session to be destroyed", func() bool { return workerSessions(svc, end.ID) == 0 })
+}
+
+// TestSandboxOpOverHTTP runs the same ops over HTTP against a sandbox
+// served alone (flock sandbox) with sandbox_url, and gets the same
+// envelopes; the server hosts no service.
+func TestSandboxOpOverHTTP(t *testing.T) {
+	svc := openSandbox(t)
+	url := serveSandbox(t, svc)
+	a := openApp(t)
+	end, res := runCalls(t, a, `{"sandbox_url": "`+url+`"}`)
+	checkCalls(t, end, res)
+	waitFor(t, "the run's session to be destroyed", func() bool { return workerSessions(svc, end.ID) == 0 })
+
+	// The same calls in-process answer the same data.
+	local := openApp(t, app.WithSandbox(svc))
+	lend, lres := runCalls(t, local, `{}`)
+	for i := range res {
+		// The data name the worker: the run's id.
+		got := strings.ReplaceAll(string(res[i].Data), end.ID, "RUN")
+		want := strings.ReplaceAll(string(lres[i].Data), lend.ID, "RUN")
+		// A bash session's cwd is its own workspace.
+		stateless := i == 0 || i == 3
+		if res[i].Code != lres[i].Code || res[i].Message != lres[i].Message || (stateless && got != want) {
+			t.Fatalf("call %d: over HTTP %d %s, in-process %d %s", i, res[i].Code, res[i].Data, lres[i].Code, lres[i].Data)
+		}
+	}
+}
+
+// TestSandboxOpNeedsASandbox refuses a run offering sandbox tools with no
+// hosted service and no sandbox_url, naming sandbox_url, and a bad URL.
+func TestSandboxOpNeedsASandbox(t *testing.T) {
+	a := openApp(t)
+	ctx := context.Background()
+	_, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q",
+		Settings: json.RawMessage(`{"agent": {"tools": ["text2sql:execute", "submit"]}}`)})
+	if !errors.Is(err, sandboxop.ErrNoSandbox) || !strings.Contains(err.Error(), "sandbox_url") {
+		t.Fatalf("start = %v, want ErrNoSandbox naming sandbox_url", err)
+	}
+	_, err = a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q",
+		Settings: json.RawMessage(`{"sandbox_url": "ftp://x"}`)})
+	if !errors.Is(err, sandboxop.ErrBadURL) {
+		t.Fatalf("start = %v, want ErrBadURL", err)
+	}
+	// Without tools in the settings the run starts, and its op fails
+	// naming sandbox_url.
+	end, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := a.Executor.Wait(wctx, end.ID); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := a.Store.Ops(ctx, end.ID, "", 10)
+	if err != nil || len(ops) == 0 || ops[0].Result == nil || !strings.Contains(ops[0].Result.Error, "sandbox_url") {
+		t.Fatalf("ops = %+v (%v), want an error naming sandbox_url", ops, err)
+	}
+}
+
+// TestSandboxOpRecreatesSession: a run whose session is gone (the sandbox
+// lost it, as after a resume) gets a new one and the message says so.
+func TestSandboxOpRecreatesSession(t *testing.T) {
+	svc := openSandbox(t)
+	a := openApp(t, app.WithSandbox(svc))
+	dir := t.TempDir()
+	// The marker of an earlier session of this run's work directory.
+	if err := os.MkdirAll(filepath.Join(dir, ".sandbox-sessions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".sandbox-sessions", "bash"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := a.Executor.Wait(wctx, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := a.Store.Ops(ctx, h.ID, "", 10)
+	if err != nil || len(ops) < 3 {
+		t.Fatalf("ops = %d (%v)", len(ops), err)
+	}
+	if m := ops[1].Result.Sandbox.Message; !strings.HasPrefix(m, "[session recreated") {
+		t.Fatalf("first bash message = %q, want the recreated note", m)
+	}
+	if m := ops[2].Result.Sandbox.Message; strings.Contains(m, "recreated") {
+		t.Fatalf("second bash message = %q, want no note", m)
+	}
+}
