@@ -48,6 +48,15 @@ type RunValidator interface {
 	ValidateRun(run RunCheck) error
 }
 
+// RunPreparer is implemented by handlers that add to a run's settings at
+// start, after every ValidateRun passed (the sandbox handler fills in the
+// schemas of the sandbox tools the run offers). What it returns replaces
+// the settings document and is journaled with the run, so a resumed run
+// sees the same. Its error refuses the run as a bad request.
+type RunPreparer interface {
+	PrepareRun(ctx context.Context, run RunCheck) (json.RawMessage, error)
+}
+
 // Cleaner is implemented by handlers that hold process-wide resources. It
 // is called once when the server stops, and also after a failed or partial
 // Provision, so it must tolerate a handler that was never set up.
@@ -239,6 +248,23 @@ func (s *Set) ValidateRun(run RunCheck) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PrepareRun passes the run's settings through every RunPreparer in
+// order and returns the document to journal.
+func (s *Set) PrepareRun(ctx context.Context, run RunCheck) (json.RawMessage, error) {
+	for _, h := range s.hs {
+		p, ok := h.(RunPreparer)
+		if !ok {
+			continue
+		}
+		doc, err := p.PrepareRun(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		run.Raw = doc
+	}
+	return run.Raw, nil
 }
 
 // CloseRun tells every RunCloser that the run is gone.

@@ -300,9 +300,15 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 			return state.Run{}, nil, fmt.Errorf("%w: settings: %w%s", ErrBadRequest, err, warningsHint(warnings))
 		}
 	}
-	if err := e.hs.ValidateRun(handlers.RunCheck{Workflow: wf.Name, Settings: rs, Raw: json.RawMessage(settingsDoc)}); err != nil {
+	check := handlers.RunCheck{Workflow: wf.Name, Settings: rs, Raw: json.RawMessage(settingsDoc)}
+	if err := e.hs.ValidateRun(check); err != nil {
 		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
+	prepared, err := e.hs.PrepareRun(ctx, check)
+	if err != nil {
+		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	settingsDoc = prepared
 	now := e.now().UTC()
 	id := req.ID
 	if id == "" {

@@ -17,8 +17,19 @@
 // --sandbox-config; app.WithSandbox hands it to Provision). Both give the
 // same envelope: the in-process one goes through JSON as the wire's does.
 // ValidateRun refuses a run whose settings offer a sandbox tool (a
-// "resource:tool" name in any tools list) when there is neither, and a
-// sandbox_url that is not http(s).
+// "resource:tool" name in the top-level tools list, an agent's) when there
+// is neither, and a sandbox_url that is not http(s).
+//
+// # Tool schemas for agents
+//
+// PrepareRun (handlers.RunPreparer) fills in the settings key
+// sandbox_tools with the description and JSON-Schema parameters, from the
+// sandbox's registry (in-process, or GET /api/v1/tools/{name}/schema), of
+// every sandbox tool the top-level tools list names, before the settings
+// are journaled. react reads them there and offers the tools to the model
+// as "text2sql-execute" (":" becomes "-"), mapping calls back to sandbox
+// operations; its phases stay pure, and a resumed run offers the same
+// schemas. An unknown tool refuses the run.
 //
 // # Sessions
 //

@@ -22,6 +22,10 @@ import (
 // hosts no sandbox service and the run names no sandbox_url.
 var ErrNoSandbox = errors.New("sandbox: the run uses sandbox tools but the server hosts no sandbox service (flock serve --sandbox-config) and its settings set no sandbox_url")
 
+// ErrUnknownTool refuses a run offering a sandbox tool the sandbox does
+// not have.
+var ErrUnknownTool = errors.New("sandbox: no such sandbox tool")
+
 // ErrBadURL is a sandbox_url that is not an http(s) URL.
 var ErrBadURL = errors.New("sandbox_url must be an http:// or https:// URL")
 
@@ -51,8 +55,8 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 }
 
 // ValidateRun checks sandbox_url, and refuses a run whose settings offer a
-// sandbox tool (a "resource:tool" name in a tools list) when there is no
-// sandbox to run it on.
+// sandbox tool (a "resource:tool" name in the top-level tools list) when
+// there is no sandbox to run it on.
 func (h *Handler) ValidateRun(run handlers.RunCheck) error {
 	if run.Settings == nil {
 		return nil
@@ -70,41 +74,79 @@ func (h *Handler) ValidateRun(run handlers.RunCheck) error {
 	return nil
 }
 
-// usesSandboxTools reports whether any "tools" list in the settings names
-// a sandbox tool ("resource:tool").
+// PrepareRun fills in the settings key sandbox_tools with the schemas, from
+// the sandbox's registry, of the sandbox tools named in the settings'
+// top-level tools list (an agent's: react, triframe, modular), where the
+// agent's phases read them. A name the sandbox does not know refuses the
+// run. Settings without sandbox tools are returned as they are.
+func (h *Handler) PrepareRun(ctx context.Context, run handlers.RunCheck) (json.RawMessage, error) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(run.Raw, &doc) != nil {
+		return run.Raw, nil
+	}
+	var names []string
+	if json.Unmarshal(doc["tools"], &names) != nil {
+		return run.Raw, nil
+	}
+	schemas := map[string]sandboxTool{}
+	var t target
+	for i, n := range names {
+		if !isSandboxTool(n) {
+			continue
+		}
+		if t == nil {
+			var err error
+			if t, err = h.target(handlers.Env{Settings: run.Settings}); err != nil {
+				return nil, err
+			}
+		}
+		info, ok := t.tool(ctx, n)
+		if !ok {
+			return nil, fmt.Errorf("%w: tools[%d]: %q", ErrUnknownTool, i, n)
+		}
+		schemas[n] = sandboxTool{Description: info.Description, Parameters: info.Parameters}
+	}
+	if len(schemas) == 0 {
+		return run.Raw, nil
+	}
+	b, err := json.Marshal(schemas)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: encode tool schemas: %w", err)
+	}
+	doc[sandboxToolsKey] = b
+	return json.Marshal(doc)
+}
+
+// sandboxTool and sandboxToolsKey are agent.SandboxTool and its key (the
+// handler does not import phases).
+type sandboxTool struct {
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+const sandboxToolsKey = "sandbox_tools"
+
+func isSandboxTool(name string) bool {
+	r, t, ok := strings.Cut(name, ":")
+	return ok && r != "" && t != ""
+}
+
+// usesSandboxTools reports whether the settings' top-level tools list (an
+// agent's) names a sandbox tool. Agents nested in a rollout's settings are
+// checked when their own runs start.
 func usesSandboxTools(raw json.RawMessage) bool {
-	var doc any
+	var doc struct {
+		Tools []any `json:"tools"`
+	}
 	if json.Unmarshal(raw, &doc) != nil {
 		return false
 	}
-	var walk func(v any) bool
-	walk = func(v any) bool {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				if k == "tools" {
-					if list, ok := x.([]any); ok {
-						for _, n := range list {
-							if s, ok := n.(string); ok && strings.Contains(s, ":") {
-								return true
-							}
-						}
-					}
-				}
-				if walk(x) {
-					return true
-				}
-			}
-		case []any:
-			for _, x := range v {
-				if walk(x) {
-					return true
-				}
-			}
+	for _, n := range doc.Tools {
+		if s, ok := n.(string); ok && isSandboxTool(s) {
+			return true
 		}
-		return false
 	}
-	return walk(doc)
+	return false
 }
 
 // target is where a run's sandbox calls go.
@@ -290,4 +332,5 @@ var (
 	_ handlers.Provisioner  = (*Handler)(nil)
 	_ handlers.RunValidator = (*Handler)(nil)
 	_ handlers.RunCloser    = (*Handler)(nil)
+	_ handlers.RunPreparer  = (*Handler)(nil)
 )

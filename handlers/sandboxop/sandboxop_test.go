@@ -197,7 +197,7 @@ func TestSandboxOpNeedsASandbox(t *testing.T) {
 	a := openApp(t)
 	ctx := context.Background()
 	_, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q",
-		Settings: json.RawMessage(`{"agent": {"tools": ["text2sql:execute", "submit"]}}`)})
+		Settings: json.RawMessage(`{"tools": ["text2sql:execute", "submit"]}`)})
 	if !errors.Is(err, sandboxop.ErrNoSandbox) || !strings.Contains(err.Error(), "sandbox_url") {
 		t.Fatalf("start = %v, want ErrNoSandbox naming sandbox_url", err)
 	}
@@ -255,5 +255,51 @@ func TestSandboxOpRecreatesSession(t *testing.T) {
 	}
 	if m := ops[2].Result.Sandbox.Message; strings.Contains(m, "recreated") {
 		t.Fatalf("second bash message = %q, want no note", m)
+	}
+}
+
+// TestSandboxToolSchemasAtStart: a run offering sandbox tools gets their
+// schemas from the sandbox's registry in its journaled settings
+// (sandbox_tools), in-process and over HTTP alike; an unknown tool
+// refuses the run.
+func TestSandboxToolSchemasAtStart(t *testing.T) {
+	svc := openSandbox(t)
+	url := serveSandbox(t, svc)
+	want, _ := svc.Tool("text2sql:execute")
+	ctx := context.Background()
+	for _, c := range []struct {
+		name     string
+		a        *app.App
+		settings string
+	}{
+		{"in-process", openApp(t, app.WithSandbox(svc)), `{"tools": ["text2sql:execute", "submit"]}`},
+		{"http", openApp(t), `{"sandbox_url": "` + url + `", "tools": ["text2sql:execute", "submit"]}`},
+	} {
+		h, err := c.a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", Settings: json.RawMessage(c.settings)})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		spec, err := c.a.Store.Spec(ctx, h.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			SandboxTools map[string]struct {
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"sandbox_tools"`
+		}
+		if err := json.Unmarshal(spec.Settings, &doc); err != nil {
+			t.Fatal(err)
+		}
+		got := doc.SandboxTools["text2sql:execute"]
+		if string(got.Parameters) != string(want.Parameters) || got.Description != want.Description || len(doc.SandboxTools) != 1 {
+			t.Fatalf("%s: sandbox_tools = %+v, want the registry's schema %s", c.name, doc.SandboxTools, want.Parameters)
+		}
+		_, err = c.a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q",
+			Settings: json.RawMessage(strings.Replace(c.settings, "text2sql:execute", "text2sql:nope", 1))})
+		if !errors.Is(err, sandboxop.ErrUnknownTool) {
+			t.Fatalf("%s: unknown tool: %v, want ErrUnknownTool", c.name, err)
+		}
 	}
 }

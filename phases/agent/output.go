@@ -122,6 +122,10 @@ func FormatResult(res operations.Result, limit int) string {
 		}
 	case operations.KindSubmit:
 		parts = append(parts, "Answer submitted.")
+	case operations.KindSandbox:
+		if sb := res.Sandbox; sb != nil {
+			add(formatSandbox(sb, limit))
+		}
 	}
 	if len(parts) == 0 {
 		return "(no output)"
@@ -188,6 +192,8 @@ func Failed(res operations.Result) bool {
 		return res.Bash.ExitCode != 0 || res.Bash.TimedOut
 	case res.Python != nil:
 		return res.Python.Error != "" || res.Python.TimedOut
+	case res.Sandbox != nil:
+		return res.Sandbox.Code != 0
 	}
 	return false
 }

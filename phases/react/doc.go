@@ -10,7 +10,7 @@
 //
 //	{"model": "gpt-4o-mini" | {"model": ..., "temp": ..., "max_tokens": ..., "logprobs": true},
 //	 "system_prompt": "..." | ["...", "..."], "system_prompt_file": "prompt.txt",
-//	 "tools": ["bash", "python", "submit"],          // also "summarize"; [] offers none
+//	 "tools": ["bash", "python", "submit"],          // also "summarize" and sandbox tools; [] offers none
 //	 "max_turns": 30, "tool_choice": "", "tool_timeout_s": 0,
 //	 "output_limit": 4000, "context_chars": 0,
 //	 "fold": {"summarize": false, "trigger_turns": 0, "nudge": "base|detail|progress|TEXT", "force": false},
@@ -81,4 +81,17 @@
 //     most context_chars.
 //   - Entry types "message" and "fold" and the Result object are persisted
 //     and read by the rollout: add fields, never rename them.
+//
+// # Sandbox tools
+//
+// Any tool of the sandbox service is offered by its full name in tools
+// ("text2sql:execute", "rag:search"). The model sees it as
+// "text2sql-execute" (":" mapped to "-", other characters an OpenAI
+// function name cannot hold to "_"), with the description and JSON-Schema
+// parameters of the settings key sandbox_tools, which the sandbox
+// operation's handler fills in from the sandbox's registry when the run
+// starts (phases stay pure). A call becomes a sandbox operation
+// {action: "text2sql:execute", params: the call's arguments, timeout_s:
+// tool_timeout_s}; its tool message is the envelope's data as JSON, or
+// "Error (code N): message" for a failed one.
 package react

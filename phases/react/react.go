@@ -149,7 +149,8 @@ func generate(out phases.Output, s *Settings, l loop, ctx []operations.Message, 
 	if toolChoice == "" {
 		toolChoice = s.ToolChoice
 	}
-	req := m.Request(ctx, agent.Tools(s.ToolNames()...), toolChoice)
+	tools := append(agent.Tools(s.ToolNames()...), agent.SandboxTools(s.ToolNames(), s.SandboxTools)...)
+	req := m.Request(ctx, tools, toolChoice)
 	out.Ops = append(out.Ops, operations.NewGenerate(req))
 	l.Pending = nil
 	if err := out.SetVar(varLoop, l); err != nil {
@@ -239,8 +240,22 @@ func Act(in phases.Input, s *Settings) (phases.Output, error) {
 		return finish(in, s, l, []Message{am}, Result{Answer: answer, AnswerSource: source, TerminationReason: "env_done"})
 	}
 	var described []string
+	sandboxNames, _ := agent.SandboxNames(s.ToolNames()) // checked by ParseSettings
 	for _, tc := range am.ToolCalls {
 		p := pending{ID: tc.ID, Name: tc.Name, Op: -1}
+		if full, ok := sandboxNames[tc.Name]; ok {
+			req, err := agent.SandboxCall(full, tc.Arguments, s.ToolTimeoutS)
+			if err != nil {
+				p.Invalid = err.Error()
+				described = append(described, tc.Name+" (invalid)")
+			} else {
+				described = append(described, full+" "+agent.Line(string(req.Sandbox.Params), 80))
+				p.Op = len(out.Ops)
+				out.Ops = append(out.Ops, req.WithMeta("call_id", tc.ID))
+			}
+			l.Pending = append(l.Pending, p)
+			continue
+		}
 		c, err := agent.Validate(tc.ID, tc.Name, tc.Arguments, s.ToolNames())
 		if err != nil {
 			p.Invalid = err.Error()

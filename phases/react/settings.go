@@ -51,10 +51,17 @@ type Settings struct {
 	// directory or a read root of the server (see package files); flock run
 	// resolves it against the settings file and allows its directory.
 	SystemPromptFile string `json:"system_prompt_file,omitempty"`
-	// Tools offered to the model, from bash, python, submit and summarize.
+	// Tools offered to the model, from bash, python, submit and summarize,
+	// and any sandbox tool by its full name ("text2sql:execute"), offered
+	// to the model as "text2sql-execute" with the schema of sandbox_tools.
 	// Default bash, python, submit. An empty list offers no tools: the
 	// first reply is the final answer.
 	Tools *[]string `json:"tools,omitempty"`
+	// SandboxTools are the schemas of the sandbox tools named in tools, by
+	// full name. The sandbox operation's handler fills them in from the
+	// sandbox's registry when the run starts; set by hand they are
+	// replaced.
+	SandboxTools map[string]agent.SandboxTool `json:"sandbox_tools,omitempty"`
 	// TaskKwargs are a benchmark task's kwargs (the rollout sets them):
 	// before the first call, bash exports each key that is a shell name as
 	// a variable (strings as they are, other values as JSON) and
@@ -172,9 +179,12 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		s.Tools = &t
 	}
 	for i, name := range *s.Tools {
-		if !contains(offerable, name) {
-			return s, fmt.Errorf("%w: tools[%d]: %q is not one of %s", ErrSettings, i, name, strings.Join(offerable, ", "))
+		if !contains(offerable, name) && !agent.IsSandboxTool(name) {
+			return s, fmt.Errorf("%w: tools[%d]: %q is not one of %s, nor a sandbox tool (\"resource:tool\")", ErrSettings, i, name, strings.Join(offerable, ", "))
 		}
+	}
+	if _, err := agent.SandboxNames(*s.Tools); err != nil {
+		return s, fmt.Errorf("%w: tools: %v", ErrSettings, err)
 	}
 	switch {
 	case s.MaxTurns < 0:

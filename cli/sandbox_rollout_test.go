@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/server"
+)
+
+// TestRolloutWithSandboxTools runs `flock rollout` whose react agent
+// answers two questions with the sandbox tools text2sql:execute and
+// rag:search of a `flock sandbox` serving configs/sandbox/offline.json's
+// bundled data over HTTP (sandbox_url), on the scripted model; both
+// answers are graded correct by exact match.
+func TestRolloutWithSandboxTools(t *testing.T) {
+	dir := t.TempDir()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// offline.json's paths are relative to the repository's root.
+	cfg, err := os.ReadFile(filepath.Join(root, "configs/sandbox/offline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := strings.ReplaceAll(string(cfg), `"configs/sandbox/`, `"`+filepath.Join(root, "configs/sandbox")+`/`)
+	writeFiles(t, dir, map[string]string{"sandbox.json": abs})
+	svc, err := openSandbox(context.Background(), filepath.Join(dir, "sandbox.json"), filepath.Join(dir, "sandbox-data"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, func() {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := srv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+
+	script := strings.Join([]string{
+		`{"match": "How many singers", "tool_calls": [{"name": "text2sql-execute", "arguments": {"db_id": "concert", "query": "SELECT count(*) AS n FROM singer"}}]}`,
+		`{"match": "[[6]]", "tool_calls": [{"name": "submit", "arguments": {"answer": "6"}}]}`,
+		`{"match": "Somerset Park", "tool_calls": [{"name": "rag-search", "arguments": {"query": "Somerset Park concerts end noise agreement"}}]}`,
+		`{"match": "noise agreement", "tool_calls": [{"name": "submit", "arguments": {"answer": "22:00"}}]}`,
+	}, "\n")
+	settings, _ := json.Marshal(map[string]any{
+		"data_path": "bench.jsonl", "benchmark_name": "sbx", "num_chains": 1,
+		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": "script.jsonl"}},
+		"agent": map[string]any{"workflow": "react", "settings": map[string]any{
+			"model": "m", "max_turns": 4, "sandbox_url": "http://" + addr.String(),
+			"tools": []string{"text2sql:execute", "rag:search", "submit"}}},
+	})
+	writeFiles(t, dir, map[string]string{
+		"rollout.json": string(settings),
+		"bench.jsonl": `{"id": "singers", "question": "How many singers are in the concert database?", "answer": "6"}
+{"id": "curfew", "question": "By what time must concerts at Somerset Park end?", "answer": "22:00"}
+`,
+		"script.jsonl": script,
+	})
+	code, out, errs := run(t, "rollout", "--config", filepath.Join(dir, "rollout.json"), "--data", filepath.Join(dir, "flock-data"),
+		"--output-dir", filepath.Join(dir, "out"), "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "out", "summary_sbx_*.json"))
+	if len(files) != 1 {
+		t.Fatalf("summary files %v\nstdout:\n%s", files, out)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Correct int    `json:"correct"`
+		Samples int    `json:"samples"`
+		Primary string `json:"primary"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Samples != 2 || sum.Correct != 2 || sum.Primary != "exact_match" {
+		t.Fatalf("summary = %+v, want 2 of 2 correct by exact_match\n%s", sum, b)
+	}
+}

@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// SandboxTool is the schema of one sandbox tool ("resource:tool") as the
+// sandbox's registry gives it. Agents read them from the run's settings
+// key sandbox_tools, which the sandbox operation's handler fills in when
+// the run starts (handlers/sandboxop's PrepareRun): phases stay pure and
+// the registry stays the one source of the schemas.
+type SandboxTool struct {
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// SandboxToolsKey is the settings key of the sandbox tools' schemas.
+const SandboxToolsKey = "sandbox_tools"
+
+// IsSandboxTool reports whether name is a sandbox tool's full name,
+// "resource:tool" with neither part empty.
+func IsSandboxTool(name string) bool {
+	r, t, ok := strings.Cut(name, ":")
+	return ok && r != "" && t != ""
+}
+
+// ModelName is the name a sandbox tool is offered to the model under: an
+// OpenAI function name (letters, digits, _ and -), ":" mapped to "-" as
+// AgentFlow's prompts name them ("text2sql-execute"), other characters to
+// "_".
+func ModelName(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		switch {
+		case c == ':':
+			b.WriteByte('-')
+		case c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// SandboxNames maps the model names of the sandbox tools among names to
+// their full names. Two tools with one model name are an error.
+func SandboxNames(names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		if !IsSandboxTool(n) {
+			continue
+		}
+		m := ModelName(n)
+		if other, dup := out[m]; dup && other != n {
+			return nil, fmt.Errorf("sandbox tools %q and %q have the same model name %q", other, n, m)
+		}
+		out[m] = n
+	}
+	return out, nil
+}
+
+var anyObject = json.RawMessage(`{"type":"object"}`)
+
+// SandboxTools returns the OpenAI definitions of the sandbox tools among
+// names, in order, under their model names, with the schemas of schemas
+// (an object of any shape when a tool has none there).
+func SandboxTools(names []string, schemas map[string]SandboxTool) []operations.Tool {
+	var out []operations.Tool
+	for _, n := range names {
+		if !IsSandboxTool(n) {
+			continue
+		}
+		s := schemas[n]
+		desc := s.Description
+		if desc == "" {
+			desc = "The sandbox tool " + n + "."
+		}
+		params := s.Parameters
+		if len(params) == 0 {
+			params = anyObject
+		}
+		out = append(out, operations.Tool{Name: ModelName(n), Description: desc, Parameters: params})
+	}
+	return out
+}
+
+// SandboxCall returns the sandbox operation of a model's call of the
+// sandbox tool name (its full name) with the raw JSON arguments, which
+// must be an object (empty means {}); the sandbox checks them against the
+// tool's schema.
+func SandboxCall(name, arguments string, timeoutS float64) (operations.Request, error) {
+	t := strings.TrimSpace(arguments)
+	if t == "" || t == "null" {
+		t = "{}"
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(t), &args); err != nil {
+		return operations.Request{}, fmt.Errorf("%w: %s: arguments are not a JSON object: %v", ErrBadArguments, name, err)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(t)); err != nil {
+		return operations.Request{}, fmt.Errorf("%w: %s: %v", ErrBadArguments, name, err)
+	}
+	return operations.Request{Kind: operations.KindSandbox,
+		Sandbox: &operations.SandboxRequest{Action: name, Params: b.Bytes(), TimeoutS: timeoutS}}, nil
+}
+
+// formatSandbox renders a sandbox envelope for the model: the data as
+// JSON on success (after the message when it is not "success"), else
+// "Error (code N): message" and the data.
+func formatSandbox(s *operations.SandboxResult, limit int) string {
+	data := strings.TrimSpace(string(s.Data))
+	if s.Code == 0 {
+		out := data
+		if m := s.Message; m != "" && m != "success" {
+			out = m + "\n" + data
+		}
+		return Trim(out, limit)
+	}
+	out := fmt.Sprintf("Error (code %d): %s", s.Code, s.Message)
+	if data != "" && data != "null" {
+		out += "\n" + data
+	}
+	return Trim(out, limit)
+}
