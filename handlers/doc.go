@@ -29,6 +29,9 @@
 //     import it).
 //   - RunValidator: ValidateRun(RunCheck) for every run about to start;
 //     an error refuses the run (generate's API keys, bash's isolation).
+//   - RunPreparer: PrepareRun(ctx, RunCheck) after every ValidateRun
+//     passed; it returns the settings document to journal (the sandbox
+//     handler fills in the schemas of the sandbox tools a run offers).
 //   - Cleaner: Cleanup() once at stop, and after a failed Provision, so
 //     it must tolerate a handler never set up.
 //
