@@ -18,6 +18,29 @@ import (
 // bundled data over HTTP (sandbox_url), on the scripted model; both
 // answers are graded correct by exact match.
 func TestRolloutWithSandboxTools(t *testing.T) {
+	sandboxRollout(t, func(url string) map[string]any {
+		return map[string]any{"workflow": "react", "settings": map[string]any{
+			"model": "m", "max_turns": 4, "sandbox_url": url,
+			"tools": []string{"text2sql:execute", "rag:search", "submit"}}}
+	})
+}
+
+// TestTriframeRolloutWithSandboxTools is TestRolloutWithSandboxTools
+// with a triframe agent (one actor, no advising): its actor is offered
+// text2sql-execute and rag-search beside its own tools, each chosen call
+// runs as a sandbox op and its output is in the next actor prompt.
+func TestTriframeRolloutWithSandboxTools(t *testing.T) {
+	sandboxRollout(t, func(url string) map[string]any {
+		return map[string]any{"workflow": "triframe", "settings": map[string]any{
+			"actors": []any{map[string]any{"model": "m"}}, "enable_advising": false, "sandbox_url": url,
+			"tools": []string{"text2sql:execute", "rag:search"}}}
+	})
+}
+
+// sandboxRollout runs the two graded questions with the agent settings
+// agent(sandbox_url) and checks both are answered correctly.
+func sandboxRollout(t *testing.T, agent func(url string) map[string]any) {
+	t.Helper()
 	dir := t.TempDir()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -54,9 +77,7 @@ func TestRolloutWithSandboxTools(t *testing.T) {
 	settings, _ := json.Marshal(map[string]any{
 		"data_path": "bench.jsonl", "benchmark_name": "sbx", "num_chains": 1,
 		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": "script.jsonl"}},
-		"agent": map[string]any{"workflow": "react", "settings": map[string]any{
-			"model": "m", "max_turns": 4, "sandbox_url": "http://" + addr.String(),
-			"tools": []string{"text2sql:execute", "rag:search", "submit"}}},
+		"agent":  agent("http://" + addr.String()),
 	})
 	writeFiles(t, dir, map[string]string{
 		"rollout.json": string(settings),

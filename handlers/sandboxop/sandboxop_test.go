@@ -303,3 +303,66 @@ func TestSandboxToolSchemasAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestTriframeSandboxToolInProcess runs triframe on the scripted model
+// against the server's own sandbox: the actor, offered text2sql-execute
+// with the registry's schema, calls it; the call runs as a sandbox op and
+// the next actor prompt holds its rows, after which it submits them.
+func TestTriframeSandboxToolInProcess(t *testing.T) {
+	svc := openSandbox(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.jsonl")
+	lines := `{"match": "How many singers", "tool_calls": [{"name": "text2sql-execute", "arguments": {"db_id": "concert", "query": "SELECT count(*) AS n FROM singer"}}]}
+{"match": "[[6]]", "tool_calls": [{"name": "submit", "arguments": {"answer": "6"}}]}
+`
+	if err := os.WriteFile(script, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := configs.Server{DataDir: filepath.Join(dir, "data"), Mode: "simulated", ReadRoots: []string{dir}}
+	a, err := app.Open(context.Background(), cfg, nil, app.WithSandbox(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	settings, _ := json.Marshal(map[string]any{
+		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"actors": []any{map[string]any{"model": "m"}}, "enable_advising": false,
+		"tools": []string{"text2sql:execute"},
+	})
+	ctx := context.Background()
+	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "triframe", Task: "How many singers are in the concert database?", Settings: settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	end, err := a.Executor.Wait(wctx, h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("run ended %s: %s", end.Status, end.Error)
+	}
+	ops, err := a.Store.Ops(ctx, h.ID, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sandboxOps, submitted int
+	for _, op := range ops {
+		if op.Result == nil {
+			continue
+		}
+		switch {
+		case op.Result.Sandbox != nil:
+			sandboxOps++
+			if op.Result.Sandbox.Code != 0 || !strings.Contains(string(op.Result.Sandbox.Data), "6") {
+				t.Fatalf("sandbox op = %d %s %s", op.Result.Sandbox.Code, op.Result.Sandbox.Message, op.Result.Sandbox.Data)
+			}
+		case op.Result.Kind == operations.KindSubmit:
+			submitted++
+		}
+	}
+	if sandboxOps != 1 || submitted != 1 {
+		t.Fatalf("%d sandbox ops and %d submits, want 1 and 1", sandboxOps, submitted)
+	}
+}

@@ -548,5 +548,22 @@ func goldenCases(t *testing.T) []goldenCase {
 	add("advisor_newest_output_clipped", "advisor", bigHist, withVars(v),
 		withSettings(settings("context_trimming_threshold", 20000, "output_limit", 20000)))
 	add("init_output_limit_over_budget", "init", withSettings(settings("context_trimming_threshold", 20000, "output_limit", 100000)))
+
+	// issue 11 point 4: sandbox tools named in tools are offered to the
+	// actors (native calls), a chosen call becomes a sandbox op and its
+	// envelope the tool output the next prompts show
+	schema := o("text2sql:execute", o("description", "Run a read-only SQL query.", "parameters",
+		o("type", "object", "properties", o("db_id", o("type", "string"), "query", o("type", "string")), "required", []string{"db_id", "query"})))
+	sbx := withSettings(settings("enable_advising", false, "tools", []string{"text2sql:execute"}, "sandbox_tools", schema))
+	sqlArgs := o("db_id", "concert", "query", "SELECT count(*) FROM singer")
+	sqlHist := cat(hist, one(choice("text2sql-execute", sqlArgs, "Count them.", "c8"), toolOutput("text2sql-execute", `{"columns":["count(*)"],"rows":[[6]]}`, "c8")))
+	add("sandbox_actor_offers", "actor", entries(sqlHist), withVars(v), sbx)
+	add("sandbox_options", "advisor_ratings", entries(hist), withVars(v), sbx,
+		results(genResult([]obj{out("Count them.", tc{"c8", "text2sql-execute", dumps(sqlArgs)}), out("", tc{"c9", "text2sql-execute", "[1]"})},
+			"role", "actor", "index", "0", "advice", "without")))
+	add("sandbox_process", "process", chosen("text2sql-execute", sqlArgs), withVars(v), sbx)
+	add("sandbox_tool_output", "tool_output", chosen("text2sql-execute", sqlArgs), withVars(v), sbx,
+		results(o("type", "sandbox", "data", o("code", 0, "message", "success", "data", o("columns", []string{"count(*)"}, "rows", [][]int{{6}})))))
+	add("sandbox_text_mode_refused", "init", withSettings(settings("enable_tool_use", false, "tools", []string{"text2sql:execute"})))
 	return cases
 }

@@ -27,7 +27,7 @@
 // best mean below rating_threshold (-0.25) goes back to actor, bounded the
 // same way; when the retries are used up the best option is taken anyway,
 // with a warning entry. process runs the choice: bash and python with the
-// current timeout, score, score_log; set_timeout changes the timeout;
+// current timeout, score, score_log, sandbox tools (see below); set_timeout changes the timeout;
 // submit submits and ends the run (end_reason submitted); tool_output
 // formats the result with a usage notice.
 //
@@ -73,12 +73,24 @@
 // limit_type, intermediate_scoring, require_function_call,
 // enable_advising, enable_tool_use, enable_xml, generator,
 // context_trimming_threshold, output_limit, timeout) are accepted as they
-// are. CheckSettings rejects an empty actors list before the run starts,
+// are; tools and sandbox_tools are flock's. CheckSettings rejects an empty actors list before the run starts,
 // and keys that another would silently override, naming both:
 // bash.timeout_s or python.timeout_s (timeout times every command), and a
 // model entry with both temp and temperature. Flock's model-entry keys
 // flock ignores (priority, cache_key ...) and unknown keys are warned
 // about at start, never refused (Workflow.Settings declares the keys).
+//
+// # Sandbox tools
+//
+// tools names sandbox tools offered to the actors besides triframe's own,
+// by full name ("text2sql:execute", "rag:search"); any other name is
+// refused. The actors see "text2sql-execute" with the description and
+// parameters of sandbox_tools, which the sandbox operation's handler fills
+// in from the sandbox's registry when the run starts. A chosen call
+// becomes a sandbox operation {action: the full name, params: the call's
+// arguments, timeout_s: the current timeout}; tool_output shows its
+// envelope's data as JSON, or "Error (code N): message". Native tool calls
+// only: tools with enable_tool_use false is refused at start.
 //
 // # Entries
 //

@@ -105,7 +105,7 @@ func Init(in phases.Input, s *Settings) (phases.Output, error) {
 		return phases.Output{}, err
 	}
 	var out phases.Output
-	tools := s.Toolset().Names()
+	tools := append(s.Toolset().Names(), s.Tools...)
 	out.Append = append(out.Append, phases.MustEntry(EntryTask, Task{
 		Summary: "task: " + agent.Line(in.Run.Task, 200),
 		Task:    in.Run.Task, Tools: tools, Mode: s.Mode(),
@@ -165,7 +165,7 @@ func Actor(in phases.Input, s *Settings) (phases.Output, error) {
 	var defs []operations.Tool
 	choice := "auto"
 	if s.Mode() == agent.ModeTools {
-		defs = agent.Tools(tools...)
+		defs = append(agent.Tools(tools...), agent.SandboxTools(s.Tools, s.SandboxTools)...)
 		if s.RequireFunctionCall {
 			choice = "required"
 		}
@@ -245,7 +245,7 @@ func AdvisorRatings(in phases.Input, s *Settings) (phases.Output, error) {
 			continue
 		}
 		for j, o := range r.Generate.Outputs {
-			p := agent.ParseOutput(o, mode, tools)
+			p := parseOption(o, mode, tools, s.Tools)
 			opt := agent.Option{Content: p.Content, Call: p.Call, Invalid: p.Invalid, Reasoning: o.Reasoning,
 				Source: fmt.Sprintf("actor %s %s advice #%d", r.Meta[metaIndex], r.Meta[metaAdvice], j)}
 			if p.Call == nil {
@@ -312,6 +312,35 @@ func AdvisorRatings(in phases.Input, s *Settings) (phases.Output, error) {
 	}
 	out.Next = PhaseAggregateRatings
 	return out, nil
+}
+
+// parseOption parses an actor's output; in tools mode a first call to
+// one of the sandbox tools (by model name) is kept with its arguments
+// compacted, which the sandbox checks against the tool's schema.
+func parseOption(o operations.Output, mode agent.Mode, tools, sandbox []string) agent.Parsed {
+	if len(sandbox) > 0 && (mode == agent.ModeTools || mode == "") && len(o.ToolCalls) > 0 {
+		names, _ := agent.SandboxNames(sandbox) // checked by ParseSettings
+		tc := o.ToolCalls[0]
+		if full, ok := names[tc.Name]; ok {
+			p := agent.Parsed{Content: strings.TrimSpace(o.Content)}
+			req, err := agent.SandboxCall(full, tc.Arguments, 0)
+			if err != nil {
+				p.Invalid = err.Error()
+				return p
+			}
+			p.Call = &agent.Call{ID: tc.ID, Name: tc.Name, Arguments: req.Sandbox.Params}
+			return p
+		}
+	}
+	return agent.ParseOutput(o, mode, tools)
+}
+
+// sandboxName is the full name of the sandbox tool offered under the
+// model name name.
+func sandboxName(s *Settings, name string) (string, bool) {
+	names, _ := agent.SandboxNames(s.Tools)
+	full, ok := names[name]
+	return full, ok
 }
 
 func dup(opts []agent.Option, o agent.Option) bool {
@@ -566,7 +595,18 @@ func Process(in phases.Input, s *Settings) (phases.Output, error) {
 		out.Ops = ops
 		out.Next = PhaseSubagents
 	default:
-		answer(fmt.Sprintf("Error: the tool %s is not available here.", c.Name), true)
+		full, ok := sandboxName(s, c.Name)
+		if !ok {
+			answer(fmt.Sprintf("Error: the tool %s is not available here.", c.Name), true)
+			break
+		}
+		req, err := agent.SandboxCall(full, string(c.Arguments), timeout)
+		if err != nil {
+			answer("Error: "+err.Error(), true)
+			break
+		}
+		out.Ops = append(out.Ops, req.WithMeta("call_id", c.ID))
+		out.Next = PhaseToolOutput
 	}
 	if err := out.SetVar(varState, v); err != nil {
 		return out, err
@@ -620,6 +660,9 @@ func outputSummary(res operations.Result, formatted string) string {
 			return "bash timed out: " + head
 		}
 		return fmt.Sprintf("bash exit %d: %s", res.Bash.ExitCode, head)
+	}
+	if res.Sandbox != nil {
+		formatted = strings.Join(strings.Fields(formatted), " ")
 	}
 	return fmt.Sprintf("%s: %s", res.Kind, agent.Line(formatted, 200))
 }

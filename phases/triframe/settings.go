@@ -79,6 +79,13 @@ type Settings struct {
 	// instead of submit and cannot launch subagents itself. Set by the
 	// parent, not by users.
 	Subagent bool `json:"subagent"`
+	// Tools are sandbox tools offered to the actors besides triframe's
+	// own, by full name ("text2sql:execute"); the model sees
+	// "text2sql-execute". Native tool calls only (enable_tool_use).
+	Tools []string `json:"tools"`
+	// SandboxTools are the schemas of the sandbox tools of Tools, by full
+	// name, filled in from the sandbox's registry when the run starts.
+	SandboxTools map[string]agent.SandboxTool `json:"sandbox_tools"`
 
 	// Scoring is the engine's scoring section, read for its intermediate flag.
 	Scoring struct {
@@ -155,6 +162,17 @@ func (s *Settings) check() error {
 		if f <= 0 || f > 1 {
 			return fmt.Errorf("usage_warnings[%d]: must be in (0, 1]", i)
 		}
+	}
+	for i, n := range s.Tools {
+		if !agent.IsSandboxTool(n) {
+			return fmt.Errorf("tools[%d]: %q is not a sandbox tool (\"resource:tool\"); triframe's own tools are always offered", i, n)
+		}
+	}
+	if _, err := agent.SandboxNames(s.Tools); err != nil {
+		return fmt.Errorf("tools: %w", err)
+	}
+	if len(s.Tools) > 0 && s.EnableToolUse != nil && !*s.EnableToolUse {
+		return errors.New("tools: sandbox tools need native tool calls; enable_tool_use: false (text tool modes) cannot offer them")
 	}
 	if s.Subagents.Judge != nil {
 		if err := s.Subagents.Judge.Validate("subagents.judge"); err != nil {
