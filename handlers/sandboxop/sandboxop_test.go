@@ -309,11 +309,28 @@ func TestSandboxToolSchemasAtStart(t *testing.T) {
 // with the registry's schema, calls it; the call runs as a sandbox op and
 // the next actor prompt holds its rows, after which it submits them.
 func TestTriframeSandboxToolInProcess(t *testing.T) {
+	agentSandboxRun(t, "triframe", map[string]any{"actors": []any{map[string]any{"model": "m"}}, "enable_advising": false}, "[[6]]")
+}
+
+// TestModularSandboxToolInProcess is TestTriframeSandboxToolInProcess
+// with the modular workflow (whose last user message is its usage note,
+// so the second reply matches any request; the goldens show the rows in
+// the prompt).
+func TestModularSandboxToolInProcess(t *testing.T) {
+	agentSandboxRun(t, "modular", map[string]any{"generator": map[string]any{"model": "m"}}, "")
+}
+
+// agentSandboxRun runs workflow with the settings agent (plus the scripted
+// model m and tools text2sql:execute) on the server's own sandbox and
+// checks the one sandbox call and the submit, which the script gives to
+// the request whose last user or tool message holds match.
+func agentSandboxRun(t *testing.T, workflow string, agent map[string]any, match string) {
+	t.Helper()
 	svc := openSandbox(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "script.jsonl")
-	lines := `{"match": "How many singers", "tool_calls": [{"name": "text2sql-execute", "arguments": {"db_id": "concert", "query": "SELECT count(*) AS n FROM singer"}}]}
-{"match": "[[6]]", "tool_calls": [{"name": "submit", "arguments": {"answer": "6"}}]}
+	lines := `{"tool_calls": [{"name": "text2sql-execute", "arguments": {"db_id": "concert", "query": "SELECT count(*) AS n FROM singer"}}]}
+{"match": "` + match + `", "tool_calls": [{"name": "submit", "arguments": {"answer": "6"}}]}
 `
 	if err := os.WriteFile(script, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
@@ -324,13 +341,11 @@ func TestTriframeSandboxToolInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	settings, _ := json.Marshal(map[string]any{
-		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
-		"actors": []any{map[string]any{"model": "m"}}, "enable_advising": false,
-		"tools": []string{"text2sql:execute"},
-	})
+	agent["models"] = map[string]any{"m": map[string]any{"provider": "scripted", "script": script}}
+	agent["tools"] = []string{"text2sql:execute"}
+	settings, _ := json.Marshal(agent)
 	ctx := context.Background()
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "triframe", Task: "How many singers are in the concert database?", Settings: settings})
+	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: workflow, Task: "How many singers are in the concert database?", Settings: settings})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,12 +355,17 @@ func TestTriframeSandboxToolInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end.Status != state.StatusSucceeded {
-		t.Fatalf("run ended %s: %s", end.Status, end.Error)
-	}
 	ops, err := a.Store.Ops(ctx, h.ID, "", 100)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if end.Status != state.StatusSucceeded {
+		for _, op := range ops {
+			if op.Result != nil {
+				t.Logf("op %s: %s", op.Result.Kind, op.Result.Error)
+			}
+		}
+		t.Fatalf("run ended %s: %s", end.Status, end.Error)
 	}
 	var sandboxOps, submitted int
 	for _, op := range ops {

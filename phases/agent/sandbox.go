@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -128,4 +129,46 @@ func formatSandbox(s *operations.SandboxResult, limit int) string {
 		out += "\n" + data
 	}
 	return Trim(out, limit)
+}
+
+// ParseOutputSandbox is ParseOutput for an agent that also offers the
+// sandbox tools among sandbox (full names, checked by SandboxNames): in
+// ModeTools a first call to one of them by its model name is kept with
+// its arguments compacted (the sandbox checks them against the tool's
+// schema); arguments that are not a JSON object make it invalid.
+func ParseOutputSandbox(o operations.Output, mode Mode, tools, sandbox []string) Parsed {
+	if len(sandbox) > 0 && (mode == ModeTools || mode == "") && len(o.ToolCalls) > 0 {
+		names, _ := SandboxNames(sandbox)
+		tc := o.ToolCalls[0]
+		if full, ok := names[tc.Name]; ok {
+			p := Parsed{Content: strings.TrimSpace(o.Content)}
+			req, err := SandboxCall(full, tc.Arguments, 0)
+			if err != nil {
+				p.Invalid = err.Error()
+				return p
+			}
+			p.Call = &Call{ID: tc.ID, Name: tc.Name, Arguments: req.Sandbox.Params}
+			return p
+		}
+	}
+	return ParseOutput(o, mode, tools)
+}
+
+// CheckSandboxTools checks the tools setting of an agent whose own tools
+// are fixed: every name must be a sandbox tool, no two with one model
+// name, and mode must be ModeTools (sandbox tools are offered as native
+// tool calls only).
+func CheckSandboxTools(names []string, mode Mode) error {
+	for i, n := range names {
+		if !IsSandboxTool(n) {
+			return fmt.Errorf("tools[%d]: %q is not a sandbox tool (\"resource:tool\"); the agent's own tools are always offered", i, n)
+		}
+	}
+	if _, err := SandboxNames(names); err != nil {
+		return fmt.Errorf("tools: %w", err)
+	}
+	if len(names) > 0 && mode != ModeTools {
+		return errors.New("tools: sandbox tools need native tool calls; enable_tool_use: false (text tool modes) cannot offer them")
+	}
+	return nil
 }

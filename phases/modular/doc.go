@@ -100,6 +100,18 @@
 // replays each executed call as a block (agent.RenderText) and each
 // result as a user message wrapped in <tool-output> tags.
 //
+// # Sandbox tools
+//
+// tools names sandbox tools offered besides modular's own, by full name
+// ("text2sql:execute"); any other name is refused. The model sees
+// "text2sql-execute" with the description and parameters of
+// sandbox_tools, which the sandbox operation's handler fills in from the
+// sandbox's registry when the run starts. The actor runs a call as a
+// sandbox operation {action: the full name, params: the call's arguments,
+// timeout_s: the current timeout}; tool_output shows its envelope's data
+// as JSON, or "Error (code N): message". Native tool calls only: tools
+// with enable_tool_use false is refused at start.
+//
 // # Caveats
 //
 // The generator applies the prompter's plan to the log as it is then: a

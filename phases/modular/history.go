@@ -198,7 +198,7 @@ func tools(s *Settings) []operations.Tool {
 	if s.Mode() != agent.ModeTools {
 		return nil
 	}
-	return agent.Tools(s.Toolset()...)
+	return append(agent.Tools(s.Toolset()...), agent.SandboxTools(s.Tools, s.SandboxTools)...)
 }
 
 // plan decides what of the conversation fits the token budget: the first

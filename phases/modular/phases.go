@@ -45,7 +45,7 @@ func (s *Settings) tokenizer() string { return tokenizerFor(s.Tokenizer, s.endpo
 // comes with the run and usage and limits are read from the state.
 func Init(in phases.Input, s *Settings) (phases.Output, error) {
 	t := Task{Summary: "task: " + agent.Line(in.Run.Task, 200), Task: in.Run.Task, Model: s.Generator.Model,
-		Tokenizer: s.tokenizer(), Tools: s.Toolset(), Mode: s.Mode()}
+		Tokenizer: s.tokenizer(), Tools: append(s.Toolset(), s.Tools...), Mode: s.Mode()}
 	return phases.Output{Append: []phases.Entry{phases.MustEntry(EntryTask, t)}, Next: PhasePrompter}, nil
 }
 
@@ -124,7 +124,7 @@ func Discriminator(in phases.Input, s *Settings) (phases.Output, error) {
 	default:
 		outs := res.Generate.Outputs
 		for i, o := range outs {
-			p := agent.ParseOutput(o, mode, toolset)
+			p := agent.ParseOutputSandbox(o, mode, toolset, s.Tools)
 			if p.Content == "" && p.Call == nil && p.Invalid == "" {
 				continue
 			}
@@ -256,8 +256,17 @@ func Actor(in phases.Input, s *Settings) (phases.Output, error) {
 	case agent.ToolScoreLog:
 		op = operations.NewScoreLog()
 	default:
-		// Validation admits only the toolset, so this is a bug, not a model error.
-		return out, fmt.Errorf("%w: no action for tool %q", ErrState, c.Name)
+		names, _ := agent.SandboxNames(s.Tools) // checked by ParseSettings
+		full, ok := names[c.Name]
+		if !ok {
+			// Validation admits only the toolset, so this is a bug, not a model error.
+			return out, fmt.Errorf("%w: no action for tool %q", ErrState, c.Name)
+		}
+		req, err := agent.SandboxCall(full, string(c.Arguments), float64(timeout))
+		if err != nil {
+			return out, err
+		}
+		op = req
 	}
 	op = op.WithMeta(metaTool, c.Name)
 	if c.ID != "" {
@@ -290,7 +299,11 @@ func ToolOutputPhase(in phases.Input, s *Settings) (phases.Output, error) {
 	case t.Failed:
 		verb = "failed"
 	}
-	t.Summary = tool + " " + verb + ": " + agent.Line(text, 160)
+	line := text
+	if res.Sandbox != nil {
+		line = strings.Join(strings.Fields(text), " ")
+	}
+	t.Summary = tool + " " + verb + ": " + agent.Line(line, 160)
 	out.Append = []phases.Entry{phases.MustEntry(EntryToolOutput, toolOutput(s, t))}
 	out.Next = PhasePrompter
 	return out, nil

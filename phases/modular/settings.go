@@ -98,6 +98,13 @@ type Settings struct {
 	// for OpenAI model names, approx otherwise), "o200k_base",
 	// "cl100k_base" or "approx" (bytes/4).
 	Tokenizer string `json:"tokenizer"`
+	// Tools are sandbox tools offered besides modular's own, by full name
+	// ("text2sql:execute"); the model sees "text2sql-execute". Native tool
+	// calls only (enable_tool_use).
+	Tools []string `json:"tools"`
+	// SandboxTools are the schemas of the sandbox tools of Tools, by full
+	// name, filled in from the sandbox's registry when the run starts.
+	SandboxTools map[string]agent.SandboxTool `json:"sandbox_tools"`
 
 	// Scoring is the engine's scoring section, read for its intermediate flag.
 	Scoring struct {
@@ -126,6 +133,9 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		return s, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
 	s.applyDefaults()
+	if err := agent.CheckSandboxTools(s.Tools, s.Mode()); err != nil {
+		return s, fmt.Errorf("%w: %w", ErrSettings, err)
+	}
 	return s, nil
 }
 

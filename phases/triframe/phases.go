@@ -245,7 +245,7 @@ func AdvisorRatings(in phases.Input, s *Settings) (phases.Output, error) {
 			continue
 		}
 		for j, o := range r.Generate.Outputs {
-			p := parseOption(o, mode, tools, s.Tools)
+			p := agent.ParseOutputSandbox(o, mode, tools, s.Tools)
 			opt := agent.Option{Content: p.Content, Call: p.Call, Invalid: p.Invalid, Reasoning: o.Reasoning,
 				Source: fmt.Sprintf("actor %s %s advice #%d", r.Meta[metaIndex], r.Meta[metaAdvice], j)}
 			if p.Call == nil {
@@ -312,27 +312,6 @@ func AdvisorRatings(in phases.Input, s *Settings) (phases.Output, error) {
 	}
 	out.Next = PhaseAggregateRatings
 	return out, nil
-}
-
-// parseOption parses an actor's output; in tools mode a first call to
-// one of the sandbox tools (by model name) is kept with its arguments
-// compacted, which the sandbox checks against the tool's schema.
-func parseOption(o operations.Output, mode agent.Mode, tools, sandbox []string) agent.Parsed {
-	if len(sandbox) > 0 && (mode == agent.ModeTools || mode == "") && len(o.ToolCalls) > 0 {
-		names, _ := agent.SandboxNames(sandbox) // checked by ParseSettings
-		tc := o.ToolCalls[0]
-		if full, ok := names[tc.Name]; ok {
-			p := agent.Parsed{Content: strings.TrimSpace(o.Content)}
-			req, err := agent.SandboxCall(full, tc.Arguments, 0)
-			if err != nil {
-				p.Invalid = err.Error()
-				return p
-			}
-			p.Call = &agent.Call{ID: tc.ID, Name: tc.Name, Arguments: req.Sandbox.Params}
-			return p
-		}
-	}
-	return agent.ParseOutput(o, mode, tools)
 }
 
 // sandboxName is the full name of the sandbox tool offered under the
