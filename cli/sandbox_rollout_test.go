@@ -22,7 +22,7 @@ func TestRolloutWithSandboxTools(t *testing.T) {
 		return map[string]any{"workflow": "react", "settings": map[string]any{
 			"model": "m", "max_turns": 4, "sandbox_url": url,
 			"tools": []string{"text2sql:execute", "rag:search", "submit"}}}
-	})
+	}, 2)
 }
 
 // TestTriframeRolloutWithSandboxTools is TestRolloutWithSandboxTools
@@ -34,12 +34,26 @@ func TestTriframeRolloutWithSandboxTools(t *testing.T) {
 		return map[string]any{"workflow": "triframe", "settings": map[string]any{
 			"actors": []any{map[string]any{"model": "m"}}, "enable_advising": false, "sandbox_url": url,
 			"tools": []string{"text2sql:execute", "rag:search"}}}
-	})
+	}, 2)
+}
+
+// TestSimulatedRolloutWithSandboxTools is README's rollout of the
+// simulated model over the offline sandbox's tools: for the database
+// question it lists the databases, the tables and counts the singers;
+// for the other it searches the documents with the question; the count
+// is graded correct.
+func TestSimulatedRolloutWithSandboxTools(t *testing.T) {
+	sandboxRollout(t, func(url string) map[string]any {
+		return map[string]any{"workflow": "react", "settings": map[string]any{
+			"model": "simulated", "max_turns": 6, "sandbox_url": url,
+			"tools": []string{"text2sql:list_databases", "text2sql:execute", "rag:search", "submit"}}}
+	}, 1)
 }
 
 // sandboxRollout runs the two graded questions with the agent settings
-// agent(sandbox_url) and checks both are answered correctly.
-func sandboxRollout(t *testing.T, agent func(url string) map[string]any) {
+// agent(sandbox_url) and checks that correct of them are answered
+// correctly.
+func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct int) {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := filepath.Abs("..")
@@ -107,7 +121,7 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any) {
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Samples != 2 || sum.Correct != 2 || sum.Primary != "exact_match" {
-		t.Fatalf("summary = %+v, want 2 of 2 correct by exact_match\n%s", sum, b)
+	if sum.Samples != 2 || sum.Correct != correct || sum.Primary != "exact_match" {
+		t.Fatalf("summary = %+v, want %d of 2 correct by exact_match\n%s", sum, correct, b)
 	}
 }

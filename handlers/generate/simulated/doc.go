@@ -40,6 +40,14 @@
 //     command, and the thought text varies with the request, so n > 1 and
 //     the triframe with/without-advice actors give raters differing options.
 //     Text mode: a thought then a ```bash block, or a ```submit block.
+//   - sandbox tools (actors, tool mode): with text2sql-execute offered and
+//     a question mentioning a database (or sql, tables), text2sql-list_databases
+//     (when offered), then text2sql-execute listing the tables of the
+//     database the question names ("the concert database", else the first
+//     listed), then, for "how many X", SELECT count(*) of the table named
+//     X, then submit with the first cell of the last result; otherwise,
+//     with rag-search offered, rag-search with the question, then submit
+//     with the first passage's first line.
 //   - a judge tool (select_winner, or a name with winner/judge/select/
 //     choose/pick/rank/compare/vote): arguments filled from the schema,
 //     choice fields picking by hash among agent ids or option indices found

@@ -546,6 +546,9 @@ func describe(cmd string) string {
 // the plan, odd outputs propose an exploratory alternative; the thought
 // text varies with the request hash and the index.
 func (s *sim) actor(i int) operations.Output {
+	if o, ok := s.sandboxActor(i); ok {
+		return o
+	}
 	st := s.next()
 	cmd, finish := st.cmd, st.cmd == ""
 	if i%2 == 1 {
