@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 )
 
@@ -20,21 +22,26 @@ func mustPanic(t *testing.T, what string, f func()) {
 	f()
 }
 
+// regRound makes the registry test's names unique per run, so that
+// go test -count N does not register them twice.
+var regRound atomic.Int64
+
 func TestRegisterBackend(t *testing.T) {
 	newNop := func() Backend { return nopBackend{} }
-	RegisterBackend(BackendInfo{Name: "zz-regtest-b", New: newNop})
-	RegisterBackend(BackendInfo{Name: "zz-regtest-a", New: newNop})
+	suffix := fmt.Sprintf("-%d", regRound.Add(1))
+	RegisterBackend(BackendInfo{Name: "zz-regtest-b" + suffix, New: newNop})
+	RegisterBackend(BackendInfo{Name: "zz-regtest-a" + suffix, New: newNop})
 	mustPanic(t, "empty name", func() { RegisterBackend(BackendInfo{New: newNop}) })
-	mustPanic(t, "nil New", func() { RegisterBackend(BackendInfo{Name: "zz-regtest-c"}) })
-	mustPanic(t, "duplicate", func() { RegisterBackend(BackendInfo{Name: "zz-regtest-a", New: newNop}) })
+	mustPanic(t, "nil New", func() { RegisterBackend(BackendInfo{Name: "zz-regtest-c" + suffix}) })
+	mustPanic(t, "duplicate", func() { RegisterBackend(BackendInfo{Name: "zz-regtest-a" + suffix, New: newNop}) })
 	names := Backends()
 	if !slices.IsSorted(names) {
 		t.Fatalf("Backends not sorted: %v", names)
 	}
-	if !slices.Contains(names, "zz-regtest-a") || !slices.Contains(names, "zz-regtest-b") || slices.Contains(names, "zz-regtest-c") {
+	if !slices.Contains(names, "zz-regtest-a"+suffix) || !slices.Contains(names, "zz-regtest-b"+suffix) || slices.Contains(names, "zz-regtest-c"+suffix) {
 		t.Fatalf("Backends = %v", names)
 	}
-	if _, ok := LookupBackend("zz-regtest-a"); !ok {
+	if _, ok := LookupBackend("zz-regtest-a" + suffix); !ok {
 		t.Fatal("LookupBackend: not found")
 	}
 }
