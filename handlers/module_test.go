@@ -34,7 +34,11 @@ func TestRegisterRefusesBadInfos(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { mustPanic(t, tt.name, func() { Register(tt.info) }) })
 	}
-	Register(Info{ID: "test.sandbox", Kinds: []operations.Kind{operations.KindSandbox}, New: newH})
+	// Registered once per test binary: with go test -count N the later
+	// runs find it and check the refusals and the lookup only.
+	if _, ok := Lookup(operations.KindSandbox); !ok {
+		Register(Info{ID: "test.sandbox", Kinds: []operations.Kind{operations.KindSandbox}, New: newH})
+	}
 	mustPanic(t, "duplicate id", func() {
 		Register(Info{ID: "test.sandbox", Kinds: []operations.Kind{operations.KindObservation}, New: newH})
 	})
