@@ -2,6 +2,7 @@ package bash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -430,10 +431,19 @@ func TestContextCancel(t *testing.T) {
 	defer cancel()
 	var res operations.Result
 	var wg sync.WaitGroup
-	wg.Go(func() { res = h.Handle(ctx, env, bashReq("echo partial; touch started; sleep 30", 60, "")) })
+	wg.Go(func() { res = h.Handle(ctx, env, bashReq("echo partial; touch started; sleep 30.25", 60, "")) })
 	testkit.CheckFor(t, 10*time.Second, func() error {
 		_, err := os.Stat(flag)
 		return err
+	})
+	// Cancel while sleep runs, not at the command boundary between touch
+	// and sleep, where bash may drop the marker line written after SIGINT
+	// (the cancel then takes the grace period and keeps bash's line break).
+	testkit.CheckFor(t, 10*time.Second, func() error {
+		if !processRunning("sleep\x0030.25") {
+			return errors.New("sleep 30.25 not running yet")
+		}
+		return nil
 	})
 	start := time.Now()
 	cancel()
@@ -663,4 +673,17 @@ func BenchmarkForkBashTrue(b *testing.B) {
 	}
 	b.StopTimer()
 	d.report(b)
+}
+
+// processRunning reports whether some process's command line (NUL-separated
+// arguments) is exactly cmdline.
+func processRunning(cmdline string) bool {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && strings.TrimRight(string(b), "\x00") == cmdline {
+			return true
+		}
+	}
+	return false
 }
