@@ -1,7 +1,6 @@
 package grading
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -45,14 +44,36 @@ func (g Group) Rewards() []float64 {
 // Groups are sorted by ID; members keep episode order, then trajectory
 // order. An episode ID that is not "task_id:index" is an error.
 func GroupTrajectories(episodes []Episode) ([]Group, error) {
-	byID := map[string]*Group{}
+	return groupBy(episodes,
+		func(_ int, t Trajectory) bool { return len(t.Steps) > 0 },
+		func(id, taskID, name string) *Group { return &Group{ID: id, TaskID: taskID, Name: name} },
+		func(g *Group, e Episode, idx, ti int, t Trajectory) {
+			g.Members = append(g.Members, GroupMember{
+				EpisodeID:         e.ID,
+				RolloutIdx:        idx,
+				Trajectory:        ti,
+				Reward:            t.Reward,
+				IsCorrect:         e.IsCorrect,
+				TerminationReason: e.TerminationReason,
+			})
+		})
+}
+
+// groupBy walks the trajectories of episodes that keep accepts, keys each
+// by "task_id:name" (unnamed ones are "default_traj_name_<index>"), makes
+// a group with newGroup for each new key and adds the trajectory with add.
+// It returns the groups sorted by key; members keep episode order, then
+// trajectory order. An episode ID that is not "task_id:index" is an error.
+func groupBy[G any](episodes []Episode, keep func(ti int, t Trajectory) bool,
+	newGroup func(id, taskID, name string) *G, add func(g *G, e Episode, idx, ti int, t Trajectory)) ([]G, error) {
+	byID := map[string]*G{}
 	for _, e := range episodes {
 		taskID, idx, err := SplitEpisodeID(e.ID)
 		if err != nil {
 			return nil, err
 		}
 		for ti, t := range e.Trajectories {
-			if len(t.Steps) == 0 {
+			if !keep(ti, t) {
 				continue
 			}
 			name := t.Name
@@ -62,24 +83,21 @@ func GroupTrajectories(episodes []Episode) ([]Group, error) {
 			id := taskID + ":" + name
 			g := byID[id]
 			if g == nil {
-				g = &Group{ID: id, TaskID: taskID, Name: name}
+				g = newGroup(id, taskID, name)
 				byID[id] = g
 			}
-			g.Members = append(g.Members, GroupMember{
-				EpisodeID:         e.ID,
-				RolloutIdx:        idx,
-				Trajectory:        ti,
-				Reward:            t.Reward,
-				IsCorrect:         e.IsCorrect,
-				TerminationReason: e.TerminationReason,
-			})
+			add(g, e, idx, ti, t)
 		}
 	}
-	groups := make([]Group, 0, len(byID))
-	for _, g := range byID {
-		groups = append(groups, *g)
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
 	}
-	slices.SortFunc(groups, func(a, b Group) int { return cmp.Compare(a.ID, b.ID) })
+	slices.Sort(ids)
+	groups := make([]G, len(ids))
+	for i, id := range ids {
+		groups[i] = *byID[id]
+	}
 	return groups, nil
 }
 
@@ -120,34 +138,16 @@ func (g TrajectoryGroup) Rewards() []float64 {
 // member). Unnamed trajectories are named as GroupTrajectories names them.
 // Groups are sorted by ID; trajectories keep episode order.
 func GroupEpisodes(episodes []Episode) ([]TrajectoryGroup, error) {
-	byID := map[string]*TrajectoryGroup{}
-	for _, e := range episodes {
-		taskID, idx, err := SplitEpisodeID(e.ID)
-		if err != nil {
-			return nil, err
-		}
-		for ti, t := range e.Trajectories {
-			name := t.Name
-			if name == "" {
-				name = "default_traj_name_" + strconv.Itoa(ti)
-			}
-			id := taskID + ":" + name
-			g := byID[id]
-			if g == nil {
-				g = &TrajectoryGroup{GroupID: id, TaskID: taskID, Name: name}
-				byID[id] = g
-			}
+	return groupBy(episodes,
+		func(int, Trajectory) bool { return true },
+		func(id, taskID, name string) *TrajectoryGroup {
+			return &TrajectoryGroup{GroupID: id, TaskID: taskID, Name: name}
+		},
+		func(g *TrajectoryGroup, e Episode, idx, _ int, t Trajectory) {
 			g.Trajectories = append(g.Trajectories, t)
-			g.Metadata = append(g.Metadata, GroupMetadata{TaskID: taskID, RolloutIdx: idx, EpisodeID: e.ID,
+			g.Metadata = append(g.Metadata, GroupMetadata{TaskID: g.TaskID, RolloutIdx: idx, EpisodeID: e.ID,
 				TerminationReason: e.TerminationReason, IsCorrect: e.IsCorrect})
-		}
-	}
-	groups := make([]TrajectoryGroup, 0, len(byID))
-	for _, g := range byID {
-		groups = append(groups, *g)
-	}
-	slices.SortFunc(groups, func(a, b TrajectoryGroup) int { return cmp.Compare(a.GroupID, b.GroupID) })
-	return groups, nil
+		})
 }
 
 // Advantage estimators.
