@@ -98,9 +98,24 @@ type Shutdowner interface {
 type ConfigError struct {
 	Path   string
 	Reason string
+	// Err, when set, is the sentinel the reason ends with (errors.Is).
+	Err error
 }
 
 func (e *ConfigError) Error() string { return e.Path + ": " + e.Reason }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// SettingError returns a ConfigError at path (relative to the backend's
+// section) whose reason is detail, when given, followed by err.
+func SettingError(path string, err error, detail string) *ConfigError {
+	reason := err.Error()
+	if detail != "" {
+		reason = detail + ": " + reason
+	}
+	return &ConfigError{Path: path, Reason: reason, Err: err}
+}
 
 // BackendInfo registers a backend.
 type BackendInfo struct {

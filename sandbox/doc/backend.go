@@ -21,22 +21,10 @@ type Backend struct {
 func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
 	e, err := NewEngine(env.Config)
 	if err != nil {
-		return configError(err)
+		return err
 	}
 	b.engine = e
 	return nil
-}
-
-// configError turns "key: reason" into a *sandbox.ConfigError at the backend's
-// section; the core prefixes the section's own path.
-func configError(err error) error {
-	msg := err.Error()
-	for i := 0; i+1 < len(msg); i++ {
-		if msg[i] == ':' && msg[i+1] == ' ' {
-			return &sandbox.ConfigError{Path: msg[:i], Reason: msg[i+2:]}
-		}
-	}
-	return err
 }
 
 // WarmUp reads the documents folder.

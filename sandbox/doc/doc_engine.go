@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/flockrun/flock/sandbox/internal/textdoc"
+
+	"github.com/flockrun/flock/sandbox"
 )
 
 // Config is the backend's section (apis.doc or resources.doc.config).
@@ -28,7 +30,7 @@ func parseConfig(m map[string]any) (Config, error) {
 	c := Config{MaxSearchResults: 10, MaxTextToken: 20000}
 	dir, ok := m["documents_dir"].(string)
 	if !ok || strings.TrimSpace(dir) == "" {
-		return c, fmt.Errorf("documents_dir: %w", ErrMissingSetting)
+		return c, sandbox.SettingError("documents_dir", ErrMissingSetting, "")
 	}
 	c.DocumentsDir = filepath.Clean(dir)
 	for key, dst := range map[string]*int{"max_search_results": &c.MaxSearchResults, "max_text_token": &c.MaxTextToken} {
@@ -38,7 +40,7 @@ func parseConfig(m map[string]any) (Config, error) {
 		}
 		n, ok := v.(float64)
 		if !ok || n < 1 || n != float64(int(n)) {
-			return c, fmt.Errorf("%s: %w", key, ErrBadSetting)
+			return c, sandbox.SettingError(key, ErrBadSetting, "")
 		}
 		*dst = int(n)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/flockrun/flock/sandbox"
 )
 
 // BackendVersion is reported by rag:stats.
@@ -30,7 +32,7 @@ func parseConfig(m map[string]any) (Config, error) {
 	c := Config{DefaultTopK: 5, MaxTopK: 50, PassageChars: 1000}
 	dir, ok := m["documents_dir"].(string)
 	if !ok || strings.TrimSpace(dir) == "" {
-		return c, fmt.Errorf("documents_dir: %w", ErrMissingSetting)
+		return c, sandbox.SettingError("documents_dir", ErrMissingSetting, "")
 	}
 	c.DocumentsDir = filepath.Clean(dir)
 	for key, dst := range map[string]*int{"default_top_k": &c.DefaultTopK, "max_top_k": &c.MaxTopK, "passage_chars": &c.PassageChars} {
@@ -40,15 +42,15 @@ func parseConfig(m map[string]any) (Config, error) {
 		}
 		n, ok := asInt(v)
 		if !ok || n < 1 {
-			return c, fmt.Errorf("%s: %w", key, ErrBadSetting)
+			return c, sandbox.SettingError(key, ErrBadSetting, "")
 		}
 		*dst = n
 	}
 	if c.DefaultTopK > c.MaxTopK {
-		return c, fmt.Errorf("default_top_k: above max_top_k %d: %w", c.MaxTopK, ErrBadSetting)
+		return c, sandbox.SettingError("default_top_k", ErrBadSetting, fmt.Sprintf("above max_top_k %d", c.MaxTopK))
 	}
 	if c.PassageChars < 100 {
-		return c, fmt.Errorf("passage_chars: below 100: %w", ErrBadSetting)
+		return c, sandbox.SettingError("passage_chars", ErrBadSetting, "below 100")
 	}
 	return c, nil
 }
