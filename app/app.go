@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
@@ -31,6 +32,9 @@ type App struct {
 	Log      *slog.Logger
 	// Metrics are the Prometheus metrics (served at GET /metrics).
 	Metrics *telemetry.Metrics
+	// Tracer exports the journal as OpenTelemetry spans; nil unless the
+	// environment names an OTLP endpoint (telemetry.TracingEnabled).
+	Tracer *telemetry.Tracer
 }
 
 // Option changes how Open wires an App.
@@ -77,6 +81,18 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 		}
 		return len(ex.Active())
 	})
+	var tr *telemetry.Tracer
+	var steps workflows.StepObserver
+	if telemetry.TracingEnabled() {
+		exp, err := telemetry.NewOTLPExporter(ctx)
+		if err == nil {
+			tr, err = telemetry.NewTracer(ctx, st, exp, log)
+		}
+		if err != nil {
+			return nil, errors.Join(err, st.Close())
+		}
+		steps = tr
+	}
 	deps := handlers.Deps{Server: cfg, Log: log, Open: access.Open}
 	for _, o := range opts {
 		o(&deps)
@@ -85,6 +101,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 	// handlers.go); the executor provisions them at Start.
 	ex, err = workflows.New(workflows.Config{
 		Observer:    mx,
+		Steps:       steps,
 		Store:       st,
 		Registry:    reg,
 		Handlers:    handlers.Registered(),
@@ -94,12 +111,12 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 		Logger:      log,
 	})
 	if err != nil {
-		return nil, errors.Join(err, st.Close())
+		return nil, errors.Join(err, closeTracer(ctx, tr), st.Close())
 	}
 	if err := ex.Start(ctx); err != nil {
-		return nil, errors.Join(err, st.Close())
+		return nil, errors.Join(err, closeTracer(ctx, tr), st.Close())
 	}
-	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx}, nil
+	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx, Tracer: tr}, nil
 }
 
 // openStore opens the data directory's database. It refuses a database
@@ -133,10 +150,25 @@ func openStore(cfg configs.Server) (*state.BoltStore, error) {
 	return st, err
 }
 
-// Close stops the executor (unfinished runs stay resumable) and closes the store.
+// Close stops the executor (unfinished runs stay resumable), sends the
+// spans still queued, and closes the store.
 func (a *App) Close(ctx context.Context) error {
 	err := a.Executor.Stop(ctx)
-	return errors.Join(err, a.Store.Close())
+	return errors.Join(err, closeTracer(ctx, a.Tracer), a.Store.Close())
+}
+
+// closeTracer sends tr's queued spans, waiting at most a few seconds for
+// a collector that does not answer.
+func closeTracer(ctx context.Context, tr *telemetry.Tracer) error {
+	if tr == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := tr.Close(ctx); err != nil {
+		return fmt.Errorf("telemetry: close tracer: %w", err)
+	}
+	return nil
 }
 
 // ModelsOf lists the model names a settings document refers to (see

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/flockrun/flock/telemetry"
 )
 
 // Main runs the command line and returns the process exit code.
@@ -91,12 +93,27 @@ Usage:
 Run "flock COMMAND -h" for the flags of a command.
 `
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// logOpts are the --log-level and --log-format flags.
+type logOpts struct {
+	Level, Format string
+}
+
+// logFlags registers --log-level (default level) and --log-format on fs.
+func logFlags(fs *flag.FlagSet, lo *logOpts, level string) {
+	fs.StringVar(&lo.Level, "log-level", level, "debug, info, warn or error")
+	fs.StringVar(&lo.Format, "log-format", "text", "text, or json (one object per line; lines about a run carry run and trace_id)")
+}
+
+func newLogger(w io.Writer, lo logOpts) (*slog.Logger, error) {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, level, err)
+	if err := l.UnmarshalText([]byte(lo.Level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, lo.Level, err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	log, err := telemetry.NewLogger(w, lo.Format, l)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --log-format: %v", errUsage, err)
+	}
+	return log, nil
 }
 
 // stringList is a repeatable, comma-splitting flag.

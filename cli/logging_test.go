@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/telemetry"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the serving goroutines.
@@ -91,5 +94,40 @@ func TestServeDebugLog(t *testing.T) {
 	}
 	if strings.Contains(out.String()+logs, token) {
 		t.Fatalf("the token reached the output:\n%s\n%s", out.String(), logs)
+	}
+}
+
+// TestRunJSONLogs runs an agent with --log-format json: every log line is
+// one JSON object, and the lines about the run carry its id and its trace
+// id (the one its spans are exported under).
+func TestRunJSONLogs(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--log-format", "json", "--log-level", "debug", "--mode", "simulated",
+		"--data", t.TempDir(), "--workflow", "triframe", "--settings", "../settings.example.json",
+		"--task", "Create a file hello.txt containing the word flock, then submit the number of bytes in it."}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("run exited %d: %s", code, errb.String())
+	}
+	var about int
+	for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %v\n%s", err, line)
+		}
+		run, _ := rec["run"].(string)
+		if run == "" {
+			continue
+		}
+		about++
+		if got, want := rec["trace_id"], telemetry.TraceID(run).String(); got != want {
+			t.Errorf("line %q: trace_id %v, want %s", rec["msg"], got, want)
+		}
+	}
+	if about < 2 {
+		t.Fatalf("%d log lines about the run, want the run's start and end:\n%s", about, errb.String())
+	}
+	code = Main(context.Background(), []string{"run", "--log-format", "yaml", "--data", t.TempDir(), "--workflow", "triframe", "--task", "x"}, &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), `--log-format: log format "yaml": want text or json`) {
+		t.Fatalf("bad --log-format: exit %d, stderr %s", code, errb.String())
 	}
 }

@@ -24,7 +24,8 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("rollout", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
-	var level, configPath, outputDir, metric, question string
+	var level logOpts
+	var configPath, outputDir, metric, question string
 	var taskIDs stringList
 	var maxTasks, numChains, maxConc int
 	var quiet, regrade bool
@@ -32,7 +33,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
-	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
+	logFlags(fs, &level, "warn")
 	fs.StringVar(&configPath, "config", "", "rollout settings file (JSON or YAML); relative paths in it are relative to the file, and the runs may read the files it names and write the output directory")
 	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
 	fs.StringVar(&metric, "metric", "", "override evaluation_metric")

@@ -20,13 +20,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
-	var level, wf, settingsPath, taskText, resume string
+	var level logOpts
+	var wf, settingsPath, taskText, resume string
 	var quiet bool
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
-	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
+	logFlags(fs, &level, "warn")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 	fs.StringVar(&wf, "workflow", "", "workflow to run (default: the settings' workflow_type)")
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the runs may read them")
@@ -175,7 +176,7 @@ func isTerminal(w io.Writer) bool {
 
 // openApp opens an App for an in-process command and returns the function
 // that closes it, reporting a close error on stderr.
-func openApp(ctx context.Context, cfg configs.Server, level string, stderr io.Writer, cmd string) (*app.App, func(), error) {
+func openApp(ctx context.Context, cfg configs.Server, level logOpts, stderr io.Writer, cmd string) (*app.App, func(), error) {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return nil, nil, err

@@ -46,12 +46,12 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
-	var level string
+	var level logOpts
 	path := fs.String("config", "", "AgentFlow sandbox-server JSON config (required)")
 	fs.StringVar(&cfg.Addr, "addr", DefaultSandboxAddr, "listen address")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; the sandbox keeps its files in DIR/sandbox")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
-	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	logFlags(fs, &level, "info")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 
 // serverFlags registers the flags shared by serve and launch. Call
 // applyConfigFile after parsing.
-func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
+func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts) {
 	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models, new_store); flags win")
 	fs.StringVar(&cfg.Addr, "addr", configs.DefaultAddr, "listen address")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
@@ -28,7 +28,7 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, logLevel *string) {
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
-	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+	logFlags(fs, lo, "info")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 }
 
@@ -76,7 +76,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
-	var level string
+	var level logOpts
 	serverFlags(fs, &cfg, &level)
 	sandboxConfig := fs.String("sandbox-config", "", "AgentFlow sandbox-server JSON config: serve the sandbox service under /api/v1 plus GET /ready")
 	if err := fs.Parse(args); err != nil {
@@ -96,7 +96,8 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	var cfg configs.Server
-	var level, wf, settingsPath, taskText string
+	var level logOpts
+	var wf, settingsPath, taskText string
 	serverFlags(fs, &cfg, &level)
 	fs.StringVar(&wf, "workflow", "listen", "workflow to start once the server is up; listen starts nothing")
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the runs may read them")
@@ -169,7 +170,7 @@ func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, []
 // serveUntilDone serves until ctx ends. after, if set, runs once the
 // server is up; when it returns a non-nil done channel, serving also ends
 // when that channel yields, with its error.
-func serveUntilDone(ctx context.Context, cfg configs.Server, level string, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error), sandboxConfig string) error {
+func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error), sandboxConfig string) error {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ type Config struct {
 	// Observer, if set, is told about runs, phases and operations (metrics).
 	// Its methods are called on the runs' goroutines and must not block.
 	Observer Observer
+	// Steps, if set, is told which run and step each phase commit and run
+	// end wrote, so that it can read the journal back (the trace exporter).
+	Steps StepObserver
 	// Owner names this executor in the runs' leases (state.Leaser): it
 	// must differ between executors sharing a store. Default: host name,
 	// process id and a random suffix.
@@ -75,6 +78,18 @@ type Observer interface {
 	PhaseCommitted(workflow, phase string)
 	// OpFinished is called when an operation returns (ok reports no error).
 	OpFinished(kind operations.Kind, ok bool, d time.Duration)
+}
+
+// StepObserver is told, after the commit, which run and step each phase
+// call and each run end wrote. It learns nothing the journal does not hold:
+// it reads what it needs back from the store. Its methods are called on the
+// runs' goroutines and must not block.
+type StepObserver interface {
+	// StepCommitted reports that run id called phase as step at the given
+	// time; the operations of the step before have all finished.
+	StepCommitted(id string, step uint64, phase string, at time.Time)
+	// RunClosed reports that run id's end was committed at the given time.
+	RunClosed(id string, at time.Time)
 }
 
 // nopObserver is the Observer used when none is configured.
@@ -485,6 +500,7 @@ func (e *Executor) launch(r *runner) bool {
 	}
 	e.runs[r.head.ID] = r
 	e.cfg.Observer.RunStarted(r.head.Workflow, r.resumed)
+	e.log.Debug("run driven", "run", r.head.ID, "workflow", r.head.Workflow, "step", r.head.Step, "resumed", r.resumed)
 	e.wg.Add(1) // done by r.run when the run is no longer driven
 	go r.run()
 	return true

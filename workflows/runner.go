@@ -616,6 +616,9 @@ func (r *runner) commitPhase(out phases.Output) error {
 	r.e.cache.appended(h.ID, r.head.Entries, entries)
 	r.head = h
 	r.e.cfg.Observer.PhaseCommitted(h.Workflow, called)
+	if r.e.cfg.Steps != nil {
+		r.e.cfg.Steps.StepCommitted(h.ID, h.Step, called, now)
+	}
 	r.ops = ops
 	r.absorbed = r.absorbed[:0]
 	r.resumed = false
@@ -709,6 +712,10 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	r.head = h
 	r.e.cache.drop(h.ID)
 	r.e.cfg.Observer.RunEnded(h.Workflow, status)
+	r.e.log.Info("run ended", "run", h.ID, "workflow", h.Workflow, "status", status, "reason", reason, "steps", h.Step)
+	if r.e.cfg.Steps != nil {
+		r.e.cfg.Steps.RunClosed(h.ID, now)
+	}
 	r.e.broker.publish(h.ID, c.Events)
 	r.e.broker.end(h.ID)
 	r.e.closeRunResources(h.ID)
