@@ -436,9 +436,8 @@ func TestContextCancel(t *testing.T) {
 		_, err := os.Stat(flag)
 		return err
 	})
-	// Cancel while sleep runs, not at the command boundary between touch
-	// and sleep, where bash may drop the marker line written after SIGINT
-	// (the cancel then takes the grace period and keeps bash's line break).
+	// Cancel while sleep runs (TestCancelAtAnyMoment covers the moments
+	// between commands).
 	testkit.CheckFor(t, 10*time.Second, func() error {
 		if !processRunning("sleep\x0030.25") {
 			return errors.New("sleep 30.25 not running yet")

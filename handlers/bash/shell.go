@@ -28,6 +28,9 @@ const (
 	// interruptGrace is how long a timed-out or cancelled command gets
 	// after SIGINT before the process group is killed.
 	interruptGrace = time.Second
+	// interruptResend is how often the marker line is sent again while
+	// waiting for it after SIGINT (see interrupt).
+	interruptResend = 50 * time.Millisecond
 	// drainTimeout bounds reading what is left in the pty and the pipe
 	// after a kill; a process that escaped the group (setsid) can hold
 	// them open forever.
@@ -235,7 +238,9 @@ func initLine(tok, cwd string) string {
 	// prints the marker on both streams.
 	b.WriteString(`__flock_set_rc() { return "$1"; }; `)
 	mark := `builtin printf '__FLOCK_%s_%d_%s_%s__\n' "$1" "$__flock_rc" "$PWD" "$1"`
-	fmt.Fprintf(&b, "__flock_mark() { %s >&%d; %s >&%d; }; ", mark, fdErr, mark, fdOut)
+	// __flock_last remembers the last token marked, so that the marker
+	// line interrupt sends may be sent again without printing twice.
+	fmt.Fprintf(&b, "__flock_mark() { __flock_last=$1; %s >&%d; %s >&%d; }; ", mark, fdErr, mark, fdOut)
 	b.WriteString("__flock_rc=0; ")
 	if cwd != "" {
 		fmt.Fprintf(&b, "builtin cd -- %s 2>/dev/null; ", shellQuote(cwd))
@@ -258,6 +263,7 @@ const (
 	timedOut                 // the timeout expired
 	cancelled                // ctx was done
 	closed                   // the session was closed
+	ticked                   // the stops' tick fired
 )
 
 // collector gathers one command's two streams.
@@ -301,6 +307,7 @@ type stops struct {
 	timer   <-chan time.Time // a timeout or deadline: timedOut
 	ctx     <-chan struct{}  // the caller's ctx is done: cancelled
 	closing <-chan struct{}  // the session is closing: closed
+	tick    <-chan time.Time // a periodic wake-up: ticked
 }
 
 // collect is the one loop that reads the shell's two streams: it feeds
@@ -328,6 +335,8 @@ func (sh *shell) collect(c *collector, done func(outOpen, errOpen bool) bool, s 
 			return exited
 		case <-s.timer:
 			return timedOut
+		case <-s.tick:
+			return ticked
 		case <-s.ctx:
 			return cancelled
 		case <-s.closing:
@@ -366,16 +375,35 @@ func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 			c.out.Write([]byte{'\n'})
 		}
 	}()
-	sh.proc.Interrupt() // SIGINT to the shell's process group
-	// The shell reads this line once the interrupted command line is
-	// abandoned. The deadline guards against a shell that never reads.
-	_ = sh.ptmx.SetWriteDeadline(time.Now().Add(interruptGrace))
-	_, _ = sh.ptmx.Write([]byte("__flock_rc=$?; __flock_mark " + tok + "\n"))
+	// SIGINT to the shell's process group; then the shell reads the marker
+	// line once the interrupted command line is abandoned. Either may be
+	// lost, so both are sent again every interruptResend until the marker
+	// comes:
+	//   - bash waits for a foreground child that exits normally after a
+	//     SIGINT as if the child had handled it, and goes on with the
+	//     command line (a SIGINT that lands as `touch` exits in
+	//     `touch x; sleep 30` leaves the sleep running, unsignalled);
+	//   - a SIGINT that reaches bash itself while it reads input discards
+	//     what it was reading, this line with it.
+	// The line prints the marker only if the shell has not printed it for
+	// tok yet, so copies read after the first print nothing. The write
+	// deadline guards against a shell that never reads.
+	line := []byte(fmt.Sprintf("__flock_r=$?; [[ $__flock_last == %s ]] || { __flock_rc=$__flock_r; __flock_mark %s; }\n", tok, tok))
 	grace := time.NewTimer(interruptGrace)
 	defer grace.Stop()
-	// Until the stdout marker, or stdout ends (the shell is gone).
-	sh.collect(c, func(outOpen, _ bool) bool { return c.outSc.Done || !outOpen },
-		stops{exited: sh.exited, timer: grace.C, closing: closing})
+	resend := time.NewTicker(interruptResend)
+	defer resend.Stop()
+	for {
+		sh.proc.Interrupt()
+		_ = sh.ptmx.SetWriteDeadline(time.Now().Add(interruptGrace))
+		_, _ = sh.ptmx.Write(line)
+		// Until the stdout marker, or stdout ends (the shell is gone).
+		o := sh.collect(c, func(outOpen, _ bool) bool { return c.outSc.Done || !outOpen },
+			stops{exited: sh.exited, timer: grace.C, tick: resend.C, closing: closing})
+		if o != ticked {
+			return
+		}
+	}
 }
 
 // kill kills the shell and every process it started, collects what is

@@ -1,0 +1,60 @@
+package bash
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/operations"
+)
+
+// TestCancelAtAnyMoment cancels commands at moments where one SIGINT is not
+// enough: while bash itself runs (a loop of builtins), and as soon as a
+// child has done its work (the SIGINT may land as `touch` exits; bash then
+// treats it as handled by the child and runs the next command). The
+// command must end at once, not after the grace period, with its output
+// kept exactly, and the session must work after.
+func TestCancelAtAnyMoment(t *testing.T) {
+	cases := []struct {
+		name, command, stdout string
+	}{
+		{"builtin loop", "echo partial; touch started; while :; do :; done", "partial\n"},
+		{"between commands", "printf partial; touch started; sleep 30.5; sleep 30.5", "partial"},
+	}
+	h := newHandler(t, Options{})
+	env := newEnv(t, "run1")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range 10 {
+				flag := filepath.Join(env.WorkDir, "started")
+				_ = os.Remove(flag)
+				ctx, cancel := context.WithCancel(context.Background())
+				var res operations.Result
+				var wg sync.WaitGroup
+				wg.Go(func() { res = h.Handle(ctx, env, bashReq(tc.command, 60, "")) })
+				testkit.CheckFor(t, 10*time.Second, func() error {
+					_, err := os.Stat(flag)
+					return err
+				})
+				start := time.Now()
+				cancel()
+				wg.Wait()
+				// Well under the grace period: the marker came back, the
+				// shell was not left to run until the kill.
+				if elapsed := time.Since(start); elapsed > interruptGrace/2 {
+					t.Errorf("round %d: cancel took %s", i, elapsed)
+				}
+				if res.Error != "cancelled" || res.Bash == nil || res.Bash.Stdout != tc.stdout {
+					t.Fatalf("round %d: error %q result %+v, want stdout %q", i, res.Error, res.Bash, tc.stdout)
+				}
+				if got := run(t, h, env, "echo again"); got.Stdout != "again\n" {
+					t.Fatalf("round %d: after cancel: %+v", i, got)
+				}
+			}
+		})
+	}
+}
