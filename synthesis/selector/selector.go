@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"unicode"
 
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
@@ -284,12 +284,17 @@ func meanObservation(p trajectory.Path) float64 {
 // compactLen is the rune count of s with leading and trailing whitespace
 // dropped and each inner whitespace run counted as one rune.
 func compactLen(s string) int {
-	n := 0
-	for i, f := range strings.Fields(s) {
-		if i > 0 {
-			n++
+	n, space := 0, false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			space = n > 0
+			continue
 		}
-		n += utf8.RuneCountInString(f)
+		if space {
+			n++
+			space = false
+		}
+		n++
 	}
 	return n
 }

@@ -388,3 +388,14 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestCompactLen(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int
+	}{{"", 0}, {"   \n", 0}, {"a", 1}, {"  a \n\t b  ", 3}, {"héllo wörld", 11}, {"a\u00a0\u00a0b", 3}} {
+		if got := compactLen(tt.in); got != tt.want {
+			t.Errorf("compactLen(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}

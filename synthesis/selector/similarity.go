@@ -1,8 +1,8 @@
 package selector
 
 import (
-	"hash/fnv"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
@@ -42,47 +42,55 @@ func jaccard(a, b shingleSet) float64 {
 
 func shinglesOf(p trajectory.Path) shingleSet {
 	set := shingleSet{}
+	var ws []uint64
 	for _, n := range p.Nodes {
-		addShingles(set, words(n.Observation))
+		ws = wordHashes(ws[:0], n.Observation)
+		if len(ws) == 0 {
+			continue
+		}
+		k := min(ShingleSize, len(ws))
+		for i := 0; i+k <= len(ws); i++ {
+			h := uint64(fnvOffset)
+			for _, w := range ws[i : i+k] {
+				// Mix each word's hash in as eight FNV-1a bytes, so the
+				// shingle's hash depends on its words and their order.
+				for b := 0; b < 64; b += 8 {
+					h = (h ^ (w >> b & 0xff)) * fnvPrime
+				}
+			}
+			set[h] = struct{}{}
+		}
 	}
 	return set
 }
 
-func addShingles(set shingleSet, ws []string) {
-	if len(ws) == 0 {
-		return
-	}
-	k := min(ShingleSize, len(ws))
-	for i := 0; i+k <= len(ws); i++ {
-		h := fnv.New64a()
-		for j, w := range ws[i : i+k] {
-			if j > 0 {
-				h.Write([]byte{0})
-			}
-			h.Write([]byte(w))
-		}
-		set[h.Sum64()] = struct{}{}
-	}
-}
+// 64-bit FNV-1a.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
-// words splits s into maximal runs of letters and digits, lowercased.
-func words(s string) []string {
-	var (
-		out []string
-		cur []rune
-	)
+// wordHashes appends to dst the FNV-1a hashes of the words of s: maximal
+// runs of letters and digits, lowercased.
+func wordHashes(dst []uint64, s string) []uint64 {
+	h, in := uint64(fnvOffset), false
+	var buf [utf8.UTFMax]byte
 	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			cur = append(cur, unicode.ToLower(r))
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			if in {
+				dst = append(dst, h)
+				h, in = fnvOffset, false
+			}
 			continue
 		}
-		if len(cur) > 0 {
-			out = append(out, string(cur))
-			cur = cur[:0]
+		in = true
+		n := utf8.EncodeRune(buf[:], unicode.ToLower(r))
+		for _, c := range buf[:n] {
+			h = (h ^ uint64(c)) * fnvPrime
 		}
 	}
-	if len(cur) > 0 {
-		out = append(out, string(cur))
+	if in {
+		dst = append(dst, h)
 	}
-	return out
+	return dst
 }
