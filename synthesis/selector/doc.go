@@ -36,7 +36,9 @@
 //
 // Candidates are taken greedily by score (ties by candidate number); one
 // whose Similarity to any already-picked path exceeds SimilarityThreshold
-// is skipped, until MaxSelected are picked.
+// is skipped, until MaxSelected are picked. Explain returns the same
+// picks with every skipped candidate and its reason ("duplicate", with the
+// picked path it repeats and the similarity, or "limit").
 //
 // Similarity is the Jaccard index of the two paths' sets of word 3-shingles
 // over their observations, computed exactly (the sets are small: a tree

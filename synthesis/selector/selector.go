@@ -89,6 +89,32 @@ type Scored struct {
 	Diversity float64         `json:"diversity"`
 }
 
+// Skip reasons.
+const (
+	// SkipDuplicate: the candidate is too similar to a path already picked.
+	SkipDuplicate = "duplicate"
+	// SkipLimit: MaxSelected paths were picked before its turn.
+	SkipLimit = "limit"
+)
+
+// Skipped is a candidate Select did not pick, and why.
+type Skipped struct {
+	Scored
+	// Reason is SkipDuplicate or SkipLimit.
+	Reason string `json:"reason"`
+	// DuplicateOf and Similarity name, for a duplicate, the first picked
+	// path it was too similar to and how similar.
+	DuplicateOf string  `json:"duplicate_of,omitempty"`
+	Similarity  float64 `json:"similarity,omitempty"`
+}
+
+// Selection is every candidate's fate: the picked paths best first, and
+// the others in rank order with the reason.
+type Selection struct {
+	Picked  []Scored  `json:"picked"`
+	Skipped []Skipped `json:"skipped"`
+}
+
 // Select returns the paths of tree picked for synthesis, best first: the
 // candidates ranked by Candidates, taken greedily, skipping one whose
 // Similarity to a path already picked is above the threshold, until
@@ -96,27 +122,40 @@ type Scored struct {
 // selects nothing, and a node whose parent chain does not reach the root
 // is not on any path.
 func Select(tree trajectory.Tree, opts Options) []Scored {
+	return Explain(tree, opts).Picked
+}
+
+// Explain is Select with the candidates it did not pick and why, for
+// reports and tests.
+func Explain(tree trajectory.Tree, opts Options) Selection {
 	ranked := Candidates(tree, opts)
 	threshold := opts.SimilarityThreshold
 	if threshold <= 0 {
 		threshold = DefaultSimilarityThreshold
 	}
 	var (
-		picked   []Scored
+		sel      Selection
 		shingles []shingleSet
 	)
+candidates:
 	for _, c := range ranked {
-		if opts.MaxSelected > 0 && len(picked) >= opts.MaxSelected {
-			break
-		}
-		s := shinglesOf(c.Path)
-		if threshold < 1 && slices.ContainsFunc(shingles, func(p shingleSet) bool { return jaccard(s, p) > threshold }) {
+		if opts.MaxSelected > 0 && len(sel.Picked) >= opts.MaxSelected {
+			sel.Skipped = append(sel.Skipped, Skipped{Scored: c, Reason: SkipLimit})
 			continue
 		}
-		picked = append(picked, c)
+		s := shinglesOf(c.Path)
+		if threshold < 1 {
+			for i, p := range shingles {
+				if sim := jaccard(s, p); sim > threshold {
+					sel.Skipped = append(sel.Skipped, Skipped{Scored: c, Reason: SkipDuplicate, DuplicateOf: sel.Picked[i].Path.ID, Similarity: sim})
+					continue candidates
+				}
+			}
+		}
+		sel.Picked = append(sel.Picked, c)
 		shingles = append(shingles, s)
 	}
-	return picked
+	return sel
 }
 
 // Candidates returns every candidate path of tree scored, best first; ties

@@ -140,6 +140,23 @@ func TestSelectGolden(t *testing.T) {
 	}
 }
 
+func TestExplainLimit(t *testing.T) {
+	ex := Explain(golden(), Options{MinDepth: 2, MaxDepth: 4, MaxSelected: 1, Tools: offered})
+	if got := ids(ex.Picked); !slices.Equal(got, []string{src + "_traj_1"}) {
+		t.Fatalf("picked %v, want traj_1", got)
+	}
+	var skipped []string
+	for _, s := range ex.Skipped {
+		if s.Reason != SkipLimit || s.DuplicateOf != "" {
+			t.Errorf("%s skipped as %q (duplicate of %q), want limit", s.Path.ID, s.Reason, s.DuplicateOf)
+		}
+		skipped = append(skipped, s.Path.ID)
+	}
+	if !slices.Equal(skipped, []string{src + "_traj_2", src + "_traj_0"}) {
+		t.Errorf("skipped %v, want traj_2, traj_0 in rank order", skipped)
+	}
+}
+
 func ids(s []Scored) []string {
 	var out []string
 	for _, c := range s {
@@ -225,8 +242,11 @@ func TestDedupCollapsesNearIdenticalPaths(t *testing.T) {
 	for _, c := range cands {
 		byLeaf[c.Path.Leaf().ID] = c.Path
 	}
-	if s := Similarity(byLeaf["0.0.0"], byLeaf["0.0.1"]); s <= DefaultSimilarityThreshold {
-		t.Fatalf("near-identical paths have similarity %v, want above %v", s, DefaultSimilarityThreshold)
+	// The shared observation has 20 words (18 shingles), the leaf 17 (15
+	// shingles), its variant 18 (16: the leaf's 15 and "new york city"):
+	// 18+15 = 33 shingles against 34, all 33 shared, 33/34 ≈ 0.97.
+	if s := Similarity(byLeaf["0.0.0"], byLeaf["0.0.1"]); !near(s, 33.0/34) {
+		t.Fatalf("near-identical paths have similarity %v, want 33/34", s)
 	}
 	if s := Similarity(byLeaf["0.0.0"], byLeaf["0.1.0"]); s != 0 {
 		t.Fatalf("distinct paths have similarity %v, want 0", s)
@@ -242,6 +262,12 @@ func TestDedupCollapsesNearIdenticalPaths(t *testing.T) {
 	// 0.0.0, which is dropped as its near-duplicate.
 	if !slices.Equal(leaves, []string{"0.0.1", "0.1.0"}) {
 		t.Errorf("selected leaves %v, want [0.0.1 0.1.0]", leaves)
+	}
+
+	ex := Explain(tr, Options{Tools: offered})
+	if len(ex.Skipped) != 1 || ex.Skipped[0].Path.Leaf().ID != "0.0.0" || ex.Skipped[0].Reason != SkipDuplicate ||
+		ex.Skipped[0].DuplicateOf != byLeaf["0.0.1"].ID || !near(ex.Skipped[0].Similarity, 33.0/34) {
+		t.Errorf("skipped %+v, want 0.0.0 as a duplicate of %s at 33/34", ex.Skipped, byLeaf["0.0.1"].ID)
 	}
 
 	// Threshold 1 turns dedup off: all three survive.
