@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
@@ -166,4 +167,23 @@ func TestWords(t *testing.T) {
 			t.Errorf("words(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// FuzzWords: normalising twice changes nothing, and no word is empty or
+// holds a space, so phrase search on word boundaries is sound.
+func FuzzWords(f *testing.F) {
+	for _, s := range []string{"Hello,  World!", "1,234 and 3.5", "-5 (−7) 3-5", `{"a": -1.5}`, "..", "-", "x.-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ws := words(s)
+		for _, w := range ws {
+			if w == "" || strings.ContainsFunc(w, unicode.IsSpace) {
+				t.Fatalf("words(%q) has the word %q", s, w)
+			}
+		}
+		if again := words(normalize(s)); !slices.Equal(again, ws) {
+			t.Fatalf("words(%q) = %q but words of its normal form = %q", s, ws, again)
+		}
+	})
 }

@@ -15,38 +15,53 @@ import (
 // matter, while numbers are compared as written: "1,234" is the words
 // "1 234" and does not match "1234", "42.0" does not match "42".
 func words(s string) []string {
-	var (
-		out []string
-		cur []rune
-	)
-	rs := []rune(s)
-	digitAt := func(i int) bool { return i >= 0 && i < len(rs) && unicode.IsDigit(rs[i]) }
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, string(cur))
-			cur = cur[:0]
-		}
-	}
-	for i, r := range rs {
+	return strings.Fields(normalize(s))
+}
+
+// normalize returns the words of s (see words) joined by single spaces,
+// with a space before the first and after the last: the form searched for
+// whole-word phrases.
+func normalize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte(' ')
+	inWord := false
+	var prev rune // the rune before r in s
+	for i, r := range s {
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			cur = append(cur, unicode.ToLower(r))
-		case r == '.' && digitAt(i-1) && digitAt(i+1) && len(cur) > 0:
-			cur = append(cur, '.')
-		case (r == '-' || r == '−') && len(cur) == 0 && digitAt(i+1):
-			cur = append(cur, '-')
-		default:
-			flush()
+			b.WriteRune(unicode.ToLower(r))
+			inWord = true
+		case r == '.' && inWord && unicode.IsDigit(prev) && digitAfter(s, i+1):
+			b.WriteByte('.')
+		case (r == '-' || r == '−') && !inWord && digitAfter(s, i+utf8.RuneLen(r)):
+			b.WriteByte('-')
+			inWord = true
+		case inWord:
+			b.WriteByte(' ')
+			inWord = false
 		}
+		prev = r
 	}
-	flush()
-	return out
+	if inWord {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// digitAfter reports whether s[i:] starts with a digit.
+func digitAfter(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return unicode.IsDigit(r)
 }
 
 // text is a haystack of words for whole-word phrase search.
 type text string
 
-func newText(s string) text { return text(" " + strings.Join(words(s), " ") + " ") }
+func newText(s string) text { return text(normalize(s)) }
 
 // phrase returns the needle form of s: its words with one leading article
 // ("the", "a", "an") dropped when more words follow, so the answer "The
