@@ -44,7 +44,7 @@ func BenchmarkSelect30Nodes(b *testing.B) {
 	if len(tr.Nodes) != 31 {
 		b.Fatalf("tree has %d nodes, want 31", len(tr.Nodes))
 	}
-	opts := Options{MinDepth: 3, MaxDepth: 5, MaxSelected: 3, Tools: offered}
+	opts := Options{MinDepth: 3, MaxDepth: 5, MaxSelected: 3, SimilarityThreshold: af, Tools: offered}
 	b.ReportAllocs()
 	for b.Loop() {
 		if got := Select(tr, opts); len(got) != 3 {

@@ -36,7 +36,10 @@
 //
 // Candidates are taken greedily by score (ties by candidate number); one
 // whose Similarity to any already-picked path exceeds SimilarityThreshold
-// is skipped, until MaxSelected are picked. Explain returns the same
+// is skipped, until MaxSelected are picked. The threshold is taken as
+// given, as AgentFlow takes it: 0 skips any overlap and 1 turns dedup off;
+// the caller applies DefaultSimilarityThreshold (0.7) when the setting is
+// absent. Explain returns the same
 // picks with every skipped candidate and its reason ("duplicate", with the
 // picked path it repeats and the similarity, or "limit").
 //

@@ -16,7 +16,7 @@ func ExampleSelect() {
 			{ID: "0.1", ParentID: "0", Depth: 1, Tool: "text2sql:execute", Observation: "height_m: 330"},
 		},
 	}
-	for _, s := range selector.Select(tree, selector.Options{MaxDepth: 2, Tools: []string{"rag:search", "text2sql:execute"}}) {
+	for _, s := range selector.Select(tree, selector.Options{MaxDepth: 2, SimilarityThreshold: selector.DefaultSimilarityThreshold, Tools: []string{"rag:search", "text2sql:execute"}}) {
 		fmt.Printf("%s %.1f (depth %.2f richness %.2f diversity %.2f)\n", s.Path.ID, s.Score, s.Depth, s.Richness, s.Diversity)
 	}
 	// Output:

@@ -11,11 +11,14 @@ import (
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
 
-// Defaults applied by Select where an option is zero.
+// Defaults.
 const (
-	// DefaultSimilarityThreshold is AgentFlow's path_similarity_threshold.
+	// DefaultSimilarityThreshold is AgentFlow's path_similarity_threshold,
+	// for callers to apply when the setting is absent (Select takes the
+	// threshold as given).
 	DefaultSimilarityThreshold = 0.7
-	// DefaultMinDepth is the least path length worth a question.
+	// DefaultMinDepth is the least path length Select takes when MinDepth
+	// is zero.
 	DefaultMinDepth = 1
 )
 
@@ -43,8 +46,10 @@ type Options struct {
 	// that survives dedup.
 	MaxSelected int `json:"max_selected_traj"`
 	// SimilarityThreshold is path_similarity_threshold: a candidate whose
-	// Similarity to a picked path is above it is skipped. Zero or less means
-	// DefaultSimilarityThreshold; 1 or more turns dedup off.
+	// Similarity to a picked path is above it is skipped. It is used as
+	// given, as AgentFlow does: 0 skips any path that shares a shingle with
+	// a picked one, 1 or more turns dedup off. Callers apply
+	// DefaultSimilarityThreshold when the setting is absent.
 	SimilarityThreshold float64 `json:"path_similarity_threshold"`
 	// Tools are the concrete tools offered to the sampler, wildcards
 	// expanded ("rag:search", not "rag:*"); duplicates count once.
@@ -54,7 +59,7 @@ type Options struct {
 }
 
 // Validate reports an option that Select would otherwise have to guess
-// about: a negative or non-finite weight, a NaN threshold, MinDepth above MaxDepth, or a wildcard in
+// about: a negative or non-finite weight, a negative or NaN threshold, MinDepth above MaxDepth, or a wildcard in
 // Tools. The error wraps ErrInvalidOptions and names the option.
 func (o Options) Validate() error {
 	for _, w := range []struct {
@@ -65,8 +70,8 @@ func (o Options) Validate() error {
 			return fmt.Errorf("%w: %s is %v, want a finite number >= 0", ErrInvalidOptions, w.name, w.v)
 		}
 	}
-	if math.IsNaN(o.SimilarityThreshold) {
-		return fmt.Errorf("%w: path_similarity_threshold is NaN", ErrInvalidOptions)
+	if o.SimilarityThreshold < 0 || math.IsNaN(o.SimilarityThreshold) {
+		return fmt.Errorf("%w: path_similarity_threshold is %v, want a number >= 0", ErrInvalidOptions, o.SimilarityThreshold)
 	}
 	if o.MaxDepth > 0 && o.MinDepth > o.MaxDepth {
 		return fmt.Errorf("%w: min_depth %d is above max_depth %d", ErrInvalidOptions, o.MinDepth, o.MaxDepth)
@@ -130,9 +135,6 @@ func Select(tree trajectory.Tree, opts Options) []Scored {
 func Explain(tree trajectory.Tree, opts Options) Selection {
 	ranked := Candidates(tree, opts)
 	threshold := opts.SimilarityThreshold
-	if threshold <= 0 {
-		threshold = DefaultSimilarityThreshold
-	}
 	var (
 		sel      Selection
 		shingles []shingleSet

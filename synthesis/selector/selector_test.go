@@ -110,21 +110,24 @@ func TestSelectGolden(t *testing.T) {
 		opts Options
 		want []string
 	}{
-		{"top two", Options{MinDepth: 2, MaxDepth: 4, MaxSelected: 2, Tools: offered}, []string{"_traj_1", "_traj_2"}},
-		{"no cap", Options{MinDepth: 2, MaxDepth: 4, Tools: offered}, []string{"_traj_1", "_traj_2", "_traj_0"}},
+		{"top two", Options{MinDepth: 2, MaxDepth: 4, MaxSelected: 2, SimilarityThreshold: af, Tools: offered}, []string{"_traj_1", "_traj_2"}},
+		{"no cap", Options{MinDepth: 2, MaxDepth: 4, SimilarityThreshold: af, Tools: offered}, []string{"_traj_1", "_traj_2", "_traj_0"}},
+		// Threshold 0 (taken as given, like AgentFlow) skips traj_0, which
+		// shares 4 shingles with traj_1; traj_2 shares none with either.
+		{"threshold 0", Options{MinDepth: 2, MaxDepth: 4, Tools: offered}, []string{"_traj_1", "_traj_2"}},
 		{"min depth 3", Options{MinDepth: 3, MaxDepth: 4, Tools: offered}, []string{"_traj_0"}},
 		// Depth alone: traj_2 (3 deep) first; traj_0 and traj_1 tie at 2
 		// and keep candidate order.
-		{"depth weight only", Options{MinDepth: 2, MaxDepth: 4, Tools: offered, Weights: Weights{Depth: 1}}, []string{"_traj_2", "_traj_0", "_traj_1"}},
+		{"depth weight only", Options{MinDepth: 2, MaxDepth: 4, SimilarityThreshold: af, Tools: offered, Weights: Weights{Depth: 1}}, []string{"_traj_2", "_traj_0", "_traj_1"}},
 		// Diversity alone: traj_0 and traj_2 tie at 0.5, traj_1 0.25.
-		{"diversity weight only", Options{MinDepth: 2, MaxDepth: 4, Tools: offered, Weights: Weights{Diversity: 1}}, []string{"_traj_0", "_traj_2", "_traj_1"}},
+		{"diversity weight only", Options{MinDepth: 2, MaxDepth: 4, SimilarityThreshold: af, Tools: offered, Weights: Weights{Diversity: 1}}, []string{"_traj_0", "_traj_2", "_traj_1"}},
 		// MinDepth 1 brings in 0.2 as traj_3 ("short", 5 runes, 1/4 deep).
 		// Richness is then over min 5, max 35.5 (range 30.5), which reorders:
 		// traj_2 40*0.75 + 30*(70/3-5)/30.5 + 30*0.5 = 45 + 30*(55/3)/30.5 ≈ 63.03
 		// traj_1 40*0.5 + 30*1 + 30*0.25 = 57.5
 		// traj_0 40*0.5 + 30*(21-5)/30.5 + 30*0.5 = 35 + 480/30.5 ≈ 50.74
 		// traj_3 40*0.25 + 30*0 + 30*0.25 = 17.5
-		{"min depth 1", Options{MinDepth: 1, MaxDepth: 4, Tools: offered}, []string{"_traj_2", "_traj_1", "_traj_0", "_traj_3"}},
+		{"min depth 1", Options{MinDepth: 1, MaxDepth: 4, SimilarityThreshold: af, Tools: offered}, []string{"_traj_2", "_traj_1", "_traj_0", "_traj_3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,6 +159,9 @@ func TestExplainLimit(t *testing.T) {
 		t.Errorf("skipped %v, want traj_2, traj_0 in rank order", skipped)
 	}
 }
+
+// af is AgentFlow's path_similarity_threshold.
+const af = DefaultSimilarityThreshold
 
 func ids(s []Scored) []string {
 	var out []string
@@ -252,7 +258,7 @@ func TestDedupCollapsesNearIdenticalPaths(t *testing.T) {
 		t.Fatalf("distinct paths have similarity %v, want 0", s)
 	}
 
-	got := Select(tr, Options{Tools: offered})
+	got := Select(tr, Options{Tools: offered, SimilarityThreshold: af})
 	if len(got) != 2 {
 		t.Fatalf("selected %v, want 2 paths", ids(got))
 	}
@@ -264,7 +270,7 @@ func TestDedupCollapsesNearIdenticalPaths(t *testing.T) {
 		t.Errorf("selected leaves %v, want [0.0.1 0.1.0]", leaves)
 	}
 
-	ex := Explain(tr, Options{Tools: offered})
+	ex := Explain(tr, Options{Tools: offered, SimilarityThreshold: af})
 	if len(ex.Skipped) != 1 || ex.Skipped[0].Path.Leaf().ID != "0.0.0" || ex.Skipped[0].Reason != SkipDuplicate ||
 		ex.Skipped[0].DuplicateOf != byLeaf["0.0.1"].ID || !near(ex.Skipped[0].Similarity, 33.0/34) {
 		t.Errorf("skipped %+v, want 0.0.0 as a duplicate of %s at 33/34", ex.Skipped, byLeaf["0.0.1"].ID)
@@ -317,10 +323,10 @@ func TestSimilarity(t *testing.T) {
 func TestSelectIndependentOfNodeOrder(t *testing.T) {
 	// The sampler creates nodes concurrently, so their order in the tree
 	// varies between runs; ids and picks must not.
-	want := Select(golden(), Options{MinDepth: 2, MaxDepth: 4, Tools: offered})
+	want := Select(golden(), Options{MinDepth: 2, MaxDepth: 4, SimilarityThreshold: af, Tools: offered})
 	tr := golden()
 	slices.Reverse(tr.Nodes[1:])
-	got := Select(tr, Options{MinDepth: 2, MaxDepth: 4, Tools: offered})
+	got := Select(tr, Options{MinDepth: 2, MaxDepth: 4, SimilarityThreshold: af, Tools: offered})
 	if fmt.Sprint(ids(got)) != fmt.Sprint(ids(want)) {
 		t.Errorf("reordered tree selected %v, want %v", ids(got), ids(want))
 	}
@@ -395,6 +401,7 @@ func TestValidate(t *testing.T) {
 		{"nan weight", Options{Weights: Weights{Richness: math.NaN()}}, "weights.richness is NaN"},
 		{"inf weight", Options{Weights: Weights{Diversity: math.Inf(1)}}, "weights.diversity is +Inf"},
 		{"nan threshold", Options{SimilarityThreshold: math.NaN()}, "path_similarity_threshold is NaN"},
+		{"negative threshold", Options{SimilarityThreshold: -0.1}, "path_similarity_threshold is -0.1, want a number >= 0"},
 		{"min above max", Options{MinDepth: 4, MaxDepth: 3}, "min_depth 4 is above max_depth 3"},
 		{"wildcard", Options{Tools: []string{"rag:search", "text2sql:*"}}, `tools[1] is "text2sql:*"`},
 		{"empty tool", Options{Tools: []string{""}}, `tools[0] is ""`},
