@@ -6,7 +6,10 @@
 // # Candidates
 //
 // A candidate is a root-to-leaf path, root excluded, whose length (the
-// depth of its leaf) is at least MinDepth. A leaf is a node that no other
+// depth of its leaf) is at least MinDepth and which has at least one call
+// that succeeded with a non-blank observation: a path of failed or empty
+// calls offers nothing to ground a question in, and would only spend the
+// synthesizer's attempts. A leaf is a node that no other
 // node of the tree names as its parent or lists as a child. Candidates are
 // numbered in tree order (node ids compared component by component, so
 // "0.2" before "0.10"), whatever order the nodes were created in, and the

@@ -222,7 +222,8 @@ func Candidates(tree trajectory.Tree, opts Options) []Scored {
 }
 
 // candidatePaths returns the root-to-leaf paths of tree, root excluded, at
-// least minDepth long, in tree order, each with its trajectory id.
+// least minDepth long and with an informative node, in tree order, each
+// with its trajectory id.
 func candidatePaths(tree trajectory.Tree, minDepth int) []trajectory.Path {
 	if minDepth <= 0 {
 		minDepth = DefaultMinDepth
@@ -255,7 +256,7 @@ func candidatePaths(tree trajectory.Tree, minDepth int) []trajectory.Path {
 	var paths []trajectory.Path
 	for _, leaf := range leaves {
 		nodes, ok := chain(tree, byID, leaf)
-		if !ok || len(nodes) < minDepth {
+		if !ok || len(nodes) < minDepth || !slices.ContainsFunc(nodes, informative) {
 			continue
 		}
 		paths = append(paths, trajectory.Path{
@@ -265,6 +266,12 @@ func candidatePaths(tree trajectory.Tree, minDepth int) []trajectory.Path {
 		})
 	}
 	return paths
+}
+
+// informative reports whether n is a call that succeeded with a non-blank
+// observation, something a question can be grounded in.
+func informative(n trajectory.Node) bool {
+	return !n.Failed && strings.TrimSpace(n.Observation) != ""
 }
 
 // chain walks from the leaf up to the root and returns the nodes below the

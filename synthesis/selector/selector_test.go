@@ -367,6 +367,13 @@ func TestMalformedTrees(t *testing.T) {
 			tr.Nodes[2].ParentID = "0.9"
 			return tr
 		}(), []string{"0.0"}},
+		// Neither failed calls nor blank observations ground a question.
+		{"nothing to ground in", tree(
+			"0.0|!rag:search|Error executing rag:search: timeout",
+			"0.1|rag:search| \n ",
+			"0.2|!rag:search|Error executing rag:search: timeout",
+			"0.2.0|rag:search|Dijon",
+		), []string{"0.2.0"}},
 		{"cycle", func() trajectory.Tree {
 			tr := tree("0.0|rag:search|a", "0.1|rag:search|b c d")
 			tr.Nodes = append(tr.Nodes,
