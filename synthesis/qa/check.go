@@ -123,11 +123,11 @@ func checkNonEmpty(q trajectory.QA) *Failure {
 	switch {
 	case strings.TrimSpace(q.Question) == "":
 		return fail(CheckNonEmpty, "the question is empty")
-	case len(words(q.Question)) == 0:
+	case len(Words(q.Question)) == 0:
 		return fail(CheckNonEmpty, "the question %s has no words", quote(q.Question))
 	case strings.TrimSpace(q.Answer) == "":
 		return fail(CheckNonEmpty, "the answer is empty")
-	case len(words(q.Answer)) == 0:
+	case len(Words(q.Answer)) == 0:
 		return fail(CheckNonEmpty, "the answer %s has no words", quote(q.Answer))
 	}
 	return nil

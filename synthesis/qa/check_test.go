@@ -163,8 +163,8 @@ func TestWords(t *testing.T) {
 		{"", nil},
 	}
 	for _, tt := range tests {
-		if got := words(tt.in); !slices.Equal(got, tt.want) {
-			t.Errorf("words(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := Words(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("Words(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -176,14 +176,14 @@ func FuzzWords(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ws := words(s)
+		ws := Words(s)
 		for _, w := range ws {
 			if w == "" || strings.ContainsFunc(w, unicode.IsSpace) {
-				t.Fatalf("words(%q) has the word %q", s, w)
+				t.Fatalf("Words(%q) has the word %q", s, w)
 			}
 		}
-		if again := words(normalize(s)); !slices.Equal(again, ws) {
-			t.Fatalf("words(%q) = %q but words of its normal form = %q", s, ws, again)
+		if again := Words(normalize(s)); !slices.Equal(again, ws) {
+			t.Fatalf("Words(%q) = %q but words of its normal form = %q", s, ws, again)
 		}
 	})
 }

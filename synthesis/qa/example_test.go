@@ -34,3 +34,9 @@ func ExampleCheck() {
 	// [non_empty no_leakage verbosity hops grounded] true
 	// grounded: the answer "156,920" does not occur in any observation; use a value copied from the observations
 }
+
+func ExampleWords() {
+	fmt.Println(qa.Words(`[{"city": "Dijon", "area_km2": 40.41, "change": -5, "population": "156,920"}]`))
+	// Output:
+	// [city dijon area km2 40.41 change -5 population 156 920]
+}

@@ -7,18 +7,23 @@ import (
 	"unicode/utf8"
 )
 
-// words returns the words of s as the checks compare them: lowercased, split
+// Words returns the words of s as the checks compare them: lowercased, split
 // at every rune that is not a letter or a digit, except that a '.' between
 // two digits stays inside the word ("3.5", "1.2.3") and a '-' or '−' right
 // before a digit at the start of a word stays as '-' ("-5"). So case,
 // whitespace, punctuation and markup (JSON quotes, table bars) do not
 // matter, while numbers are compared as written: "1,234" is the words
 // "1 234" and does not match "1234", "42.0" does not match "42".
-func words(s string) []string {
+//
+// A phrase occurs in a text, for no_leakage and grounded, when its words
+// (a leading article dropped) are a run of the text's words. Exported so
+// that a scripted or simulated model can quote evidence that the checks
+// will find.
+func Words(s string) []string {
 	return strings.Fields(normalize(s))
 }
 
-// normalize returns the words of s (see words) joined by single spaces,
+// normalize returns the words of s (see Words) joined by single spaces,
 // with a space before the first and after the last: the form searched for
 // whole-word phrases.
 func normalize(s string) string {
@@ -67,7 +72,7 @@ func newText(s string) text { return text(normalize(s)) }
 // ("the", "a", "an") dropped when more words follow, so the answer "The
 // Louvre" is found in "visit Louvre". It is "" when s has no words.
 func phrase(s string) string {
-	ws := words(s)
+	ws := Words(s)
 	if len(ws) > 1 && (ws[0] == "the" || ws[0] == "a" || ws[0] == "an") {
 		ws = ws[1:]
 	}
