@@ -48,9 +48,14 @@
 // still holds one); the revision can. BoltStore keeps leases in memory
 // (the file is locked by one process, and a restarted process holds
 // none) and reads the stored revision from the head's first bytes inside
-// the commit transaction. A distributed store maps leases to work-queue
-// claims with an ack deadline renewed by in-progress acks, and the fence
-// to a revision-checked head update plus expected-sequence appends.
+// the commit transaction. The JetStream store (package state/jetstream)
+// keeps leases in a KV bucket with revision-checked updates, and maps the
+// fence to a revision-checked head update after expected-sequence
+// appends; the cluster maps which node claims a run to work-queue claims
+// with an ack deadline renewed by in-progress acks.
+//
+// The contract's behaviours are tested once for every Store, by the
+// suite of package state/storetest.
 //
 // # bbolt
 //

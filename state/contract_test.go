@@ -1,0 +1,21 @@
+package state_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
+)
+
+// TestBoltContract runs the Store contract suite on the bbolt store, a
+// fresh file per subtest.
+func TestBoltContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) state.Store {
+		s, err := state.OpenBolt(filepath.Join(t.TempDir(), "flock.db"), state.BoltOptions{})
+		if err != nil {
+			t.Fatalf("OpenBolt: %v", err)
+		}
+		return s
+	})
+}

@@ -1,0 +1,702 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/flockrun/flock/record"
+	"github.com/flockrun/flock/state"
+)
+
+// Headers of the log messages.
+const (
+	// hdrBase is the heads-bucket revision the appending commit was based
+	// on: a message whose base is below the run's current revision and
+	// lies past its log's tip belongs to a commit that can no longer apply.
+	hdrBase = "Flock-Base"
+	// hdrFirst is the number of a message's first item (entries, events).
+	hdrFirst = "Flock-First"
+	// hdrBlob names the object holding a message's payload when it was
+	// over the blob threshold; the message itself is then empty.
+	hdrBlob = "Flock-Blob"
+)
+
+// maxAttempts bounds the retries of one commit against fences that moved.
+const maxAttempts = 64
+
+// errStale says that a fence moved under a commit: reload and try again.
+var errStale = errors.New("stale")
+
+// prepared is a commit checked and encoded without stored state.
+type prepared struct {
+	c       *state.Commit
+	key     string
+	nonce   string
+	head    *state.Run    // copy of c.Run with ID and Schema set
+	spec    []byte        // encoded spec
+	entries [][]byte      // encoded entries
+	ops     []preparedOp  // in c.Ops order
+	chunks  []state.Chunk // chunks the pending ops refer to
+	events  []state.Event // copies of c.Events
+	// results are the result records to write, by op: a pending write
+	// of the same op later in c.Ops drops an earlier result.
+	results map[opKey][]byte
+}
+
+type opKey struct {
+	step  uint64
+	index uint32
+}
+
+type preparedOp struct {
+	op  state.Op
+	k   opKey
+	req []byte // request record (pending ops)
+	res []byte // result record (done ops)
+}
+
+// Commit applies c atomically and durably (see the package doc for how):
+// it returns nil once the run's head in the heads bucket says the commit
+// applied, after every log message it appended was acknowledged by the
+// stream (on a quorum of replicas). It fails, writing nothing visible,
+// with an error wrapping state.ErrFenced, state.ErrConflict or
+// state.ErrClosed as the bbolt store does.
+//
+// ctx is honoured until the first write is sent; from then on Commit
+// waits (at most Options.WriteTimeout) for the outcome.
+func (s *Store) Commit(ctx context.Context, c *state.Commit) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	p, err := s.prepare(c)
+	if err != nil {
+		s.rejected.Add(1)
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return state.ErrClosed
+	}
+	if err := s.apply(ctx, p); err != nil {
+		s.rejected.Add(1)
+		return err
+	}
+	s.commits.Add(1)
+	return nil
+}
+
+// prepare checks and encodes what can be without stored state.
+func (s *Store) prepare(c *state.Commit) (*prepared, error) {
+	if c == nil {
+		return nil, errors.New("commit: nil commit")
+	}
+	id := c.RunID
+	if err := checkRunID(id); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	p := &prepared{c: c, key: runKey(id), nonce: nuid.Next(), results: map[opKey][]byte{}}
+	if c.Run != nil {
+		h := *c.Run
+		if h.ID == "" {
+			h.ID = id
+		}
+		if h.ID != id {
+			return nil, fmt.Errorf("commit to run %s: head has id %q", id, h.ID)
+		}
+		if !h.Status.Valid() {
+			return nil, fmt.Errorf("commit to run %s: head has invalid status %q", id, h.Status)
+		}
+		if h.ParentID != "" {
+			if err := checkRunID(h.ParentID); err != nil {
+				return nil, fmt.Errorf("commit to run %s: parent: %w", id, err)
+			}
+		}
+		if h.Schema == 0 {
+			h.Schema = state.SchemaVersion
+		}
+		p.head = &h
+	}
+	if c.Spec != nil {
+		b, err := json.Marshal(c.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("commit to run %s: encode spec: %w", id, err)
+		}
+		p.spec = b
+	}
+	if len(c.Entries) > 0 {
+		first := c.Entries[0].Seq
+		if first == 0 {
+			return nil, fmt.Errorf("commit to run %s: entry seq must start at 1", id)
+		}
+		p.entries = make([][]byte, len(c.Entries))
+		for i := range c.Entries {
+			e := &c.Entries[i]
+			if e.Seq != first+uint64(i) {
+				return nil, fmt.Errorf("commit to run %s: entry seqs not contiguous: %d after %d", id, e.Seq, first+uint64(i)-1)
+			}
+			b, err := record.Marshal(e)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode entry %d: %w", id, e.Seq, err)
+			}
+			p.entries[i] = b
+		}
+	}
+	for i := range c.Ops {
+		op := c.Ops[i]
+		if op.RunID == "" {
+			op.RunID = id
+		}
+		if op.RunID != id {
+			return nil, fmt.Errorf("commit to run %s: op %q belongs to run %q", id, op.ID, op.RunID)
+		}
+		if op.Index < 0 || op.Index > math.MaxUint32 {
+			return nil, fmt.Errorf("commit to run %s: op index %d out of range", id, op.Index)
+		}
+		want := state.OpID(id, op.Step, op.Index)
+		if op.ID == "" {
+			op.ID = want
+		}
+		if op.ID != want {
+			return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
+		}
+		po := preparedOp{op: op, k: opKey{op.Step, uint32(op.Index)}}
+		if op.Status == state.OpDone {
+			b, err := state.EncodeResult(op)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode result of op %s: %w", id, op.ID, err)
+			}
+			po.res = b
+			p.results[po.k] = b
+		} else {
+			b, chunks, err := state.EncodeRequest(op)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, op.ID, err)
+			}
+			po.req = b
+			p.chunks = append(p.chunks, chunks...)
+			delete(p.results, po.k) // a later pending write resets an earlier result
+		}
+		p.ops = append(p.ops, po)
+	}
+	if len(c.Events) > 0 {
+		p.events = slices.Clone(c.Events)
+	}
+	return p, nil
+}
+
+// apply runs the commit protocol (see the package doc) until it applies
+// or fails for good.
+func (s *Store) apply(ctx context.Context, p *prepared) error {
+	id := p.c.RunID
+	fresh := false
+	// Reads before the first write honour the caller's ctx; from the
+	// first write on, wctx bounds the commit instead.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
+	defer cancel()
+	rctx := ctx
+	for attempt := 0; ; attempt++ {
+		if attempt == maxAttempts {
+			return fmt.Errorf("commit to run %s: gave up after %d attempts against moving fences", id, attempt)
+		}
+		cur, err := s.load(rctx, p.key, fresh)
+		if err != nil {
+			return fmt.Errorf("commit to run %s: read head: %w", id, err)
+		}
+		w, err := s.plan(p, cur)
+		if err != nil {
+			if !fresh {
+				fresh = true // decide errors on the leader's head only
+				continue
+			}
+			return err
+		}
+		rctx = wctx
+		if err := s.appendLogs(rctx, p, cur, w); err != nil {
+			if errors.Is(err, errStale) {
+				fresh = true
+				continue
+			}
+			return fmt.Errorf("commit to run %s: %w", id, err)
+		}
+		val, err := json.Marshal(w.env)
+		if err != nil {
+			return fmt.Errorf("commit to run %s: encode head: %w", id, err)
+		}
+		rev, err := s.heads.Update(rctx, p.key, val, cur.rev)
+		if err != nil {
+			s.forget(p.key)
+			if isWrongLast(err) {
+				fresh = true
+				continue
+			}
+			// The outcome is unknown: the update may have applied.
+			// The leader's head says.
+			now, lerr := s.load(rctx, p.key, true)
+			if lerr == nil && now.env.Commit == p.nonce {
+				rev = now.rev
+			} else {
+				return fmt.Errorf("commit to run %s: write head: %w", id, err)
+			}
+		}
+		s.txs.Add(1)
+		s.bytes.Add(uint64(len(val)) + w.bytes)
+		s.remember(p.key, cached{env: w.env, raw: val, rev: rev})
+		for i := range p.c.Events {
+			p.c.Events[i].Seq = w.firstEvent + uint64(i)
+		}
+		if p.c.Run != nil {
+			p.c.Run.Revision = w.env.Rev
+		}
+		return nil
+	}
+}
+
+// write is one attempt of a commit: the messages to append, per log, and
+// the envelope to write once they are.
+type write struct {
+	env        *envelope
+	msgs       [len(kinds)]*nats.Msg
+	firstEvent uint64
+	opStep     uint64 // the step whose ops this commit journals, if it moves OpStep
+	chunks     []state.Chunk
+	bytes      uint64
+}
+
+// plan validates p against the stored state cur, as the bbolt store
+// does, and builds the attempt's messages and next envelope.
+func (s *Store) plan(p *prepared, cur cached) (*write, error) {
+	id := p.c.RunID
+	old := cur.env
+	w := &write{env: old.clone(), chunks: slices.Clone(p.chunks)}
+	w.env.Commit = p.nonce
+	if want := p.c.ExpectRevision; want != 0 && want != old.Rev {
+		return nil, fmt.Errorf("%w: run %s: expected head revision %d, stored %d", state.ErrFenced, id, want, old.Rev)
+	}
+	if p.head != nil {
+		h := *p.head
+		h.Revision = old.Rev + 1
+		b, err := json.Marshal(&h)
+		if err != nil {
+			return nil, fmt.Errorf("commit to run %s: encode head: %w", id, err)
+		}
+		w.env.Run, w.env.Rev = b, h.Revision
+	}
+	if len(p.entries) > 0 {
+		if first := p.c.Entries[0].Seq; first != old.Entries+1 {
+			return nil, fmt.Errorf("%w: run %s: entries start at seq %d but the stored log ends at %d", state.ErrConflict, id, first, old.Entries)
+		}
+	}
+	if p.spec != nil && old.tip(kindSpec) != 0 {
+		return nil, fmt.Errorf("%w: run %s: spec already stored", state.ErrConflict, id)
+	}
+	base := strconv.FormatUint(cur.rev, 10)
+	msg := func(kind, first string, data []byte) *nats.Msg {
+		m := nats.NewMsg(s.subject(p.key, kind))
+		m.Header.Set(jetstream.MsgIDHeader, p.key+"."+kind+"."+first+"@"+base+"."+p.nonce)
+		m.Header.Set(hdrBase, base)
+		m.Data = data
+		w.bytes += uint64(len(data))
+		return m
+	}
+	if p.spec != nil {
+		w.msgs[kindIndex(kindSpec)] = msg(kindSpec, "0", p.spec)
+	}
+	if len(p.entries) > 0 {
+		first := p.c.Entries[0].Seq
+		m := msg(kindEntry, strconv.FormatUint(first, 10), joinArray(p.entries))
+		m.Header.Set(hdrFirst, strconv.FormatUint(first, 10))
+		w.msgs[kindIndex(kindEntry)] = m
+		w.env.Entries = p.c.Entries[len(p.c.Entries)-1].Seq
+	}
+	if len(p.ops) > 0 {
+		var reqs, ress []opItem
+		known := func(k opKey) bool {
+			return k.step == old.OpStep && slices.Contains(old.OpIdx, k.index)
+		}
+		journaled := map[opKey]bool{}
+		for _, po := range p.ops {
+			switch {
+			case po.req != nil:
+				reqs = append(reqs, opItem{Step: po.k.step, Index: po.k.index, Rec: po.req})
+				journaled[po.k] = true
+			case !known(po.k) && !journaled[po.k]:
+				// Done without having been journaled pending (not what
+				// the executor does): write the request record too, in
+				// this commit, so that the result applies to it.
+				b, chunks, err := state.EncodeRequest(po.op)
+				if err != nil {
+					return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, po.op.ID, err)
+				}
+				w.chunks = append(w.chunks, chunks...)
+				reqs = append(reqs, opItem{Step: po.k.step, Index: po.k.index, Rec: b})
+				journaled[po.k] = true
+			}
+		}
+		for k, b := range p.results {
+			ress = append(ress, opItem{Step: k.step, Index: k.index, Rec: b})
+		}
+		slices.SortFunc(ress, func(a, b opItem) int {
+			if a.Step != b.Step {
+				return cmpU(a.Step, b.Step)
+			}
+			return cmpU(uint64(a.Index), uint64(b.Index))
+		})
+		if len(reqs) > 0 {
+			b, err := json.Marshal(reqs)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode ops: %w", id, err)
+			}
+			w.msgs[kindIndex(kindOp)] = msg(kindOp, fmt.Sprintf("%d-%d", reqs[0].Step, reqs[0].Index), b)
+		}
+		if len(ress) > 0 {
+			b, err := json.Marshal(ress)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode results: %w", id, err)
+			}
+			w.msgs[kindIndex(kindResult)] = msg(kindResult, fmt.Sprintf("%d-%d", ress[0].Step, ress[0].Index), b)
+		}
+		// Track the latest step's journaled ops (see envelope.OpStep).
+		for k := range journaled {
+			if k.step > w.env.OpStep {
+				w.env.OpStep, w.env.OpIdx, w.opStep = k.step, nil, k.step
+			}
+		}
+		for k := range journaled {
+			if k.step == w.env.OpStep && !slices.Contains(w.env.OpIdx, k.index) {
+				w.env.OpIdx = append(w.env.OpIdx, k.index)
+			}
+		}
+		slices.Sort(w.env.OpIdx)
+	}
+	if len(p.events) > 0 {
+		w.firstEvent = old.Events + 1
+		evs := make([][]byte, len(p.events))
+		for i := range p.events {
+			ev := p.events[i]
+			ev.Seq = w.firstEvent + uint64(i)
+			b, err := json.Marshal(&ev)
+			if err != nil {
+				return nil, fmt.Errorf("commit to run %s: encode event %d: %w", id, i, err)
+			}
+			evs[i] = b
+		}
+		first := strconv.FormatUint(w.firstEvent, 10)
+		m := msg(kindEvent, first, joinArray(evs))
+		m.Header.Set(hdrFirst, first)
+		w.msgs[kindIndex(kindEvent)] = m
+		w.env.Events = old.Events + uint64(len(evs))
+	}
+	return w, nil
+}
+
+// opItem is one op record in an op or result message.
+type opItem struct {
+	Step  uint64          `json:"s"`
+	Index uint32          `json:"i"`
+	Rec   json.RawMessage `json:"r"`
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// joinArray returns the JSON array of the encoded values vs.
+func joinArray(vs [][]byte) []byte {
+	n := 2
+	for _, v := range vs {
+		n += len(v) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
+}
+
+// appendLogs writes the chunks, then appends w's messages to their logs in
+// parallel, each fenced on its log's tip in cur, and records the new tips
+// and marks in w.env. It returns errStale when a fence failed (after
+// clearing what blocked it, see resolveTail).
+func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *write) error {
+	n, err := s.putChunks(ctx, w.chunks)
+	if err != nil {
+		return err
+	}
+	w.bytes += n
+	type pending struct {
+		kind string
+		fut  jetstream.PubAckFuture
+	}
+	var futs []pending
+	for i, m := range w.msgs {
+		if m == nil {
+			continue
+		}
+		if len(m.Data) > s.opts.BlobThreshold {
+			name, err := s.putBlob(ctx, m.Data)
+			if err != nil {
+				return err
+			}
+			m.Header.Set(hdrBlob, name)
+			m.Data = nil
+		}
+		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(cur.env.Tips[i]))
+		if err != nil {
+			return fmt.Errorf("append %s: %w", kinds[i], err)
+		}
+		futs = append(futs, pending{kinds[i], f})
+	}
+	var stale []string
+	var errs []error
+	minSeq := uint64(math.MaxUint64)
+	for _, pf := range futs {
+		select {
+		case ack := <-pf.fut.Ok():
+			w.env.Tips[kindIndex(pf.kind)] = ack.Sequence
+			switch pf.kind {
+			case kindEntry:
+				w.env.EntryMarks = addMark(w.env.EntryMarks, mark{p.c.Entries[0].Seq, ack.Sequence})
+			case kindEvent:
+				w.env.EventMarks = addMark(w.env.EventMarks, mark{w.firstEvent, ack.Sequence})
+			case kindOp, kindResult:
+				minSeq = min(minSeq, ack.Sequence)
+			}
+		case err := <-pf.fut.Err():
+			if isWrongLast(err) {
+				stale = append(stale, pf.kind)
+				continue
+			}
+			errs = append(errs, fmt.Errorf("append %s: %w", pf.kind, err))
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("append %s: %w", pf.kind, ctx.Err()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(stale) > 0 {
+		for _, kind := range stale {
+			if err := s.resolveTail(ctx, p.key, kind, cur); err != nil {
+				return err
+			}
+		}
+		return errStale
+	}
+	if w.opStep != 0 && minSeq != math.MaxUint64 {
+		w.env.OpFrom = minSeq
+	}
+	return nil
+}
+
+// resolveTail handles a failed append fence on log kind of run key: the
+// log holds messages past the tip of cur, written by commits that did not
+// (or not yet) write the head. If the head moved meanwhile, the caller
+// just reloads. Otherwise messages based on an older revision are dead
+// (their commits can no longer apply) and are deleted; messages based on
+// cur's revision belong to a commit in flight, which is given
+// Options.OrphanWait to finish before the head is rewritten unchanged
+// (bumping its revision), which makes them dead too. It returns errStale
+// when the caller should reload and retry.
+func (s *Store) resolveTail(ctx context.Context, key, kind string, cur cached) error {
+	subj := s.subject(key, kind)
+	tip := cur.env.tip(kind)
+	deadline := time.Now().Add(s.opts.OrphanWait)
+	for wait := 500 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		now, err := s.load(ctx, key, true)
+		if err != nil {
+			return fmt.Errorf("append %s: read head: %w", kind, err)
+		}
+		if now.rev != cur.rev {
+			return errStale
+		}
+		last, err := s.runs.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return errStale
+		}
+		if err != nil {
+			return fmt.Errorf("append %s: read log tail: %w", kind, err)
+		}
+		if last.Sequence <= tip {
+			return errStale // cleared by someone else
+		}
+		base, _ := strconv.ParseUint(last.Header.Get(hdrBase), 10, 64)
+		if base < cur.rev {
+			// Dead: delete it, and any other dead message past the tip.
+			for last.Sequence > tip {
+				if err := s.runs.DeleteMsg(ctx, last.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+					return fmt.Errorf("append %s: delete dead message %d: %w", kind, last.Sequence, err)
+				}
+				last, err = s.runs.GetLastMsgForSubject(ctx, subj)
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					break
+				}
+				if err != nil {
+					return fmt.Errorf("append %s: read log tail: %w", kind, err)
+				}
+			}
+			return errStale
+		}
+		if time.Now().After(deadline) {
+			// Presumed dead: rewrite the head unchanged so that its
+			// commit can no longer apply.
+			raw := now.raw
+			if raw == nil {
+				raw, _ = json.Marshal(now.env)
+			}
+			if _, err := s.heads.Update(ctx, key, raw, now.rev); err != nil && !isWrongLast(err) {
+				return fmt.Errorf("append %s: fence off a stalled commit: %w", kind, err)
+			}
+			return errStale
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("append %s: %w", kind, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// putChunks stores each chunk under its key unless present, and returns
+// the bytes of the chunks it stored.
+func (s *Store) putChunks(ctx context.Context, chunks []state.Chunk) (uint64, error) {
+	if len(chunks) == 0 {
+		return 0, nil
+	}
+	var n uint64
+	seen := make(map[string]bool, len(chunks))
+	var futs []jetstream.PubAckFuture
+	for _, ch := range chunks {
+		k := hex.EncodeToString(ch.Key)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if len(ch.Val) > s.opts.BlobThreshold {
+			if _, err := s.putBlobNamed(ctx, "chunk-"+k, ch.Val); err != nil {
+				return 0, err
+			}
+			n += uint64(len(ch.Val))
+			continue
+		}
+		m := nats.NewMsg(s.subjBlob + k)
+		m.Data = ch.Val
+		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(0))
+		if err != nil {
+			return 0, fmt.Errorf("put chunk %s: %w", k, err)
+		}
+		futs = append(futs, f)
+	}
+	for _, f := range futs {
+		select {
+		case <-f.Ok():
+			n += uint64(len(f.Msg().Data))
+		case err := <-f.Err():
+			if !isWrongLast(err) { // present already
+				return 0, fmt.Errorf("put chunk %s: %w", f.Msg().Subject, err)
+			}
+		case <-ctx.Done():
+			return 0, fmt.Errorf("put chunk: %w", ctx.Err())
+		}
+	}
+	return n, nil
+}
+
+// putBlob stores data in the object store under its content hash and
+// returns the name.
+func (s *Store) putBlob(ctx context.Context, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	return s.putBlobNamed(ctx, "sha256-"+hex.EncodeToString(sum[:]), data)
+}
+
+// putBlobNamed stores data as object name unless an object of that name
+// (content addressed: the same bytes) exists.
+func (s *Store) putBlobNamed(ctx context.Context, name string, data []byte) (string, error) {
+	if _, err := s.blobs.GetInfo(ctx, name); err == nil {
+		return name, nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return "", fmt.Errorf("blob %s: %w", name, err)
+	}
+	if _, err := s.blobs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
+		return "", fmt.Errorf("put blob %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// cached is an envelope, its encoding and the KV revision it was read or
+// written at.
+type cached struct {
+	env *envelope
+	raw []byte
+	rev uint64
+}
+
+// load returns run key's envelope: the cached one unless fresh, else the
+// leader's (an empty envelope at revision 0 for an unknown run).
+func (s *Store) load(ctx context.Context, key string, fresh bool) (cached, error) {
+	if !fresh {
+		s.cacheMu.Lock()
+		c, ok := s.cache[key]
+		s.cacheMu.Unlock()
+		if ok {
+			return c, nil
+		}
+	}
+	e, err := s.heads.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return cached{env: &envelope{}}, nil
+	}
+	if err != nil {
+		return cached{}, err
+	}
+	env, err := decodeEnvelope(key, e.Value())
+	if err != nil {
+		return cached{}, err
+	}
+	c := cached{env: env, raw: e.Value(), rev: e.Revision()}
+	s.remember(key, c)
+	return c, nil
+}
+
+func (s *Store) remember(key string, c cached) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if len(s.cache) >= maxCached {
+		clear(s.cache)
+	}
+	if old, ok := s.cache[key]; ok && old.rev > c.rev {
+		return
+	}
+	s.cache[key] = c
+}
+
+func (s *Store) forget(key string) {
+	s.cacheMu.Lock()
+	delete(s.cache, key)
+	s.cacheMu.Unlock()
+}

@@ -1,0 +1,284 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flockrun/flock/state"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix        = "flock"
+	DefaultReplicas      = 1
+	DefaultBlobThreshold = 256 << 10
+	DefaultWriteTimeout  = 10 * time.Second
+	DefaultOrphanWait    = 500 * time.Millisecond
+)
+
+// Options configures Open. The zero value gives the defaults.
+type Options struct {
+	// Prefix names everything the store creates: subjects start with
+	// "<prefix>." and the streams, buckets and object store are
+	// "<PREFIX>_RUNS", "<PREFIX>_HEADS", "<PREFIX>_LEASES" and
+	// "<PREFIX>_BLOBS" (upper case). Letters, digits, '-' and '_' only.
+	// Default "flock". Two stores with different prefixes share a server
+	// without seeing each other.
+	Prefix string
+	// Replicas is the replication factor of every stream, bucket and
+	// object store: 1 on a single server, 3 in a cluster of three or
+	// more. Default 1. Existing streams are updated to it on Open.
+	Replicas int
+	// BlobThreshold is the payload size above which a record batch or a
+	// chunk goes to the object store instead of a stream message.
+	// Default 256 KiB; it must stay below the server's max_payload.
+	BlobThreshold int
+	// WriteTimeout bounds a commit once its first write is sent: from
+	// then on the caller's context is no longer honoured, so that the
+	// caller always learns whether the commit applied. Default 10s.
+	WriteTimeout time.Duration
+	// OrphanWait is how long a commit waits for another commit of the
+	// same run that appended to a log but has not yet written the head,
+	// before presuming it dead and fencing it off. Default 500ms.
+	OrphanWait time.Duration
+	// Now is the lease clock. Default time.Now. Leases compare stamps
+	// written by different nodes, so the nodes' clocks must agree to well
+	// within a lease's duration.
+	Now func() time.Time
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if !prefixRE.MatchString(o.Prefix) {
+		return o, fmt.Errorf("%w: prefix %q: want 1-32 letters, digits, '-' or '_'", ErrOptions, o.Prefix)
+	}
+	if o.Replicas == 0 {
+		o.Replicas = DefaultReplicas
+	}
+	if o.Replicas < 0 || o.Replicas > 5 {
+		return o, fmt.Errorf("%w: replicas %d: want 1 to 5", ErrOptions, o.Replicas)
+	}
+	if o.BlobThreshold <= 0 {
+		o.BlobThreshold = DefaultBlobThreshold
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.OrphanWait <= 0 {
+		o.OrphanWait = DefaultOrphanWait
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}
+
+// Store is a state.Store on NATS JetStream. It is safe for concurrent use
+// by many goroutines, and many Stores (on many nodes) may share the same
+// streams: every write is fenced (see the package doc).
+type Store struct {
+	js   jetstream.JetStream
+	opts Options
+
+	runs   jetstream.Stream // the runs stream: logs, specs, chunks
+	heads  jetstream.KeyValue
+	leases jetstream.KeyValue
+	blobs  jetstream.ObjectStore
+
+	runsName string // stream names and subject roots, from the prefix
+	subjRun  string // "<prefix>.run."
+	subjBlob string // "<prefix>.chunk."
+
+	// cache holds the envelope this store last read or wrote per run, so
+	// that a run's owner commits without reading its head first. A stale
+	// entry is detected by the fences and re-read; errors are never
+	// decided on a cached envelope.
+	cacheMu sync.Mutex
+	cache   map[string]cached // guarded by cacheMu
+
+	// mu guards closed; Commit holds it for reading while it runs so that
+	// Close waits for commits in flight.
+	mu     sync.RWMutex
+	closed bool // guarded by mu
+
+	isClosed atomic.Bool
+
+	commits  atomic.Uint64
+	rejected atomic.Uint64
+	txs      atomic.Uint64
+	bytes    atomic.Uint64
+}
+
+// maxCached bounds the envelope cache; past it the cache is dropped.
+const maxCached = 100_000
+
+// Open creates (or binds to, and updates) the streams, buckets and object
+// store named by opts.Prefix on js's server or cluster and returns a
+// Store on them. The caller keeps ownership of js and its connection:
+// Close does not close them.
+//
+// The server must have JetStream enabled. Durability depends on it: an
+// acknowledged write is on disk only with `sync_interval: always` in the
+// server's jetstream block (the default flushes every two minutes), and
+// survives the loss of a node only with Replicas 3 in a cluster.
+func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil JetStream", ErrOptions)
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	up := strings.ToUpper(opts.Prefix)
+	s := &Store{
+		js:       js,
+		opts:     opts,
+		runsName: up + "_RUNS",
+		subjRun:  opts.Prefix + ".run.",
+		subjBlob: opts.Prefix + ".chunk.",
+		cache:    make(map[string]cached),
+	}
+	runsCfg := jetstream.StreamConfig{
+		Name:        s.runsName,
+		Description: "flock run logs: entries, op requests and results, events, specs, chunks",
+		Subjects:    []string{opts.Prefix + ".run.>", opts.Prefix + ".chunk.>"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    opts.Replicas,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		MaxMsgs:     -1,
+		MaxBytes:    -1,
+		Duplicates:  2 * time.Minute,
+		// Reads go to the stream leader (see the package doc).
+		AllowDirect: false,
+	}
+	if s.runs, err = js.CreateOrUpdateStream(ctx, runsCfg); err != nil {
+		return nil, fmt.Errorf("open jetstream store: stream %s: %w", s.runsName, err)
+	}
+	if s.heads, err = s.bucket(ctx, up+"_HEADS", "flock run heads", 1); err != nil {
+		return nil, err
+	}
+	if s.leases, err = s.bucket(ctx, up+"_LEASES", "flock run leases", 1); err != nil {
+		return nil, err
+	}
+	obsCfg := jetstream.ObjectStoreConfig{
+		Bucket:      up + "_BLOBS",
+		Description: "flock blobs over the blob threshold",
+		Storage:     jetstream.FileStorage,
+		Replicas:    opts.Replicas,
+	}
+	if s.blobs, err = js.CreateOrUpdateObjectStore(ctx, obsCfg); err != nil {
+		return nil, fmt.Errorf("open jetstream store: object store %s: %w", obsCfg.Bucket, err)
+	}
+	if err := s.leaderReads(ctx, "OBJ_"+obsCfg.Bucket); err != nil {
+		return nil, err
+	}
+	if s.blobs, err = js.ObjectStore(ctx, obsCfg.Bucket); err != nil {
+		return nil, fmt.Errorf("open jetstream store: object store %s: %w", obsCfg.Bucket, err)
+	}
+	return s, nil
+}
+
+// bucket creates or updates a KV bucket whose reads go to the stream
+// leader.
+func (s *Store) bucket(ctx context.Context, name, desc string, history uint8) (jetstream.KeyValue, error) {
+	cfg := jetstream.KeyValueConfig{
+		Bucket:      name,
+		Description: desc,
+		History:     history,
+		Storage:     jetstream.FileStorage,
+		Replicas:    s.opts.Replicas,
+	}
+	if _, err := s.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", name, err)
+	}
+	if err := s.leaderReads(ctx, "KV_"+name); err != nil {
+		return nil, err
+	}
+	kv, err := s.js.KeyValue(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// leaderReads turns off direct gets on stream name, so that the clients
+// bound to it afterwards read from its leader (the last acknowledged
+// write), not from whichever replica answers first.
+func (s *Store) leaderReads(ctx context.Context, name string) error {
+	st, err := s.js.Stream(ctx, name)
+	if err != nil {
+		return fmt.Errorf("open jetstream store: stream %s: %w", name, err)
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowDirect {
+		return nil
+	}
+	cfg.AllowDirect = false
+	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("open jetstream store: stream %s: leader reads: %w", name, err)
+	}
+	return nil
+}
+
+// Close makes later calls fail with state.ErrClosed and waits for commits
+// in flight. It does not close the JetStream connection, which the caller
+// owns. Calling Close twice is harmless.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.isClosed.Store(true)
+	s.mu.Unlock()
+	return nil
+}
+
+// Stats returns the store's counters; Txs counts head writes (one per
+// applied commit), Bytes the payload bytes appended and written.
+func (s *Store) Stats() state.Stats {
+	return state.Stats{
+		Commits:  s.commits.Load(),
+		Rejected: s.rejected.Load(),
+		Txs:      s.txs.Load(),
+		Bytes:    s.bytes.Load(),
+	}
+}
+
+// check fails with ctx's error or state.ErrClosed.
+func (s *Store) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.isClosed.Load() {
+		return state.ErrClosed
+	}
+	return nil
+}
+
+// isWrongLast reports whether err is JetStream's "wrong last sequence"
+// (10071, or 10164 on replicated streams): an expected-sequence fence
+// failed.
+func isWrongLast(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+var (
+	_ state.Store         = (*Store)(nil)
+	_ state.StatsReporter = (*Store)(nil)
+)
