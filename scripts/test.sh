@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs flock's whole test suite on a fresh machine: installs what the tests
 # need (bubblewrap for the sandbox tests, python3 for the python handler,
-# chromium for the browser backend),
+# chromium for the browser backend, Xvfb and python3-tk for the desktop
+# backend),
 # then vets and tests every package, with the race detector on the engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,12 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 [ -d /usr/lib/python3/dist-packages/pydantic ] || need+=(python3-pydantic)
 # The browser backend's tests drive Debian's headless chromium.
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
+# The desktop (vm) backend's tests run Xvfb displays with a Tk application.
+command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
+python3 -c 'import tkinter' >/dev/null 2>&1 || need+=(python3-tk)
+# Tests that need an installed binary fail instead of skipping when it is
+# missing, unless the packages could not be installed (warning below).
+export FLOCK_TEST_REQUIRE_BINARIES=1
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "installing ${need[*]}"
@@ -21,6 +28,7 @@ if [ ${#need[@]} -gt 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 	else
 		echo "warning: missing ${need[*]}; the tests that need them will be skipped" >&2
+		unset FLOCK_TEST_REQUIRE_BINARIES
 	fi
 fi
 

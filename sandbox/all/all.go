@@ -6,6 +6,7 @@ package all
 import (
 	_ "github.com/flockrun/flock/sandbox/bash"
 	_ "github.com/flockrun/flock/sandbox/code"
+	_ "github.com/flockrun/flock/sandbox/desktop"
 	_ "github.com/flockrun/flock/sandbox/doc"
 	_ "github.com/flockrun/flock/sandbox/mcp"
 	_ "github.com/flockrun/flock/sandbox/rag"
