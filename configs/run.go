@@ -79,6 +79,11 @@ type Model struct {
 	// Retry-After or token wait longer than this fails the generate at once,
 	// naming the model, the wait asked and this setting.
 	MaxRetryWaitS float64 `json:"max_retry_wait_s,omitempty"`
+	// Vision declares that the model accepts images (the OpenAI wire's
+	// image_url content parts): a tool's screenshot (vm:screenshot) then
+	// reaches it as an image. Without it the model gets a short text
+	// placeholder instead.
+	Vision bool `json:"vision,omitempty"`
 	// Script is the JSONL file of replies for the scripted provider:
 	// relative to the run's work directory, and beneath it or a read root
 	// of the server (see package handlers/files).

@@ -22,7 +22,26 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Reasoning is the model's reasoning text, kept for replay and training data.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Images are images the message carries besides its text (a
+	// screenshot a tool returned). Content already describes each with a
+	// short placeholder; a model that accepts images (configs.Model.Vision)
+	// also gets the images themselves (see package handlers/generate).
+	Images []Image `json:"images,omitempty"`
 }
+
+// Image is an image attached to a message.
+type Image struct {
+	// MediaType is the MIME type, e.g. "image/png".
+	MediaType string `json:"media_type"`
+	// Data is the image, base64 (standard encoding).
+	Data string `json:"data"`
+	// Source names what produced it, e.g. "vm:screenshot".
+	Source string `json:"source,omitempty"`
+}
+
+// DataURL returns the image as a data: URL (what the OpenAI wire's
+// image_url content part takes).
+func (i Image) DataURL() string { return "data:" + i.MediaType + ";base64," + i.Data }
 
 // ToolCall is a function call made by the model.
 type ToolCall struct {

@@ -251,6 +251,8 @@ type model struct {
 	script              string
 	// maxRetryWait bounds each retry or rate-limit wait (max_retry_wait_s).
 	maxRetryWait time.Duration
+	// vision: the model accepts image content parts (configs.Model.Vision).
+	vision bool
 }
 
 func (m *model) cost(prompt, completion int) float64 {
@@ -298,6 +300,7 @@ func (h *Handler) resolve(s *configs.RunSettings, name string) (*model, error) {
 			m.maxRetries = max(0, *decl.MaxRetries)
 		}
 		m.script = decl.Script
+		m.vision = decl.Vision
 		m.maxRetryWait = time.Duration(decl.MaxRetryWaitS * float64(time.Second))
 	case name == ProviderSimulated:
 		m.provider = ProviderSimulated

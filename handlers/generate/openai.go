@@ -137,6 +137,27 @@ func useMaxCompletionTokens(m *model) bool {
 	return false
 }
 
+// maxImages is how many of a request's latest images reach a vision model.
+const maxImages = 3
+
+// imageParts returns the image_url content parts of images (data URLs).
+func imageParts(images []operations.Image) []openai.ChatMessagePart {
+	out := make([]openai.ChatMessagePart, 0, len(images))
+	for _, img := range images {
+		out = append(out, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
+			ImageURL: &openai.ChatMessageImageURL{URL: img.DataURL()}})
+	}
+	return out
+}
+
+// imagesOmitted is the note a text-only model gets in place of images.
+func imagesOmitted(n int) string {
+	if n == 1 {
+		return "[1 image not shown: this model takes text only]"
+	}
+	return fmt.Sprintf("[%d images not shown: this model takes text only]", n)
+}
+
 // emptySchema stands in for a tool without parameters: OpenAI rejects null.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
@@ -171,7 +192,28 @@ func chatRequest(m *model, g *operations.GenerateRequest) openai.ChatCompletionR
 		}
 	}
 	r.Messages = make([]openai.ChatCompletionMessage, 0, len(g.Messages))
+	// Images of tool (and other non-user) messages wait here for the end
+	// of the run of tool messages answering one assistant turn: the wire
+	// takes image parts in user messages only, and nothing may come
+	// between an assistant's tool calls and their answers.
+	var images []openai.ChatMessagePart
+	// Only the latest maxImages images are sent; older ones are dropped
+	// (their placeholders stay), as a screenshot-driven agent needs the
+	// current screen and each image costs ~1k tokens.
+	skip := -maxImages
 	for _, msg := range g.Messages {
+		skip += len(msg.Images)
+	}
+	flush := func() {
+		if len(images) > 0 {
+			r.Messages = append(r.Messages, openai.ChatCompletionMessage{Role: operations.RoleUser, MultiContent: images})
+			images = nil
+		}
+	}
+	for _, msg := range g.Messages {
+		if msg.Role != operations.RoleTool {
+			flush()
+		}
 		cm := openai.ChatCompletionMessage{
 			Role:       msg.Role,
 			Content:    msg.Content,
@@ -185,8 +227,39 @@ func chatRequest(m *model, g *operations.GenerateRequest) openai.ChatCompletionR
 				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
 			})
 		}
+		sent := msg.Images
+		if skip > 0 {
+			n := min(skip, len(sent))
+			sent, skip = sent[n:], skip-n
+			if n > 0 && m.vision {
+				cm.Content += "\n" + fmt.Sprintf("[%d older image(s) not shown: only the latest %d are sent]", n, maxImages)
+			}
+		}
+		switch {
+		case len(msg.Images) == 0:
+		case !m.vision:
+			cm.Content += "\n" + imagesOmitted(len(msg.Images))
+		case len(sent) == 0:
+		case msg.Role == operations.RoleUser:
+			cm.MultiContent = append([]openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: cm.Content}}, imageParts(sent)...)
+			cm.Content = ""
+		default:
+			intro := "The image"
+			if len(sent) > 1 {
+				intro = "The images"
+			}
+			if src := sent[0].Source; src != "" {
+				intro += " returned by " + src
+			}
+			if msg.ToolCallID != "" {
+				intro += " (call " + msg.ToolCallID + ")"
+			}
+			images = append(images, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: intro + ":"})
+			images = append(images, imageParts(sent)...)
+		}
 		r.Messages = append(r.Messages, cm)
 	}
+	flush()
 	for _, t := range g.Tools {
 		params := t.Parameters
 		if len(params) == 0 || string(params) == "null" {

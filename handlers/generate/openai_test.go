@@ -226,6 +226,63 @@ func TestOpenAIRequestMapping(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "tool image to a vision model",
+			tweak: func(g *operations.GenerateRequest, m *configs.Model) {
+				m.Vision = true
+				g.Messages = withImages(g.Messages)
+			},
+			check: func(t *testing.T, b map[string]any) {
+				msgs := b["messages"].([]any)
+				roles := []string{}
+				for _, m := range msgs {
+					roles = append(roles, m.(map[string]any)["role"].(string))
+				}
+				// The images follow both answers of the assistant's turn.
+				if strings.Join(roles, " ") != "system user assistant tool tool user" {
+					t.Fatalf("roles = %v", roles)
+				}
+				if c := msgs[3].(map[string]any)["content"]; c != "[PNG image 1x1, 1 KB]" {
+					t.Fatalf("tool content = %v", c)
+				}
+				parts := msgs[5].(map[string]any)["content"].([]any)
+				intro := parts[0].(map[string]any)
+				img := parts[1].(map[string]any)
+				if intro["type"] != "text" || intro["text"] != "The image returned by vm:screenshot (call c1):" || img["type"] != "image_url" ||
+					img["image_url"].(map[string]any)["url"] != "data:image/png;base64,"+onePixelPNG || len(parts) != 2 {
+					t.Fatalf("image message = %v", parts)
+				}
+			},
+		},
+		{
+			name:  "tool image to a text-only model",
+			tweak: func(g *operations.GenerateRequest, _ *configs.Model) { g.Messages = withImages(g.Messages) },
+			check: func(t *testing.T, b map[string]any) {
+				msgs := b["messages"].([]any)
+				if len(msgs) != 5 || strings.Contains(string(mustJSON(b)), "image_url") {
+					t.Fatalf("messages = %v", msgs)
+				}
+				if c := msgs[3].(map[string]any)["content"]; c != "[PNG image 1x1, 1 KB]\n[1 image not shown: this model takes text only]" {
+					t.Fatalf("tool content = %q", c)
+				}
+			},
+		},
+		{
+			name: "only the latest images",
+			tweak: func(g *operations.GenerateRequest, m *configs.Model) {
+				m.Vision = true
+				img := operations.Image{MediaType: "image/png", Data: onePixelPNG}
+				g.Messages = append(g.Messages[:2:2], operations.Message{Role: operations.RoleUser, Content: "look",
+					Images: []operations.Image{img, img, img, img, img}})
+			},
+			check: func(t *testing.T, b map[string]any) {
+				msgs := b["messages"].([]any)
+				parts := msgs[2].(map[string]any)["content"].([]any)
+				if len(parts) != 1+3 || !strings.HasSuffix(parts[0].(map[string]any)["text"].(string), "[2 older image(s) not shown: only the latest 3 are sent]") {
+					t.Fatalf("user message = %v", parts)
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -656,4 +713,27 @@ func TestBadRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onePixelPNG is a 1x1 PNG, base64.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// withImages answers the base request's tool call with a screenshot and
+// adds a second call and answer in the same turn.
+func withImages(msgs []operations.Message) []operations.Message {
+	out := append([]operations.Message(nil), msgs[:2]...)
+	out = append(out,
+		operations.Message{Role: operations.RoleAssistant, ToolCalls: []operations.ToolCall{{ID: "c1", Name: "vm-screenshot", Arguments: "{}"}, {ID: "c2", Name: "bash", Arguments: `{"command":"ls"}`}}},
+		operations.Message{Role: operations.RoleTool, ToolCallID: "c1", Content: "[PNG image 1x1, 1 KB]",
+			Images: []operations.Image{{MediaType: "image/png", Data: onePixelPNG, Source: "vm:screenshot"}}},
+		operations.Message{Role: operations.RoleTool, ToolCallID: "c2", Content: "a.txt"})
+	return out
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -19,10 +19,14 @@ func estimateTokens(s string) int {
 // perMessageTokens approximates the role and framing tokens of one message.
 const perMessageTokens = 4
 
+// perImageTokens approximates what one image costs a vision model (a
+// 1280x800 screenshot is about 1100 tokens at OpenAI's high detail).
+const perImageTokens = 1100
+
 func estimatePrompt(msgs []operations.Message, tools []operations.Tool) int {
 	n := 0
 	for _, m := range msgs {
-		n += perMessageTokens + estimateTokens(m.Content)
+		n += perMessageTokens + estimateTokens(m.Content) + perImageTokens*len(m.Images)
 		for _, tc := range m.ToolCalls {
 			n += estimateTokens(tc.Name) + estimateTokens(tc.Arguments)
 		}
@@ -49,6 +53,13 @@ func estimateUsage(msgs []openai.ChatCompletionMessage, outs []operations.Output
 	p := 0
 	for _, m := range msgs {
 		p += perMessageTokens + estimateTokens(m.Content)
+		for _, part := range m.MultiContent {
+			if part.ImageURL != nil {
+				p += perImageTokens
+			} else {
+				p += estimateTokens(part.Text)
+			}
+		}
 		for _, tc := range m.ToolCalls {
 			p += estimateTokens(tc.Function.Name) + estimateTokens(tc.Function.Arguments)
 		}

@@ -1,5 +1,7 @@
 package agent
 
+import "github.com/flockrun/flock/operations"
+
 // Entry types shared by the agent workflows. Each carries a one-line
 // Summary that the CLI prints as the agent's steps.
 const (
@@ -44,6 +46,9 @@ type ToolOutput struct {
 	Notice string `json:"notice,omitempty"`
 	// Failed marks a non-zero exit, an error or a timeout.
 	Failed bool `json:"failed,omitempty"`
+	// Images are the result's images (see ResultImages), sent with the
+	// output's message.
+	Images []operations.Image `json:"images,omitempty"`
 }
 
 // Warning is a note to the agent (and to people) about something that

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,11 +114,61 @@ func SandboxCall(name, arguments string, timeoutS float64) (operations.Request, 
 		Sandbox: &operations.SandboxRequest{Action: name, Params: b.Bytes(), TimeoutS: timeoutS}}, nil
 }
 
+// pngBase64 is how every base64 PNG starts (the PNG signature).
+const pngBase64 = "iVBORw0KGgo"
+
+// sandboxImage splits the image a sandbox result's data carries in its
+// "image" field (vm:screenshot's base64 PNG) from the rest: it returns the
+// image and the data with the field replaced by a short placeholder
+// ("[PNG image 1280x800, 42 KB]"), or nil and the data unchanged.
+func sandboxImage(s *operations.SandboxResult) (*operations.Image, []byte) {
+	var fields map[string]json.RawMessage
+	if s.Code != 0 || json.Unmarshal(s.Data, &fields) != nil {
+		return nil, s.Data
+	}
+	var b64 string
+	if json.Unmarshal(fields["image"], &b64) != nil || !strings.HasPrefix(b64, pngBase64) {
+		return nil, s.Data
+	}
+	size := ""
+	if head, err := base64.StdEncoding.DecodeString(b64[:32]); err == nil && len(head) >= 24 {
+		size = fmt.Sprintf(" %dx%d", binary.BigEndian.Uint32(head[16:20]), binary.BigEndian.Uint32(head[20:24]))
+	}
+	placeholder := fmt.Sprintf("[PNG image%s, %d KB]", size, (len(b64)*3/4+1023)/1024)
+	fields["image"], _ = json.Marshal(placeholder)
+	data, err := json.Marshal(fields) // keys sorted: deterministic
+	if err != nil {
+		return nil, s.Data
+	}
+	var meta struct {
+		Tool string `json:"tool"`
+	}
+	_ = json.Unmarshal(s.Meta, &meta)
+	return &operations.Image{MediaType: "image/png", Data: b64, Source: meta.Tool}, data
+}
+
+// ResultImages returns the images a tool result carries for the model:
+// the screenshot of a sandbox result (vm:screenshot), which FormatResult
+// renders as a placeholder. Agents attach them to the tool's message
+// (operations.Message.Images); the generate handler sends them to models
+// that accept images and tells text-only models they are not shown.
+func ResultImages(res operations.Result) []operations.Image {
+	if res.Error != "" || res.Kind != operations.KindSandbox || res.Sandbox == nil {
+		return nil
+	}
+	if img, _ := sandboxImage(res.Sandbox); img != nil {
+		return []operations.Image{*img}
+	}
+	return nil
+}
+
 // formatSandbox renders a sandbox envelope for the model: the data as
 // JSON on success (after the message when it is not "success"), else
-// "Error (code N): message" and the data.
+// "Error (code N): message" and the data. An image in the data is
+// replaced by a placeholder (see ResultImages).
 func formatSandbox(s *operations.SandboxResult, limit int) string {
-	data := strings.TrimSpace(string(s.Data))
+	_, raw := sandboxImage(s)
+	data := strings.TrimSpace(string(raw))
 	if s.Code == 0 {
 		out := data
 		if m := s.Message; m != "" && m != "success" {

@@ -1,8 +1,15 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	"image/png"
 	"strings"
 	"testing"
+
+	"github.com/flockrun/flock/operations"
 )
 
 func TestSandboxToolNames(t *testing.T) {
@@ -27,5 +34,42 @@ func TestSandboxToolNames(t *testing.T) {
 	req, err := SandboxCall("rag:search", ` {"query": "x"} `, 5)
 	if err != nil || string(req.Sandbox.Params) != `{"query":"x"}` || req.Sandbox.TimeoutS != 5 {
 		t.Fatalf("SandboxCall = %+v, %v", req.Sandbox, err)
+	}
+}
+
+// TestResultImages: a sandbox result carrying a base64 PNG (vm:screenshot)
+// is rendered with a placeholder in place of the image and yields the
+// image for the message; other results, and failures, carry none.
+func TestResultImages(t *testing.T) {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 4, 3))); err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString(buf.Bytes())
+	data, _ := json.Marshal(map[string]any{"image": b64, "size": []int{4, 3}, "session": "vm_w_001", "accessibility_tree": []any{}})
+	shot := operations.Result{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Message: "success", Data: data,
+		Meta: json.RawMessage(`{"tool":"vm:screenshot"}`)}}
+	text := FormatResult(shot, 1000)
+	want := `{"accessibility_tree":[],"image":"[PNG image 4x3, 1 KB]","session":"vm_w_001","size":[4,3]}`
+	if text != want {
+		t.Fatalf("FormatResult = %s, want %s", text, want)
+	}
+	imgs := ResultImages(shot)
+	if len(imgs) != 1 || imgs[0].Data != b64 || imgs[0].MediaType != "image/png" || imgs[0].Source != "vm:screenshot" ||
+		!strings.HasPrefix(imgs[0].DataURL(), "data:image/png;base64,iVBORw0KGgo") {
+		t.Fatalf("ResultImages = %+v", imgs)
+	}
+	for _, r := range []operations.Result{
+		{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`{"image":"not a png"}`)}},
+		{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 4000, Data: data}},
+		{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`[1,2]`)}},
+		{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: b64}},
+	} {
+		if imgs := ResultImages(r); imgs != nil {
+			t.Errorf("ResultImages(%+v) = %+v, want none", r, imgs)
+		}
+	}
+	if got := FormatResult(operations.Result{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`{"image":"not a png"}`)}}, 100); got != `{"image":"not a png"}` {
+		t.Fatalf("non-PNG data changed: %s", got)
 	}
 }

@@ -158,7 +158,9 @@ func buildConversation(st phases.State, s *Settings, task string) (conversation,
 			if err := e.Decode(&t); err != nil {
 				return c, err
 			}
-			add(answer(outputContent(t.ToolOutput, mode), pending), t.Tokens, false)
+			m := answer(outputContent(t.ToolOutput, mode), pending)
+			m.Images = t.Images
+			add(m, t.Tokens, false)
 			pending = ""
 		case EntryWarning:
 			var w Warning

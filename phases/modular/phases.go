@@ -291,7 +291,7 @@ func ToolOutputPhase(in phases.Input, s *Settings) (phases.Output, error) {
 		tool = string(res.Kind)
 	}
 	text := agent.FormatResult(res, s.OutputLimit)
-	t := agent.ToolOutput{Tool: tool, CallID: res.Meta[metaCallID], Output: text, Failed: agent.Failed(res)}
+	t := agent.ToolOutput{Tool: tool, CallID: res.Meta[metaCallID], Output: text, Failed: agent.Failed(res), Images: agent.ResultImages(res)}
 	verb := "output"
 	switch {
 	case res.Bash != nil && res.Bash.TimedOut, res.Python != nil && res.Python.TimedOut:

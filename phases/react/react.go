@@ -334,6 +334,7 @@ func Observe(in phases.Input, s *Settings) (phases.Output, error) {
 		default:
 			res := in.Results[p.Op]
 			tm.Content = agent.FormatResult(res, s.OutputLimit)
+			tm.Images = agent.ResultImages(res)
 			failed = agent.Failed(res)
 			if p.Name == agent.ToolSubmit && res.Error == "" && res.Submit != nil && res.Submit.Accepted && submitted == nil {
 				submitted = &l.Pending[i]

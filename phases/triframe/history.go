@@ -166,9 +166,9 @@ func toolMessage(t agent.ToolOutput, mode agent.Mode) operations.Message {
 		body += "\n\n" + t.Notice
 	}
 	if mode == agent.ModeTools && t.CallID != "" {
-		return operations.Message{Role: operations.RoleTool, ToolCallID: t.CallID, Content: body}
+		return operations.Message{Role: operations.RoleTool, ToolCallID: t.CallID, Content: body, Images: t.Images}
 	}
-	return operations.Message{Role: operations.RoleUser, Content: outputTag(t.Tool, t.Output) + notice(t.Notice)}
+	return operations.Message{Role: operations.RoleUser, Content: outputTag(t.Tool, t.Output) + notice(t.Notice), Images: t.Images}
 }
 
 func outputTag(tool, output string) string {

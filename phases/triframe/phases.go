@@ -608,6 +608,7 @@ func ToolOutput(in phases.Input, s *Settings) (phases.Output, error) {
 	if len(in.Results) > 0 {
 		res := in.Results[len(in.Results)-1]
 		t.Output = agent.FormatResult(res, s.OutputLimit)
+		t.Images = agent.ResultImages(res)
 		t.Failed = agent.Failed(res)
 		if t.Tool == "" {
 			t.Tool = string(res.Kind)
