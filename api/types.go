@@ -45,6 +45,8 @@ type Run struct {
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+	// ForkedFrom names the run and step this run was forked from.
+	ForkedFrom *ForkRef `json:"forked_from,omitempty" doc:"the run and step this run was forked from"`
 	// Stalled and Waiting say what holds a live run (GET /runs/{id}
 	// only): commits retried for lack of disk space, operations waiting on
 	// a rate limit. Absent when nothing does.
@@ -58,6 +60,11 @@ type Usage struct {
 	Actions int     `json:"actions"`
 	Seconds float64 `json:"seconds"`
 	Cost    float64 `json:"cost"`
+	// ReplayHits and ReplayMisses count a replaying run's generates
+	// answered from the recorded run (no tokens paid) and those that fell
+	// back to the live model.
+	ReplayHits   int `json:"replay_hits,omitempty" doc:"generates answered from the replay_from run's journal"`
+	ReplayMisses int `json:"replay_misses,omitempty" doc:"generates of a replaying run that fell back to the live model"`
 }
 
 // Limits caps a run's usage; an absent field means no limit.
@@ -187,4 +194,63 @@ type Health struct {
 // Error is the body of every error response.
 type Error struct {
 	Error string `json:"error" doc:"what is wrong, naming the field, header or run; a 500 carries only the request id"`
+}
+
+// ForkRequest is the body of POST /runs/{id}/fork.
+type ForkRequest struct {
+	Step    uint64                     `json:"step" doc:"the step to fork from: 0 (the start) to the run's current step"`
+	Vars    map[string]json.RawMessage `json:"vars,omitempty" doc:"vars to replace in the fork (a JSON null deletes one)"`
+	Message string                     `json:"message,omitempty" doc:"a message appended to the fork's log (an operator_message entry the agent sees)"`
+}
+
+// Forked answers POST /runs/{id}/fork.
+type Forked struct {
+	RunID  string `json:"run_id"`
+	Status Status `json:"status"`
+}
+
+// ForkRef names the run and step a run was forked from.
+type ForkRef struct {
+	Run  string `json:"run"`
+	Step uint64 `json:"step"`
+}
+
+// Scale is a question's rating scale.
+type Scale struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// Question is an operation waiting for a person: a human question or an
+// intervention (GET /runs/{id}/human).
+type Question struct {
+	OpID     string          `json:"op_id" doc:"the operation to answer (POST /runs/{id}/human/{op_id}/answer)"`
+	Kind     string          `json:"kind" doc:"human or intervention"`
+	Question string          `json:"question"`
+	Choices  []string        `json:"choices,omitempty" doc:"the only answers accepted, when set"`
+	Scale    *Scale          `json:"scale,omitempty" doc:"the answer is a number in this range, when set"`
+	Action   json.RawMessage `json:"action,omitempty" doc:"intervention: the action waiting for approval or replacement ({name, arguments})"`
+	AskedAt  time.Time       `json:"asked_at"`
+}
+
+// Questions answers GET /runs/{id}/human.
+type Questions struct {
+	Pending []Question `json:"pending"`
+}
+
+// AnswerRequest is the body of POST /runs/{id}/human/{op_id}/answer.
+type AnswerRequest struct {
+	Answer json.RawMessage `json:"answer" doc:"a JSON string or number (a choice, a rating); for an intervention \"approve\", {\"approve\": true} or {\"action\": {...}}"`
+}
+
+// InterveneRequest is the body of POST /runs/{id}/intervene: Action
+// replaces the action the run waits to execute; Approve lets it run.
+type InterveneRequest struct {
+	Action  json.RawMessage `json:"action,omitempty" doc:"the action to execute instead: {\"name\": TOOL, \"arguments\": {...}}"`
+	Approve bool            `json:"approve,omitempty" doc:"let the proposed action run"`
+}
+
+// OK answers the routes that only acknowledge.
+type OK struct {
+	OK bool `json:"ok"`
 }

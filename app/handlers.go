@@ -7,6 +7,7 @@ import (
 	_ "github.com/flockrun/flock/handlers/bash"
 	_ "github.com/flockrun/flock/handlers/files"
 	_ "github.com/flockrun/flock/handlers/generate"
+	_ "github.com/flockrun/flock/handlers/human"
 	_ "github.com/flockrun/flock/handlers/python"
 	_ "github.com/flockrun/flock/handlers/sandboxop"
 	_ "github.com/flockrun/flock/handlers/spawn"

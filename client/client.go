@@ -134,6 +134,43 @@ func (c *Client) control(ctx context.Context, id, action string) (api.RunStatus,
 	return out, c.call(ctx, http.MethodPost, "/runs/"+url.PathEscape(id)+"/"+action, nil, &out)
 }
 
+// Fork starts a new run from the state of run id at req.Step (POST
+// /runs/{id}/fork) and returns its id; ErrBadRequest for a step the run
+// never reached.
+func (c *Client) Fork(ctx context.Context, id string, req api.ForkRequest) (api.Forked, error) {
+	var out api.Forked
+	return out, c.call(ctx, http.MethodPost, "/runs/"+url.PathEscape(id)+"/fork", req, &out)
+}
+
+// Questions lists the questions run id waits on a person for (GET
+// /runs/{id}/human).
+func (c *Client) Questions(ctx context.Context, id string) ([]api.Question, error) {
+	var out api.Questions
+	return out.Pending, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/human", nil, &out)
+}
+
+// Answer answers question op of run id (POST
+// /runs/{id}/human/{op_id}/answer); answer is any JSON value the question
+// takes (a string, a number). It returns once the answer is journaled.
+// ErrNotFound for an op that is no question, ErrConflict once answered.
+func (c *Client) Answer(ctx context.Context, id, op string, answer any) error {
+	raw, err := json.Marshal(answer)
+	if err != nil {
+		return fmt.Errorf("client: encode the answer: %w", err)
+	}
+	var out api.OK
+	return c.call(ctx, http.MethodPost, "/runs/"+url.PathEscape(id)+"/human/"+url.PathEscape(op)+"/answer",
+		api.AnswerRequest{Answer: raw}, &out)
+}
+
+// Intervene decides on the action run id waits to execute in
+// intervention mode (POST /runs/{id}/intervene): req.Action replaces it,
+// req.Approve lets it run. ErrConflict when the run waits for none.
+func (c *Client) Intervene(ctx context.Context, id string, req api.InterveneRequest) error {
+	var out api.OK
+	return c.call(ctx, http.MethodPost, "/runs/"+url.PathEscape(id)+"/intervene", req, &out)
+}
+
 // Workflows lists the registered workflows (GET /workflows).
 func (c *Client) Workflows(ctx context.Context) ([]api.Graph, error) {
 	var out api.Workflows

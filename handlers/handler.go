@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/flockrun/flock/configs"
@@ -42,6 +43,30 @@ type HandlerFunc func(ctx context.Context, env Env, req operations.Request) oper
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, env Env, req operations.Request) operations.Result {
 	return f(ctx, env, req)
+}
+
+// Asker is implemented by handlers of operations a person answers (the
+// human and intervention kinds). The executor never dispatches such an
+// operation: the run parks, holding no goroutine, until an answer arrives
+// over the API (Executor.Answer), which Answer turns into the operation's
+// result; that result is journaled like any other. Handle is not called.
+type Asker interface {
+	// Question describes the request for the person answering it.
+	Question(req operations.Request) (Question, error)
+	// Answer checks an answer (any JSON value) against the request and
+	// returns the operation's result; an error names what is wrong with
+	// the answer.
+	Answer(req operations.Request, answer json.RawMessage, now time.Time) (operations.Result, error)
+}
+
+// Question is what a person is asked.
+type Question struct {
+	Text    string
+	Choices []string
+	Scale   *operations.Scale
+	// Action is the action waiting for approval or replacement
+	// (intervention), or nil.
+	Action json.RawMessage
 }
 
 // RunCloser is implemented by handlers that keep per-run resources.

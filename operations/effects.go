@@ -77,6 +77,12 @@ func (*PythonResult) Effects(in EffectInput) Effects { return action(in) }
 // Effects adds the tokens and cost the model reported, even for a result
 // that carries an error.
 func (g *GenerateResult) Effects(EffectInput) Effects {
+	switch g.Replay {
+	case ReplayHit:
+		return Effects{Usage: RunUsage{ReplayHits: 1}}
+	case ReplayMiss:
+		return Effects{Usage: RunUsage{Tokens: g.Usage.PromptTokens + g.Usage.CompletionTokens, Cost: g.Usage.Cost, ReplayMisses: 1}}
+	}
 	return Effects{Usage: RunUsage{Tokens: g.Usage.PromptTokens + g.Usage.CompletionTokens, Cost: g.Usage.Cost}}
 }
 

@@ -85,7 +85,18 @@ type GenerateResult struct {
 	DurationMS int64    `json:"duration_ms"`
 	// Model is the model that answered, as the endpoint reported it.
 	Model string `json:"model,omitempty"`
+	// Replay is set for a run with replay_from: ReplayHit when the reply
+	// was taken from the recorded run's journal (Usage is the recorded
+	// call's; no tokens are charged), ReplayMiss when no recorded call
+	// had the same request and the live model answered.
+	Replay string `json:"replay,omitempty"`
 }
+
+// GenerateResult.Replay values.
+const (
+	ReplayHit  = "hit"
+	ReplayMiss = "miss"
+)
 
 // Output is one choice of a generate.
 type Output struct {

@@ -99,6 +99,11 @@ type RunUsage struct {
 	Actions int     `json:"actions"`
 	Seconds float64 `json:"seconds"`
 	Cost    float64 `json:"cost"`
+	// ReplayHits and ReplayMisses count the generates of a run with
+	// replay_from answered from the recorded run's journal (no tokens
+	// paid) and those that fell back to the live model.
+	ReplayHits   int `json:"replay_hits,omitempty"`
+	ReplayMisses int `json:"replay_misses,omitempty"`
 }
 
 // RunLimits caps a run's usage; a zero field means no limit.

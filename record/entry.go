@@ -32,10 +32,20 @@ const (
 	// EntryTypeSubmission records an accepted submission's request
 	// (operations.SubmitRequest); its answer is also the run's result.
 	EntryTypeSubmission = "submission"
+	// EntryTypeOperatorMessage is a message an operator injected when
+	// forking a run (an OperatorMessage); agents show it to the model as
+	// a user message.
+	EntryTypeOperatorMessage = "operator_message"
 	// EntryTypeLost is the placeholder a database recovery puts where an
 	// entry of a run's log could not be read, so the log stays numbered 1..n.
 	EntryTypeLost = "recovery.lost"
 )
+
+// OperatorMessage is the data of an operator_message entry.
+type OperatorMessage struct {
+	Summary string `json:"summary"`
+	Content string `json:"content"`
+}
 
 // NewEntry encodes v as an entry of type typ. HTML characters are kept as
 // they are (no \u003c escapes), so raw JSON inside v, such as a tool call's

@@ -26,6 +26,15 @@ type Engine interface {
 	Cancel(ctx context.Context, id string) error
 	Pause(ctx context.Context, id string) error
 	Resume(ctx context.Context, id string) error
+	// Fork starts a run from the state of run id at a past step
+	// (workflows.ErrBadFork for a step it never reached).
+	Fork(ctx context.Context, id string, req workflows.ForkRequest) (state.Run, error)
+	// Questions lists the operations a run waits on a person for; Answer
+	// answers one (workflows.ErrNoQuestion, ErrAnswered); Intervene
+	// answers the run's pending intervention (workflows.ErrNotWaiting).
+	Questions(ctx context.Context, id string) ([]workflows.Question, error)
+	Answer(ctx context.Context, id, op string, answer json.RawMessage) error
+	Intervene(ctx context.Context, id string, answer json.RawMessage) error
 	// Subscribe follows a run's events as they are committed; the channel
 	// is closed when the subscriber falls behind or the engine lets go of
 	// the run. SubscribeTree also delivers live-only events (Seq 0) of the
@@ -47,7 +56,7 @@ var _ Engine = (*workflows.Executor)(nil)
 // side's schema leaks into the other.
 
 func viewRun(r state.Run) api.Run {
-	return api.Run{
+	v := api.Run{
 		ID: r.ID, Workflow: r.Workflow, Status: r.Status, Phase: r.Phase, ParentID: r.ParentID,
 		Step: r.Step, Entries: r.Entries,
 		Usage:     api.Usage{Tokens: r.Usage.Tokens, Actions: r.Usage.Actions, Seconds: r.Usage.Seconds, Cost: r.Usage.Cost},
@@ -55,6 +64,11 @@ func viewRun(r state.Run) api.Run {
 		EndReason: r.EndReason, Result: r.Result, Error: r.Error,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt,
 	}
+	v.Usage.ReplayHits, v.Usage.ReplayMisses = r.Usage.ReplayHits, r.Usage.ReplayMisses
+	if f := r.ForkedFrom; f != nil {
+		v.ForkedFrom = &api.ForkRef{Run: f.Run, Step: f.Step}
+	}
+	return v
 }
 
 // withLive adds what holds a live run to its view.

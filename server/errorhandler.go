@@ -72,8 +72,13 @@ func (s *Server) describe(err error, c *echo.Context) (int, string) {
 		return s.describeHTTP(err, c)
 	case errors.Is(err, state.ErrNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, workflows.ErrEnded), errors.Is(err, workflows.ErrNotPaused):
+	case errors.Is(err, workflows.ErrNoQuestion):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, workflows.ErrEnded), errors.Is(err, workflows.ErrNotPaused),
+		errors.Is(err, workflows.ErrAnswered), errors.Is(err, workflows.ErrNotWaiting):
 		return http.StatusConflict, err.Error()
+	case errors.Is(err, workflows.ErrBadFork):
+		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, workflows.ErrUnknownWorkflow):
 		return http.StatusBadRequest, s.unknownWorkflow(err)
 	case errors.Is(err, workflows.ErrBadRequest):

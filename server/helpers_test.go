@@ -17,6 +17,8 @@ import (
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	_ "github.com/flockrun/flock/handlers/files"
+	_ "github.com/flockrun/flock/handlers/human"
 	_ "github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/teststore"
@@ -106,6 +108,16 @@ func testRegistry(tb testing.TB) *phases.Registry {
 	return reg
 }
 
+// lookupHandler returns the registered handler package serving kind.
+func lookupHandler(tb testing.TB, kind operations.Kind) handlers.Info {
+	tb.Helper()
+	info, ok := handlers.Lookup(kind)
+	if !ok {
+		tb.Fatalf("no handler registered for %s", kind)
+	}
+	return info
+}
+
 // env is a real server on 127.0.0.1:0 over a real executor and bbolt file.
 type env struct {
 	srv   *Server
@@ -133,12 +145,36 @@ type envSetup struct {
 	engine func(Engine) Engine
 	// server adjusts the server before Start.
 	server func(*Server)
+	// dir, when set, is the data directory (a restart opens the same).
+	dir string
+	// operator registers the operator tests' workflows too.
+	operator bool
+}
+
+// stop shuts the env down (server, executor, store) before the test ends,
+// so that another env can open its data directory.
+func (e *env) stop(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		tb.Errorf("shutdown server: %v", err)
+	}
+	if err := e.ex.Stop(ctx); err != nil {
+		tb.Errorf("stop executor: %v", err)
+	}
+	if err := e.store.Close(); err != nil {
+		tb.Errorf("close store: %v", err)
+	}
 }
 
 // newEnvSetup is newEnv with hooks that adjust the server before Start.
 func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *env {
 	tb.Helper()
-	dir := tb.TempDir()
+	dir := setup.dir
+	if dir == "" {
+		dir = tb.TempDir()
+	}
 	st := teststore.OpenAt(tb, dir)
 	e := &env{store: st, gate: make(chan struct{}), step: make(chan struct{})}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -160,10 +196,14 @@ func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *
 			}
 		}),
 	}
+	reg := testRegistry(tb)
+	if setup.operator {
+		registerOperatorWorkflows(reg)
+	}
 	ex, err := workflows.New(workflows.Config{
 		Store:    st,
-		Registry: testRegistry(tb),
-		Handlers: append(handlers.FromMap(hs), spawnInfo()),
+		Registry: reg,
+		Handlers: append(handlers.FromMap(hs), spawnInfo(), lookupHandler(tb, operations.KindHuman), lookupHandler(tb, operations.KindWriteFile)),
 		RunsDir:  filepath.Join(dir, "runs"),
 		Logger:   logger,
 	})
@@ -464,4 +504,74 @@ func checkSeqs(tb testing.TB, evs []sseEvent, from uint64, final state.Status) {
 func spawnInfo() handlers.Info {
 	info, _ := handlers.Lookup(operations.KindSpawn)
 	return info
+}
+
+// Operator test workflows (registered by testRegistry):
+//
+//   - test.count: "step" writes n<N>.txt (N = var n + 1) with write_file,
+//     sets var n = N and loops until N reaches var until (default 5);
+//     "done" ends with {"n", "note"}: note is the content of the newest
+//     operator_message entry.
+//   - test.ask: "ask" asks a human op (choices yes/no); "finish" ends
+//     with {"answer": the answer}.
+func registerOperatorWorkflows(reg *phases.Registry) {
+	intVar := func(st phases.State, name string, def int) int {
+		v := def
+		if b := st.Var(name); b != nil {
+			_ = json.Unmarshal(b, &v)
+		}
+		return v
+	}
+	reg.MustRegister(phases.Workflow{
+		Name:  "test.count",
+		Start: "step",
+		Phases: []phases.PhaseSpec{
+			{Name: "step", Next: []string{"step", "done"}, Run: func(in phases.Input) (phases.Output, error) {
+				n := intVar(in.State, "n", 0) + 1
+				next := "step"
+				if n >= intVar(in.State, "until", 5) {
+					next = "done"
+				}
+				return phases.Output{
+					Ops: []operations.Request{{Kind: operations.KindWriteFile,
+						WriteFile: &operations.WriteFileRequest{Path: fmt.Sprintf("n%d.txt", n), Content: fmt.Sprintf("n=%d", n)}}},
+					Append: []phases.Entry{{Type: "message", Data: json.RawMessage(strconv.Quote(fmt.Sprintf("step %d", n)))}},
+					Set:    map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(n))},
+					Next:   next,
+				}, nil
+			}},
+			{Name: "done", Run: func(in phases.Input) (phases.Output, error) {
+				note := ""
+				if i := phases.Last(in.State, "operator_message"); i >= 0 {
+					var m struct {
+						Content string `json:"content"`
+					}
+					_ = in.State.Entry(i).Decode(&m)
+					note = m.Content
+				}
+				res, _ := json.Marshal(map[string]any{"n": intVar(in.State, "n", 0), "note": note})
+				return phases.Output{End: &phases.End{Reason: "counted", Result: res}}, nil
+			}},
+		},
+	})
+	reg.MustRegister(phases.Workflow{
+		Name:  "test.ask",
+		Start: "ask",
+		Phases: []phases.PhaseSpec{
+			{Name: "ask", Next: []string{"finish"}, Run: func(in phases.Input) (phases.Output, error) {
+				return phases.Output{
+					Ops:  []operations.Request{operations.NewHuman(operations.HumanRequest{Question: "Ship it?", Choices: []string{"yes", "no"}})},
+					Next: "finish",
+				}, nil
+			}},
+			{Name: "finish", Run: func(in phases.Input) (phases.Output, error) {
+				h := in.Results[0].Human()
+				if h == nil {
+					return phases.Output{}, fmt.Errorf("no answer: %s", in.Results[0].Error)
+				}
+				res, _ := json.Marshal(map[string]string{"answer": h.Text()})
+				return phases.Output{End: &phases.End{Reason: "answered", Result: res}}, nil
+			}},
+		},
+	})
 }

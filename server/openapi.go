@@ -84,6 +84,21 @@ var apiRoutes = []apiRoute{
 	{method: http.MethodPost, path: "/runs/{id}/resume", id: "resumeRun", status: http.StatusOK, resp: api.RunStatus{},
 		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
 		summary: "Resume a paused run. 409 unless it is paused."},
+	{method: http.MethodPost, path: "/runs/{id}/fork", id: "forkRun", status: http.StatusCreated,
+		body: api.ForkRequest{}, resp: api.Forked{},
+		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Start a new run from the state of this one at a past step (entries, ops, vars, work-dir snapshot), with optional edited vars and an injected message (Location: /runs/{new id})."},
+	{method: http.MethodGet, path: "/runs/{id}/human", id: "listQuestions", status: http.StatusOK, resp: api.Questions{},
+		errors:  []int{http.StatusNotFound},
+		summary: "The questions the run waits on a person for (human and intervention operations of its current step)."},
+	{method: http.MethodPost, path: "/runs/{id}/human/{op_id}/answer", id: "answerQuestion", status: http.StatusOK,
+		body: api.AnswerRequest{}, resp: api.OK{},
+		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Answer a question (op_id path-escaped, its slashes as %2F); returns once the answer is journaled. 404 for an op that is no question, 409 once answered."},
+	{method: http.MethodPost, path: "/runs/{id}/intervene", id: "intervene", status: http.StatusOK,
+		body: api.InterveneRequest{}, resp: api.OK{},
+		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Replace (action) or approve the action a run in intervention mode waits to execute. 409 when it waits for none."},
 	{method: http.MethodGet, path: "/workflows", id: "listWorkflows", status: http.StatusOK, resp: api.Workflows{},
 		summary: "The registered workflows' graphs."},
 }
@@ -134,8 +149,12 @@ func (s *Server) operation(r apiRoute, sc *schemas, errRef map[string]any) map[s
 	op := map[string]any{"operationId": r.id, "summary": r.summary}
 	var params []any
 	for _, name := range pathParams(r.path) {
+		doc := "the run id"
+		if name == "op_id" {
+			doc = "the operation id (<run>/<step>/<index>), path-escaped"
+		}
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true,
-			"schema": map[string]any{"type": "string"}, "description": "the run id"})
+			"schema": map[string]any{"type": "string"}, "description": doc})
 	}
 	for _, p := range r.query {
 		params = append(params, map[string]any{"name": p.name, "in": "query",

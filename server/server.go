@@ -221,6 +221,10 @@ func (s *Server) newEcho() *echo.Echo {
 	e.POST("/runs/:id/cancel", s.cancelRun)
 	e.POST("/runs/:id/pause", s.pauseRun)
 	e.POST("/runs/:id/resume", s.resumeRun)
+	e.POST("/runs/:id/fork", s.forkRun)
+	e.GET("/runs/:id/human", s.listQuestions)
+	e.POST("/runs/:id/human/:op_id/answer", s.answerQuestion)
+	e.POST("/runs/:id/intervene", s.intervene)
 	e.GET("/workflows", s.listWorkflows)
 	return e
 }

@@ -78,10 +78,19 @@ type Run struct {
 	// Entries is the number of entries in the log (the last entry's Seq).
 	Entries uint64 `json:"entries"`
 	WorkDir string `json:"work_dir"`
+	// ForkedFrom names the run and step this run was forked from.
+	ForkedFrom *ForkRef `json:"forked_from,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
+}
+
+// ForkRef is the origin of a forked run: the run it was forked from and
+// the step whose state it started with.
+type ForkRef struct {
+	Run  string `json:"run"`
+	Step uint64 `json:"step"`
 }
 
 // PendingEnd records a phase's End until the step's ops finish.

@@ -20,6 +20,17 @@ var (
 	ErrPaused = errors.New("run paused")
 	// ErrNotPaused is returned when resuming a run that is not paused.
 	ErrNotPaused = errors.New("run is not paused")
+	// ErrNoQuestion is returned when answering an operation that does not
+	// exist or that no person answers (a wrong op id).
+	ErrNoQuestion = errors.New("no such question")
+	// ErrAnswered is returned when answering a question answered before.
+	ErrAnswered = errors.New("question already answered")
+	// ErrNotWaiting is returned by Intervene for a run that waits for no
+	// intervention.
+	ErrNotWaiting = errors.New("run is not waiting for an intervention")
+	// ErrBadFork is returned for a fork request that cannot be honoured
+	// (a step the run never reached, vars that are not JSON).
+	ErrBadFork = errors.New("bad fork request")
 	// ErrUndeclaredNext fails a run whose phase returns a Next its workflow does not declare.
 	ErrUndeclaredNext = errors.New("phase returned an undeclared next phase")
 )

@@ -58,6 +58,10 @@ type Config struct {
 	// must differ between executors sharing a store. Default: host name,
 	// process id and a random suffix.
 	Owner string
+	// NoSnapshots turns off the work-dir snapshots taken after each step
+	// with operations (see Fork), which cost a walk of the run's work
+	// directory per such step and a copy of each changed file.
+	NoSnapshots bool
 	// LeaseTTL is how long a claim on a run lasts unless renewed; the
 	// executor renews its runs' leases every LeaseTTL/3. Default
 	// DefaultLeaseTTL.

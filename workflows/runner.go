@@ -64,14 +64,23 @@ type runner struct {
 	tick time.Time // when head.Usage.Seconds was last brought up to date
 	// begun says the loop ran once (tick set, work dir made).
 	begun bool
+	// snap is the run's last work-dir manifest (see snapshot.go); loaded
+	// from disk on the first snapshot after a resume (snapLoaded).
+	snap       *manifest
+	snapLoaded bool
 
-	// parking guards timer and unhook, set while the run is parked (see
-	// park); results and woken carry the step's results across the park.
+	// parking guards parked, timer, unhook and answers. parked is set
+	// while the run is parked (see park and parkForAnswer), timer only
+	// while it waits for a delay; results and woken carry the step's
+	// results across a delay's park. answers are answers to the step's
+	// questions handed over by Answer, not yet journaled.
 	parking sync.Mutex
+	parked  bool
 	timer   *time.Timer
 	unhook  func() bool
 	results []operations.Result
 	woken   bool
+	answers map[string]*answer
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -121,10 +130,25 @@ func (r *runner) drive() (parked bool) {
 			}
 			var err error
 			results, err = r.collect()
+			if errors.Is(err, errAwait) {
+				// A person answers the rest: park with no goroutine
+				// until an answer (or the context's end) wakes the run.
+				r.commitCarry()
+				parked, again := r.parkForAnswer()
+				if parked {
+					return true
+				}
+				if again {
+					continue
+				}
+				r.interrupted(context.Cause(r.ctx))
+				return false
+			}
 			if err != nil {
 				r.interrupted(err)
 				return false
 			}
+			r.snapshot()
 			r.absorb(results)
 			if reason := r.overLimit(); reason != "" {
 				r.finish(state.StatusFailed, reason, fmt.Sprintf("usage limit reached (%s)", reason))
@@ -185,6 +209,7 @@ func (r *runner) park(d time.Duration, results []operations.Result) bool {
 		return false
 	}
 	r.results, r.woken = results, true
+	r.parked = true
 	r.timer = time.AfterFunc(d, r.wake)
 	r.unhook = context.AfterFunc(r.ctx, r.wake)
 	return true
@@ -194,11 +219,14 @@ func (r *runner) park(d time.Duration, results []operations.Result) bool {
 // may both call it.
 func (r *runner) wake() {
 	r.parking.Lock()
-	if r.timer == nil {
+	if !r.parked {
 		r.parking.Unlock()
 		return
 	}
-	r.timer.Stop()
+	r.parked = false
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 	r.unhook()
 	r.timer, r.unhook = nil, nil
 	r.parking.Unlock()
@@ -267,15 +295,24 @@ func (r *runner) collect() ([]operations.Result, error) {
 	errs := make([]error, len(r.ops))
 	done := make(chan int, len(r.ops))
 	running := 0
+	var asks []int // ops a person answers: never dispatched
 	for i := range r.ops {
-		if r.ops[i].Status != state.OpDone || r.ops[i].Result == nil {
-			running++
+		if r.ops[i].Status == state.OpDone && r.ops[i].Result != nil {
+			continue
 		}
+		if r.e.asker(r.ops[i].Request.Kind) != nil {
+			asks = append(asks, i)
+			continue
+		}
+		running++
 	}
 	r.outstanding.Store(int32(running))
 	for i := range r.ops {
 		if r.ops[i].Status == state.OpDone && r.ops[i].Result != nil {
 			results[i] = *r.ops[i].Result
+			continue
+		}
+		if r.e.asker(r.ops[i].Request.Kind) != nil {
 			continue
 		}
 		go func(i int) {
@@ -296,6 +333,22 @@ func (r *runner) collect() ([]operations.Result, error) {
 	}
 	if r.ctx.Err() != nil {
 		return nil, context.Cause(r.ctx)
+	}
+	waiting := false
+	for _, i := range asks {
+		res, ok, err := r.takeAnswer(i)
+		if err != nil {
+			r.cancel(err)
+			return nil, err
+		}
+		if !ok {
+			waiting = true
+			continue
+		}
+		results[i] = res
+	}
+	if waiting {
+		return nil, errAwait
 	}
 	return results, nil
 }
@@ -445,6 +498,8 @@ func (r *runner) absorb(results []operations.Result) {
 		r.head.Usage.Tokens += ef.Usage.Tokens
 		r.head.Usage.Actions += ef.Usage.Actions
 		r.head.Usage.Cost += ef.Usage.Cost
+		r.head.Usage.ReplayHits += ef.Usage.ReplayHits
+		r.head.Usage.ReplayMisses += ef.Usage.ReplayMisses
 		if ef.Result != nil {
 			r.head.Result = ef.Result
 		}
@@ -601,11 +656,8 @@ func (r *runner) commitPhase(out phases.Output) error {
 			Status: state.OpPending, Request: req, CreatedAt: now}
 		kinds[i] = string(req.Kind)
 	}
-	data, _ := json.Marshal(struct {
-		Next    string   `json:"next"`
-		Ops     []string `json:"ops,omitempty"`
-		Entries int      `json:"entries,omitempty"`
-	}{out.Next, kinds, len(entries)})
+	data, _ := json.Marshal(stepData{Next: out.Next, Ops: kinds, Entries: len(entries), Set: out.Set,
+		Usage: &h.Usage, End: h.PendingEnd})
 	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries, Ops: ops,
 		Events: []state.Event{{Time: now, Type: "phase", Status: "committed", Phase: called, Step: h.Step, Data: data}}}
 	r.takeCarry(c)
