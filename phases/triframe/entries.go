@@ -156,6 +156,10 @@ type vars struct {
 	Retries int `json:"retries"`
 	// Bracket is the running tournament, if any.
 	Bracket *bracket `json:"bracket,omitempty"`
+	// Pending is the chosen action waiting for a person (ask_human,
+	// intervention): process records it as the choice once approved or
+	// replaced, so the log never holds an action that did not run.
+	Pending *Choice `json:"pending,omitempty"`
 }
 
 // bracket is a tournament in progress: for each task, the agents still in.

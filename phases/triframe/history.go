@@ -7,6 +7,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/record"
 )
 
 // Histories are built from the log newest-first: entries are decoded only
@@ -16,7 +17,7 @@ import (
 // isHistory reports whether entries of type typ appear in histories.
 func isHistory(typ string) bool {
 	switch typ {
-	case EntryAdvice, EntryChoice, EntryToolOutput, EntryWarning:
+	case EntryAdvice, EntryChoice, EntryToolOutput, EntryWarning, record.EntryTypeOperatorMessage:
 		return true
 	}
 	return false
@@ -135,6 +136,12 @@ func actorRender(mode agent.Mode) render {
 				return nil, err
 			}
 			return []operations.Message{{Role: operations.RoleUser, Content: "Warning: " + w.Message}}, nil
+		case record.EntryTypeOperatorMessage:
+			m, err := decode[record.OperatorMessage](e.Data)
+			if err != nil || m.Content == "" {
+				return nil, err
+			}
+			return []operations.Message{{Role: operations.RoleUser, Content: "Message from the operator: " + m.Content}}, nil
 		}
 		return nil, nil
 	}
@@ -205,6 +212,12 @@ func transcriptRender(e phases.Entry) ([]operations.Message, error) {
 			return nil, err
 		}
 		text = "<warning>\n" + w.Message + "\n</warning>"
+	case record.EntryTypeOperatorMessage:
+		m, err := decode[record.OperatorMessage](e.Data)
+		if err != nil {
+			return nil, err
+		}
+		text = "<operator_message>\n" + m.Content + "\n</operator_message>"
 	default:
 		return nil, nil
 	}

@@ -289,7 +289,7 @@ func AdvisorRatings(in phases.Input, s *Settings) (phases.Output, error) {
 		if len(opts) > 1 {
 			note = "no raters configured; the first option is taken"
 		}
-		return choose(out, v, opts[0], 0, nil, note)
+		return choose(in, s, out, v, opts[0], 0, nil, note)
 	}
 	msgs, err := raterMessages(in, s, opts)
 	if err != nil {
@@ -375,7 +375,12 @@ func retryActors(out phases.Output, s *Settings, v vars, msg string, exhausted f
 }
 
 // choose records the chosen option and hands it to process.
-func choose(out phases.Output, v vars, o agent.Option, index int, mean *float64, note string) (phases.Output, error) {
+//
+// With ask_human or in intervention mode the choice waits for a person
+// instead: it is kept in the vars (Pending) and a human (approve or
+// reject) or intervention (approve or replace) operation is asked; process
+// records the choice once a person let it, or replaced it.
+func choose(in phases.Input, s *Settings, out phases.Output, v vars, o agent.Option, index int, mean *float64, note string) (phases.Output, error) {
 	summary := o.Describe()
 	if mean != nil {
 		summary += fmt.Sprintf(" (rated %.2f)", *mean)
@@ -383,7 +388,23 @@ func choose(out phases.Output, v vars, o agent.Option, index int, mean *float64,
 	if note != "" {
 		summary += " — " + note
 	}
-	out.Append = append(out.Append, phases.MustEntry(EntryChoice, Choice{Summary: summary, Option: o, Index: index, Mean: mean, Note: note}))
+	ch := Choice{Summary: summary, Option: o, Index: index, Mean: mean, Note: note}
+	switch {
+	case o.Call != nil && intervening(in, s):
+		action, _ := json.Marshal(struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}{o.Call.Name, o.Call.Arguments})
+		out.Ops = append(out.Ops, operations.NewIntervention("The agent chose: "+agent.Line(summary, 300)+". Approve it, or replace it with another action.", action))
+		v.Pending = &ch
+	case o.Call != nil && s.AskHuman:
+		out.Ops = append(out.Ops, operations.NewHuman(operations.HumanRequest{
+			Question: "Approve the agent's next action? " + agent.Line(summary, 300),
+			Choices:  []string{answerApprove, answerReject}}))
+		v.Pending = &ch
+	default:
+		out.Append = append(out.Append, phases.MustEntry(EntryChoice, ch))
+	}
 	v.Retries = 0
 	if err := out.SetVar(varState, v); err != nil {
 		return out, err
@@ -473,7 +494,7 @@ func AggregateRatings(in phases.Input, s *Settings) (phases.Output, error) {
 	if rt.Best < 0 {
 		rt.Summary += " → nothing usable, taking option 0"
 		out.Append = append(out.Append, phases.MustEntry(EntryRatings, rt))
-		return choose(out, v, opts.Options[0], 0, nil, "no usable ratings; the first option is taken")
+		return choose(in, s, out, v, opts.Options[0], 0, nil, "no usable ratings; the first option is taken")
 	}
 	best := scores[rt.Best]
 	rt.Summary += fmt.Sprintf(" → option %d", rt.Best)
@@ -485,10 +506,10 @@ func AggregateRatings(in phases.Input, s *Settings) (phases.Output, error) {
 		return retryActors(out, s, v, msg, func(out phases.Output, v vars) (phases.Output, error) {
 			note := fmt.Sprintf("taken despite its low rating: no better proposal after %d retries", *s.MaxActorRetries)
 			out.Append = append(out.Append, phases.MustEntry(EntryWarning, agent.NewWarning("The actors found no well-rated action; the best-rated one is "+note+".")))
-			return choose(out, v, opts.Options[rt.Best], rt.Best, &mean, note)
+			return choose(in, s, out, v, opts.Options[rt.Best], rt.Best, &mean, note)
 		})
 	}
-	return choose(out, v, opts.Options[rt.Best], rt.Best, &mean, "")
+	return choose(in, s, out, v, opts.Options[rt.Best], rt.Best, &mean, "")
 }
 
 // Process executes the chosen option: bash, python, score and score_log
@@ -504,6 +525,21 @@ func Process(in phases.Input, s *Settings) (phases.Output, error) {
 	ch, ok, err := lastEntry[Choice](in.State, EntryChoice)
 	if err != nil {
 		return out, err
+	}
+	if v.Pending != nil {
+		// A person decided on the chosen action (see choose).
+		var rejected string
+		ch, rejected = decide(in, *v.Pending)
+		ok, v.Pending = true, nil
+		if rejected != "" {
+			out.Append = append(out.Append, phases.MustEntry(EntryWarning, agent.NewWarning(rejected)))
+			out.Next = PhaseAdvisor
+			if err := out.SetVar(varState, v); err != nil {
+				return out, err
+			}
+			return out, nil
+		}
+		out.Append = append(out.Append, phases.MustEntry(EntryChoice, ch))
 	}
 	if !ok || ch.Option.Call == nil {
 		why := "The chosen action has no valid tool call"
@@ -591,6 +627,66 @@ func Process(in phases.Input, s *Settings) (phases.Output, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// Answers of the ask_human approval question.
+const (
+	answerApprove = "approve"
+	answerReject  = "reject"
+)
+
+// intervening reports whether the run is in intervention mode: the
+// intervention setting, or the run var "intervention" set to true (a fork
+// switching it on).
+func intervening(in phases.Input, s *Settings) bool {
+	if s.Intervention {
+		return true
+	}
+	var on bool
+	b := in.State.Var(VarIntervention)
+	return b != nil && json.Unmarshal(b, &on) == nil && on
+}
+
+// VarIntervention is the run var that switches intervention mode on
+// (true) from the step it is set at, e.g. in a fork's vars.
+const VarIntervention = "intervention"
+
+// decide applies a person's decision on a pending choice: the choice to
+// run (the operator's replacement, or the agent's), or why none runs.
+func decide(in phases.Input, ch Choice) (Choice, string) {
+	for _, r := range in.Results {
+		switch r.Kind {
+		case operations.KindHuman:
+			h := r.Human()
+			if h == nil {
+				return ch, fmt.Sprintf("Nobody approved the action %s (%s); it was not run.", agent.Line(ch.Option.Describe(), 120), r.Error)
+			}
+			if h.Text() != answerApprove {
+				return ch, fmt.Sprintf("The operator rejected the action %s; it was not run. Propose a different action.", agent.Line(ch.Option.Describe(), 120))
+			}
+			return ch, ""
+		case operations.KindIntervention:
+			d := r.Intervention()
+			if d == nil {
+				return ch, fmt.Sprintf("Nobody approved the action %s (%s); it was not run.", agent.Line(ch.Option.Describe(), 120), r.Error)
+			}
+			if d.Approved || len(d.Action) == 0 {
+				return ch, ""
+			}
+			var call agent.Call
+			if err := json.Unmarshal(d.Action, &call); err != nil || call.Name == "" {
+				return ch, "The operator's replacement action could not be read; nothing was run."
+			}
+			if len(call.Arguments) == 0 {
+				call.Arguments = json.RawMessage(`{}`)
+			}
+			call.ID = fmt.Sprintf("call_operator_%d", in.Run.Step)
+			o := agent.Option{Call: &call, Source: "operator"}
+			return Choice{Summary: o.Describe() + " — replaced by the operator (the agent chose " + agent.Line(ch.Option.Describe(), 120) + ")",
+				Option: o, Index: -1, Note: "replaced by the operator"}, ""
+		}
+	}
+	return ch, ""
 }
 
 // ToolOutput formats the result of the executed call, with a usage notice,

@@ -79,6 +79,16 @@ type Settings struct {
 	// instead of submit and cannot launch subagents itself. Set by the
 	// parent, not by users.
 	Subagent bool `json:"subagent"`
+	// AskHuman asks a person to approve each chosen action before it runs
+	// (a human operation with choices approve and reject): a rejected
+	// action is not run and the actors hear so in a warning.
+	AskHuman bool `json:"ask_human"`
+	// Intervention puts the run in intervention mode: before each chosen
+	// action runs, the run waits for an operator (an intervention
+	// operation) who approves it or replaces it with an action of their
+	// own (POST /runs/{id}/intervene). The run var "intervention" (true)
+	// switches it on from a step on, e.g. in a fork.
+	Intervention bool `json:"intervention"`
 	// Tools are sandbox tools offered to the actors besides triframe's
 	// own, by full name ("text2sql:execute"); the model sees
 	// "text2sql-execute". Native tool calls only (enable_tool_use).
