@@ -28,6 +28,21 @@
 // vLLM token_ids. When the endpoint reports no usage it is estimated
 // (chars/4). Cost is prompt*input_price/1e6 + completion*output_price/1e6.
 //
+// # Images
+//
+// A message's Images (a screenshot a sandbox tool returned, attached by
+// the agents; its text already holds a "[PNG image WxH, N KB]"
+// placeholder) are sent only to a model declared with "vision": true: a
+// user message's images become image_url content parts (data: URLs) after
+// its text; the images of tool messages go in one user message ("The image
+// returned by vm:screenshot (call ID):" and the parts) after the last tool
+// message answering that assistant turn, since the wire takes images in
+// user messages only and nothing may come between tool calls and their
+// answers. Only the latest 3 images of a request are sent; older ones
+// leave a note. A model without vision gets "[1 image not shown: this
+// model takes text only]" appended to the message instead. An image is
+// estimated at 1100 prompt tokens when the endpoint reports no usage.
+//
 // When n > 1 and the endpoint returns fewer choices, the missing ones are
 // requested as parallel single calls; outputs and usage are merged. If one
 // of them fails (after its retries) the whole generate fails.

@@ -55,7 +55,13 @@
 //
 // FormatResult renders a tool result for the model (stdout, "Error: " +
 // stderr, "Exit code: N", python output and error, score, score log), each
-// part trimmed head+tail to an output limit by Trim. UsageNotice renders
+// part trimmed head+tail to an output limit by Trim; a sandbox result
+// carrying a base64 PNG in data.image (vm:screenshot) shows
+// "[PNG image WxH, N KB]" there instead, and ResultImages returns the
+// image, which react, triframe and modular attach to the tool's message
+// (operations.Message.Images, ToolOutput.Images) for the generate handler
+// to send to models with vision (see package handlers/generate). Images
+// are kept in the run's history like the text. UsageNotice renders
 // "N of M tokens used" with warnings at configurable fractions of the
 // chosen limit. Budget.Fit keeps the newest messages that fit a character
 // (or, with a custom Measure, token) budget, never separating a tool call

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -539,5 +540,38 @@ func TestDisplayIsolation(t *testing.T) {
 	}
 	if _, err := png.Decode(bytes.NewReader(img)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfigExample: configs/sandbox/desktop.json (the README's example)
+// is accepted; when xterm is installed its session shows xterm's window.
+func TestConfigExample(t *testing.T) {
+	needDesktop(t, false)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "configs", "sandbox", "desktop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sandbox.ParseConfig(raw, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	if _, err := exec.LookPath("xterm"); err != nil {
+		t.Log("xterm is not installed: the example's session is not started")
+		return
+	}
+	c := sandbox.Caller{Worker: "w"}
+	if env := svc.CreateSession(context.Background(), c, "vm", nil, ""); env.Code != 0 {
+		t.Fatalf("create: %+v", env)
+	}
+	env := svc.Execute(context.Background(), c, sandbox.Action{Action: "vm:screenshot"})
+	data, _ := env.Data.(map[string]any)
+	tree, _ := data["accessibility_tree"].([]Window)
+	if env.Code != 0 || len(tree) != 1 || tree[0].Class != "XTerm" {
+		t.Fatalf("screenshot: %d %s, windows %+v", env.Code, env.Message, tree)
 	}
 }
