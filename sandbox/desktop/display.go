@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,7 +133,7 @@ func Start(ctx context.Context, ws string, o startOptions) (d *Display, err erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStart, err)
 	}
-	d = &Display{Width: o.Width, Height: o.Height, dir: dir, auth: authPath, proc: proc, exited: make(chan struct{})}
+	d = &Display{Num: -1, Width: o.Width, Height: o.Height, dir: dir, auth: authPath, proc: proc, exited: make(chan struct{})}
 	go func() { // owned by d: Close waits for it
 		_, _ = proc.Wait()
 		close(d.exited)
@@ -240,9 +241,31 @@ func (d *Display) Close() error {
 	d.proc.Kill()
 	select {
 	case <-d.exited:
-		return nil
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("display :%d: processes still running 10s after kill", d.Num)
+	}
+	d.removeStaleSocket()
+	return nil
+}
+
+// removeStaleSocket removes the display's socket file that a killed Xvfb
+// left behind, when nothing listens on it any more (a connection is
+// refused). A socket another display has taken since accepts, and stays.
+func (d *Display) removeStaleSocket() {
+	if d.Num < 0 {
+		return
+	}
+	path := fmt.Sprintf("/tmp/.X11-unix/X%d", d.Num)
+	if _, err := os.Lstat(path); err != nil {
+		return
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		_ = os.Remove(path)
 	}
 }
 

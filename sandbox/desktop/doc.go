@@ -28,7 +28,9 @@
 // SIGTERM to Xvfb (which then removes its socket), the launcher exits,
 // and the reaper kills every process left (window manager, application,
 // anything they started, even in another session or process group); after
-// 2 s the reaper kills everything at once. If flock dies, even by kill -9,
+// 2 s the reaper kills everything at once (and the socket a killed Xvfb
+// left is removed once nothing listens on it). A display whose Xvfb died
+// answers 4007 until the session is destroyed. If flock dies, even by kill -9,
 // the reaper's parent-death signal ends the tree the same way.
 //
 // # Input and screenshots

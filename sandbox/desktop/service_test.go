@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -573,5 +574,43 @@ func TestConfigExample(t *testing.T) {
 	tree, _ := data["accessibility_tree"].([]Window)
 	if env.Code != 0 || len(tree) != 1 || tree[0].Class != "XTerm" {
 		t.Fatalf("screenshot: %d %s, windows %+v", env.Code, env.Message, tree)
+	}
+}
+
+// TestDisplayDies: when a session's Xvfb is killed, its calls answer 4007
+// naming the display, and destroy still ends everything.
+func TestDisplayDies(t *testing.T) {
+	needDesktop(t, false)
+	// The workspace is removed on destroy: DISPLAY is written beside it.
+	h := newHarness(t, "", map[string]any{"start_command": `echo "$DISPLAY" > "$PWD.display"; exec sleep 300`, "window_wait_s": 0})
+	ws := h.create("w")
+	testkit.WaitWithin(t, 10*time.Second, "DISPLAY written", func() bool {
+		b, err := os.ReadFile(ws + ".display")
+		return err == nil && strings.HasPrefix(string(b), ":")
+	})
+	auth := []byte("\x00-auth\x00" + filepath.Join(ws, ".desktop", "Xauthority") + "\x00")
+	xvfb := liveProcesses(func(cmd []byte, _ string) bool { return bytes.Contains(cmd, auth) })
+	if len(xvfb) != 1 {
+		t.Fatalf("Xvfb processes %v", xvfb)
+	}
+	if err := syscall.Kill(xvfb[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitWithin(t, 10*time.Second, "calls to answer 4007", func() bool {
+		st, env := h.exec("w", "vm:screenshot", nil)
+		return st == 400 && env.Code == sandbox.CodeResourceNotInitialized && strings.Contains(env.Message, "is gone")
+	})
+	if left := workspaceProcesses(ws); len(left) != 0 {
+		t.Fatalf("processes left after Xvfb died: %v", left)
+	}
+	h.destroy("w")
+	// The socket file the killed Xvfb left is removed with the session.
+	display, err := os.ReadFile(filepath.Join(ws + ".display"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := "/tmp/.X11-unix/X" + strings.TrimPrefix(strings.TrimSpace(string(display)), ":")
+	if _, err := os.Stat(sock); err == nil {
+		t.Fatalf("%s left after destroy", sock)
 	}
 }
