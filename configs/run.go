@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -44,6 +45,13 @@ type RunSettings struct {
 	// hosts (flock serve --sandbox-config); a run with sandbox operations
 	// and neither is refused at start.
 	SandboxURL string `json:"sandbox_url,omitempty"`
+	// SandboxTokenEnv names the environment variable, of the server that
+	// runs the run, holding the bearer token of the sandbox at SandboxURL
+	// (a flock sandbox started with --auth-token). The token itself never
+	// belongs in settings, which are stored with the run: it is read from
+	// the environment at each call and sent only as "Authorization: Bearer".
+	// A run naming a variable that is not set is refused at start.
+	SandboxTokenEnv string `json:"sandbox_token_env,omitempty"`
 }
 
 // Model is one model endpoint.
@@ -247,8 +255,20 @@ func (s *RunSettings) Validate() error {
 			return fieldErr(p+".api_key_env", "must name an environment variable, not hold the key")
 		}
 	}
+	if s.SandboxTokenEnv != "" {
+		// The value is never quoted: it may be the token itself.
+		if !envName.MatchString(s.SandboxTokenEnv) {
+			return fieldErr("sandbox_token_env", "must name an environment variable (letters, digits and _), not hold the token")
+		}
+		if s.SandboxURL == "" {
+			return fieldErr("sandbox_token_env", "is set but sandbox_url is not: the token is only sent to the sandbox at sandbox_url")
+		}
+	}
 	return nil
 }
+
+// envName is the form of an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func validIsolationKind(kind string) bool {
 	return kind == "" || kind == "none" || kind == "bwrap"
@@ -316,6 +336,14 @@ func rejectInlineKeys(doc json.RawMessage) error {
 		for _, k := range []string{"api_key", "key", "token", "authorization"} {
 			if _, ok := top.Models[n][k]; ok {
 				return fieldErr("models."+n+"."+k, "API keys do not belong in settings (they are stored with the run): export the key and name the variable in api_key_env")
+			}
+		}
+	}
+	var sb map[string]json.RawMessage
+	if json.Unmarshal(doc, &sb) == nil {
+		for _, k := range []string{"sandbox_token", "sandbox_auth_token", "sandbox_api_key"} {
+			if _, ok := sb[k]; ok {
+				return fieldErr(k, "tokens do not belong in settings (they are stored with the run): export the token and name the variable in sandbox_token_env")
 			}
 		}
 	}

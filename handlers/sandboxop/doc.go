@@ -18,7 +18,19 @@
 // same envelope: the in-process one goes through JSON as the wire's does.
 // ValidateRun refuses a run whose settings offer a sandbox tool (a
 // "resource:tool" name in the top-level tools list, an agent's) when there
-// is neither, and a sandbox_url that is not http(s).
+// is neither, and a sandbox_url that is not http(s) or carries credentials.
+//
+// # A sandbox with an auth token
+//
+// A remote flock sandbox started with --auth-token refuses calls without
+// it. sandbox_token_env names the environment variable of this server that
+// holds the token (as models name api_key_env); the settings, which are
+// journaled, never hold it. It is read at each call and sent only as
+// "Authorization: Bearer <token>": never in the store, events, logs or
+// errors (an answer quoted in an error has it replaced by "[redacted]"). A
+// variable that is not set refuses the run at start (ErrNoToken); a 401 or
+// 403 of the sandbox fails the op with ErrRefused, naming the route, the
+// sandbox's message and sandbox_token_env.
 //
 // # Tool schemas for agents
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,14 +20,38 @@ import (
 type remote struct {
 	base   string
 	client *http.Client
+	// token is the sandbox's bearer token, read from the variable tokenEnv
+	// names (sandbox_token_env); empty without one. It is sent only in the
+	// Authorization header and never appears in an error.
+	token, tokenEnv string
 }
 
 // The HTTP client has no timeout of its own: each request's ctx bounds it
 // (the call's timeout plus a margin).
 var httpClient = &http.Client{}
 
-func newRemote(base string) remote {
-	return remote{base: strings.TrimRight(base, "/"), client: httpClient}
+func newRemote(base, token, tokenEnv string) remote {
+	return remote{base: strings.TrimRight(base, "/"), client: httpClient, token: token, tokenEnv: tokenEnv}
+}
+
+// redact removes the token from s (an answer quoted in an error).
+func (r remote) redact(s string) string {
+	if r.token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, r.token, "[redacted]")
+}
+
+// refused explains a 401 or 403 of the sandbox, naming sandbox_token_env.
+func (r remote) refused(req *http.Request, status int, msg string) error {
+	hint := "set sandbox_token_env to the name of the environment variable holding its auth token"
+	if r.tokenEnv != "" {
+		hint = "the token in $" + r.tokenEnv + " (sandbox_token_env) was not accepted"
+	}
+	if msg = strings.TrimSpace(r.redact(msg)); len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return fmt.Errorf("%w: sandbox at %s refused %s %s with HTTP %d (%s): %s", ErrRefused, r.base, req.Method, req.URL.Path, status, msg, hint)
 }
 
 // post sends body as JSON and decodes the JSON answer into out, whatever
@@ -45,14 +70,27 @@ func (r remote) post(ctx context.Context, path string, body, out any) error {
 }
 
 func (r remote) do(req *http.Request, out any) error {
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("sandbox at %s: %w", r.base, err)
+		// A url.Error names the URL, never a header.
+		return fmt.Errorf("sandbox at %s: %s", r.base, r.redact(err.Error()))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("sandbox at %s: read answer: %w", r.base, err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		var e struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(raw, &e) != nil || e.Message == "" {
+			e.Message = string(raw)
+		}
+		return r.refused(req, resp.StatusCode, e.Message)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("sandbox at %s: %s %s answered HTTP %d that is not JSON: %w", r.base, req.Method, req.URL.Path, resp.StatusCode, err)
@@ -60,18 +98,24 @@ func (r remote) do(req *http.Request, out any) error {
 	return nil
 }
 
-func (r remote) tool(ctx context.Context, name string) (sandbox.ToolInfo, bool) {
+func (r remote) tool(ctx context.Context, name string) (sandbox.ToolInfo, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/api/v1/tools/"+url.PathEscape(name)+"/schema", nil)
 	if err != nil {
-		return sandbox.ToolInfo{}, false
+		return sandbox.ToolInfo{}, false, fmt.Errorf("sandbox_url: %w", err)
 	}
 	var info sandbox.ToolInfo
-	if r.do(req, &info) != nil || info.ResourceType == "" {
-		return sandbox.ToolInfo{}, false
+	if err := r.do(req, &info); err != nil {
+		if errors.Is(err, ErrRefused) {
+			return sandbox.ToolInfo{}, false, err
+		}
+		return sandbox.ToolInfo{}, false, nil
 	}
-	return info, true
+	if info.ResourceType == "" {
+		return sandbox.ToolInfo{}, false, nil
+	}
+	return info, true, nil
 }
 
 func (r remote) create(ctx context.Context, worker, rt string) (bool, sandbox.Envelope, error) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
@@ -28,6 +29,14 @@ var ErrUnknownTool = errors.New("sandbox: no such sandbox tool")
 
 // ErrBadURL is a sandbox_url that is not an http(s) URL.
 var ErrBadURL = errors.New("sandbox_url must be an http:// or https:// URL")
+
+// ErrNoToken is a sandbox_token_env naming a variable that is not set (or
+// empty) in the server's environment.
+var ErrNoToken = errors.New("sandbox_token_env names an environment variable that is not set on the server")
+
+// ErrRefused is a 401 or 403 of the sandbox at sandbox_url: no token, or
+// the wrong one.
+var ErrRefused = errors.New("sandbox refused the call")
 
 // markerDir is the directory of a run's work directory that remembers
 // which resource types had a session, so that a resumed run knows when its
@@ -64,9 +73,16 @@ func (h *Handler) ValidateRun(run handlers.RunCheck) error {
 	if u := run.Settings.SandboxURL; u != "" {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			if err == nil {
+				u = p.Redacted()
+			}
 			return fmt.Errorf("%w, got %q", ErrBadURL, u)
 		}
-		return nil
+		if p.User != nil {
+			return fmt.Errorf("%w without credentials in it (%s): name the environment variable holding the token in sandbox_token_env", ErrBadURL, p.Redacted())
+		}
+		_, err = token(run.Settings)
+		return err
 	}
 	if h.svc == nil && usesSandboxTools(run.Raw) {
 		return ErrNoSandbox
@@ -100,7 +116,10 @@ func (h *Handler) PrepareRun(ctx context.Context, run handlers.RunCheck) (json.R
 				return nil, err
 			}
 		}
-		info, ok := t.tool(ctx, n)
+		info, ok, err := t.tool(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("tools[%d]: %q: %w", i, n, err)
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: tools[%d]: %q", ErrUnknownTool, i, n)
 		}
@@ -151,7 +170,9 @@ func usesSandboxTools(raw json.RawMessage) bool {
 
 // target is where a run's sandbox calls go.
 type target interface {
-	tool(ctx context.Context, name string) (sandbox.ToolInfo, bool)
+	// tool looks a tool up: ok is false when the sandbox does not have it;
+	// err is a sandbox that refused to answer (ErrRefused).
+	tool(ctx context.Context, name string) (info sandbox.ToolInfo, ok bool, err error)
 	// create creates the worker's session of rt: existed is true when it
 	// was there already.
 	create(ctx context.Context, worker, rt string) (existed bool, env sandbox.Envelope, err error)
@@ -167,9 +188,26 @@ type envelope struct {
 	Meta    json.RawMessage `json:"meta"`
 }
 
+// token reads the sandbox's token from the variable sandbox_token_env
+// names: "" without one, ErrNoToken when it is not set.
+func token(s *configs.RunSettings) (string, error) {
+	if s.SandboxTokenEnv == "" {
+		return "", nil
+	}
+	tok := os.Getenv(s.SandboxTokenEnv)
+	if tok == "" {
+		return "", fmt.Errorf("%w: %s", ErrNoToken, s.SandboxTokenEnv)
+	}
+	return tok, nil
+}
+
 func (h *Handler) target(env handlers.Env) (target, error) {
 	if env.Settings != nil && env.Settings.SandboxURL != "" {
-		return newRemote(env.Settings.SandboxURL), nil
+		tok, err := token(env.Settings)
+		if err != nil {
+			return nil, err
+		}
+		return newRemote(env.Settings.SandboxURL, tok, env.Settings.SandboxTokenEnv), nil
 	}
 	if h.svc != nil {
 		return local{h.svc}, nil
@@ -197,7 +235,11 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		return operations.Failed(req, "%v", err)
 	}
 	recreated := ""
-	if info, ok := t.tool(ctx, p.Action); ok && !info.Stateless {
+	info, ok, err := t.tool(ctx, p.Action)
+	if err != nil {
+		return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
+	}
+	if ok && !info.Stateless {
 		var fail *envelope
 		recreated, fail, err = h.session(ctx, t, env, info.ResourceType)
 		if err != nil {
@@ -295,7 +337,10 @@ func (h *Handler) CloseRun(runID string) {
 // local runs calls on the hosted service.
 type local struct{ svc *sandbox.Service }
 
-func (l local) tool(_ context.Context, name string) (sandbox.ToolInfo, bool) { return l.svc.Tool(name) }
+func (l local) tool(_ context.Context, name string) (sandbox.ToolInfo, bool, error) {
+	info, ok := l.svc.Tool(name)
+	return info, ok, nil
+}
 
 func (l local) create(ctx context.Context, worker, rt string) (bool, sandbox.Envelope, error) {
 	e := l.svc.CreateSession(ctx, sandbox.Caller{Worker: worker}, rt, nil, "")
