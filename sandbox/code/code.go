@@ -92,7 +92,8 @@ func schema(props string, required ...string) json.RawMessage {
 
 const timeoutProp = `"timeout":{"type":"number","description":"seconds before the call is interrupted"}`
 
-// Tools lists code:python, code:bash, code:read and code:write.
+// Tools lists code:python, code:bash, code:read, code:write, code:glob,
+// code:grep and code:edit.
 func (b *Backend) Tools() []sandbox.Tool {
 	return []sandbox.Tool{
 		{
@@ -119,6 +120,32 @@ func (b *Backend) Tools() []sandbox.Tool {
 			Parameters: schema(`"path":{"type":"string","description":"path relative to the workspace"},`+
 				`"content":{"type":"string","description":"the file's new content"}`, "path", "content"),
 			Run: b.write,
+		},
+		{
+			Name:        "code:glob",
+			Description: "List the files of this session's workspace whose path matches a glob pattern (* and ? within a name, ** across directories), sorted; at most 1000.",
+			Parameters: schema(`"pattern":{"type":"string","description":"glob relative to path, e.g. **/*.py"},`+
+				`"path":{"type":"string","description":"directory to search, relative to the workspace (default the workspace)"}`, "pattern"),
+			Run: b.glob,
+		},
+		{
+			Name:        "code:grep",
+			Description: "Search the text files of this session's workspace for a regular expression (RE2 syntax). Returns matches as {path, line, text}, at most max_matches.",
+			Parameters: schema(`"pattern":{"type":"string","description":"regular expression (RE2), matched against each line"},`+
+				`"path":{"type":"string","description":"file or directory to search, relative to the workspace (default the workspace)"},`+
+				`"glob":{"type":"string","description":"only files whose name matches this glob, e.g. *.py (a pattern with / matches the path below path)"},`+
+				`"ignore_case":{"type":"boolean","description":"case-insensitive match"},`+
+				`"max_matches":{"type":"integer","minimum":1,"maximum":1000,"description":"most matching lines returned (default 100)"}`, "pattern"),
+			Run: b.grep,
+		},
+		{
+			Name:        "code:edit",
+			Description: "Replace an exact string in a file of this session's workspace. old_string must occur exactly once unless replace_all is true.",
+			Parameters: schema(`"path":{"type":"string","description":"path relative to the workspace"},`+
+				`"old_string":{"type":"string","description":"the exact text to replace (whitespace and line breaks included)"},`+
+				`"new_string":{"type":"string","description":"the replacement text"},`+
+				`"replace_all":{"type":"boolean","description":"replace every occurrence (default false)"}`, "path", "old_string", "new_string"),
+			Run: b.edit,
 		},
 	}
 }

@@ -21,11 +21,33 @@
 //   - code:read {path} → {path, content, size}: a file of the workspace.
 //   - code:write {path, content} → {path, size}: creates or replaces a file
 //     of the workspace, creating parent directories.
+//   - code:glob {pattern, path?} → {pattern, path, matches, count,
+//     truncated}: the regular files beneath path (default the workspace)
+//     whose path relative to it matches pattern (* and ? within a name,
+//     [...] classes, ** across directories), relative to the workspace and
+//     sorted; at most 1000 (MaxGlobMatches), then truncated is true.
+//   - code:grep {pattern, path?, glob?, ignore_case?, max_matches?} →
+//     {pattern, path, matches: [{path, line, text}], count, truncated,
+//     files_searched}: lines matching an RE2 regular expression in the file
+//     path names or the files beneath it, optionally only those whose name
+//     matches glob; at most max_matches (default 100, at most 1000) lines,
+//     each cut at 500 bytes. Files larger than max_file_size and binary
+//     files (a NUL byte in the first 8000 bytes) are not searched. A bad
+//     expression or glob is 4000 naming it.
+//   - code:edit {path, old_string, new_string, replace_all?} → {path,
+//     replacements, size}: replaces the exact old_string, which must occur
+//     once unless replace_all is true. An empty old_string, old_string
+//     equal to new_string, a string not found, or one found n times without
+//     replace_all is 4000, naming the file (and n).
 //
 // Paths are relative to the workspace (an absolute path is accepted only
 // when it lies inside it). They are opened through an os.Root on the
 // workspace, so neither ".." nor a symbolic link can reach outside it; such a
-// path is refused with 4000, as is a missing file.
+// path is refused with 4000, as is a missing file. glob and grep walk the
+// tree through the same root: a link to a file inside counts as a file, a
+// link to a directory is not descended (no loops), and a link leading out
+// of the workspace is skipped, never read; a glob pattern may not be
+// absolute or hold "..".
 //
 // Destroying the session (or its expiry) kills the interpreter and the
 // shell with every process they started (internal/reaper); the core
