@@ -52,6 +52,11 @@ type RunSettings struct {
 	// the environment at each call and sent only as "Authorization: Bearer".
 	// A run naming a variable that is not set is refused at start.
 	SandboxTokenEnv string `json:"sandbox_token_env,omitempty"`
+	// ReplayFrom names a recorded run whose generate results answer this
+	// run's generates with the same request (same prompt → same recorded
+	// reply, no tokens paid); a request the recorded run never made goes
+	// to the live model. Usage counts replay_hits and replay_misses.
+	ReplayFrom string `json:"replay_from,omitempty"`
 }
 
 // Model is one model endpoint.

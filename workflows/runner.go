@@ -400,10 +400,18 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 	if res.Error != "" {
 		status = "error"
 	}
+	replay := ""
+	switch ef := res.Effects(op.Request, operations.RunUsage{}); {
+	case ef.Usage.ReplayHits > 0:
+		replay = operations.ReplayHit
+	case ef.Usage.ReplayMisses > 0:
+		replay = operations.ReplayMiss
+	}
 	data, _ := json.Marshal(struct {
 		DurationMS int64  `json:"duration_ms"`
 		Error      string `json:"error,omitempty"`
-	}{end.Sub(start).Milliseconds(), res.Error})
+		Replay     string `json:"replay,omitempty"`
+	}{end.Sub(start).Milliseconds(), res.Error, replay})
 	ev := state.Event{Time: end, Type: "op", Status: status, Phase: op.Phase, Step: op.Step,
 		OpID: op.ID, Kind: string(kind), Data: data}
 	if r.outstanding.Add(-1) == 0 {

@@ -104,6 +104,7 @@ type Handler struct {
 	transport *captureTransport
 
 	scripts *scripts
+	replays *replays
 	// notice is the shortest limiter wait announced through Env.Waiting
 	// (waitingNotice; tests shorten it). Read-only after New.
 	notice time.Duration
@@ -139,6 +140,7 @@ func (h *Handler) init(opts Options) {
 	h.shared = map[sharedKey]*limiter{}
 	h.runLimiters = map[string]map[string]*limiter{}
 	h.scripts = newScripts()
+	h.replays = newReplays()
 	h.notice = waitingNotice
 	if h.getenv == nil {
 		h.getenv = os.Getenv
@@ -167,6 +169,18 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	}
 	start := time.Now()
 	var out *operations.GenerateResult
+	replay := ""
+	if src := replayFrom(env); src != "" {
+		hit, ok, err := h.replays.reply(ctx, h.opts.Journal, src, env.RunID, env.WorkDir, env.OpID, g)
+		if err != nil {
+			return operations.Failed(req, "generate: %v", err)
+		}
+		if ok {
+			hit.DurationMS = time.Since(start).Milliseconds()
+			return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Generate: hit}
+		}
+		replay = operations.ReplayMiss
+	}
 	switch m.provider {
 	case ProviderSimulated:
 		outs := simulated.Reply(req.Meta, g)
@@ -182,7 +196,16 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	}
 	out.Usage.Cost = m.cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	out.DurationMS = time.Since(start).Milliseconds()
+	out.Replay = replay
 	return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Generate: out}
+}
+
+// replayFrom is the run's replay_from setting.
+func replayFrom(env handlers.Env) string {
+	if env.Settings == nil {
+		return ""
+	}
+	return env.Settings.ReplayFrom
 }
 
 // CheckSettings reports, for the models a workflow will use, the problems
@@ -223,6 +246,7 @@ func (h *Handler) CheckSettings(s *configs.RunSettings, models []string) error {
 // CloseRun forgets the scripted cursors and the own rate limiters of a run.
 func (h *Handler) CloseRun(runID string) {
 	h.scripts.closeRun(runID)
+	h.replays.closeRun(runID)
 	h.closeRunLimiters(runID)
 }
 

@@ -26,6 +26,9 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 // ValidateRun checks that every model the run's settings name resolves
 // and, in live mode, has its API key (see CheckSettings).
 func (h *Handler) ValidateRun(run handlers.RunCheck) error {
+	if err := h.checkReplaySource(run.Settings.ReplayFrom); err != nil {
+		return err
+	}
 	return h.CheckSettings(run.Settings, ModelsOf(run.Raw))
 }
 

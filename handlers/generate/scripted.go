@@ -248,7 +248,8 @@ func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) 
 		}
 		for _, op := range ops {
 			g := op.Request.Generate
-			if op.Status == state.OpDone && op.ID != opID && g != nil && g.Model == key {
+			replayed := op.Result != nil && op.Result.Generate != nil && op.Result.Generate.Replay == operations.ReplayHit
+			if op.Status == state.OpDone && op.ID != opID && g != nil && g.Model == key && !replayed {
 				c.consume(g)
 			}
 		}
