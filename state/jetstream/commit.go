@@ -27,6 +27,8 @@ const (
 	// on: a message whose base is below the run's current revision and
 	// lies past its log's tip belongs to a commit that can no longer apply.
 	hdrBase = "Flock-Base"
+	// hdrCommit is the nonce of the commit that appended a message.
+	hdrCommit = "Flock-Commit"
 	// hdrFirst is the number of a message's first item (entries, events).
 	hdrFirst = "Flock-First"
 	// hdrBlob names the object holding a message's payload when it was
@@ -34,8 +36,10 @@ const (
 	hdrBlob = "Flock-Blob"
 )
 
-// maxAttempts bounds the retries of one commit against fences that moved.
-const maxAttempts = 64
+// maxAttempts bounds the retries of one commit against fences that moved
+// (each retry follows another commit's progress; Options.WriteTimeout
+// bounds them in time).
+const maxAttempts = 10000
 
 // errStale says that a fence moved under a commit: reload and try again.
 var errStale = errors.New("stale")
@@ -51,6 +55,8 @@ type prepared struct {
 	ops     []preparedOp  // in c.Ops order
 	chunks  []state.Chunk // chunks the pending ops refer to
 	events  []state.Event // copies of c.Events
+	// acks are the log messages earlier attempts appended, by log kind.
+	acks map[string]appended
 	// results are the result records to write, by op: a pending write
 	// of the same op later in c.Ops drops an earlier result.
 	results map[opKey][]byte
@@ -108,7 +114,8 @@ func (s *Store) prepare(c *state.Commit) (*prepared, error) {
 	if err := checkRunID(id); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
-	p := &prepared{c: c, key: runKey(id), nonce: nuid.Next(), results: map[opKey][]byte{}}
+	p := &prepared{c: c, key: runKey(id), nonce: nuid.Next(),
+		results: map[opKey][]byte{}, acks: map[string]appended{}}
 	if c.Run != nil {
 		h := *c.Run
 		if h.ID == "" {
@@ -243,14 +250,15 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 				fresh = true
 				continue
 			}
-			// The outcome is unknown: the update may have applied.
-			// The leader's head says.
-			now, lerr := s.load(rctx, p.key, true)
-			if lerr == nil && now.env.Commit == p.nonce {
-				rev = now.rev
-			} else {
-				return fmt.Errorf("commit to run %s: write head: %w", id, err)
+			applied, rerr := s.settle(rctx, p, err)
+			if rerr != nil {
+				return rerr
 			}
+			if !applied {
+				return fmt.Errorf("commit to run %s: not applied: write head: %w", id, err)
+			}
+			now, _ := s.load(rctx, p.key, false)
+			rev = now.rev
 		}
 		s.txs.Add(1)
 		s.bytes.Add(uint64(len(val)) + w.bytes)
@@ -263,6 +271,37 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 		}
 		return nil
 	}
+}
+
+// settle decides the outcome of a commit whose head write failed without
+// an answer (a timeout, a lost connection): the write may still apply.
+// If the leader's envelope is the commit's, it applied; otherwise settle
+// rewrites that envelope unchanged, which bumps its revision so that the
+// lost write, expecting the older one, can never apply later. It returns
+// an error when neither could be done: the outcome is then unknown.
+func (s *Store) settle(ctx context.Context, p *prepared, cause error) (applied bool, err error) {
+	for range maxAttempts {
+		now, err := s.load(ctx, p.key, true)
+		if err != nil {
+			break
+		}
+		if now.env.Commit == p.nonce {
+			return true, nil
+		}
+		raw := now.raw
+		if raw == nil {
+			raw, _ = json.Marshal(now.env)
+		}
+		_, err = s.heads.Update(ctx, p.key, raw, now.rev)
+		if err == nil {
+			s.forget(p.key)
+			return false, nil
+		}
+		if !isWrongLast(err) {
+			break
+		}
+	}
+	return false, fmt.Errorf("commit to run %s: outcome unknown: write head: %w", p.c.RunID, cause)
 }
 
 // write is one attempt of a commit: the messages to append, per log, and
@@ -308,6 +347,7 @@ func (s *Store) plan(p *prepared, cur cached) (*write, error) {
 		m := nats.NewMsg(s.subject(p.key, kind))
 		m.Header.Set(jetstream.MsgIDHeader, p.key+"."+kind+"."+first+"@"+base+"."+p.nonce)
 		m.Header.Set(hdrBase, base)
+		m.Header.Set(hdrCommit, p.nonce)
 		m.Data = data
 		w.bytes += uint64(len(data))
 		return m
@@ -439,8 +479,9 @@ func joinArray(vs [][]byte) []byte {
 
 // appendLogs writes the chunks, then appends w's messages to their logs in
 // parallel, each fenced on its log's tip in cur, and records the new tips
-// and marks in w.env. It returns errStale when a fence failed (after
-// clearing what blocked it, see resolveTail).
+// and marks in w.env. A log appended by an earlier attempt of the same
+// commit on the same head is not appended again. It returns errStale when
+// a fence failed (after clearing what blocked it, see resolveTail).
 func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *write) error {
 	n, err := s.putChunks(ctx, w.chunks)
 	if err != nil {
@@ -454,6 +495,9 @@ func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *writ
 	var futs []pending
 	for i, m := range w.msgs {
 		if m == nil {
+			continue
+		}
+		if a, ok := p.acks[kinds[i]]; ok && a.base == cur.rev {
 			continue
 		}
 		if len(m.Data) > s.opts.BlobThreshold {
@@ -472,19 +516,10 @@ func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *writ
 	}
 	var stale []string
 	var errs []error
-	minSeq := uint64(math.MaxUint64)
 	for _, pf := range futs {
 		select {
 		case ack := <-pf.fut.Ok():
-			w.env.Tips[kindIndex(pf.kind)] = ack.Sequence
-			switch pf.kind {
-			case kindEntry:
-				w.env.EntryMarks = addMark(w.env.EntryMarks, mark{p.c.Entries[0].Seq, ack.Sequence})
-			case kindEvent:
-				w.env.EventMarks = addMark(w.env.EventMarks, mark{w.firstEvent, ack.Sequence})
-			case kindOp, kindResult:
-				minSeq = min(minSeq, ack.Sequence)
-			}
+			p.acks[pf.kind] = appended{base: cur.rev, seq: ack.Sequence}
 		case err := <-pf.fut.Err():
 			if isWrongLast(err) {
 				stale = append(stale, pf.kind)
@@ -498,18 +533,47 @@ func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *writ
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if len(stale) > 0 {
-		for _, kind := range stale {
-			if err := s.resolveTail(ctx, p.key, kind, cur); err != nil {
-				return err
-			}
+	retry := false
+	for _, kind := range stale {
+		seq, err := s.resolveTail(ctx, p, kind, cur)
+		switch {
+		case err == nil: // our own message, from an earlier attempt
+			p.acks[kind] = appended{base: cur.rev, seq: seq}
+		case errors.Is(err, errStale):
+			retry = true
+		default:
+			return err
 		}
+	}
+	if retry {
 		return errStale
+	}
+	minSeq := uint64(math.MaxUint64)
+	for i, m := range w.msgs {
+		if m == nil {
+			continue
+		}
+		seq := p.acks[kinds[i]].seq
+		w.env.Tips[i] = seq
+		switch kinds[i] {
+		case kindEntry:
+			w.env.EntryMarks = addMark(w.env.EntryMarks, mark{p.c.Entries[0].Seq, seq})
+		case kindEvent:
+			w.env.EventMarks = addMark(w.env.EventMarks, mark{w.firstEvent, seq})
+		case kindOp, kindResult:
+			minSeq = min(minSeq, seq)
+		}
 	}
 	if w.opStep != 0 && minSeq != math.MaxUint64 {
 		w.env.OpFrom = minSeq
 	}
 	return nil
+}
+
+// appended is a log message a commit appended, and the head revision
+// its attempt was based on.
+type appended struct {
+	base, seq uint64
 }
 
 // resolveTail handles a failed append fence on log kind of run key: the
@@ -520,45 +584,62 @@ func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *writ
 // cur's revision belong to a commit in flight, which is given
 // Options.OrphanWait to finish before the head is rewritten unchanged
 // (bumping its revision), which makes them dead too. It returns errStale
-// when the caller should reload and retry.
-func (s *Store) resolveTail(ctx context.Context, key, kind string, cur cached) error {
+// when the caller should reload and retry, and the message's sequence if
+// the message past the tip is p's own, appended on cur by an earlier
+// attempt whose acknowledgement was lost.
+func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur cached) (uint64, error) {
+	key := p.key
 	subj := s.subject(key, kind)
 	tip := cur.env.tip(kind)
 	deadline := time.Now().Add(s.opts.OrphanWait)
+	retracted := false
 	for wait := 500 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		now, err := s.load(ctx, key, true)
 		if err != nil {
-			return fmt.Errorf("append %s: read head: %w", kind, err)
+			return 0, fmt.Errorf("append %s: read head: %w", kind, err)
 		}
 		if now.rev != cur.rev {
-			return errStale
+			return 0, errStale
 		}
 		last, err := s.runs.GetLastMsgForSubject(ctx, subj)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return errStale
+			return 0, errStale
 		}
 		if err != nil {
-			return fmt.Errorf("append %s: read log tail: %w", kind, err)
+			return 0, fmt.Errorf("append %s: read log tail: %w", kind, err)
 		}
 		if last.Sequence <= tip {
-			return errStale // cleared by someone else
+			return 0, errStale // cleared by someone else
 		}
 		base, _ := strconv.ParseUint(last.Header.Get(hdrBase), 10, 64)
+		if base == cur.rev && last.Header.Get(hdrCommit) == p.nonce {
+			return last.Sequence, nil
+		}
+		if base == cur.rev && !retracted && p.nonce > last.Header.Get(hdrCommit) {
+			// Another commit on the same head holds this log; if it
+			// waits for a log this commit holds, neither can finish.
+			// The commit with the greater nonce gives way: it deletes
+			// what it appended, then waits like the other.
+			if err := s.retract(ctx, p, cur.rev); err != nil {
+				return 0, err
+			}
+			retracted = true
+		}
 		if base < cur.rev {
 			// Dead: delete it, and any other dead message past the tip.
 			for last.Sequence > tip {
 				if err := s.runs.DeleteMsg(ctx, last.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-					return fmt.Errorf("append %s: delete dead message %d: %w", kind, last.Sequence, err)
+					return 0, fmt.Errorf("append %s: delete dead message %d: %w", kind, last.Sequence, err)
 				}
 				last, err = s.runs.GetLastMsgForSubject(ctx, subj)
 				if errors.Is(err, jetstream.ErrMsgNotFound) {
 					break
 				}
 				if err != nil {
-					return fmt.Errorf("append %s: read log tail: %w", kind, err)
+					return 0, fmt.Errorf("append %s: read log tail: %w", kind, err)
 				}
 			}
-			return errStale
+			return 0, errStale
 		}
 		if time.Now().After(deadline) {
 			// Presumed dead: rewrite the head unchanged so that its
@@ -568,18 +649,33 @@ func (s *Store) resolveTail(ctx context.Context, key, kind string, cur cached) e
 				raw, _ = json.Marshal(now.env)
 			}
 			if _, err := s.heads.Update(ctx, key, raw, now.rev); err != nil && !isWrongLast(err) {
-				return fmt.Errorf("append %s: fence off a stalled commit: %w", kind, err)
+				return 0, fmt.Errorf("append %s: fence off a stalled commit: %w", kind, err)
 			}
-			return errStale
+			return 0, errStale
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("append %s: %w", kind, ctx.Err())
+			return 0, fmt.Errorf("append %s: %w", kind, ctx.Err())
 		case <-t.C:
 		}
 	}
+}
+
+// retract deletes the log messages p appended on head revision base,
+// which it has not written: they were never visible.
+func (s *Store) retract(ctx context.Context, p *prepared, base uint64) error {
+	for kind, a := range p.acks {
+		if a.base != base {
+			continue
+		}
+		if err := s.runs.DeleteMsg(ctx, a.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("append %s: retract message %d: %w", kind, a.seq, err)
+		}
+		delete(p.acks, kind)
+	}
+	return nil
 }
 
 // putChunks stores each chunk under its key unless present, and returns

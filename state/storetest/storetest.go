@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"DoneWithoutPending", testDoneWithoutPending},
 		{"BigRecords", testBigRecords},
 		{"ConcurrentRuns", testConcurrentRuns},
+		{"ConcurrentCommitsOneRun", testConcurrentCommitsOneRun},
 		{"OddRunIDs", testOddRunIDs},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
@@ -1025,6 +1026,54 @@ func testConcurrentRuns(t *testing.T, s state.Store) {
 	}
 	if unf, _ := s.Unfinished(ctx); len(unf) != 0 {
 		t.Fatalf("%d unfinished runs", len(unf))
+	}
+}
+
+// testConcurrentCommitsOneRun: unfenced commits to one run from many
+// goroutines at once all apply, each atomically: the logs hold every
+// commit's records, numbered without gaps or duplicates.
+func testConcurrentCommitsOneRun(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	const writers, commits = 8, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range commits {
+				evs := testEvents(2)
+				evs[0].Message, evs[1].Message = fmt.Sprint(w, "/", i, "a"), fmt.Sprint(w, "/", i, "b")
+				c := &state.Commit{RunID: "r", Events: evs,
+					Ops: []state.Op{testOp("r", uint64(w*commits+i+1), 0, state.OpPending)}}
+				if err := s.Commit(ctx, c); err != nil {
+					errs <- err
+					return
+				}
+				if c.Events[1].Seq != c.Events[0].Seq+1 {
+					errs <- fmt.Errorf("commit %d/%d got event seqs %d, %d", w, i, c.Events[0].Seq, c.Events[1].Seq)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, "r", 0, 0)
+	if err != nil || len(evs) != 2*writers*commits {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	for i, e := range evs {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+		if i%2 == 1 && e.Message != strings.TrimSuffix(evs[i-1].Message, "a")+"b" {
+			t.Fatalf("events of one commit split: %q then %q", evs[i-1].Message, e.Message)
+		}
+	}
+	if ops, err := s.Ops(ctx, "r", "", 0); err != nil || len(ops) != writers*commits {
+		t.Fatalf("%d ops, %v", len(ops), err)
 	}
 }
 

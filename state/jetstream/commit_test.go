@@ -1,0 +1,347 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/record"
+	"github.com/flockrun/flock/state"
+)
+
+func mustCommit(tb testing.TB, s state.Store, c *state.Commit) {
+	tb.Helper()
+	if err := s.Commit(context.Background(), c); err != nil {
+		tb.Fatalf("Commit(%s): %v", c.RunID, err)
+	}
+}
+
+// step is the commit of one phase transition of run id at step n: head,
+// one entry, one pending op, one event.
+func step(id string, n, expect uint64, status state.Status) *state.Commit {
+	return &state.Commit{RunID: id, ExpectRevision: expect,
+		Run:     &state.Run{ID: id, Workflow: "w", Status: status, Step: n, Entries: n, Phase: fmt.Sprint("p", n)},
+		Entries: []record.Entry{{Seq: n, Type: "log", Step: n, Data: json.RawMessage(fmt.Sprint(n))}},
+		Ops: []state.Op{{ID: state.OpID(id, n, 0), RunID: id, Step: n, Status: state.OpPending,
+			Request: operations.NewBash(fmt.Sprint("echo ", n), 0)}},
+		Events: []state.Event{{Type: "phase", Step: n, Message: fmt.Sprint("step ", n)}},
+	}
+}
+
+// crash runs the first half of a commit, the log appends, and stops before
+// the head write, as a node killed at that point would. It returns the
+// stream sequences it appended.
+func crash(tb testing.TB, s *Store, c *state.Commit) []uint64 {
+	tb.Helper()
+	ctx := context.Background()
+	p, err := s.prepare(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cur, err := s.load(ctx, p.key, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w, err := s.plan(p, cur)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.appendLogs(ctx, p, cur, w); err != nil {
+		tb.Fatalf("appends of the crashing commit: %v", err)
+	}
+	var seqs []uint64
+	for i, m := range w.msgs {
+		if m != nil {
+			seqs = append(seqs, w.env.Tips[i])
+		}
+	}
+	return seqs
+}
+
+// view is what a reader sees of a run: head, entries, ops, events.
+func view(tb testing.TB, s state.Store, id string) string {
+	tb.Helper()
+	ctx := context.Background()
+	h, err := s.Run(ctx, id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	es, err := s.Entries(ctx, id, 0, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ops, err := s.Ops(ctx, id, "", 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	evs, err := s.Events(ctx, id, 0, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := json.Marshal([]any{h, es, ops, evs})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// gone fails unless every one of seqs was deleted from the runs stream.
+func gone(tb testing.TB, s *Store, seqs []uint64) {
+	tb.Helper()
+	for _, seq := range seqs {
+		if _, err := s.runs.GetMsg(context.Background(), seq); !errors.Is(err, jetstream.ErrMsgNotFound) {
+			tb.Fatalf("message %d of a commit that never applied is still in the stream: %v", seq, err)
+		}
+	}
+}
+
+// TestCrashBetweenAppendsAndHead: a commit whose node died after its log
+// appends and before its head write reads as not applied, from any node;
+// the run's next commit applies (after Options.OrphanWait, since the dead
+// commit was based on the current head) and deletes the dead appends.
+func TestCrashBetweenAppendsAndHead(t *testing.T) {
+	servers := []*server.Server{startServer(t)}
+	a := openStore(t, servers, Options{OrphanWait: 100 * time.Millisecond})
+	mustCommit(t, a, step("r", 1, 0, state.StatusRunning))
+	before := view(t, a, "r")
+
+	dead := crash(t, a, step("r", 2, 1, state.StatusRunning))
+	if len(dead) != 3 { // entry, op, event
+		t.Fatalf("the crashing commit appended %d messages, want 3", len(dead))
+	}
+	b := openStore(t, servers, Options{Prefix: a.opts.Prefix, OrphanWait: 100 * time.Millisecond})
+	if got := view(t, b, "r"); got != before {
+		t.Fatalf("a commit without its head write is visible:\nbefore %s\nafter  %s", before, got)
+	}
+
+	// Another node takes the run over and commits step 2 its own way.
+	next := step("r", 2, 1, state.StatusRunning)
+	next.Entries[0].Data = json.RawMessage(`"node b"`)
+	start := time.Now()
+	mustCommit(t, b, next)
+	t.Logf("commit over a dead commit's appends took %v (OrphanWait 100ms)", time.Since(start).Round(time.Millisecond))
+	gone(t, b, dead)
+	es, err := b.Entries(context.Background(), "r", 0, 0)
+	if err != nil || len(es) != 2 || string(es[1].Data) != `"node b"` {
+		t.Fatalf("entries after the takeover: %+v %v", es, err)
+	}
+	if got, want := view(t, a, "r"), view(t, b, "r"); got != want {
+		t.Fatalf("nodes disagree:\na %s\nb %s", got, want)
+	}
+
+	// A dead commit based on an older head is deleted without waiting.
+	dead = crash(t, b, step("r", 3, 2, state.StatusRunning))
+	mustCommit(t, b, &state.Commit{RunID: "r", ExpectRevision: 2, Run: &state.Run{ID: "r", Workflow: "w", Status: state.StatusPaused, Step: 2, Entries: 2}})
+	slow := openStore(t, servers, Options{Prefix: a.opts.Prefix, OrphanWait: time.Hour})
+	start = time.Now()
+	mustCommit(t, slow, step("r", 3, 3, state.StatusSucceeded))
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("commit over appends of an outdated commit waited %v", d)
+	}
+	gone(t, slow, dead)
+	h, err := a.Run(context.Background(), "r")
+	if err != nil || h.Revision != 4 || h.Status != state.StatusSucceeded {
+		t.Fatalf("head %+v %v", h, err)
+	}
+	if es, _ := a.Entries(context.Background(), "r", 0, 0); len(es) != 3 {
+		t.Fatalf("%d entries, want 3", len(es))
+	}
+}
+
+// TestZombieFenced runs the takeover of a run on one server and on a
+// three-node cluster (the nodes' clients connected to different servers).
+func TestZombieFenced(t *testing.T) {
+	t.Run("R1", func(t *testing.T) {
+		servers := []*server.Server{startServer(t)}
+		testZombieFenced(t, servers[:1], servers[:1], 1)
+	})
+	t.Run("R3", func(t *testing.T) {
+		servers := startCluster(t, 3)
+		testZombieFenced(t, servers[:1], servers[1:], 3)
+	})
+}
+
+// testZombieFenced: node a drives a run, loses its lease while paused; node
+// b claims the run, reads everything a acknowledged, and commits; a wakes
+// up and commits from what it knew: fenced, nothing of it visible, its
+// renew refused.
+func testZombieFenced(t *testing.T, sa, sb []*server.Server, replicas int) {
+	ctx := context.Background()
+	a := openStore(t, sa, Options{Replicas: replicas})
+	if _, err := a.Claim(ctx, "r", "a", 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	var rev uint64
+	for n := uint64(1); n <= 5; n++ {
+		c := step("r", n, rev, state.StatusRunning)
+		mustCommit(t, a, c)
+		rev = c.Run.Revision
+	}
+	acked := view(t, a, "r")
+
+	b := openStore(t, sb, Options{Prefix: a.opts.Prefix, Replicas: replicas})
+	testkit.CheckFor(t, 10*time.Second, func() error {
+		_, err := b.Claim(ctx, "r", "b", time.Minute)
+		return err
+	})
+	if got := view(t, b, "r"); got != acked {
+		t.Fatalf("the new owner reads less than was acknowledged:\nacked %s\nread  %s", acked, got)
+	}
+	h, err := b.Run(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, b, step("r", 6, h.Revision, state.StatusRunning))
+	after := view(t, b, "r")
+
+	zombie := step("r", 6, rev, state.StatusRunning)
+	zombie.Entries[0].Data = json.RawMessage(`"zombie"`)
+	if err := a.Commit(ctx, zombie); !errors.Is(err, state.ErrFenced) {
+		t.Fatalf("zombie commit: %v, want ErrFenced", err)
+	}
+	if _, err := a.Renew(ctx, "r", "a", time.Minute); !errors.Is(err, state.ErrLeaseLost) {
+		t.Fatalf("zombie renew: %v, want ErrLeaseLost", err)
+	}
+	if got := view(t, a, "r"); got != after {
+		t.Fatalf("the zombie's commit is visible:\nwant %s\ngot  %s", after, got)
+	}
+}
+
+// TestLeaderLoss kills the server leading the runs stream of a three-node
+// cluster after a run's commits were acknowledged: the other nodes elect
+// new leaders, every acknowledged commit reads back through them, and
+// commits go on.
+func TestLeaderLoss(t *testing.T) {
+	ctx := context.Background()
+	servers := startCluster(t, 3)
+	a := openStore(t, servers, Options{Replicas: 3})
+	var rev uint64
+	for n := uint64(1); n <= 20; n++ {
+		c := step("r", n, rev, state.StatusRunning)
+		mustCommit(t, a, c)
+		rev = c.Run.Revision
+	}
+	acked := view(t, a, "r")
+	info, err := a.runs.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []*server.Server
+	for _, s := range servers {
+		if s.Name() == info.Cluster.Leader {
+			s.Shutdown()
+			s.WaitForShutdown()
+			continue
+		}
+		rest = append(rest, s)
+	}
+	if len(rest) != 2 {
+		t.Fatalf("leader %q not among the servers", info.Cluster.Leader)
+	}
+	start := time.Now()
+	b := openStoreRetry(t, rest, Options{Prefix: a.opts.Prefix, Replicas: 3})
+	var got string
+	testkit.CheckFor(t, 20*time.Second, func() error {
+		got, err = tryView(b, "r")
+		return err
+	})
+	t.Logf("reads served %v after the leader's loss", time.Since(start).Round(time.Millisecond))
+	if got != acked {
+		t.Fatalf("acknowledged commits lost with the leader:\nacked %s\nread  %s", acked, got)
+	}
+	mustCommit(t, b, step("r", 21, rev, state.StatusSucceeded))
+	if es, _ := b.Entries(ctx, "r", 0, 0); len(es) != 21 {
+		t.Fatalf("%d entries, want 21", len(es))
+	}
+}
+
+// openStoreRetry opens a store while the cluster may still be electing
+// leaders.
+func openStoreRetry(tb testing.TB, servers []*server.Server, opts Options) *Store {
+	tb.Helper()
+	nc := connect(tb, servers...)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var s *Store
+	testkit.CheckFor(tb, 20*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err = Open(ctx, js, opts)
+		return err
+	})
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func tryView(s state.Store, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	h, err := s.Run(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	es, err := s.Entries(ctx, id, 0, 0)
+	if err != nil {
+		return "", err
+	}
+	ops, err := s.Ops(ctx, id, "", 0)
+	if err != nil {
+		return "", err
+	}
+	evs, err := s.Events(ctx, id, 0, 0)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal([]any{h, es, ops, evs})
+	return string(b), err
+}
+
+// TestOpenBadOptions: invalid options are refused with an error naming
+// what is wrong.
+func TestOpenBadOptions(t *testing.T) {
+	servers := []*server.Server{startServer(t)}
+	js, err := jetstream.New(connect(t, servers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"prefix with a dot", Options{Prefix: "a.b"}, "prefix"},
+		{"prefix with a wildcard", Options{Prefix: "a*"}, "prefix"},
+		{"replicas", Options{Replicas: 7}, "replicas"},
+		{"negative replicas", Options{Replicas: -1}, "replicas"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Open(context.Background(), js, tt.opts)
+			if !errors.Is(err, ErrOptions) || !strings.Contains(strings.ToLower(err.Error()), tt.want) {
+				t.Fatalf("Open: %v, want ErrOptions naming %s", err, tt.want)
+			}
+		})
+	}
+	if _, err := Open(context.Background(), nil, Options{}); !errors.Is(err, ErrOptions) {
+		t.Fatalf("Open(nil): %v", err)
+	}
+	// R3 on a single server cannot be placed: Open says so.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := Open(ctx, js, Options{Prefix: "r3", Replicas: 3}); err == nil {
+		t.Fatal("R3 opened on one server")
+	} else {
+		t.Log(err)
+	}
+}
