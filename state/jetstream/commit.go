@@ -250,14 +250,16 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 				fresh = true
 				continue
 			}
-			applied, rerr := s.settle(rctx, p, err)
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WriteTimeout)
+			applied, rerr := s.settle(sctx, p, err)
+			scancel()
 			if rerr != nil {
 				return rerr
 			}
 			if !applied {
 				return fmt.Errorf("commit to run %s: not applied: write head: %w", id, err)
 			}
-			now, _ := s.load(rctx, p.key, false)
+			now, _ := s.load(context.WithoutCancel(ctx), p.key, false) // cached by settle
 			rev = now.rev
 		}
 		s.txs.Add(1)

@@ -345,3 +345,58 @@ func TestOpenBadOptions(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// TestSettle: a head write whose answer was lost is settled: applied if
+// the leader's head is the commit's, otherwise fenced off, so that the
+// lost write, arriving late, cannot apply.
+func TestSettle(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, []*server.Server{startServer(t)}, Options{})
+	mustCommit(t, s, step("r", 1, 0, state.StatusRunning))
+	c := step("r", 2, 1, state.StatusRunning)
+	p, err := s.prepare(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := s.load(ctx, p.key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.plan(p, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.appendLogs(ctx, p, cur, w); err != nil {
+		t.Fatal(err)
+	}
+	val, err := json.Marshal(w.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := errors.New("timeout")
+
+	// The write never reached the server: settle fences it off.
+	applied, err := s.settle(ctx, p, lost)
+	if err != nil || applied {
+		t.Fatalf("settle of a write that did not apply: applied %v, %v", applied, err)
+	}
+	if _, err := s.heads.Update(ctx, p.key, val, cur.rev); !isWrongLast(err) {
+		t.Fatalf("the lost write applied after settle: %v", err)
+	}
+	if h, _ := s.Run(ctx, "r"); h.Step != 1 {
+		t.Fatalf("head after a settled-off write: step %d", h.Step)
+	}
+
+	// The write applied but its answer was lost: settle says applied.
+	now, err := s.load(ctx, p.key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.heads.Update(ctx, p.key, val, now.rev); err != nil {
+		t.Fatal(err)
+	}
+	applied, err = s.settle(ctx, p, lost)
+	if err != nil || !applied {
+		t.Fatalf("settle of a write that applied: applied %v, %v", applied, err)
+	}
+}

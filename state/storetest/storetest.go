@@ -345,6 +345,12 @@ func testNotFound(t *testing.T, s state.Store) {
 
 func testRuns(t *testing.T, s state.Store) {
 	ctx := context.Background()
+	if got, next, err := s.Runs(ctx, state.RunFilter{}); err != nil || len(got) != 0 || next != "" {
+		t.Fatalf("runs of an empty store: %d next %q %v", len(got), next, err)
+	}
+	if got, err := s.Unfinished(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("unfinished runs of an empty store: %d %v", len(got), err)
+	}
 	// Ids sort in creation order, as the executor generates them.
 	type run struct {
 		id, wf, parent string
