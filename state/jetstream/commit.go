@@ -559,9 +559,9 @@ func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *writ
 		w.env.Tips[i] = seq
 		switch kinds[i] {
 		case kindEntry:
-			w.env.EntryMarks = addMark(w.env.EntryMarks, mark{p.c.Entries[0].Seq, seq})
+			w.env.EntryMarks.add(mark{p.c.Entries[0].Seq, seq})
 		case kindEvent:
-			w.env.EventMarks = addMark(w.env.EventMarks, mark{w.firstEvent, seq})
+			w.env.EventMarks.add(mark{w.firstEvent, seq})
 		case kindOp, kindResult:
 			minSeq = min(minSeq, seq)
 		}
@@ -784,11 +784,15 @@ func (s *Store) load(ctx context.Context, key string, fresh bool) (cached, error
 func (s *Store) remember(key string, c cached) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	if len(s.cache) >= maxCached {
-		clear(s.cache)
-	}
-	if old, ok := s.cache[key]; ok && old.rev > c.rev {
+	old, ok := s.cache[key]
+	if ok && old.rev > c.rev {
 		return
+	}
+	if !ok && len(s.cache) >= maxCached {
+		for k := range s.cache { // an arbitrary entry: map order is random
+			delete(s.cache, k)
+			break
+		}
 	}
 	s.cache[key] = c
 }

@@ -24,12 +24,11 @@ type envelope struct {
 	// its last committed message (0: none). Messages past a tip are not
 	// committed and are ignored by readers.
 	Tips [len(kinds)]uint64 `json:"tips"`
-	// EntryMarks and EventMarks map item numbers to stream sequences
-	// (the first item of a message, the message's sequence), thinned so
-	// that recent messages are dense and old ones sparse: readers of a
-	// log's tail start near it instead of at the log's start.
-	EntryMarks []mark `json:"entry_marks,omitempty"`
-	EventMarks []mark `json:"event_marks,omitempty"`
+	// EntryMarks and EventMarks map item numbers to stream sequences, so
+	// that readers start near the items they want instead of at the
+	// log's start.
+	EntryMarks marks `json:"entry_marks"`
+	EventMarks marks `json:"event_marks"`
 	// OpStep is the step of the latest ops journaled, OpIdx the indexes
 	// journaled at that step, and OpFrom the lowest stream sequence of
 	// that step's op and result messages (where StepOps of OpStep starts).
@@ -60,36 +59,66 @@ func (m *mark) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// maxMarks bounds a log's marks; past it the older half is thinned.
-const maxMarks = 48
+// Bounds of a log's marks.
+const (
+	recentMarks = 16  // the newest messages, each marked
+	sparseMarks = 32  // older ones, one mark per stride of items
+	firstStride = 256 // items per sparse mark until there are too many
+)
 
-// addMark appends m to marks, thinning the older half by dropping every
-// second mark when the list is full, so the newest marks stay dense.
-func addMark(marks []mark, m mark) []mark {
-	marks = append(slices.Clip(marks), m)
-	if len(marks) <= maxMarks {
-		return marks
+// marks map a log's item numbers to stream sequences: every one of the
+// newest messages, and for older ones the first message starting in each
+// stride of items, the stride doubling whenever the sparse marks overflow.
+// Reading item n then starts at most a stride (about count/16 items)
+// before it, and at the tail at its message.
+type marks struct {
+	Recent []mark `json:"r,omitempty"`
+	Sparse []mark `json:"s,omitempty"`
+	Stride uint64 `json:"w,omitempty"`
+}
+
+// add records that the message at m.Seq starts with item m.First; marks
+// are added in log order.
+func (ms *marks) add(m mark) {
+	ms.Recent = append(slices.Clip(ms.Recent), m)
+	if len(ms.Recent) > recentMarks {
+		ms.Recent = ms.Recent[len(ms.Recent)-recentMarks:]
 	}
-	half := len(marks) / 2
-	out := make([]mark, 0, maxMarks)
-	for i := 0; i < half; i += 2 {
-		out = append(out, marks[i])
+	if ms.Stride == 0 {
+		ms.Stride = firstStride
 	}
-	return append(out, marks[half:]...)
+	if n := len(ms.Sparse); n == 0 || m.First/ms.Stride > ms.Sparse[n-1].First/ms.Stride {
+		ms.Sparse = append(slices.Clip(ms.Sparse), m)
+	}
+	for len(ms.Sparse) > sparseMarks {
+		ms.Stride *= 2
+		kept := ms.Sparse[:0:0]
+		for _, x := range ms.Sparse {
+			if len(kept) == 0 || x.First/ms.Stride > kept[len(kept)-1].First/ms.Stride {
+				kept = append(kept, x)
+			}
+		}
+		ms.Sparse = kept
+	}
 }
 
 // startFor returns the stream sequence to start scanning from to find
-// item after+1: the sequence of the last mark whose first item is at most
-// after+1 (0 = the start of the log).
-func startFor(marks []mark, after uint64) uint64 {
+// item after+1: the greatest sequence of a mark whose first item is at
+// most after+1 (0 = the start of the log).
+func (ms *marks) startFor(after uint64) uint64 {
 	var seq uint64
-	for _, m := range marks {
-		if m.First > after+1 {
-			break
+	for _, list := range [][]mark{ms.Sparse, ms.Recent} {
+		for _, m := range list {
+			if m.First <= after+1 {
+				seq = max(seq, m.Seq)
+			}
 		}
-		seq = m.Seq
 	}
 	return seq
+}
+
+func (ms *marks) clone() marks {
+	return marks{Recent: slices.Clone(ms.Recent), Sparse: slices.Clone(ms.Sparse), Stride: ms.Stride}
 }
 
 // tip returns the tip of log kind.
@@ -107,8 +136,8 @@ func kindIndex(kind string) int {
 // clone returns a copy of e that shares no slices with it.
 func (e *envelope) clone() *envelope {
 	c := *e
-	c.EntryMarks = slices.Clone(e.EntryMarks)
-	c.EventMarks = slices.Clone(e.EventMarks)
+	c.EntryMarks = e.EntryMarks.clone()
+	c.EventMarks = e.EventMarks.clone()
 	c.OpIdx = slices.Clone(e.OpIdx)
 	return &c
 }

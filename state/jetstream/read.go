@@ -131,12 +131,12 @@ func (s *Store) scan(ctx context.Context, subj string, from, tip uint64, fn func
 
 // scanItems reads the numbered items (entries, events) of log kind of run
 // id with number > after, at most limit, up to count.
-func scanItems[T any](ctx context.Context, s *Store, id, kind string, marks []mark, tip, count, after uint64, limit int) ([]T, error) {
+func scanItems[T any](ctx context.Context, s *Store, id, kind string, ms *marks, tip, count, after uint64, limit int) ([]T, error) {
 	if after >= count {
 		return nil, nil
 	}
 	var out []T
-	err := s.scan(ctx, s.subject(runKey(id), kind), startFor(marks, after), tip, func(m *jetstream.RawStreamMsg, data []byte) (bool, error) {
+	err := s.scan(ctx, s.subject(runKey(id), kind), ms.startFor(after), tip, func(m *jetstream.RawStreamMsg, data []byte) (bool, error) {
 		first, err := strconv.ParseUint(m.Header.Get(hdrFirst), 10, 64)
 		if err != nil {
 			return false, fmt.Errorf("%w: %w: %s message %d: bad %s header", state.ErrCorrupt, ErrCorrupt, kind, m.Sequence, hdrFirst)
@@ -174,7 +174,7 @@ func (s *Store) Entries(ctx context.Context, id string, after uint64, limit int)
 	if err != nil {
 		return nil, err
 	}
-	return scanItems[record.Entry](ctx, s, id, kindEntry, env.EntryMarks, env.tip(kindEntry), env.Entries, after,
+	return scanItems[record.Entry](ctx, s, id, kindEntry, &env.EntryMarks, env.tip(kindEntry), env.Entries, after,
 		clampLimit(limit, defaultLogLimit, maxLogLimit))
 }
 
@@ -188,7 +188,7 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 	if err != nil {
 		return nil, err
 	}
-	return scanItems[state.Event](ctx, s, id, kindEvent, env.EventMarks, env.tip(kindEvent), env.Events, after,
+	return scanItems[state.Event](ctx, s, id, kindEvent, &env.EventMarks, env.tip(kindEvent), env.Events, after,
 		clampLimit(limit, defaultLogLimit, maxLogLimit))
 }
 

@@ -121,8 +121,9 @@ type Store struct {
 	bytes    atomic.Uint64
 }
 
-// maxCached bounds the envelope cache; past it the cache is dropped.
-const maxCached = 100_000
+// maxCached bounds the envelope cache (a few KiB each); past it an
+// arbitrary entry is dropped: a miss costs one read of the head.
+const maxCached = 8192
 
 // Open creates (or binds to, and updates) the streams, buckets and object
 // store named by opts.Prefix on js's server or cluster and returns a
