@@ -31,6 +31,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = rolloutCmd(ctx, rest, stdout, stderr)
 	case "db":
 		err = dbCmd(ctx, rest, stdout, stderr)
+	case "runs":
+		err = runsCmd(ctx, rest, stdout, stderr)
 	case "sandbox":
 		err = sandboxCmd(ctx, rest, stdout, stderr)
 	case "version":
@@ -88,6 +90,10 @@ Usage:
         Also serve the sandbox service (AgentFlow's sandbox-server JSON) under /api/v1.
   flock sandbox --config FILE [--addr 127.0.0.1:18890] [--data DIR]
         Run the sandbox service alone (AgentFlow's /api/v1 wire).
+  flock runs cancel|pause|resume|fork|questions|answer|intervene RUN_ID ... [--server URL] [--token TOKEN]
+        Control a run of a flock server over HTTP: cancel, pause, resume, fork
+        it from a step, list and answer its questions, intervene on its next
+        action ("flock runs help" for each).
   flock version
 
 Run "flock COMMAND -h" for the flags of a command.
