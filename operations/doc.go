@@ -20,6 +20,10 @@
 // known at registration so that a compiler can check expressions against
 // them.
 //
+// The human and intervention kinds (human.go) are answered by a person
+// through the API, not run: a phase asks a question {question, choices?,
+// scale?} or shows an action for approval, and the answer is the result.
+//
 // # Effects
 //
 // A result declares what it changes in its run (Effects): usage (actions,

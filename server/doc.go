@@ -24,6 +24,10 @@
 //	POST /runs/:id/cancel      -> {"run_id","status"}; 409 once the run has ended
 //	POST /runs/:id/pause       -> {"run_id","status":"paused"}; 409 once the run has ended
 //	POST /runs/:id/resume      -> {"run_id","status":"running"}; 409 unless the run is paused
+//	POST /runs/:id/fork        {"step","vars"?,"message"?} -> 201 {"run_id","status"}; 400 for a step the run never reached
+//	GET  /runs/:id/human       {"pending":[{"op_id","kind","question","choices"?,"scale"?,"action"?,"asked_at"}]}
+//	POST /runs/:id/human/:op_id/answer  {"answer": text|number} -> {"ok":true} once journaled; 404 no such question, 409 answered
+//	POST /runs/:id/intervene   {"action":{...}} or {"approve":true} -> {"ok":true}; 409 when the run waits for no intervention
 //	GET  /workflows            {"workflows":[graph...]}
 //
 // Paginated lists return "next", the cursor to pass as "after" for the next

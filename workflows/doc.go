@@ -47,6 +47,47 @@
 // therefore costs its heap (runner, head, broker topic, its newest page
 // in the entry cache), not a goroutine stack.
 //
+// # Questions
+//
+// Operations a person answers (their handler is a handlers.Asker: the
+// human and intervention kinds) are never dispatched. Once the step's
+// other operations are done, a run with an unanswered question parks like
+// a delayed run, with no goroutine and no timer: Answer (the route POST
+// /runs/{id}/human/{op}/answer) checks the answer with the handler, hands
+// it to the parked run and wakes it; the run journals it as the op's
+// result and Answer returns once it is on disk. The end of the run's
+// context wakes it too (Cancel, Pause, Stop). A paused run's question is
+// answered by journaling the result directly; a run waiting after a
+// restart parks again and takes the answer the same way. Questions lists
+// the current step's pending questions; a second answer is ErrAnswered, an
+// op that is no question ErrNoQuestion; Intervene answers the pending
+// intervention.
+//
+// # Fork
+//
+// Each phase commit's event carries the step's record (stepData: next
+// phase, op kinds, entries appended, vars set, usage, pending end), so
+// the head of any past step can be rebuilt from the run's events. Fork
+// starts a new run from it: the entries up to the step and the ops of
+// steps 1..N are copied under the new run's id in one commit (step N's
+// results, when they were in, feed the next phase again; pending ones are
+// dispatched), vars may be edited, a message appended as an
+// operator_message entry, and the new head says ForkedFrom {run, step}.
+// A fork's first event carries its head at the fork step (forkData); a
+// fork of a fork at a step before its fork step reads the origin run.
+//
+// # Work-dir snapshots
+//
+// After the operations of a step (and at step 0) the run's work directory
+// is snapshotted (snapshot.go): a manifest of path → content hash, mode
+// is written beside the runs' directories only when something changed,
+// contents go to a content-addressed store shared by all runs (one copy
+// per distinct content), and only files whose size, mode or modification
+// time changed are read again. A fork copies the newest manifest at or
+// before its step into its own work directory (copies, not links).
+// Children's directories (children/) are left out. Config.NoSnapshots
+// turns snapshots off.
+//
 // # Resume
 //
 // On Start every run whose head says running is loaded again: the results

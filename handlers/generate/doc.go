@@ -124,6 +124,21 @@
 // randomness. Usage is estimated at chars/4. See that package for what
 // each role answers.
 //
+// # Replay
+//
+// A run whose settings name a recorded run in replay_from takes each
+// generate's reply from that run's journal when it holds a done generate
+// with the same request key: the SHA-256 of the request's JSON (model
+// name, messages, tools, parameters; meta left out) with each run's work
+// directory and id replaced by placeholders, since prompts name them. The
+// k-th request of the run with a key takes the k-th recorded reply with
+// it (the last once they are used up); the count is rebuilt from the
+// run's own journal after a restart. A hit is the recorded result with
+// "replay": "hit" and charges no tokens or cost; a request the recorded
+// run never made goes to the model as usual and is marked "miss". Usage
+// counts replay_hits and replay_misses (operations.RunUsage). The
+// recorded run must exist when the run starts.
+//
 // # Scripted provider
 //
 // Replies come from a JSONL file (models.NAME.script). The server opens it

@@ -92,8 +92,27 @@
 // envelope's data as JSON, or "Error (code N): message". Native tool calls
 // only: tools with enable_tool_use false is refused at start.
 //
+// # People in the loop
+//
+// With ask_human, each chosen action (one with a call) waits for a human
+// operation asking "Approve the agent's next action? ..." with choices
+// approve and reject; with intervention (or the run var intervention set
+// to true, e.g. by a fork), for an intervention operation showing the
+// action {name, arguments}, which an operator approves or replaces
+// (POST /runs/{id}/intervene). Until a person decides, the choice is kept
+// in the vars (pending), not in the log. process then records it as the
+// choice and runs it, or records the operator's replacement as the choice
+// (source "operator", note "replaced by the operator", the agent's pick in
+// its summary, call id call_operator_STEP) and runs that; a rejection is a
+// warning to the actors ("The operator rejected the action ...") and the
+// step goes back to the advisor, nothing run. A replacement naming a tool
+// the run does not offer gets the usual "not available" tool output.
+//
 // # Entries
 //
 // task, advice, options, ratings, choice, tool_output, warning, subagents,
-// tournament and conclusion; each has a one-line "summary".
+// tournament and conclusion; each has a one-line "summary". An
+// operator_message entry (injected by a fork) reaches the actor as a user
+// message "Message from the operator: ..." and the advisor and raters in
+// their transcript.
 package triframe
