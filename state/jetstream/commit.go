@@ -232,6 +232,9 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 			return err
 		}
 		rctx = wctx
+		if err := s.indexBefore(rctx, p, cur.env, w); err != nil {
+			return fmt.Errorf("commit to run %s: %w", id, err)
+		}
 		if err := s.appendLogs(rctx, p, cur, w); err != nil {
 			if errors.Is(err, errStale) {
 				fresh = true
@@ -262,6 +265,7 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 			now, _ := s.load(context.WithoutCancel(ctx), p.key, false) // cached by settle
 			rev = now.rev
 		}
+		s.indexAfter(rctx, p, cur.env)
 		s.txs.Add(1)
 		s.bytes.Add(uint64(len(val)) + w.bytes)
 		s.remember(p.key, cached{env: w.env, raw: val, rev: rev})

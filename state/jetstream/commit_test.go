@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flockrun/flock/internal/testkit"
@@ -54,6 +55,9 @@ func crash(tb testing.TB, s *Store, c *state.Commit) []uint64 {
 	w, err := s.plan(p, cur)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if err := s.indexBefore(ctx, p, cur.env, w); err != nil {
+		tb.Fatalf("index of the crashing commit: %v", err)
 	}
 	if err := s.appendLogs(ctx, p, cur, w); err != nil {
 		tb.Fatalf("appends of the crashing commit: %v", err)
@@ -154,6 +158,29 @@ func TestCrashBetweenAppendsAndHead(t *testing.T) {
 	}
 	if es, _ := a.Entries(context.Background(), "r", 0, 0); len(es) != 3 {
 		t.Fatalf("%d entries, want 3", len(es))
+	}
+
+	// A run whose creating commit died is listed nowhere, though the
+	// indexes were written before its head: they are a superset, checked
+	// against the heads.
+	ctx := context.Background()
+	mustCommit(t, a, step("live", 1, 0, state.StatusRunning))
+	child := step("orphan", 1, 0, state.StatusRunning)
+	child.Run.ParentID = "live"
+	crash(t, a, child)
+	// So is a stale entry of a run that ended (its removal failed).
+	if _, err := a.js.PublishMsg(ctx, &nats.Msg{Subject: a.idxUnfinished(runKey("r"))}); err != nil {
+		t.Fatal(err)
+	}
+	unf, err := b.Unfinished(ctx)
+	if err != nil || len(unf) != 1 || unf[0].ID != "live" {
+		t.Fatalf("unfinished after a dead creating commit: %+v %v", unf, err)
+	}
+	if kids, err := b.Children(ctx, "live"); err != nil || len(kids) != 0 {
+		t.Fatalf("children after a dead creating commit: %v %v", kids, err)
+	}
+	if runs, _, err := b.Runs(ctx, state.RunFilter{ParentID: "live"}); err != nil || len(runs) != 0 {
+		t.Fatalf("runs by parent after a dead creating commit: %+v %v", runs, err)
 	}
 }
 

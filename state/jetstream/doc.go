@@ -31,6 +31,12 @@
 //     mapping item numbers to stream sequences so that reading a log's
 //     tail does not scan its start.
 //   - KV bucket FLOCK_LEASES holds, per run, the lease: owner and expiry.
+//   - stream FLOCK_INDEX indexes runs by subject, one empty message each:
+//     flock.idx.u.<key> for a run that may be unfinished and
+//     flock.idx.c.<parent key>.<key> for a child. An entry is put before
+//     the head write that needs it and removed (its subject purged) after
+//     the head write that ends it, so the index is a superset of the
+//     truth, which readers check against each candidate's head.
 //   - object store FLOCK_BLOBS holds payloads over Options.BlobThreshold
 //     (256 KiB, below NATS's 1 MiB max_payload): a log message's payload
 //     is then replaced by the name of its object (Flock-Blob header), and
@@ -95,9 +101,13 @@
 // Events of a run's tail cost a few gets; Ops reads the run's whole op
 // log; StepOps of the current step starts at that step's first message.
 //
-// Runs, Unfinished and Children read every head (a KV watch of the heads
-// bucket) and filter in memory: fine for thousands of runs, not for
-// millions, where an index bucket would be needed.
+// Unfinished, Children, and Runs filtered by parent or by a running or
+// paused status list their candidates from the index stream (stream info
+// with a subject filter, answered by its leader) and read each
+// candidate's head from the leader, 16 at a time: their cost follows the
+// runs listed, not the runs stored. Runs with other filters reads every
+// head (a KV watch of the heads bucket, which a replica may serve) and
+// filters in memory: fine for thousands of runs, not for millions.
 //
 // # Leases
 //

@@ -35,6 +35,10 @@ type envelope struct {
 	OpStep uint64   `json:"op_step,omitempty"`
 	OpIdx  []uint32 `json:"op_idx,omitempty"`
 	OpFrom uint64   `json:"op_from,omitempty"`
+	// Unf and Child say that the run's entries in the index stream (as
+	// unfinished, as a child of its parent) were put.
+	Unf   bool `json:"unf,omitempty"`
+	Child bool `json:"child,omitempty"`
 	// Commit is the id of the commit that wrote this envelope.
 	Commit string `json:"commit,omitempty"`
 }

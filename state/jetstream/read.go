@@ -375,10 +375,24 @@ func (s *Store) allHeads(ctx context.Context) ([]state.Run, []error, error) {
 // creation), keeping those that match every non-empty field of f. f.After
 // is the last ID of the previous page; next is the last ID of this page
 // when the page is full ("" otherwise). f.Limit defaults to 50, capped at
-// 1000. It reads every head (see the package doc's caveats).
+// 1000. A ParentID filter reads the children index and a running or
+// paused Status filter the unfinished index; other filters read every
+// head (see the package doc's caveats).
 func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, string, error) {
 	limit := clampLimit(f.Limit, defaultRunsLimit, maxRunsLimit)
-	all, bad, err := s.allHeads(ctx)
+	var (
+		all []state.Run
+		bad []error
+		err error
+	)
+	switch {
+	case f.ParentID != "":
+		all, bad, err = s.children(ctx, f.ParentID)
+	case f.Status == state.StatusRunning || f.Status == state.StatusPaused:
+		all, bad, err = s.unfinished(ctx)
+	default:
+		all, bad, err = s.allHeads(ctx)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -406,26 +420,67 @@ func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, strin
 	return runs, next, nil
 }
 
-// Unfinished lists the heads whose status is running or paused, in ID
-// order. Unreadable heads do not hide the others: they are named in an
-// error wrapping state.ErrCorrupt returned beside the readable ones.
-func (s *Store) Unfinished(ctx context.Context) ([]state.Run, error) {
-	all, bad, err := s.allHeads(ctx)
-	if err != nil {
-		return nil, err
+// unfinished reads the heads of the runs in the unfinished index that
+// are running or paused, in ID order.
+func (s *Store) unfinished(ctx context.Context) ([]state.Run, []error, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, nil, err
 	}
-	var runs []state.Run
-	for _, r := range all {
+	keys, err := s.indexed(ctx, "u.")
+	if err != nil {
+		return nil, nil, err
+	}
+	heads, bad, err := s.headsOf(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs := heads[:0]
+	for _, r := range heads {
 		if !r.Status.Terminal() {
 			runs = append(runs, r)
 		}
 	}
+	return runs, bad, nil
+}
+
+// children reads the heads of run id's children, in ID order.
+func (s *Store) children(ctx context.Context, id string) ([]state.Run, []error, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, nil, err
+	}
+	keys, err := s.indexed(ctx, "c."+runKey(id)+".")
+	if err != nil {
+		return nil, nil, err
+	}
+	heads, bad, err := s.headsOf(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs := heads[:0]
+	for _, r := range heads {
+		if r.ParentID == id {
+			runs = append(runs, r)
+		}
+	}
+	return runs, bad, nil
+}
+
+// Unfinished lists the heads whose status is running or paused, in ID
+// order, from the unfinished index. Unreadable heads do not hide the
+// others: they are named in an error wrapping state.ErrCorrupt returned
+// beside the readable ones.
+func (s *Store) Unfinished(ctx context.Context) ([]state.Run, error) {
+	runs, bad, err := s.unfinished(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return runs, errors.Join(bad...)
 }
 
-// Children lists the IDs of run id's direct children in ID order.
+// Children lists the IDs of run id's direct children in ID order, from
+// the children index.
 func (s *Store) Children(ctx context.Context, id string) ([]string, error) {
-	all, bad, err := s.allHeads(ctx)
+	runs, bad, err := s.children(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -433,10 +488,8 @@ func (s *Store) Children(ctx context.Context, id string) ([]string, error) {
 		return nil, errors.Join(bad...)
 	}
 	var ids []string
-	for _, r := range all {
-		if r.ParentID == id {
-			ids = append(ids, r.ID)
-		}
+	for _, r := range runs {
+		ids = append(ids, r.ID)
 	}
 	return ids, nil
 }

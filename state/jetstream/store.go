@@ -96,10 +96,12 @@ type Store struct {
 	heads  jetstream.KeyValue
 	leases jetstream.KeyValue
 	blobs  jetstream.ObjectStore
+	index  jetstream.Stream // see index.go
 
 	runsName string // stream names and subject roots, from the prefix
 	subjRun  string // "<prefix>.run."
 	subjBlob string // "<prefix>.chunk."
+	subjIdx  string // "<prefix>.idx."
 
 	// cache holds the envelope this store last read or wrote per run, so
 	// that a run's owner commits without reading its head first. A stale
@@ -149,6 +151,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		runsName: up + "_RUNS",
 		subjRun:  opts.Prefix + ".run.",
 		subjBlob: opts.Prefix + ".chunk.",
+		subjIdx:  opts.Prefix + ".idx.",
 		cache:    make(map[string]cached),
 	}
 	runsCfg := jetstream.StreamConfig{
@@ -167,6 +170,20 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	if s.runs, err = js.CreateOrUpdateStream(ctx, runsCfg); err != nil {
 		return nil, fmt.Errorf("open jetstream store: stream %s: %w", s.runsName, err)
+	}
+	idxCfg := jetstream.StreamConfig{
+		Name:              up + "_INDEX",
+		Description:       "flock run indexes: unfinished runs, children",
+		Subjects:          []string{opts.Prefix + ".idx.>"},
+		Storage:           jetstream.FileStorage,
+		Replicas:          opts.Replicas,
+		MaxMsgsPerSubject: 1,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		AllowDirect:       false,
+	}
+	if s.index, err = js.CreateOrUpdateStream(ctx, idxCfg); err != nil {
+		return nil, fmt.Errorf("open jetstream store: stream %s: %w", idxCfg.Name, err)
 	}
 	if s.heads, err = s.bucket(ctx, up+"_HEADS", "flock run heads", 1); err != nil {
 		return nil, err

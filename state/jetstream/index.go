@@ -1,0 +1,127 @@
+package jetstream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flockrun/flock/state"
+)
+
+// The index stream holds one empty message per subject, the subject being
+// the entry: "<prefix>.idx.u.<key>" for a run that may be unfinished and
+// "<prefix>.idx.c.<parent key>.<key>" for a child. It is a superset of
+// the truth, kept so without a transaction across it and the heads: an
+// entry is put before the head write that needs it and removed (the
+// subject purged) after the head write that ends it. Readers list the
+// subjects (stream info, answered by the stream leader) and check each
+// candidate's head.
+
+// idxUnfinished and idxChild return index subjects.
+func (s *Store) idxUnfinished(key string) string { return s.subjIdx + "u." + key }
+
+func (s *Store) idxChild(parentKey, key string) string {
+	return s.subjIdx + "c." + parentKey + "." + key
+}
+
+// indexBefore puts the index entries the commit's head will need before
+// the head is written, and marks them in w.env.
+func (s *Store) indexBefore(ctx context.Context, p *prepared, old *envelope, w *write) error {
+	if p.head == nil {
+		return nil
+	}
+	var subjs []string
+	if !p.head.Status.Terminal() && !old.Unf {
+		subjs = append(subjs, s.idxUnfinished(p.key))
+	}
+	w.env.Unf = !p.head.Status.Terminal()
+	if p.head.ParentID != "" && !old.Child {
+		subjs = append(subjs, s.idxChild(runKey(p.head.ParentID), p.key))
+		w.env.Child = true
+	}
+	for _, subj := range subjs {
+		if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: subj}); err != nil {
+			return fmt.Errorf("index %s: %w", subj, err)
+		}
+	}
+	return nil
+}
+
+// indexAfter removes the unfinished entry of a run whose applied head
+// ended it. A failure leaves a stale entry, which readers skip.
+func (s *Store) indexAfter(ctx context.Context, p *prepared, old *envelope) {
+	if p.head != nil && p.head.Status.Terminal() && old.Unf {
+		_ = s.index.Purge(ctx, jetstream.WithPurgeSubject(s.idxUnfinished(p.key)))
+	}
+}
+
+// indexed lists the run keys whose index subjects start with prefix
+// (after the index root), in no order.
+func (s *Store) indexed(ctx context.Context, prefix string) ([]string, error) {
+	root := s.subjIdx + prefix
+	info, err := s.index.Info(ctx, jetstream.WithSubjectFilter(root+">"))
+	if err != nil {
+		return nil, fmt.Errorf("list index %s: %w", prefix, err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, root))
+	}
+	return keys, nil
+}
+
+// headsOf reads the heads of run keys from the leader, concurrently, in
+// ID order; keys without a head are left out, unreadable heads returned
+// as errors beside the others.
+func (s *Store) headsOf(ctx context.Context, keys []string) ([]state.Run, []error, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, nil, err
+	}
+	var (
+		mu   sync.Mutex
+		runs []state.Run
+		bad  []error
+		fail error
+		wg   sync.WaitGroup
+	)
+	next := make(chan string)
+	for range min(16, len(keys)) {
+		wg.Go(func() {
+			for key := range next {
+				c, err := s.load(ctx, key, true)
+				var r state.Run
+				var ok bool
+				if err == nil {
+					r, ok, err = c.env.head(key)
+				}
+				mu.Lock()
+				switch {
+				case errors.Is(err, state.ErrCorrupt) || errors.Is(err, state.ErrSchema):
+					bad = append(bad, err)
+				case err != nil:
+					fail = cmp.Or(fail, err)
+				case ok:
+					runs = append(runs, r)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, k := range keys {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	if fail != nil {
+		return nil, nil, fmt.Errorf("read heads: %w", fail)
+	}
+	slices.SortFunc(runs, func(a, b state.Run) int { return cmp.Compare(a.ID, b.ID) })
+	return runs, bad, nil
+}
