@@ -72,6 +72,12 @@ func (e *runError) Error() string {
 	case errors.Is(e.err, workflows.ErrNotPaused) && e.status != "":
 		return fmt.Sprintf("run %q is not paused (%s)", e.id, e.status)
 	}
+	// The operator's errors name the run and what is wrong themselves.
+	for _, s := range []error{workflows.ErrBadFork, workflows.ErrNoQuestion, workflows.ErrAnswered, workflows.ErrNotWaiting, workflows.ErrBadRequest} {
+		if errors.Is(e.err, s) {
+			return trimSentinel(e.err, s)
+		}
+	}
 	return fmt.Sprintf("run %q: %v", e.id, e.err)
 }
 

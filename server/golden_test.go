@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -46,7 +48,7 @@ func mask(b []byte, ids map[string]string) []byte {
 // byte once times and ids are masked, so that the API's view types cannot
 // drift from what clients already read. Run with -update to rewrite.
 func TestWireGolden(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvSetup(t, envSetup{operator: true})
 	ids := map[string]string{}
 	var out bytes.Buffer
 	record := func(name string, r response) {
@@ -100,6 +102,30 @@ func TestWireGolden(t *testing.T) {
 	get("/runs/nope")
 	get("/runs?limit=0")
 	get("/nope")
+	// The operator's routes.
+	postBody := func(path, body string) response {
+		t.Helper()
+		r := e.do(t, http.MethodPost, path, strings.NewReader(body))
+		record("POST "+string(mask([]byte(path), ids))+" "+body, r)
+		return r
+	}
+	forkBody := `{"step":1,"vars":{"x":1},"message":"hi"}`
+	r := e.do(t, http.MethodPost, "/runs/"+logID+"/fork", strings.NewReader(forkBody))
+	forkID := runIDOf(t, r)
+	ids[forkID] = "<fork>"
+	record("POST /runs/<log>/fork "+forkBody, r)
+	e.waitStatus(t, forkID, state.StatusSucceeded)
+	get("/runs/" + forkID)
+	postBody("/runs/"+logID+"/fork", `{"step":9}`)
+	askID := start("ask", `{"workflow":"test.ask"}`)
+	testkit.WaitFor(t, "the question", func() bool { return len(e.questions(t, askID)) == 1 })
+	get("/runs/" + askID + "/human")
+	postBody("/runs/"+askID+"/intervene", `{"approve":true}`)
+	postBody("/runs/"+askID+"/human/"+url.PathEscape(askID+"/1/1")+"/answer", `{"answer":"yes"}`)
+	postBody("/runs/"+askID+"/human/"+url.PathEscape(askID+"/1/0")+"/answer", `{"answer":"yes"}`)
+	postBody("/runs/"+askID+"/human/"+url.PathEscape(askID+"/1/0")+"/answer", `{"answer":"no"}`)
+	e.waitStatus(t, askID, state.StatusSucceeded)
+	get("/runs/" + askID + "/human")
 	record("POST /start_workflow unknown", e.do(t, http.MethodPost, "/start_workflow", strings.NewReader(`{"workflow":"nope"}`)))
 
 	path := filepath.Join("testdata", "wire.golden")

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,6 +70,17 @@ func TestQuestionsParkWithoutGoroutine(t *testing.T) {
 	if got := len(e.ex.Active()); got != n {
 		t.Fatalf("active = %d, want %d", got, n)
 	}
+	// Cancel ends a run waiting for an answer at once; its question goes.
+	if err := e.ex.Cancel(ctx, ids[0]); err != nil {
+		t.Fatalf("cancel a waiting run: %v", err)
+	}
+	if end := e.wait(ids[0]); end.Status != state.StatusCancelled {
+		t.Fatalf("cancelled waiting run: %s", end.Status)
+	}
+	if err := e.ex.Answer(ctx, ids[0], state.OpID(ids[0], 1, 0), json.RawMessage(`"late"`)); !errors.Is(err, workflows.ErrEnded) {
+		t.Fatalf("answer to a cancelled run = %v, want ErrEnded", err)
+	}
+	ids = ids[1:]
 	for i, id := range ids {
 		if err := e.ex.Answer(ctx, id, state.OpID(id, 1, 0), json.RawMessage(fmt.Sprintf(`"run %d"`, i))); err != nil {
 			t.Fatalf("answer %s: %v", id, err)
