@@ -80,7 +80,8 @@
 //
 // After the operations of a step (and at step 0) the run's work directory
 // is snapshotted (snapshot.go): a manifest of path → content hash, mode
-// is written beside the runs' directories only when something changed,
+// is written beside the runs' directories only when something changed
+// (an empty directory with no earlier manifest needs none),
 // contents go to a content-addressed store shared by all runs (one copy
 // per distinct content), and only files whose size, mode or modification
 // time changed are read again. A fork copies the newest manifest at or

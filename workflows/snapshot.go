@@ -94,6 +94,12 @@ func (r *runner) snapshot() {
 	if r.snap != nil && m.same(r.snap) {
 		return
 	}
+	if r.snap == nil && len(m.Files) == 0 {
+		// Nothing to restore: an empty directory needs no manifest (most
+		// runs never write a file).
+		r.snap = m
+		return
+	}
 	if err := r.e.writeManifest(r.id, m); err != nil {
 		r.e.log.Warn("write work-dir snapshot", "run", r.id, "step", r.head.Step, "err", err)
 		return
