@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/gateway"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
@@ -35,6 +36,9 @@ type App struct {
 	// Tracer exports the journal as OpenTelemetry spans; nil unless the
 	// environment names an OTLP endpoint (telemetry.TracingEnabled).
 	Tracer *telemetry.Tracer
+	// Gateway is the model gateway of external agents; the server serves
+	// its routes (server.MountGateway) and announces its URL.
+	Gateway *gateway.Gateway
 }
 
 // Option changes how Open wires an App.
@@ -93,7 +97,8 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 		}
 		steps = tr
 	}
-	deps := handlers.Deps{Server: cfg, Log: log, Open: access.Open}
+	gw := gateway.New(log)
+	deps := handlers.Deps{Server: cfg, Log: log, Open: access.Open, Gateway: gw}
 	for _, o := range opts {
 		o(&deps)
 	}
@@ -114,9 +119,9 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 		return nil, errors.Join(err, closeTracer(ctx, tr), st.Close())
 	}
 	if err := ex.Start(ctx); err != nil {
-		return nil, errors.Join(err, closeTracer(ctx, tr), st.Close())
+		return nil, errors.Join(err, closeTracer(ctx, tr), gw.Close(), st.Close())
 	}
-	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx, Tracer: tr}, nil
+	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx, Tracer: tr, Gateway: gw}, nil
 }
 
 // openStore opens the data directory's database. It refuses a database
@@ -154,7 +159,7 @@ func openStore(cfg configs.Server) (*state.BoltStore, error) {
 // spans still queued, and closes the store.
 func (a *App) Close(ctx context.Context) error {
 	err := a.Executor.Stop(ctx)
-	return errors.Join(err, closeTracer(ctx, a.Tracer), a.Store.Close())
+	return errors.Join(err, closeTracer(ctx, a.Tracer), a.Gateway.Close(), a.Store.Close())
 }
 
 // closeTracer sends tr's queued spans, waiting at most a few seconds for

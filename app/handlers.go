@@ -5,6 +5,7 @@ package app
 // handler package plus one import here.
 import (
 	_ "github.com/flockrun/flock/handlers/bash"
+	_ "github.com/flockrun/flock/handlers/external"
 	_ "github.com/flockrun/flock/handlers/files"
 	_ "github.com/flockrun/flock/handlers/generate"
 	_ "github.com/flockrun/flock/handlers/human"

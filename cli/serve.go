@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/flockrun/flock/app"
@@ -204,6 +206,7 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 		return errors.Join(err, a.Close(context.Background()), closeSandbox(context.Background()))
 	}
 	srv.Mount("/metrics", a.Metrics.Handler())
+	srv.MountGateway(a.Gateway)
 	if sb != nil {
 		srv.MountSandbox(sb)
 	}
@@ -211,6 +214,7 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 	if err != nil {
 		return errors.Join(err, closeSandbox(context.Background()), a.Close(context.Background()))
 	}
+	a.Gateway.SetBaseURL("http://" + agentAddr(addr))
 	fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, %d runs resumed)\n", addr, a.Config.DataDir, a.Config.Mode, len(a.Executor.Active()))
 	var done <-chan error
 	if after != nil {
@@ -230,4 +234,13 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return errors.Join(runErr, srv.Shutdown(sctx), a.Close(sctx), closeSandbox(sctx))
+}
+
+// agentAddr is the address agents on this machine reach the server at:
+// the listen address, with a wildcard host (0.0.0.0, ::) made loopback.
+func agentAddr(addr net.Addr) string {
+	if t, ok := addr.(*net.TCPAddr); ok && t.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(t.Port))
+	}
+	return addr.String()
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/gateway"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
@@ -90,6 +91,10 @@ type Deps struct {
 	// Sandbox is the sandbox service the server hosts (flock serve
 	// --sandbox-config), or nil; the sandbox operation runs on it.
 	Sandbox *sandbox.Service
+	// Gateway is the model gateway whose sessions external agents call
+	// (package gateway); the server serves its routes. Nil: the external
+	// operation is refused.
+	Gateway *gateway.Gateway
 }
 
 // Runs starts child runs. The executor implements it, so that a handler

@@ -90,6 +90,9 @@ type GenerateResult struct {
 	// call's; no tokens are charged), ReplayMiss when no recorded call
 	// had the same request and the live model answered.
 	Replay string `json:"replay,omitempty"`
+	// PromptTokenIDs are the prompt's token ids when the endpoint returned
+	// them (vLLM's prompt_token_ids with return_token_ids).
+	PromptTokenIDs []int `json:"prompt_token_ids,omitempty"`
 }
 
 // GenerateResult.Replay values.

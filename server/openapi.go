@@ -126,6 +126,7 @@ func (s *Server) openAPI() map[string]any {
 			}, true, nil, errRef),
 		}}
 	}
+	s.gatewayOpenAPI(paths)
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{

@@ -40,6 +40,8 @@ type Server struct {
 	mounted []string
 	// sandbox is the mounted sandbox service, nil when none.
 	sandbox *sandbox.Service
+	// gateway is true once MountGateway has mounted the model gateway.
+	gateway bool
 
 	// quit is closed by Shutdown; event streams watch it and return, so
 	// that a graceful shutdown does not wait for them.
@@ -196,7 +198,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Pre(s.guard.middleware)
 	if s.cfg.AuthToken != "" {
 		e.Use(middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
-			Skipper:   func(c *echo.Context) bool { return c.Path() == "/health" },
+			Skipper:   func(c *echo.Context) bool { return c.Path() == "/health" || isGatewayPath(c) },
 			KeyLookup: "header:" + echo.HeaderAuthorization + ":Bearer ",
 			// Up to 20 Authorization headers are tried, as before echo v5
 			// (whose default is one).

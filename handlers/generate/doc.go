@@ -25,7 +25,7 @@
 // sent back. Replies keep content (a refusal when content is empty), tool
 // calls with their raw argument text (even invalid JSON), finish_reason,
 // reasoning (reasoning_content, or vLLM/OpenRouter "reasoning"), logprobs and
-// vLLM token_ids. When the endpoint reports no usage it is estimated
+// vLLM token_ids (and the prompt's prompt_token_ids). When the endpoint reports no usage it is estimated
 // (chars/4). Cost is prompt*input_price/1e6 + completion*output_price/1e6.
 //
 // # Images

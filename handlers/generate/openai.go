@@ -73,7 +73,7 @@ func (h *Handler) callOpenAI(ctx context.Context, env handlers.Env, m *model, g 
 		return nil, err
 	}
 	want := max(1, g.N)
-	out := &operations.GenerateResult{Model: first.model}
+	out := &operations.GenerateResult{Model: first.model, PromptTokenIDs: first.promptTokenIDs}
 	out.Outputs = append(out.Outputs, first.outputs...)
 	out.Usage = first.usage
 	if missing := want - len(out.Outputs); missing > 0 {
@@ -288,16 +288,19 @@ func chatRequest(m *model, g *operations.GenerateRequest) openai.ChatCompletionR
 
 // reply is one successful chat completion, mapped.
 type reply struct {
-	model   string
-	outputs []operations.Output
-	usage   operations.Usage
+	model string
+	// promptTokenIDs are the prompt's token ids, when returned.
+	promptTokenIDs []int
+	outputs        []operations.Output
+	usage          operations.Usage
 }
 
 // rawExtras are fields some OpenAI-compatible servers add that go-openai
 // does not decode: message.reasoning (vLLM, OpenRouter) and token_ids (vLLM
 // with return_token_ids).
 type rawExtras struct {
-	Choices []struct {
+	PromptTokenIDs []int `json:"prompt_token_ids"`
+	Choices        []struct {
 		Message struct {
 			Reasoning json.RawMessage `json:"reasoning"`
 		} `json:"message"`
@@ -315,7 +318,7 @@ func mapResponse(resp *openai.ChatCompletionResponse, body []byte) (*reply, erro
 	if len(body) > 0 {
 		_ = json.Unmarshal(body, &extras) // best effort: go-openai already decoded the body
 	}
-	r := &reply{model: resp.Model}
+	r := &reply{model: resp.Model, promptTokenIDs: extras.PromptTokenIDs}
 	for i, ch := range resp.Choices {
 		msg := ch.Message
 		o := operations.Output{

@@ -54,11 +54,14 @@ func TestOpenAIReplyMapping(t *testing.T) {
 		},
 		{
 			name:  "vllm reasoning and token ids kept",
-			reply: `{"choices":[{"index":0,"finish_reason":"stop","token_ids":[5,6,7],"message":{"role":"assistant","content":"ok","reasoning":"because"}}],"usage":{"prompt_tokens":1,"completion_tokens":3}}`,
+			reply: `{"prompt_token_ids":[1,2],"choices":[{"index":0,"finish_reason":"stop","token_ids":[5,6,7],"message":{"role":"assistant","content":"ok","reasoning":"because"}}],"usage":{"prompt_tokens":1,"completion_tokens":3}}`,
 			check: func(t *testing.T, g *operations.GenerateResult) {
 				o := g.Outputs[0]
 				if o.Reasoning != "because" || len(o.TokenIDs) != 3 || o.TokenIDs[2] != 7 {
 					t.Fatalf("output = %+v", o)
+				}
+				if len(g.PromptTokenIDs) != 2 || g.PromptTokenIDs[1] != 2 {
+					t.Fatalf("prompt token ids = %v", g.PromptTokenIDs)
 				}
 			},
 		},

@@ -658,7 +658,28 @@ func episode(row Row, l Lane, it Item, traj *operations.Result) (*grading.Episod
 	problem := ""
 	if traj != nil && traj.Error == "" && traj.ReadFile != nil && traj.ReadFile.Exists {
 		var got grading.Trajectory
-		if err := json.Unmarshal([]byte(traj.ReadFile.Content), &got); err != nil {
+		var multi struct {
+			Trajectories []grading.Trajectory `json:"trajectories"`
+		}
+		content := []byte(traj.ReadFile.Content)
+		if json.Unmarshal(content, &multi) == nil && len(multi.Trajectories) > 0 {
+			// An episode (an external agent's, with named trajectories).
+			for i := range multi.Trajectories {
+				if multi.Trajectories[i].Name == "" {
+					multi.Trajectories[i].Name = l.Workflow
+				}
+				if multi.Trajectories[i].Steps == nil {
+					multi.Trajectories[i].Steps = []grading.Step{}
+				}
+			}
+			ep := grading.Episode{SchemaVersion: grading.EpisodeSchemaVersion, ID: row.EpisodeID, Task: it.Task.Row,
+				Trajectories: multi.Trajectories}
+			if p := gradeEpisode(&ep, row, l.SegmentReward, l.Gamma); p != "" {
+				problem = p
+			}
+			return &ep, problem
+		}
+		if err := json.Unmarshal(content, &got); err != nil {
 			problem = "trajectory: " + err.Error()
 		} else {
 			t = got

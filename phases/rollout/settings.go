@@ -15,14 +15,17 @@ import (
 
 // Defaults of the settings.
 const (
-	DefaultMaxConcurrency    = 16
-	DefaultMetric            = grading.NameExactMatch
-	DefaultVerifierTimeoutS  = 300
-	DefaultOutputDir         = "results"
-	DefaultGamma             = 0.9
-	DefaultAgentWorkflow     = react.Name
-	MetricNone               = "none"
-	trajectoryFile           = "trajectory.json"
+	DefaultMaxConcurrency   = 16
+	DefaultMetric           = grading.NameExactMatch
+	DefaultVerifierTimeoutS = 300
+	DefaultOutputDir        = "results"
+	DefaultGamma            = 0.9
+	DefaultAgentWorkflow    = react.Name
+	MetricNone              = "none"
+	trajectoryFile          = "trajectory.json"
+	// externalWorkflow is the external-agent workflow (package
+	// phases/external), which writes its gateway trace as trajectory_file.
+	externalWorkflow         = "external"
 	maxAnswerBytesInLaneVars = 64 << 10
 )
 
@@ -445,7 +448,7 @@ func (s Settings) agentSettings() (json.RawMessage, error) {
 	if _, ok := m["models"]; !ok && len(s.Models) > 0 {
 		m["models"] = s.Models
 	}
-	if s.Agent.Workflow == react.Name && *s.Episodes {
+	if (s.Agent.Workflow == react.Name || s.Agent.Workflow == externalWorkflow) && *s.Episodes {
 		if _, ok := m["trajectory_file"]; !ok {
 			m["trajectory_file"] = json.RawMessage(`"` + trajectoryFile + `"`)
 		}

@@ -1,0 +1,479 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// TokenPrefix starts every session token, so that a leaked one is
+// recognisable (and scrubbable) as a flock gateway token.
+const TokenPrefix = "flk-gw-"
+
+// Gateway holds the open sessions and serves their OpenAI-compatible
+// routes. It is safe for concurrent use. The zero value is not usable;
+// call New.
+type Gateway struct {
+	log *slog.Logger
+
+	mu sync.Mutex
+	// sessions by id; guarded by mu.
+	sessions map[string]*Session
+	// opened is closed and replaced whenever a session opens, waking Await;
+	// guarded by mu.
+	opened chan struct{}
+	// baseURL is the announced server root (SetBaseURL); guarded by mu.
+	baseURL string
+	// ln and srv are the private loopback listener, started on the first
+	// BaseURL call without an announced root; guarded by mu.
+	ln     net.Listener
+	srv    *http.Server
+	served chan error
+	closed bool
+}
+
+// New returns a Gateway with no sessions. It does no I/O.
+func New(log *slog.Logger) *Gateway {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Gateway{log: log, sessions: map[string]*Session{}, opened: make(chan struct{})}
+}
+
+// SetBaseURL announces the root URL at which the server serves the
+// gateway's routes (flock serve calls it once it listens, "http://ADDR").
+// Sessions opened afterwards hand agents that URL.
+func (g *Gateway) SetBaseURL(root string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.baseURL = strings.TrimRight(root, "/")
+}
+
+// BaseURL returns the root URL agents reach the gateway at: the announced
+// one, else a private listener on 127.0.0.1 that the gateway starts on
+// first use (flock run, or runs resumed before the server listens) and
+// stops in Close.
+func (g *Gateway) BaseURL() (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.baseURL != "" {
+		return g.baseURL, nil
+	}
+	if g.closed {
+		return "", ErrClosed
+	}
+	if g.ln == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("gateway: listen: %w", err)
+		}
+		g.ln = ln
+		g.srv = &http.Server{Handler: loopbackOnly(g), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+		g.served = make(chan error, 1)
+		srv, served := g.srv, g.served
+		go func() { served <- srv.Serve(ln) }()
+	}
+	return "http://" + g.ln.Addr().String(), nil
+}
+
+// Close stops the private listener, if any, and closes every session.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	srv, served := g.srv, g.served
+	g.srv, g.served = nil, nil
+	sessions := make([]*Session, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		sessions = append(sessions, s)
+	}
+	close(g.opened)
+	g.opened = make(chan struct{})
+	g.mu.Unlock()
+	for _, s := range sessions {
+		s.Close()
+	}
+	if srv == nil {
+		return nil
+	}
+	err := srv.Close()
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// Recorded is a model call answered before, in an earlier attempt of the
+// same agent: its journaled request and result.
+type Recorded struct {
+	OpID    string
+	Request operations.GenerateRequest
+	Result  operations.GenerateResult
+}
+
+// SessionConfig describes a session to Open.
+type SessionConfig struct {
+	// Model is the default model: a call naming no model, or one that is
+	// not in Models, uses it.
+	Model string
+	// Models are the other model names a call may choose.
+	Models []string
+	// Replay are the calls of earlier attempts, in journal order; a call
+	// whose request equals one of them (the k-th such call gets the k-th
+	// recorded answer) is answered from it without a model call.
+	Replay []Recorded
+}
+
+// Open registers a session under id (the session run's id) with a fresh
+// token, which it returns with the session. The token is held in memory
+// only.
+func (g *Gateway) Open(id string, cfg SessionConfig) (*Session, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("gateway: token: %w", err)
+	}
+	s := &Session{ID: id, gw: g, token: TokenPrefix + hex.EncodeToString(b[:]), model: cfg.Model,
+		models: map[string]bool{cfg.Model: true}, notify: make(chan struct{}, 1),
+		waiting: map[string]*call{}, recorded: map[string][]Recorded{}, recordedOps: map[string]bool{},
+		seen: map[string]int{}, nonce: hex.EncodeToString(b[:4])}
+	s.order = append(s.order, cfg.Model)
+	for _, m := range cfg.Models {
+		if !s.models[m] {
+			s.models[m] = true
+			s.order = append(s.order, m)
+		}
+	}
+	for _, r := range cfg.Replay {
+		s.recordLocked(r)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, ErrClosed
+	}
+	if _, dup := g.sessions[id]; dup {
+		return nil, fmt.Errorf("%w: %s", ErrDuplicateSession, id)
+	}
+	g.sessions[id] = s
+	close(g.opened)
+	g.opened = make(chan struct{})
+	return s, nil
+}
+
+// Await returns the session id once it is open: the session run's
+// gateway_wait op may be dispatched (after a restart) before the external
+// op that opens the session.
+func (g *Gateway) Await(ctx context.Context, id string) (*Session, error) {
+	for {
+		g.mu.Lock()
+		s, ok := g.sessions[id]
+		opened, closed := g.opened, g.closed
+		g.mu.Unlock()
+		if ok {
+			return s, nil
+		}
+		if closed {
+			return nil, ErrNoSession
+		}
+		select {
+		case <-opened:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// session returns the open session id, or nil.
+func (g *Gateway) session(id string) *Session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessions[id]
+}
+
+// remove forgets s (its Close calls it).
+func (g *Gateway) remove(s *Session) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sessions[s.ID] == s {
+		delete(g.sessions, s.ID)
+	}
+}
+
+// Trace is one model call of a session, as the agent saw it.
+type Trace struct {
+	// ID is "<session>:<seq>"; the answer carries it in X-Flock-Trace-Id
+	// and in its "flock" object, and the completion id is "chatcmpl-" + ID.
+	ID  string `json:"id"`
+	Seq int    `json:"seq"`
+	// StepID is the client's X-Flock-Step-Id header, if it sent one.
+	StepID string `json:"step_id,omitempty"`
+	// OpID is the generate op that answered (in this session run or, when
+	// Replayed, an earlier attempt's).
+	OpID     string                     `json:"op_id"`
+	Replayed bool                       `json:"replayed,omitempty"`
+	Time     time.Time                  `json:"time"`
+	Request  operations.GenerateRequest `json:"request"`
+	Result   operations.GenerateResult  `json:"result"`
+}
+
+func (t *Trace) completionID() string { return "chatcmpl-" + t.ID }
+
+// call is a model call waiting for its generate op.
+type call struct {
+	id     string
+	key    string
+	stepID string
+	req    operations.GenerateRequest
+	done   chan struct{}
+	// set before done is closed:
+	opID string
+	res  operations.Result
+	err  error
+}
+
+// Session is one agent's gateway session: the calls it sends wait in a
+// queue that the session run's gateway_wait op takes; the generate op that
+// answers a call hands its journaled result back through Deliver.
+type Session struct {
+	ID    string
+	gw    *Gateway
+	token string
+	model string
+	// models and order are the names a call may use; read-only after Open.
+	models map[string]bool
+	order  []string
+	// nonce prefixes call ids, so that ids of two attempts never meet.
+	nonce string
+	// notify wakes Take (capacity 1).
+	notify chan struct{}
+
+	mu sync.Mutex
+	// queue holds calls not yet taken; waiting, taken calls by id; guarded by mu.
+	queue   []*call
+	waiting map[string]*call
+	// recorded are earlier answers by request key, consumed in order;
+	// recordedOps the op ids among them; seen counts this attempt's calls
+	// per key; guarded by mu.
+	recorded    map[string][]Recorded
+	recordedOps map[string]bool
+	seen        map[string]int
+	seq         int
+	trace       []Trace
+	closed      bool
+	// failed, once set, answers every call (the run reached a limit).
+	failed error
+}
+
+// Token is the session's bearer token (OPENAI_API_KEY of the agent).
+func (s *Session) Token() string { return s.token }
+
+// Model is the session's default model.
+func (s *Session) Model() string { return s.model }
+
+// requestKey identifies a request for replay: the hash of its journaled
+// JSON.
+func requestKey(g operations.GenerateRequest) string {
+	b, _ := json.Marshal(g)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Session) recordLocked(r Recorded) {
+	if r.OpID != "" && s.recordedOps[r.OpID] {
+		return
+	}
+	s.recordedOps[r.OpID] = true
+	k := requestKey(r.Request)
+	s.recorded[k] = append(s.recorded[k], r)
+}
+
+// Do answers one call: from the journal of an earlier attempt when the
+// same request was answered there, otherwise by queueing it for the
+// session run and waiting for its journaled generate result.
+func (s *Session) Do(ctx context.Context, req operations.GenerateRequest, stepID string) (*Trace, error) {
+	key := requestKey(req)
+	s.mu.Lock()
+	if s.failed != nil {
+		err := s.failed
+		s.mu.Unlock()
+		return nil, err
+	}
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.seq++
+	seq := s.seq
+	n := s.seen[key]
+	s.seen[key] = n + 1
+	if rec := s.recorded[key]; n < len(rec) {
+		r := rec[n]
+		t := Trace{ID: s.ID + ":" + strconv.Itoa(seq), Seq: seq, StepID: stepID, OpID: r.OpID, Replayed: true,
+			Time: time.Now().UTC(), Request: req, Result: r.Result}
+		s.trace = append(s.trace, t)
+		s.mu.Unlock()
+		return &t, nil
+	}
+	c := &call{id: s.nonce + "-" + strconv.Itoa(seq), key: key, stepID: stepID, req: req, done: make(chan struct{})}
+	s.queue = append(s.queue, c)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		// The generate still runs and is journaled; a retry of the same
+		// request in a later attempt is answered from it.
+		return nil, context.Cause(ctx)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.res.Error != "" {
+		return nil, &callError{msg: c.res.Error}
+	}
+	var gr operations.GenerateResult
+	if c.res.Generate != nil {
+		gr = *c.res.Generate
+	}
+	t := Trace{ID: s.ID + ":" + strconv.Itoa(seq), Seq: seq, StepID: stepID, OpID: c.opID, Time: time.Now().UTC(),
+		Request: req, Result: gr}
+	s.mu.Lock()
+	s.trace = append(s.trace, t)
+	s.mu.Unlock()
+	return &t, nil
+}
+
+// callError is a generate op that failed (the model's error, after its
+// retries), as its result says.
+type callError struct{ msg string }
+
+func (e *callError) Error() string { return e.msg }
+
+// Take waits for calls and returns those queued, moving them to the
+// waiting set; closed is true once the session is closed and nothing is
+// queued.
+func (s *Session) Take(ctx context.Context) (calls []operations.GatewayCall, closed bool, err error) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			for _, c := range s.queue {
+				s.waiting[c.id] = c
+				calls = append(calls, operations.GatewayCall{ID: c.id, Request: c.req})
+			}
+			s.queue = nil
+			s.mu.Unlock()
+			return calls, false, nil
+		}
+		if s.closed || s.failed != nil {
+			s.mu.Unlock()
+			return nil, true, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.notify:
+		case <-ctx.Done():
+			return nil, false, context.Cause(ctx)
+		}
+	}
+}
+
+// Deliver hands a journaled generate result to the call it answers
+// (Meta gateway_call). A result no call waits for (an op of an earlier
+// attempt, dispatched again after a restart) is kept for replay.
+func (s *Session) Deliver(callID, opID string, req operations.GenerateRequest, res operations.Result) {
+	s.mu.Lock()
+	c := s.waiting[callID]
+	delete(s.waiting, callID)
+	if c == nil && res.Error == "" && res.Generate != nil {
+		s.recordLocked(Recorded{OpID: opID, Request: req, Result: *res.Generate})
+	}
+	s.mu.Unlock()
+	if c != nil {
+		c.opID, c.res = opID, res
+		close(c.done)
+	}
+}
+
+// Fail answers every waiting and later call with err (the run reached a
+// limit, or its session run ended).
+func (s *Session) Fail(err error) {
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	pending := s.drainLocked()
+	s.mu.Unlock()
+	for _, c := range pending {
+		c.err = err
+		close(c.done)
+	}
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) drainLocked() []*call {
+	out := s.queue
+	for _, c := range s.waiting {
+		out = append(out, c)
+	}
+	s.queue, s.waiting = nil, map[string]*call{}
+	return out
+}
+
+// Close ends the session: it is unregistered, calls not yet taken fail
+// with ErrClosed and Take reports closed. Calls already taken keep waiting
+// for their generate (Deliver), so Close never loses a paid answer.
+// Close is idempotent.
+func (s *Session) Close() {
+	s.gw.remove(s)
+	s.mu.Lock()
+	s.closed = true
+	queued := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, c := range queued {
+		c.err = ErrClosed
+		close(c.done)
+	}
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Trace returns the session's calls in the order they were made.
+func (s *Session) Trace() []Trace {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]Trace(nil), s.trace...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+// resolveModel picks the model of a call: the one it names when the
+// session allows it, else the default.
+func (s *Session) resolveModel(name string) string {
+	if s.models[name] {
+		return name
+	}
+	return s.model
+}

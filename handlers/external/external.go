@@ -1,0 +1,485 @@
+package external
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/gateway"
+	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+	phext "github.com/flockrun/flock/phases/external"
+	"github.com/flockrun/flock/state"
+)
+
+// Output caps: stdout is kept whole up to maxStdout (its last JSON line is
+// the answer), stderr's tail up to maxStderr.
+const (
+	maxStdout = 8 << 20
+	maxStderr = 16 << 10
+	// maxAttempts bounds the session runs of one external op (one per
+	// attempt whose session run ended before the op's result was journaled).
+	maxAttempts = 16
+)
+
+func init() {
+	handlers.Register(handlers.Info{ID: "flock.external",
+		Kinds: []operations.Kind{operations.KindExternal, operations.KindGatewayWait},
+		New:   func() handlers.Handler { return &Handler{} }})
+}
+
+// Handler runs external and gateway_wait operations. Its zero value
+// refuses them until provisioned with the gateway, the run starter and the
+// store.
+type Handler struct {
+	gw    *gateway.Gateway
+	runs  handlers.Runs
+	store state.Reader
+	// getenv and environ read the server's environment (tests replace them).
+	environ func() []string
+}
+
+// Provision takes the gateway, the run starter and the journal from deps.
+func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
+	h.gw, h.runs, h.store = deps.Gateway, deps.Runs, deps.Store
+	h.environ = os.Environ
+	return nil
+}
+
+// Handle implements handlers.Handler.
+func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) (res operations.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = operations.Failed(req, "%s: internal error: %v\n%s", req.Kind, p, debug.Stack())
+		}
+	}()
+	if h.gw == nil || h.runs == nil || h.store == nil {
+		return operations.Failed(req, "%s: this server has no model gateway", req.Kind)
+	}
+	switch p := req.Ext.(type) {
+	case *operations.ExternalRequest:
+		return h.external(ctx, env, req, p)
+	case *operations.GatewayWaitRequest:
+		return h.wait(ctx, env, req, p)
+	}
+	return operations.Failed(req, "%s: %v", req.Kind, operations.ErrMissingParams)
+}
+
+// wait hands the previous step's generate results to their callers, then
+// waits for the next calls of the session (the run's id).
+func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Request, p *operations.GatewayWaitRequest) operations.Result {
+	s, err := h.gw.Await(ctx, env.RunID)
+	if err != nil {
+		return operations.Failed(req, "gateway_wait: session %s: %v", env.RunID, err)
+	}
+	if p.DeliverStep > 0 {
+		ops, err := h.store.StepOps(ctx, env.RunID, p.DeliverStep)
+		if err != nil {
+			return operations.Failed(req, "gateway_wait: reading step %d: %v", p.DeliverStep, err)
+		}
+		for _, op := range ops {
+			id := op.Request.Meta[operations.MetaGatewayCall]
+			if op.Request.Kind != operations.KindGenerate || id == "" || op.Result == nil || op.Request.Generate == nil {
+				continue
+			}
+			s.Deliver(id, op.ID, *op.Request.Generate, *op.Result)
+		}
+	}
+	calls, closed, err := s.Take(ctx)
+	if err != nil {
+		return operations.Failed(req, "gateway_wait: %v", err)
+	}
+	return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: &operations.GatewayWaitResult{Calls: calls, Closed: closed}}
+}
+
+// sessionRun finds or starts the session run of this attempt: the first
+// of the op's session runs (ids derived from the op's) that has not ended.
+// Those that ended hold answers of earlier attempts: they are returned as
+// replay, with their usage.
+func (h *Handler) sessionRun(ctx context.Context, env handlers.Env) (state.Run, []gateway.Recorded, []string, operations.RunUsage, error) {
+	var replay []gateway.Recorded
+	var ended []string
+	var used operations.RunUsage
+	settings, err := sessionSettings(env)
+	if err != nil {
+		return state.Run{}, nil, nil, used, err
+	}
+	for k := 0; k < maxAttempts; k++ {
+		opID := env.OpID + "/gateway"
+		if k > 0 {
+			opID += "-" + strconv.Itoa(k)
+		}
+		run, err := h.runs.StartChild(ctx, handlers.Child{ParentID: env.RunID, OpID: opID, Workflow: phext.SessionName,
+			Settings: settings, Task: env.Task, WorkDir: env.WorkDir, ParentWorkDir: env.WorkDir})
+		if err != nil {
+			return state.Run{}, nil, nil, used, fmt.Errorf("starting the gateway session run: %w", err)
+		}
+		rec, err := h.recorded(ctx, run.ID)
+		if err != nil {
+			return state.Run{}, nil, nil, used, err
+		}
+		replay = append(replay, rec...)
+		if run.Status == state.StatusRunning || run.Status == state.StatusPaused {
+			return run, replay, ended, used, nil
+		}
+		ended = append(ended, run.ID)
+		used.Tokens += run.Usage.Tokens
+		used.Cost += run.Usage.Cost
+	}
+	return state.Run{}, nil, nil, used, fmt.Errorf("%d gateway session runs of this op have ended; not starting another", maxAttempts)
+}
+
+// recorded reads the answered calls of a session run from its journal.
+func (h *Handler) recorded(ctx context.Context, runID string) ([]gateway.Recorded, error) {
+	var out []gateway.Recorded
+	after := ""
+	for {
+		ops, err := h.store.Ops(ctx, runID, after, 500)
+		if err != nil {
+			return nil, fmt.Errorf("reading the journal of session run %s: %w", runID, err)
+		}
+		for _, op := range ops {
+			if op.Request.Kind == operations.KindGenerate && op.Status == state.OpDone && op.Result != nil &&
+				op.Result.Error == "" && op.Result.Generate != nil && op.Request.Generate != nil {
+				out = append(out, gateway.Recorded{OpID: op.ID, Request: *op.Request.Generate, Result: *op.Result.Generate})
+			}
+		}
+		if len(ops) < 500 {
+			return out, nil
+		}
+		after = ops[len(ops)-1].ID
+	}
+}
+
+// sessionSettings are the session run's settings: the external run's
+// models, and its limits less what it has used (so the executor stops the
+// session when the run's budget is spent).
+func sessionSettings(env handlers.Env) (json.RawMessage, error) {
+	doc := struct {
+		Models map[string]configs.Model `json:"models,omitempty"`
+		Limits operations.RunLimits     `json:"limits,omitempty"`
+	}{}
+	if env.Settings != nil {
+		doc.Models = env.Settings.Models
+	}
+	if env.Usage != nil {
+		u, l := env.Usage()
+		if l.Tokens > 0 {
+			doc.Limits.Tokens = max(1, l.Tokens-u.Tokens)
+		}
+		if l.Cost > 0 {
+			doc.Limits.Cost = max(1e-9, l.Cost-u.Cost)
+		}
+		if l.Seconds > 0 {
+			doc.Limits.Seconds = max(1, l.Seconds-u.Seconds)
+		}
+	}
+	return json.Marshal(doc)
+}
+
+// external runs the agent program against a fresh gateway session.
+func (h *Handler) external(ctx context.Context, env handlers.Env, req operations.Request, p *operations.ExternalRequest) operations.Result {
+	fail := func(format string, args ...any) operations.Result {
+		return operations.Failed(req, "external: "+format, args...)
+	}
+	if len(p.Command) == 0 || p.Command[0] == "" {
+		return fail("command is required")
+	}
+	if p.Model == "" {
+		return fail("model is required")
+	}
+	run, replay, ended, used, err := h.sessionRun(ctx, env)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var models []string
+	if env.Settings != nil {
+		for m := range env.Settings.Models {
+			models = append(models, m)
+		}
+		sort.Strings(models)
+	}
+	s, err := h.gw.Open(run.ID, gateway.SessionConfig{Model: p.Model, Models: models, Replay: replay})
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer s.Close()
+	base, err := h.gw.BaseURL()
+	if err != nil {
+		return fail("%v", err)
+	}
+
+	// The session run ends when the session closes, or earlier when it
+	// reaches the run's limits: then every call is refused naming the limit.
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	type end struct {
+		run state.Run
+		err error
+	}
+	ends := make(chan end, 1)
+	go func() {
+		r, err := h.runs.WaitChild(wctx, run.ID)
+		if err == nil {
+			s.Fail(sessionEnded(r))
+		}
+		ends <- end{r, err}
+	}()
+
+	out, err := h.runProgram(ctx, env, p, s.Token(), base+gateway.Prefix+run.ID+"/v1")
+	s.Close()
+	if ctx.Err() != nil {
+		stopWatch()
+		<-ends
+		return fail("interrupted: %v", context.Cause(ctx))
+	}
+	e := <-ends
+	if e.err != nil {
+		return fail("waiting for the gateway session run %s: %v", run.ID, e.err)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	res := h.finish(env, p, out, s.Trace())
+	res.SessionRuns = append(ended, run.ID)
+	res.Usage = operations.RunUsage{Tokens: used.Tokens + e.run.Usage.Tokens, Cost: used.Cost + e.run.Usage.Cost}
+	r := operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: res}
+	switch {
+	case out.timedOut:
+		r.Error = fmt.Sprintf("external: the agent did not finish within timeout_s (%g s)", p.TimeoutS)
+	case out.exitCode != 0:
+		r.Error = fmt.Sprintf("external: the agent exited with status %d%s", out.exitCode, lastLine(out.stderr))
+	case e.run.Status == state.StatusFailed && strings.HasPrefix(e.run.EndReason, "limit_"):
+		r.Error = "external: " + sessionEnded(e.run).Error()
+	}
+	return r
+}
+
+// sessionEnded is the error calls get once the session run has ended.
+func sessionEnded(r state.Run) error {
+	if strings.HasPrefix(r.EndReason, "limit_") {
+		return fmt.Errorf("%w: the run reached limits.%s (%s)", gateway.ErrLimit, limitKey(r.EndReason), r.Error)
+	}
+	return fmt.Errorf("%w: the session run %s ended (%s)", gateway.ErrClosed, r.ID, r.Status)
+}
+
+func limitKey(reason string) string {
+	switch k := strings.TrimPrefix(reason, "limit_"); k {
+	case "time":
+		return "seconds"
+	default:
+		return k
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return ": " + s
+}
+
+// programOutput is what the program left.
+type programOutput struct {
+	stdout, stderr string
+	exitCode       int
+	timedOut       bool
+}
+
+// runProgram runs the command in the work directory with the session's
+// URL and token and the task on stdin and in the task file. Variables
+// holding secrets of the server (the models' key variables, *_API_KEY,
+// *_TOKEN, *SECRET*) are not passed on.
+func (h *Handler) runProgram(ctx context.Context, env handlers.Env, p *operations.ExternalRequest, token, url string) (programOutput, error) {
+	var out programOutput
+	if p.TaskFile != "" {
+		if err := os.WriteFile(filepath.Join(env.WorkDir, p.TaskFile), []byte(env.Task), 0o644); err != nil {
+			return out, fmt.Errorf("writing the task file: %w", err)
+		}
+	}
+	if p.TimeoutS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutS*float64(time.Second)))
+		defer cancel()
+	}
+	var cmd *exec.Cmd
+	if p.Shell {
+		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", p.Command[0])
+	} else {
+		cmd = exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
+	}
+	cmd.Dir = env.WorkDir
+	cmd.Env = h.childEnv(env, p, token, url)
+	cmd.Stdin = strings.NewReader(env.Task)
+	stdout := &capped{max: maxStdout}
+	stderr := &capped{max: maxStderr, tail: true}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	err := cmd.Run()
+	out.stdout, out.stderr = stdout.String(), stderr.String()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && p.TimeoutS > 0:
+		out.timedOut, out.exitCode = true, -1
+	case errors.As(err, &ee):
+		out.exitCode = ee.ExitCode()
+	default:
+		return out, fmt.Errorf("starting %s: %w", p.Command[0], err)
+	}
+	return out, nil
+}
+
+// childEnv is the program's environment.
+func (h *Handler) childEnv(env handlers.Env, p *operations.ExternalRequest, token, url string) []string {
+	drop := map[string]bool{gatewayKeyEnv: true, "OPENAI_BASE_URL": true, "OPENAI_API_BASE": true}
+	if env.Settings != nil {
+		for _, m := range env.Settings.Models {
+			if m.APIKeyEnv != "" {
+				drop[m.APIKeyEnv] = true
+			}
+		}
+	}
+	var out []string
+	for _, kv := range h.environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		u := strings.ToUpper(k)
+		if drop[k] || strings.HasSuffix(u, "_API_KEY") || strings.HasSuffix(u, "_TOKEN") || strings.Contains(u, "SECRET") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	keys := make([]string, 0, len(p.Env))
+	for k := range p.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+p.Env[k])
+	}
+	return append(out,
+		"OPENAI_BASE_URL="+url,
+		gatewayKeyEnv+"="+token,
+		"OPENAI_MODEL="+p.Model,
+		"FLOCK_RUN_ID="+env.RunID,
+		"FLOCK_TASK_FILE="+filepath.Join(env.WorkDir, p.TaskFile),
+	)
+}
+
+// gatewayKeyEnv is the variable that carries the session token.
+const gatewayKeyEnv = "OPENAI_API_KEY"
+
+// finish reads the agent's output, builds the episode from the trace and
+// writes the episode and trajectory files.
+func (h *Handler) finish(env handlers.Env, p *operations.ExternalRequest, out programOutput, traces []gateway.Trace) *operations.ExternalResult {
+	res := &operations.ExternalResult{ExitCode: out.exitCode, TimedOut: out.timedOut, Calls: len(traces)}
+	if t := strings.TrimSpace(out.stderr); t != "" {
+		res.Stderr = t
+	}
+	for _, t := range traces {
+		if t.Replayed {
+			res.Replayed++
+		}
+	}
+	var ao gateway.AgentOutput
+	var perr error
+	if line := gateway.LastJSONLine([]byte(out.stdout)); line != nil {
+		ao, perr = gateway.ParseAgentOutput(line)
+	} else if p.AnswerFile != "" {
+		if b, err := os.ReadFile(filepath.Join(env.WorkDir, p.AnswerFile)); err == nil {
+			if json.Valid(bytes.TrimSpace(b)) {
+				ao, perr = gateway.ParseAgentOutput(b)
+			} else {
+				ao.Answer = strings.TrimSpace(string(b))
+			}
+		}
+	} else if l := strings.TrimSpace(lastLine(out.stdout)); l != "" {
+		ao.Answer = strings.TrimPrefix(l, ": ")
+	}
+	ep := gateway.Enrich(env.RunID+":0", p.Name, ao, traces)
+	switch {
+	case out.timedOut:
+		ep.TerminationReason = grading.TerminationTimeout
+	case out.exitCode != 0:
+		ep.TerminationReason = grading.TerminationError
+	case ep.TerminationReason == grading.TerminationUnknown && ao.TerminationReason == "":
+		ep.TerminationReason = grading.TerminationEnvDone
+	}
+	if perr != nil {
+		ep.Metadata = map[string]any{"output_error": perr.Error()}
+	}
+	res.Answer = ep.Artifacts.Answer
+	res.TerminationReason = string(ep.TerminationReason)
+	if b, err := json.Marshal(ep); err == nil {
+		res.Episode = b
+		if p.EpisodeFile != "" {
+			_ = os.WriteFile(filepath.Join(env.WorkDir, p.EpisodeFile), b, 0o644)
+		}
+	}
+	if p.TrajectoryFile != "" {
+		var v any = ep
+		if len(ep.Trajectories) == 1 {
+			v = ep.Trajectories[0]
+		}
+		if b, err := json.Marshal(v); err == nil {
+			_ = os.WriteFile(filepath.Join(env.WorkDir, p.TrajectoryFile), b, 0o644)
+		}
+	}
+	return res
+}
+
+// capped keeps the first (or, with tail, the last) max bytes written.
+type capped struct {
+	max  int
+	tail bool
+	buf  bytes.Buffer
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	n := len(b)
+	if c.tail {
+		c.buf.Write(b)
+		if over := c.buf.Len() - c.max; over > 0 {
+			rest := append([]byte(nil), c.buf.Bytes()[over:]...)
+			c.buf.Reset()
+			c.buf.Write(rest)
+		}
+		return n, nil
+	}
+	if room := c.max - c.buf.Len(); room > 0 {
+		if len(b) > room {
+			b = b[:room]
+		}
+		c.buf.Write(b)
+	}
+	return n, nil
+}
+
+func (c *capped) String() string { return c.buf.String() }
+
+var (
+	_ handlers.Handler     = (*Handler)(nil)
+	_ handlers.Provisioner = (*Handler)(nil)
+)
