@@ -86,16 +86,8 @@ func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Req
 		return operations.Failed(req, "gateway_wait: session %s: %v", env.RunID, err)
 	}
 	if p.DeliverStep > 0 {
-		ops, err := h.store.StepOps(ctx, env.RunID, p.DeliverStep)
-		if err != nil {
-			return operations.Failed(req, "gateway_wait: reading step %d: %v", p.DeliverStep, err)
-		}
-		for _, op := range ops {
-			id := op.Request.Meta[operations.MetaGatewayCall]
-			if op.Request.Kind != operations.KindGenerate || id == "" || op.Result == nil || op.Request.Generate == nil {
-				continue
-			}
-			s.Deliver(id, op.ID, *op.Request.Generate, *op.Result)
+		if err := h.deliver(ctx, s, env.RunID, p.DeliverStep); err != nil {
+			return operations.Failed(req, "gateway_wait: %v", err)
 		}
 	}
 	calls, closed, err := s.Take(ctx)
@@ -103,6 +95,23 @@ func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Req
 		return operations.Failed(req, "gateway_wait: %v", err)
 	}
 	return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: &operations.GatewayWaitResult{Calls: calls, Closed: closed}}
+}
+
+// deliver hands the journaled generate results of a session run's step
+// to the calls they answer.
+func (h *Handler) deliver(ctx context.Context, s *gateway.Session, runID string, step uint64) error {
+	ops, err := h.store.StepOps(ctx, runID, step)
+	if err != nil {
+		return fmt.Errorf("reading step %d of %s: %w", step, runID, err)
+	}
+	for _, op := range ops {
+		id := op.Request.Meta[operations.MetaGatewayCall]
+		if op.Request.Kind != operations.KindGenerate || id == "" || op.Result == nil || op.Request.Generate == nil {
+			continue
+		}
+		s.Deliver(id, op.ID, *op.Request.Generate, *op.Result)
+	}
+	return nil
 }
 
 // sessionRun finds or starts the session run of this attempt: the first
@@ -234,6 +243,10 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 	go func() {
 		r, err := h.runs.WaitChild(wctx, run.ID)
 		if err == nil {
+			// A run that ends over a limit ends after its last step's
+			// generates: their answers are paid and journaled, so they
+			// reach their callers before the rest are refused.
+			h.deliver(wctx, s, run.ID, r.Step)
 			s.Fail(sessionEnded(r))
 		}
 		ends <- end{r, err}
@@ -271,7 +284,19 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 // sessionEnded is the error calls get once the session run has ended.
 func sessionEnded(r state.Run) error {
 	if strings.HasPrefix(r.EndReason, "limit_") {
-		return fmt.Errorf("%w: the run reached limits.%s (%s)", gateway.ErrLimit, limitKey(r.EndReason), r.Error)
+		key := limitKey(r.EndReason)
+		var detail string
+		switch key {
+		case "tokens":
+			detail = fmt.Sprintf("%d tokens used of the %d the session had left", r.Usage.Tokens, r.Limits.Tokens)
+		case "cost":
+			detail = fmt.Sprintf("%.6g spent of the %.6g the session had left", r.Usage.Cost, r.Limits.Cost)
+		case "seconds":
+			detail = fmt.Sprintf("%.1f s used of the %.1f s the session had left", r.Usage.Seconds, r.Limits.Seconds)
+		default:
+			detail = r.Error
+		}
+		return fmt.Errorf("%w: the run reached limits.%s (%s)", gateway.ErrLimit, key, detail)
 	}
 	return fmt.Errorf("%w: the session run %s ended (%s)", gateway.ErrClosed, r.ID, r.Status)
 }

@@ -1,0 +1,501 @@
+package external_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/gateway"
+	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/state"
+)
+
+// fakeOpenAI is an OpenAI-compatible endpoint that, like vLLM with
+// return_token_ids, returns the prompt's and the completion's token ids,
+// and logprobs when asked. It counts the requests it answers.
+type fakeOpenAI struct {
+	calls atomic.Int64
+	mu    sync.Mutex
+	// keys are the Authorization headers it saw.
+	keys map[string]int
+	// bodies counts each request body (a call paid twice shows up as 2).
+	bodies map[string]int
+}
+
+func newFakeOpenAI(t testing.TB) (*fakeOpenAI, *httptest.Server) {
+	f := &fakeOpenAI{keys: map[string]int{}, bodies: map[string]int{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Model    string `json:"model"`
+		Logprobs bool   `json:"logprobs"`
+		N        int    `json:"n"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	f.calls.Add(1)
+	f.mu.Lock()
+	f.keys[r.Header.Get("Authorization")]++
+	f.bodies[string(body)]++
+	f.mu.Unlock()
+	last := req.Messages[len(req.Messages)-1].Content
+	content := "echo: " + last
+	n := max(1, req.N)
+	var choices []map[string]any
+	for i := range n {
+		ch := map[string]any{"index": i, "finish_reason": "stop", "token_ids": []int{101, 102, 103},
+			"message": map[string]any{"role": "assistant", "content": content}}
+		if req.Logprobs {
+			ch["logprobs"] = map[string]any{"content": []map[string]any{
+				{"token": "echo", "logprob": -0.25, "top_logprobs": []any{}},
+				{"token": ":", "logprob": -0.5, "top_logprobs": []any{}},
+				{"token": " x", "logprob": -1.0, "top_logprobs": []any{}}}}
+		}
+		choices = append(choices, ch)
+	}
+	resp := map[string]any{"id": "cmpl-fake", "object": "chat.completion", "model": req.Model,
+		"prompt_token_ids": []int{1, 2, 3, len(req.Messages)}, "choices": choices,
+		"usage": map[string]any{"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// session is an open gateway session held by an external run whose
+// program only waits: the test plays the agent over HTTP.
+type session struct {
+	f      *flock
+	runID  string
+	url    string // OPENAI_BASE_URL
+	token  string // OPENAI_API_KEY
+	dir    string
+	closed bool
+}
+
+// holdCommand writes the gateway's URL and token to gw.txt and waits
+// for a file named done (then prints answer.txt's content as its answer).
+const holdCommand = `printf '%s\n%s\n' "$OPENAI_BASE_URL" "$OPENAI_API_KEY" > gw.txt; while [ ! -e done ]; do sleep 0.02; done; printf '{"answer": "held"}\n'`
+
+func openSession(t *testing.T, f *flock, settings map[string]any) *session {
+	t.Helper()
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	settings["command"] = holdCommand
+	id := f.start("external", settings, "hold the session")
+	dir := filepath.Join(f.app.Config.RunsDir(), id)
+	var lines []string
+	eventually(t, 20*time.Second, "the program to write gw.txt", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "gw.txt"))
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return err == nil && len(lines) == 2
+	})
+	s := &session{f: f, runID: id, url: lines[0], token: lines[1], dir: dir}
+	t.Cleanup(func() { s.finish(t) })
+	return s
+}
+
+// finish lets the program end and waits for the external run.
+func (s *session) finish(t *testing.T) state.Run {
+	t.Helper()
+	if !s.closed {
+		s.closed = true
+		writeFile(t, s.dir, "done", "")
+	}
+	return s.f.wait(s.runID, 30*time.Second)
+}
+
+func (s *session) chat(t *testing.T, body any, headers map[string]string) (int, []byte, http.Header) {
+	t.Helper()
+	h := map[string]string{"Authorization": "Bearer " + s.token}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return post(t, s.url+"/chat/completions", body, h)
+}
+
+// TestGatewayAuthAndGuard checks that a session answers only its own
+// token (401 otherwise, OpenAI-shaped), that the server's cross-site
+// rules hold on the gateway route (a foreign Origin is 403, a text/plain
+// body 415), and that the server's bearer token is neither needed nor
+// enough there, while the rest of the API still requires it.
+func TestGatewayAuthAndGuard(t *testing.T) {
+	const serverToken = "server-token-0123456789"
+	f := newFlock(t, func(c *configs.Server) { c.AuthToken = serverToken })
+	s := openSession(t, f, nil)
+	if !strings.HasPrefix(s.token, gateway.TokenPrefix) || strings.Contains(s.url, serverToken) {
+		t.Fatalf("token %q url %q", s.token, s.url)
+	}
+	body := map[string]any{"model": "simulated", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	tests := []struct {
+		name    string
+		headers map[string]string
+		body    any
+		status  int
+		errType string
+	}{
+		{"no token", map[string]string{"Authorization": ""}, body, 401, "authentication_error"},
+		{"wrong token", map[string]string{"Authorization": "Bearer " + gateway.TokenPrefix + "nope"}, body, 401, "authentication_error"},
+		{"server token", map[string]string{"Authorization": "Bearer " + serverToken}, body, 401, "authentication_error"},
+		{"foreign origin", map[string]string{"Origin": "http://evil.example"}, body, 403, ""},
+		{"text/plain body", map[string]string{"Content-Type": "text/plain"}, body, 415, ""},
+		{"bad message role", nil, map[string]any{"messages": []any{map[string]any{"role": "robot", "content": "x"}}}, 400, "invalid_request_error"},
+		{"no messages", nil, map[string]any{"model": "simulated"}, 400, "invalid_request_error"},
+		{"session token", nil, body, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, b, _ := s.chat(t, tt.body, tt.headers)
+			if code != tt.status {
+				t.Fatalf("status %d, want %d: %s", code, tt.status, b)
+			}
+			if strings.Contains(string(b), s.token) {
+				t.Fatalf("the answer carries the session token: %s", b)
+			}
+			if tt.errType != "" {
+				var e struct {
+					Error struct {
+						Message, Type string
+					}
+				}
+				if json.Unmarshal(b, &e) != nil || e.Error.Type != tt.errType || e.Error.Message == "" {
+					t.Fatalf("error = %s, want type %s", b, tt.errType)
+				}
+			}
+		})
+	}
+	// The rest of the API still wants the server's token.
+	req, _ := http.NewRequest("GET", f.base+"/runs", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("GET /runs without the server token: %d", resp.StatusCode)
+	}
+	// /v1/models lists the session's models.
+	req, _ = http.NewRequest("GET", s.url+"/models", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(mb), `"id":"simulated"`) {
+		t.Fatalf("models: %d %s", resp.StatusCode, mb)
+	}
+	// Once the program has ended, its token opens nothing.
+	s.finish(t)
+	if code, b, _ := s.chat(t, body, nil); code != 401 {
+		t.Fatalf("after the end: %d %s", code, b)
+	}
+}
+
+// TestGatewayTokenIDsAndLogprobs drives the gateway against a fake
+// OpenAI-compatible endpoint that returns token ids and logprobs: the
+// answer carries them (logprobs only when asked), the journal keeps them,
+// the episode's steps hold prompt and completion token ids and logprobs,
+// the provider key never reaches the agent, and n > 1 answers n choices.
+func TestGatewayTokenIDsAndLogprobs(t *testing.T) {
+	fake, srv := newFakeOpenAI(t)
+	t.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-provider-secret-key")
+	f := newFlock(t)
+	s := openSession(t, f, map[string]any{"model": "fake",
+		"models": map[string]any{"fake": map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0}}})
+	if strings.Contains(s.token, "sk-provider") {
+		t.Fatal("the agent got the provider key")
+	}
+	msgs := []any{map[string]any{"role": "system", "content": "be brief"}, map[string]any{"role": "user", "content": "one"}}
+	code, b, h := s.chat(t, map[string]any{"model": "whatever", "messages": msgs, "logprobs": true}, map[string]string{gateway.HeaderStepID: "my-step-1"})
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	var resp struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+			TokenIDs     []int  `json:"token_ids"`
+			Logprobs     *struct {
+				Content []struct {
+					Token   string  `json:"token"`
+					Logprob float64 `json:"logprob"`
+				} `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+		Usage struct {
+			TotalTokens int `json:"total_tokens"`
+		} `json:"usage"`
+		PromptTokenIDs []int `json:"prompt_token_ids"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil {
+		t.Fatal(err)
+	}
+	c := resp.Choices[0]
+	if resp.Model != "fake" || c.Message.Content != "echo: one" || c.FinishReason != "stop" || len(c.TokenIDs) != 3 ||
+		c.Logprobs == nil || len(c.Logprobs.Content) != 3 || c.Logprobs.Content[1].Logprob != -0.5 ||
+		len(resp.PromptTokenIDs) != 4 || resp.Usage.TotalTokens != 14 || h.Get(gateway.HeaderTraceID) == "" ||
+		resp.ID != "chatcmpl-"+h.Get(gateway.HeaderTraceID) {
+		t.Fatalf("answer %s (trace header %q)", b, h.Get(gateway.HeaderTraceID))
+	}
+	// Without logprobs asked, none come back; n = 2 gives two choices.
+	code, b, _ = s.chat(t, map[string]any{"messages": append(msgs, map[string]any{"role": "user", "content": "two"}), "n": 2}, nil)
+	if code != 200 || strings.Contains(string(b), `"logprobs":{`) || strings.Count(string(b), `"echo: two"`) != 2 {
+		t.Fatalf("second call: %d %s", code, b)
+	}
+	fake.mu.Lock()
+	for k := range fake.keys {
+		if k != "Bearer sk-provider-secret-key" {
+			t.Errorf("the endpoint saw Authorization %q", k)
+		}
+	}
+	fake.mu.Unlock()
+	end := s.finish(t)
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("external run: %s %s", end.Status, end.Error)
+	}
+	var ep grading.Episode
+	b, err := os.ReadFile(filepath.Join(s.dir, "episode.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &ep); err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	steps := ep.Trajectories[0].Steps
+	if len(steps) != 2 || ep.Artifacts.Answer != "held" {
+		t.Fatalf("episode %s", b)
+	}
+	s0 := steps[0]
+	if fmt.Sprint(s0.PromptTokenIDs) != "[1 2 3 2]" || fmt.Sprint(s0.CompletionTokenIDs) != "[101 102 103]" ||
+		fmt.Sprint(s0.Logprobs) != "[-0.25 -0.5 -1]" || s0.ModelResponse != "echo: one" ||
+		len(s0.ChatCompletions) != 3 || s0.Info["step_id"] != "my-step-1" {
+		t.Fatalf("step 0 = %+v", s0)
+	}
+	if steps[1].Logprobs != nil || fmt.Sprint(steps[1].CompletionTokenIDs) != "[101 102 103]" || steps[1].Info["n"] != float64(2) {
+		t.Fatalf("step 1 = %+v", steps[1])
+	}
+	// The journal holds both calls as generate ops, with their token data,
+	// and never the provider key.
+	var sessionRun string
+	var x struct {
+		SessionRuns []string `json:"session_runs"`
+	}
+	ops, _ := f.app.Store.Ops(t.Context(), s.runID, "", 10)
+	for _, op := range ops {
+		if op.Request.Kind == operations.KindExternal && op.Result != nil {
+			raw, _ := json.Marshal(op.Result.Ext)
+			_ = json.Unmarshal(raw, &x)
+		}
+	}
+	if len(x.SessionRuns) != 1 {
+		t.Fatalf("session runs %v", x.SessionRuns)
+	}
+	sessionRun = x.SessionRuns[0]
+	sops, _ := f.app.Store.Ops(t.Context(), sessionRun, "", 100)
+	gens := 0
+	for _, op := range sops {
+		raw, _ := json.Marshal(op)
+		if bytes.Contains(raw, []byte("sk-provider-secret-key")) {
+			t.Fatalf("the journal holds the provider key: %s", raw)
+		}
+		if op.Request.Kind == operations.KindGenerate {
+			gens++
+			if g := op.Result.Generate; g == nil || len(g.PromptTokenIDs) != 4 || len(g.Outputs[0].TokenIDs) != 3 {
+				t.Fatalf("journaled generate %s", raw)
+			}
+		}
+	}
+	if gens != 2 || fake.calls.Load() != 2 {
+		t.Fatalf("%d generates journaled, %d endpoint calls; want 2 and 2", gens, fake.calls.Load())
+	}
+}
+
+// TestGatewayStreamingAndTools streams a tool call and a text answer as
+// SSE chunks with OpenAI's shapes (role chunk, deltas, tool-call deltas
+// with index, finish, usage chunk, [DONE]).
+func TestGatewayStreamingAndTools(t *testing.T) {
+	f := newFlock(t)
+	script := writeFile(t, f.dir, "script.jsonl",
+		`{"match": "weather", "content": "", "tool_calls": [{"id": "call_w", "name": "get_weather", "arguments": {"city": "Paris"}}]}`+"\n"+
+			`{"match": "sunny", "content": "It is sunny in Paris.", "reasoning": "the tool said so"}`+"\n")
+	s := openSession(t, f, map[string]any{"model": "s", "models": map[string]any{"s": map[string]any{"provider": "scripted", "script": script}}})
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}
+	msgs := []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "What is the weather in Paris?"}}}}
+	chunks := s.stream(t, map[string]any{"messages": msgs, "tools": tools, "tool_choice": "auto", "stream": true,
+		"stream_options": map[string]any{"include_usage": true}})
+	var name, args, finish, id string
+	sawUsage := false
+	for _, c := range chunks {
+		if c.Object != "chat.completion.chunk" {
+			t.Fatalf("chunk object %q", c.Object)
+		}
+		if c.Usage != nil {
+			sawUsage = true
+		}
+		for _, ch := range c.Choices {
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index == nil || *tc.Index != 0 {
+					t.Fatalf("tool call delta without index 0: %+v", tc)
+				}
+				if tc.ID != "" {
+					id = tc.ID
+				}
+				name += tc.Function.Name
+				args += tc.Function.Arguments
+			}
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	if name != "get_weather" || args != `{"city":"Paris"}` || finish != "tool_calls" || id != "call_w" || !sawUsage {
+		t.Fatalf("streamed tool call %q %q finish %q id %q usage %v", name, args, finish, id, sawUsage)
+	}
+	msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": id, "type": "function",
+		"function": map[string]any{"name": name, "arguments": args}}}},
+		map[string]any{"role": "tool", "tool_call_id": id, "content": "sunny"})
+	chunks = s.stream(t, map[string]any{"messages": msgs, "tools": tools, "stream": true})
+	var text, reasoning string
+	for _, c := range chunks {
+		if c.Usage != nil {
+			t.Fatal("usage chunk without include_usage")
+		}
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				text += *ch.Delta.Content
+			}
+			reasoning += ch.Delta.ReasoningContent
+		}
+	}
+	if text != "It is sunny in Paris." || reasoning != "the tool said so" {
+		t.Fatalf("streamed text %q reasoning %q", text, reasoning)
+	}
+}
+
+type chunk struct {
+	Object  string `json:"object"`
+	Choices []struct {
+		Delta struct {
+			Role             string  `json:"role"`
+			Content          *string `json:"content"`
+			ReasoningContent string  `json:"reasoning_content"`
+			ToolCalls        []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		TotalTokens int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// stream posts a streaming request and reads its SSE chunks up to [DONE].
+func (s *session) stream(t *testing.T, body any) []chunk {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", s.url+"/chat/completions", bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stream: %d %s", resp.StatusCode, b)
+	}
+	var out []chunk
+	sc := bufio.NewScanner(resp.Body)
+	done := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("SSE line %q", line)
+		}
+		if data == "[DONE]" {
+			done = true
+			break
+		}
+		var c chunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		out = append(out, c)
+	}
+	if !done {
+		t.Fatal("the stream did not end with [DONE]")
+	}
+	return out
+}
+
+// TestGatewayRunLimit checks that the run's token limit applies to the
+// agent's calls: once the session's run has spent it, calls get a 429
+// naming limits.tokens, and the external run ends over its limit.
+func TestGatewayRunLimit(t *testing.T) {
+	f := newFlock(t)
+	s := openSession(t, f, map[string]any{"model": "simulated", "limits": map[string]any{"tokens": 60}})
+	msgs := []any{map[string]any{"role": "user", "content": strings.Repeat("a long question ", 20)}}
+	code, b, _ := s.chat(t, map[string]any{"messages": msgs}, nil)
+	if code != 200 {
+		t.Fatalf("first call: %d %s", code, b)
+	}
+	var last []byte
+	eventually(t, 10*time.Second, "a call refused by the run's limit", func() bool {
+		code, last, _ = s.chat(t, map[string]any{"messages": msgs}, nil)
+		return code == 429
+	})
+	if !strings.Contains(string(last), "limits.tokens") || !strings.Contains(string(last), `"type":"insufficient_quota"`) {
+		t.Fatalf("429 body %s", last)
+	}
+	end := s.finish(t)
+	if end.Status == state.StatusSucceeded {
+		t.Fatalf("external run succeeded over its limit: %+v", end)
+	}
+	if end.EndReason != "limit_tokens" {
+		t.Fatalf("end reason %q (%s)", end.EndReason, end.Error)
+	}
+}
