@@ -6,8 +6,9 @@ It offers the model one tool (calculator), runs the calls it makes,
 and prints its answer as the last JSON line of stdout.
 
 Environment knobs (for tests): MAX_TURNS (default 4), LOGPROBS=1 asks
-for logprobs, PAUSE_FILE makes the first attempt (no PAUSE_FILE yet)
-write it after the first model call and wait to be killed.
+for logprobs; with PAUSE_DIR holding a file named "armed", the first
+attempt of each run writes PAUSE_DIR/<FLOCK_RUN_ID> after its first
+model call and waits until its parent (flock) is gone.
 """
 import json
 import os
@@ -63,16 +64,19 @@ def main():
     extra = {"tools": TOOLS}
     if os.environ.get("LOGPROBS") == "1":
         extra["logprobs"] = True
-    pause = os.environ.get("PAUSE_FILE")
-    first_attempt = pause and not os.path.exists(pause)
+    pause_dir = os.environ.get("PAUSE_DIR")
+    marker = pause_dir and os.path.join(pause_dir, os.environ.get("FLOCK_RUN_ID", "run"))
+    first_attempt = bool(pause_dir) and os.path.exists(os.path.join(pause_dir, "armed")) and not os.path.exists(marker)
+    parent = os.getppid()
     answer = ""
     for turn in range(int(os.environ.get("MAX_TURNS", "4"))):
         resp = chat(messages, **extra)
         if first_attempt and turn == 0:
-            with open(pause, "w") as f:
+            with open(marker, "w") as f:
                 f.write(resp["id"])
-            while True:  # wait to be killed with the server
+            while os.getppid() == parent:  # until flock is killed
                 time.sleep(0.05)
+            sys.exit(3)
         msg = resp["choices"][0]["message"]
         calls = msg.get("tool_calls") or []
         messages.append({"role": "assistant", "content": msg.get("content") or "", **({"tool_calls": calls} if calls else {})})

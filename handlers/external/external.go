@@ -9,17 +9,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"io"
 	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/gateway"
 	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/reaper"
 	"github.com/flockrun/flock/operations"
 	phext "github.com/flockrun/flock/phases/external"
 	"github.com/flockrun/flock/state"
@@ -347,32 +349,91 @@ func (h *Handler) runProgram(ctx context.Context, env handlers.Env, p *operation
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutS*float64(time.Second)))
 		defer cancel()
 	}
-	var cmd *exec.Cmd
+	argv := p.Command
 	if p.Shell {
-		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", p.Command[0])
-	} else {
-		cmd = exec.CommandContext(ctx, p.Command[0], p.Command[1:]...)
+		argv = []string{"/bin/sh", "-c", p.Command[0]}
 	}
-	cmd.Dir = env.WorkDir
-	cmd.Env = h.childEnv(env, p, token, url)
-	cmd.Stdin = strings.NewReader(env.Task)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return out, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return out, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return out, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{stdinR, stdinW, outR, outW} {
+			f.Close()
+		}
+		return out, err
+	}
+	// The program runs under a reaper (package reaper): killing it, or
+	// flock dying (kill -9 included), ends it and everything it started.
+	proc, err := reaper.Start(reaper.Spec{Path: path, Args: argv, Dir: env.WorkDir, Env: h.childEnv(env, p, token, url),
+		Stdin: stdinR, Stdout: outW, Stderr: errW})
+	stdinR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		stdinW.Close()
+		outR.Close()
+		errR.Close()
+		return out, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
 	stdout := &capped{max: maxStdout}
 	stderr := &capped{max: maxStderr, tail: true}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		_, _ = io.WriteString(stdinW, env.Task)
+		stdinW.Close()
+	}()
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(stdout, outR)
+		outR.Close()
+	}()
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(stderr, errR)
+		errR.Close()
+	}()
+	type exit struct {
+		st  *os.ProcessState
+		err error
+	}
+	exited := make(chan exit, 1)
+	go func() {
+		st, err := proc.Wait()
+		exited <- exit{st, err}
+	}()
+	var ex exit
+	select {
+	case ex = <-exited:
+	case <-ctx.Done():
+		proc.Kill()
+		ex = <-exited
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && p.TimeoutS > 0 {
+			out.timedOut = true
+		}
+	}
+	wg.Wait()
 	out.stdout, out.stderr = stdout.String(), stderr.String()
-	var ee *exec.ExitError
 	switch {
-	case err == nil:
-	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && p.TimeoutS > 0:
-		out.timedOut, out.exitCode = true, -1
-	case errors.As(err, &ee):
-		out.exitCode = ee.ExitCode()
-	default:
-		return out, fmt.Errorf("starting %s: %w", p.Command[0], err)
+	case out.timedOut:
+		out.exitCode = -1
+	case ex.st != nil:
+		out.exitCode = ex.st.ExitCode()
+	case ex.err != nil:
+		return out, fmt.Errorf("running %s: %w", argv[0], ex.err)
 	}
 	return out, nil
 }

@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/api"
+)
+
+// arithModel is an OpenAI-compatible endpoint playing the example agent's
+// model: a calculator call for "What is A?", then the tool's output as the
+// answer. It counts every request it answers.
+type arithModel struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (m *arithModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, "bad request", 400)
+		return
+	}
+	m.mu.Lock()
+	m.calls++
+	m.mu.Unlock()
+	last := req.Messages[len(req.Messages)-1]
+	msg := map[string]any{"role": "assistant", "content": last.Content}
+	finish := "stop"
+	if last.Role == "user" {
+		expr := strings.TrimSuffix(strings.TrimPrefix(last.Content, "What is "), "?")
+		args, _ := json.Marshal(map[string]string{"expression": expr})
+		msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"id": "call_1", "type": "function", "function": map[string]any{"name": "calculator", "arguments": string(args)}}}}
+		finish = "tool_calls"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
+		"usage":   map[string]any{"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}})
+}
+
+func exampleAgent(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	p, _ := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "examples", "external", "agent.py"))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func needPython3(t *testing.T) string {
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("FLOCK_TEST_SCRIPT") != "" {
+			t.Fatal("python3 is required (scripts/test.sh installs it)")
+		}
+		t.Skip("python3 not found")
+	}
+	return p
+}
+
+// TestExternalRolloutKill9 runs a rollout of a Python agent (standard
+// library only) against the gateway of a real `flock serve`, with the
+// model a fake endpoint that counts its calls; it kills the server with
+// SIGKILL while four agents are between their first and second model
+// call, restarts it, and checks that the rollout completes, every agent
+// that was interrupted ran again with its finished call replayed from
+// the journal, and the endpoint answered exactly as many calls as the
+// journal holds generates: no model call was paid twice.
+func TestExternalRolloutKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	py := needPython3(t)
+	model := &arithModel{}
+	fake := httptest.NewServer(model)
+	defer fake.Close()
+	t.Setenv("FLOCK_FAKE_MODEL_KEY", "sk-fake-key-for-tests")
+
+	dir := t.TempDir()
+	pause := filepath.Join(dir, "pause")
+	if err := os.MkdirAll(pause, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pause, "armed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var bench strings.Builder
+	tasks := map[string]string{"a": "2+3", "b": "4*5", "c": "9-1", "d": "6*7"}
+	for id, expr := range tasks {
+		fmt.Fprintf(&bench, `{"id": %q, "question": "What is %s?", "answer": %q}`+"\n", id, expr, evalSimple(expr))
+	}
+	data := filepath.Join(dir, "bench.jsonl")
+	if err := os.WriteFile(data, []byte(bench.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "flock.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"read_roots": [%q]}`, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dataDir, addr := filepath.Join(dir, "data"), freePort(t)
+	p := startServer(t, dataDir, addr, "--config", cfg)
+	settings := map[string]any{
+		"data_path": data, "output_dir": "results", "num_chains": 2, "max_concurrency": 4, "episodes": true,
+		"agent": map[string]any{"workflow": "external", "settings": map[string]any{
+			"command": []string{py, exampleAgent(t)}, "model": "fake", "env": map[string]string{"PAUSE_DIR": pause}}},
+		"models": map[string]any{"fake": map[string]any{"base_url": fake.URL + "/v1", "api_key_env": "FLOCK_FAKE_MODEL_KEY", "max_retries": 0}},
+	}
+	id := p.start("rollout", settings)
+
+	// Four agents (one per lane) are paused after their first call.
+	deadline := time.Now().Add(60 * time.Second)
+	for paused(t, pause) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d agents paused\n%s", paused(t, pause), p.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.Remove(filepath.Join(pause, "armed")); err != nil {
+		t.Fatal(err)
+	}
+	p.kill()
+	p = startServer(t, dataDir, addr, "--config", cfg)
+	end := waitEnded(t, p, id, 90*time.Second)
+	if end.Status != "succeeded" {
+		t.Fatalf("rollout %s: %s %s\n%s", end.Status, end.EndReason, end.Error, p.out.String())
+	}
+	var sum struct {
+		Samples, Correct int
+	}
+	_ = json.Unmarshal(end.Result, &sum)
+	if sum.Samples != 8 || sum.Correct != 8 {
+		t.Fatalf("summary %s", end.Result)
+	}
+	// Each interrupted agent ran again and replayed its first call.
+	var ext struct {
+		Runs []api.Run `json:"runs"`
+	}
+	p.do("GET", "/runs?workflow=external&limit=100", nil, &ext)
+	replayed := 0
+	for _, r := range ext.Runs {
+		var res struct {
+			Calls, Replayed int
+		}
+		_ = json.Unmarshal(r.Result, &res)
+		if r.Status != "succeeded" || res.Calls != 2 {
+			t.Errorf("external run %s: %s, %d calls", r.ID, r.Status, res.Calls)
+		}
+		replayed += res.Replayed
+	}
+	if len(ext.Runs) != 8 || replayed != 4 {
+		t.Fatalf("%d external runs, %d calls replayed; want 8 and 4", len(ext.Runs), replayed)
+	}
+	// Paid once: the endpoint's calls are exactly the journal's generates.
+	var sessions struct {
+		Runs []api.Run `json:"runs"`
+	}
+	p.do("GET", "/runs?workflow=external.session&limit=100", nil, &sessions)
+	journaled := 0
+	for _, r := range sessions.Runs {
+		for _, op := range p.ops(r.ID) {
+			if op.Request.Type == "generate" && op.Status == "done" {
+				journaled++
+			}
+		}
+	}
+	model.mu.Lock()
+	calls := model.calls
+	model.mu.Unlock()
+	if journaled != 16 || calls != 16 {
+		t.Fatalf("endpoint answered %d calls, the journal holds %d generates; want 16 and 16", calls, journaled)
+	}
+}
+
+// paused counts the agents that wrote their pause marker.
+func paused(t *testing.T, dir string) int {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es) - 1 // less "armed"
+}
+
+func evalSimple(expr string) string {
+	var a, b int
+	var op byte
+	fmt.Sscanf(expr, "%d", &a)
+	i := strings.IndexAny(expr, "+-*")
+	op = expr[i]
+	fmt.Sscanf(expr[i+1:], "%d", &b)
+	switch op {
+	case '+':
+		return fmt.Sprint(a + b)
+	case '-':
+		return fmt.Sprint(a - b)
+	}
+	return fmt.Sprint(a * b)
+}
