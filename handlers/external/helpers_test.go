@@ -161,3 +161,5 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func runtimeCaller() (uintptr, string, int, bool) { return runtime.Caller(1) }
