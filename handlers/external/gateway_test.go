@@ -99,7 +99,7 @@ type session struct {
 // for a file named done (then prints answer.txt's content as its answer).
 const holdCommand = `printf '%s\n%s\n' "$OPENAI_BASE_URL" "$OPENAI_API_KEY" > gw.txt; while [ ! -e done ]; do sleep 0.02; done; printf '{"answer": "held"}\n'`
 
-func openSession(t *testing.T, f *flock, settings map[string]any) *session {
+func openSession(t testing.TB, f *flock, settings map[string]any) *session {
 	t.Helper()
 	if settings == nil {
 		settings = map[string]any{}
@@ -119,7 +119,7 @@ func openSession(t *testing.T, f *flock, settings map[string]any) *session {
 }
 
 // finish lets the program end and waits for the external run.
-func (s *session) finish(t *testing.T) state.Run {
+func (s *session) finish(t testing.TB) state.Run {
 	t.Helper()
 	if !s.closed {
 		s.closed = true
@@ -128,7 +128,7 @@ func (s *session) finish(t *testing.T) state.Run {
 	return s.f.wait(s.runID, 30*time.Second)
 }
 
-func (s *session) chat(t *testing.T, body any, headers map[string]string) (int, []byte, http.Header) {
+func (s *session) chat(t testing.TB, body any, headers map[string]string) (int, []byte, http.Header) {
 	t.Helper()
 	h := map[string]string{"Authorization": "Bearer " + s.token}
 	for k, v := range headers {
