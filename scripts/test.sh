@@ -13,6 +13,10 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 # AgentFlow's Python client drives `flock sandbox` in cli's e2e test.
 [ -d /usr/lib/python3/dist-packages/httpx ] || need+=(python3-httpx)
 [ -d /usr/lib/python3/dist-packages/pydantic ] || need+=(python3-pydantic)
+# The model gateway's real-client check drives the OpenAI SDK for Node
+# (npm install openai in a temp dir).
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 # The browser backend's tests drive Debian's headless chromium.
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
 # The desktop (vm) backend's tests run Xvfb displays with a Tk application.
@@ -31,6 +35,10 @@ if [ ${#need[@]} -gt 0 ]; then
 		unset FLOCK_TEST_REQUIRE_BINARIES
 	fi
 fi
+
+# Tests that need one of these binaries fail, rather than skip, when it
+# is missing under this script.
+export FLOCK_TEST_SCRIPT=1
 
 go vet ./...
 go test -count=1 -timeout 20m ./...

@@ -33,6 +33,10 @@ type fakeOpenAI struct {
 	keys map[string]int
 	// bodies counts each request body (a call paid twice shows up as 2).
 	bodies map[string]int
+	// delay holds each answer; inflight and maxInflight count the requests
+	// being answered at once.
+	delay                 time.Duration
+	inflight, maxInflight atomic.Int64
 }
 
 func newFakeOpenAI(t testing.TB) (*fakeOpenAI, *httptest.Server) {
@@ -58,15 +62,23 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.calls.Add(1)
+	n := f.inflight.Add(1)
+	defer f.inflight.Add(-1)
+	for {
+		m := f.maxInflight.Load()
+		if n <= m || f.maxInflight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(f.delay)
 	f.mu.Lock()
 	f.keys[r.Header.Get("Authorization")]++
 	f.bodies[string(body)]++
 	f.mu.Unlock()
 	last := req.Messages[len(req.Messages)-1].Content
 	content := "echo: " + last
-	n := max(1, req.N)
 	var choices []map[string]any
-	for i := range n {
+	for i := range max(1, req.N) {
 		ch := map[string]any{"index": i, "finish_reason": "stop", "token_ids": []int{101, 102, 103},
 			"message": map[string]any{"role": "assistant", "content": content}}
 		if req.Logprobs {
@@ -497,5 +509,59 @@ func TestGatewayRunLimit(t *testing.T) {
 	}
 	if end.EndReason != "limit_tokens" {
 		t.Fatalf("end reason %q (%s)", end.EndReason, end.Error)
+	}
+}
+
+// TestGatewayModelLimits checks that flock's per-model limits govern the
+// agent's calls: with max_concurrency 1, parallel calls reach the
+// endpoint one at a time; with requests_per_minute 1 and a short
+// max_retry_wait_s, a second call is refused with a 429 naming the limit.
+func TestGatewayModelLimits(t *testing.T) {
+	fake, srv := newFakeOpenAI(t)
+	fake.delay = 200 * time.Millisecond
+	t.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-provider-secret-key")
+	f := newFlock(t)
+	model := func(extra map[string]any) map[string]any {
+		m := map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	s := openSession(t, f, map[string]any{"model": "one", "models": map[string]any{
+		"free": model(nil),
+		"one":  model(map[string]any{"max_concurrency": 1}),
+		"slow": model(map[string]any{"requests_per_minute": 1, "max_retry_wait_s": 0.2})}})
+	parallel := func(model string) []int {
+		var wg sync.WaitGroup
+		codes := make([]int, 3)
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i], _, _ = s.chat(t, map[string]any{"model": model, "messages": []any{
+					map[string]any{"role": "user", "content": fmt.Sprintf("%s %d", model, i)}}}, nil)
+			}()
+		}
+		wg.Wait()
+		return codes
+	}
+	// Without a limit, parallel calls overlap at the endpoint (the control).
+	if codes := parallel("free"); fmt.Sprint(codes) != "[200 200 200]" || fake.maxInflight.Load() < 2 {
+		t.Fatalf("free: codes %v, %d in flight at most; want 200s and at least 2", codes, fake.maxInflight.Load())
+	}
+	fake.maxInflight.Store(0)
+	if codes := parallel("one"); fmt.Sprint(codes) != "[200 200 200]" || fake.maxInflight.Load() != 1 {
+		t.Fatalf("max_concurrency 1: codes %v, %d in flight at most; want 200s and 1", codes, fake.maxInflight.Load())
+	}
+	msg := func(c string) map[string]any {
+		return map[string]any{"model": "slow", "messages": []any{map[string]any{"role": "user", "content": c}}}
+	}
+	if code, b, _ := s.chat(t, msg("first"), nil); code != 200 {
+		t.Fatalf("first slow call: %d %s", code, b)
+	}
+	code, b, _ := s.chat(t, msg("second"), nil)
+	if code != 429 || !strings.Contains(string(b), "requests_per_minute") || !strings.Contains(string(b), `"type":"rate_limit_exceeded"`) {
+		t.Fatalf("second slow call: %d %s", code, b)
 	}
 }

@@ -1,0 +1,119 @@
+// Package gateway is flock's model gateway (rLLM's AgentFlow gateway): an
+// OpenAI-compatible chat-completions endpoint per session, through which
+// an external agent program — any language, any OpenAI client — calls the
+// models declared in flock's settings, while flock journals every call,
+// applies its limits and keeps the provider keys.
+//
+// # Routes
+//
+//	POST /gateway/{session}/v1/chat/completions   streaming (SSE) and not
+//	GET  /gateway/{session}/v1/models             the session's models
+//
+// flock serve mounts them on its API (server.MountGateway) and announces
+// its address (SetBaseURL); without an announced address (flock run, or a
+// run resumed before the server listens) the gateway serves them on a
+// private 127.0.0.1 listener of its own (BaseURL). An agent gets
+// OPENAI_BASE_URL=<root>/gateway/<session>/v1 and OPENAI_API_KEY=<the
+// session's token>.
+//
+// Requests take OpenAI's fields model, messages (string or text-part
+// content; developer is system), tools, tool_choice, n, temperature,
+// max_tokens / max_completion_tokens, stop, reasoning_effort, logprobs,
+// top_logprobs, stream and stream_options.include_usage; other fields
+// (top_p, seed, user, ...) are accepted and not forwarded. A request may
+// name any model of the run's settings; any other name gets the session's
+// default model (the gateway pins the model, as rLLM's does).
+//
+// Answers are OpenAI's chat.completion (or chat.completion.chunk events
+// ending with [DONE]) plus, when the endpoint returned them, token_ids per
+// choice and prompt_token_ids (vLLM's names); logprobs only when asked.
+// The completion id is "chatcmpl-" + the trace id, which the header
+// X-Flock-Trace-Id and the "flock" object also carry. A client may send
+// X-Flock-Step-Id with its own step id. A streamed answer is the journaled
+// reply cut into chunks (role, reasoning, content, each tool call with its
+// index, finish, usage): the upstream call itself is not streamed, since
+// the reply must be journaled before the agent sees it.
+//
+// Errors are OpenAI-shaped {"error": {"message", "type", "param", "code"}}:
+// 400 naming the bad field, 401 for a missing or wrong token (also for an
+// unknown or ended session), 403 for a request from a web page (an Origin
+// header), 415 for a body that is not JSON, 429 when the run reached one
+// of its limits (code run_limit_exceeded, naming limits.tokens, .cost or
+// .seconds) or a rate limit held the call too long, 502 when the model
+// failed after its retries.
+//
+// # Journaling: a session is a run
+//
+// A session belongs to an external op (package handlers/external). That
+// op starts a child run of workflow "external.session" (package
+// phases/external) whose id is derived from the op's and which is the
+// session's id. The session run loops over two phases:
+//
+//	wait: one gateway_wait op, whose handler hands the previous step's
+//	      generate results to their callers (Deliver) and then blocks until
+//	      calls are queued (Take), returning them as data
+//	call: one generate op per queued call (Meta gateway_call = call id)
+//
+// So every model call is an ordinary generate op of the session run:
+// journaled with its request, reply, usage, cost, token ids and logprobs,
+// run by the generate handler under the per-model rate and concurrency
+// limits, counted in the run's usage, visible in GET /runs/{id}/ops and
+// the event stream. Phases stay pure: the calls reach them as the wait
+// op's result. A reply reaches its caller only after the commit that
+// journals it (the next wait op reads it back from the store), so an
+// agent never sees an answer a crash could lose. Calls that arrive while
+// a step runs wait for the next one; calls that arrive together run in
+// parallel in one step.
+//
+// The session run's limits are the external run's, less what it has used
+// when the op starts; the executor ends it when they are spent (after its
+// last step's answers are delivered) and every later call is refused with
+// 429 naming the limit. The external op's result carries the session
+// runs' tokens and cost into the external run's usage.
+//
+// # Replay after a crash
+//
+// After a crash the external op runs its program again. Its session run
+// resumed on its own; the op opens the session again with the answers its
+// journal (and that of any earlier session run of the same op that had
+// ended) holds. A call whose request equals a recorded one (the k-th
+// identical request of this attempt gets the k-th recorded answer) is
+// answered from the journal without a model call, marked replayed: no
+// token is paid twice for a finished call. A call that was in flight at
+// the crash is dispatched again (at-least-once, like every op).
+//
+// # Traces and episodes
+//
+// Trace lists a session's calls in call order; Enrich turns them and the
+// agent's output (ParseAgentOutput: an answer, a trajectory or an
+// rLLM-shaped episode) into an rLLM Episode: one Step per call with
+// chat_completions, model_response, reasoning, prompt and completion token
+// ids and logprobs. Agent steps are matched to calls by id — the trace id,
+// the completion id or X-Flock-Step-Id — never by position (rLLM's
+// positional matching breaks on parallel or retried calls); a trajectory
+// without steps takes the calls no step claimed.
+//
+// # Security
+//
+// A session's token is 24 random bytes (prefix "flk-gw-") held in memory
+// only: never in settings, the journal, events or logs; it is compared in
+// constant time and dies with the session. The agent never sees a provider
+// key: the program's environment is stripped of the models' key
+// variables and of variables named *_API_KEY, *_TOKEN or *SECRET*. The
+// server's bearer token does not open the gateway (nor is it needed
+// there). On flock serve the guard's Host, Origin and Content-Type rules
+// apply to these routes as to every route; the gateway itself also
+// refuses any request with an Origin header, and its private listener
+// answers loopback Host names only.
+//
+// # Caveats
+//
+//   - Each call costs two commits of the session run (the wait op's result
+//     with the generate ops, then the generate results with the next wait);
+//     see docs/benchmarks.md, Issue 16.
+//   - The wait op's result holds the calls' requests, which the generate
+//     ops hold again: a session's journal stores each prompt twice.
+//   - Token ids are captured when the endpoint returns them; the gateway
+//     does not add vLLM's return_token_ids to requests (OpenAI's API
+//     refuses unknown fields).
+package gateway
