@@ -163,3 +163,13 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 func runtimeCaller() (uintptr, string, int, bool) { return runtime.Caller(1) }
+
+// readRunFile reads a file of run id's work directory.
+func readRunFile(t testing.TB, f *flock, id, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.app.Config.RunsDir(), id, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
