@@ -30,6 +30,12 @@
 //	POST /runs/:id/intervene   {"action":{...}} or {"approve":true} -> {"ok":true}; 409 when the run waits for no intervention
 //	GET  /workflows            {"workflows":[graph...]}
 //
+// MountGateway adds the model gateway of external agents (package
+// gateway): POST /gateway/:session/v1/chat/completions and GET
+// /gateway/:session/v1/models, OpenAI-compatible, authenticated by the
+// session's own token instead of the server's (which neither opens them
+// nor is needed there); the guard's checks apply to them as to every route.
+//
 // Paginated lists return "next", the cursor to pass as "after" for the next
 // page; it is empty when there was nothing more at the time of the call.
 // "limit" is 1 to 1000 (default 50 for runs, 100 for entries and ops).

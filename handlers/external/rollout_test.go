@@ -208,3 +208,30 @@ func checkEpisode(t *testing.T, ep grading.Episode, answer, expr string) {
 		fail("metrics %v", ep.Metrics)
 	}
 }
+
+// TestRolloutExternalEpisodeTrajectories checks that an external agent's
+// own multi-trajectory episode (solver and judge, rLLM's pattern) reaches
+// the rollout's episodes with both trajectories named.
+func TestRolloutExternalEpisodeTrajectories(t *testing.T) {
+	f := newFlock(t)
+	data := writeFile(t, f.dir, "bench.jsonl", `{"id": "q", "question": "What is 2+3?", "answer": "5"}`+"\n")
+	settings := map[string]any{
+		"data_path": data, "output_dir": "results", "num_chains": 2, "episodes": true,
+		"agent": map[string]any{"workflow": "external", "settings": map[string]any{"command": `echo '{"trajectories": [{"name": "solver", "steps": []}, {"name": "judge", "steps": []}], "artifacts": {"answer": "5"}}'`}},
+	}
+	end := f.wait(f.start("rollout", settings, ""), 60*time.Second)
+	var sum struct {
+		grading.Summary
+		Dir          string `json:"dir"`
+		EpisodesFile string `json:"episodes_file"`
+	}
+	if err := json.Unmarshal(end.Result, &sum); err != nil || end.Status != state.StatusSucceeded || sum.Correct != 2 {
+		t.Fatalf("rollout %s: %s", end.Status, end.Result)
+	}
+	for _, ep := range readEpisodes(t, filepath.Join(sum.Dir, filepath.Base(sum.EpisodesFile))) {
+		if len(ep.Trajectories) != 2 || ep.Trajectories[0].Name != "solver" || ep.Trajectories[1].Name != "judge" ||
+			ep.Trajectories[1].Reward != 1 || !ep.IsCorrect {
+			t.Fatalf("episode %+v", ep)
+		}
+	}
+}

@@ -64,7 +64,12 @@
 // over HTTP writes its results there (package files). flock rollout adds
 // the config's directory, the files it names and its output directory.
 // The agent's settings inherit "models" unless they declare their own; for
-// react with episodes on, trajectory_file defaults to "trajectory.json".
+// react and external with episodes on, trajectory_file defaults to
+// "trajectory.json". An external agent (agent: {"workflow": "external",
+// "settings": {"command": ...}}, package phases/external) is any program
+// calling flock's model gateway; its trajectory file holds the steps
+// built from its model calls, or its whole episode when it named several
+// trajectories, which then all enter the sample's episode.
 // A task's kwargs reach the agent as settings key task_kwargs; react hands
 // them to its tools (bash variables and FLOCK_TASK_KWARGS, python's dict
 // task_kwargs), as AgentFlow passes them to every tool call.

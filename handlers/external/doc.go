@@ -1,0 +1,64 @@
+// Package external runs the external and gateway_wait operations: an
+// agent program of the user's (a command, e.g. `python3 agent.py`) run
+// against a model gateway session, and the session run's wait for the
+// program's model calls (see package gateway for the protocol, and
+// package phases/external for the workflows).
+//
+// # external
+//
+// The op starts (or, after a crash, finds) the session run — a child of
+// its run, workflow "external.session", id derived from the op's id plus
+// "/gateway" — opens the gateway session under that id with a fresh
+// token and the answers its journal already holds, and runs the program:
+//
+//   - in the run's work directory, under a reaper (package
+//     internal/reaper), so that a timeout, a cancel or flock's death
+//     (kill -9 included) ends it and everything it started;
+//   - with OPENAI_BASE_URL (<root>/gateway/<session>/v1), OPENAI_API_KEY
+//     (the session's token), OPENAI_MODEL (the default model),
+//     FLOCK_RUN_ID, FLOCK_TASK_FILE and the settings' env; the server's
+//     environment passes on except the models' key variables and every
+//     variable named *_API_KEY, *_TOKEN or *SECRET*;
+//   - with the task on stdin and in task_file (default task.txt);
+//   - bounded by timeout_s, and by the run's time limit through the op's
+//     context.
+//
+// When it exits, the session closes: calls still queued are refused, and
+// the session run ends once its last answers are delivered. The answer is
+// stdout's last JSON line (a string, {"answer"}, a trajectory or an
+// rLLM-shaped episode; gateway.ParseAgentOutput), else answer_file's
+// content, else stdout's last non-empty line. The episode is built from
+// that and the session's trace (gateway.Enrich) and written to
+// episode_file (default episode.json) and, when set, trajectory_file (the
+// trajectory, or the episode when the agent named several). The result
+// (operations.ExternalResult) carries the answer, exit code, stderr's
+// tail, the number of calls and of replayed calls, the session runs, the
+// tokens and cost they spent (added to the run's usage: each call is paid
+// once, in the session run that made it) and the episode. A non-zero
+// exit, a timeout or a session ended by a run limit make it an error
+// result.
+//
+// # Resume
+//
+// A crash interrupts the program (the reaper kills it with flock). On
+// restart the external op is dispatched again: its session run has
+// resumed on its own, and the op reopens the session with the answers
+// journaled so far, so the program runs again and every call it repeats
+// is answered from the journal without a model call. Should the session
+// run have ended before the op's result was journaled, the op starts a
+// new one ("/gateway-1", ...) and replays from both.
+//
+// # gateway_wait
+//
+// Waits (after a restart, first for the external op to reopen the
+// session), hands the generate results of the step named in the request
+// to the calls they answer, then returns the calls queued since, or
+// closed once the program has ended.
+//
+// # Caveats
+//
+//   - The program runs on the host, with the server's user, not in
+//     bash's isolation.
+//   - An interrupted program starts over; only its model calls are
+//     replayed, not its other side effects (files it wrote stay).
+package external
