@@ -105,7 +105,7 @@ func (g *Gateway) Close() error {
 	g.opened = make(chan struct{})
 	g.mu.Unlock()
 	for _, s := range sessions {
-		s.Close()
+		s.Release()
 	}
 	if srv == nil {
 		return nil
@@ -439,12 +439,12 @@ func (s *Session) drainLocked() []*call {
 	return out
 }
 
-// Close ends the session: it is unregistered, calls not yet taken fail
-// with ErrClosed and Take reports closed. Calls already taken keep waiting
-// for their generate (Deliver), so Close never loses a paid answer.
-// Close is idempotent.
+// Close ends the session's calls: calls not yet taken fail with
+// ErrClosed, later ones too, and Take reports closed. Calls already taken
+// keep waiting for their generate (Deliver), so Close never loses a paid
+// answer. The session stays registered (its run's wait op may not have
+// found it yet) until Release. Close is idempotent.
 func (s *Session) Close() {
-	s.gw.remove(s)
 	s.mu.Lock()
 	s.closed = true
 	queued := s.queue
@@ -458,6 +458,13 @@ func (s *Session) Close() {
 	case s.notify <- struct{}{}:
 	default:
 	}
+}
+
+// Release closes the session and unregisters it: its token opens nothing
+// any more. Call it once the session run has ended. It is idempotent.
+func (s *Session) Release() {
+	s.Close()
+	s.gw.remove(s)
 }
 
 // Trace returns the session's calls in the order they were made.

@@ -227,7 +227,7 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer s.Close()
+	defer s.Release()
 	base, err := h.gw.BaseURL()
 	if err != nil {
 		return fail("%v", err)
