@@ -216,6 +216,28 @@ func TestHumanAnswer(t *testing.T) {
 	if q.OpID != id+"/1/0" || q.Kind != "human" || q.Question != "Ship it?" || strings.Join(q.Choices, ",") != "yes,no" || q.AskedAt.IsZero() {
 		t.Fatalf("question %+v", q)
 	}
+	// A run that parks for an answer tells its live subscribers which
+	// op waits (a live-only event): pause, follow, resume.
+	if r := e.do(t, http.MethodPost, "/runs/"+id+"/pause", nil); r.status != http.StatusOK {
+		t.Fatalf("pause: %d %s", r.status, r.body)
+	}
+	stream := e.openEvents(t, id, "")
+	if r := e.do(t, http.MethodPost, "/runs/"+id+"/resume", nil); r.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", r.status, r.body)
+	}
+	for {
+		ev, ok := stream.next(t)
+		if !ok {
+			t.Fatal("stream ended before the waiting event")
+		}
+		if ev.data.Seq == 0 && ev.data.Status == "waiting" {
+			if ev.data.OpID != q.OpID || ev.data.Kind != "human" || ev.data.Message != "waiting for an answer: Ship it?" {
+				t.Errorf("waiting event %+v", ev.data)
+			}
+			break
+		}
+	}
+	stream.close()
 	if r := e.answer(t, id, id+"/1/1", `{"answer":"yes"}`); r.status != http.StatusNotFound {
 		t.Errorf("wrong op: %d %s", r.status, r.body)
 	}

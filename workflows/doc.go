@@ -51,7 +51,9 @@
 //
 // Operations a person answers (their handler is a handlers.Asker: the
 // human and intervention kinds) are never dispatched. Once the step's
-// other operations are done, a run with an unanswered question parks like
+// other operations are done, a run with an unanswered question announces
+// each one to its live subscribers (a live-only "op" event with status
+// "waiting" and message "waiting for an answer: QUESTION") and parks like
 // a delayed run, with no goroutine and no timer: Answer (the route POST
 // /runs/{id}/human/{op}/answer) checks the answer with the handler, hands
 // it to the parked run and wakes it; the run journals it as the op's

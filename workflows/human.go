@@ -215,6 +215,26 @@ func (r *runner) takeAnswer(i int) (operations.Result, bool, error) {
 	return res, true, nil
 }
 
+// announceQuestions tells the run's live subscribers which of its step's
+// operations wait for a person (a live-only "op" event with status
+// "waiting" per question, as for rate-limit waits); GET
+// /runs/{id}/human lists them at any time.
+func (r *runner) announceQuestions() {
+	now := r.e.now().UTC()
+	for _, op := range r.ops {
+		a := r.e.asker(op.Request.Kind)
+		if a == nil || op.Status == state.OpDone {
+			continue
+		}
+		q, err := a.Question(op.Request)
+		if err != nil {
+			continue
+		}
+		r.e.broker.notice(r.head.ID, state.Event{Time: now, Type: "op", Status: "waiting", Phase: op.Phase, Step: op.Step,
+			OpID: op.ID, Kind: string(op.Request.Kind), Message: "waiting for an answer: " + q.Text})
+	}
+}
+
 // parkForAnswer leaves the run waiting, with no goroutine and no timer,
 // for an answer to one of its step's questions: deliver wakes it, and so
 // does the end of its context (Cancel, Pause, Stop). It reports parked

@@ -134,6 +134,7 @@ func (r *runner) drive() (parked bool) {
 				// A person answers the rest: park with no goroutine
 				// until an answer (or the context's end) wakes the run.
 				r.commitCarry()
+				r.announceQuestions()
 				parked, again := r.parkForAnswer()
 				if parked {
 					return true
