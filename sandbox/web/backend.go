@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Name is the backend's API group: the config section apis.web and the
@@ -143,11 +144,13 @@ func inputs(c *sandbox.Call, names ...string) map[string]any {
 	return in
 }
 
-// toolError maps the package's errors to AgentFlow codes: bad input 4000,
-// a provider failure 5000 (as AgentFlow's web tools), the call's deadline
-// 5006.
+// toolError maps the package's errors to AgentFlow codes: a destination
+// that is not allowed 4001, bad input 4000, a provider failure 5000 (as
+// AgentFlow's web tools), the call's deadline 5006.
 func toolError(err error) error {
 	switch {
+	case errors.Is(err, netguard.ErrBlocked):
+		return sandbox.Errorf(sandbox.CodeBusinessFailure, "%s", err.Error())
 	case errors.Is(err, ErrInvalidInput):
 		return sandbox.Errorf(sandbox.CodeInvalidInput, "%s", err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

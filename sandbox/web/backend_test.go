@@ -61,7 +61,7 @@ func TestBackendTools(t *testing.T) {
 	s, r := newFakeSerper(t), newFakeReader(t, "hello page")
 	var logs bytes.Buffer
 	b := provision(t, map[string]any{
-		"search_url": s.srv.URL, "serper_api_key": testKey,
+		"search_url": s.srv.URL, "serper_api_key": testKey, "allow_hosts": []any{"127.0.0.1"},
 		"reader_url": r.srv.URL, "jina_api_key": testJinaKey, "retries": json.Number("0"),
 	}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
@@ -151,7 +151,7 @@ func TestBackendRegistered(t *testing.T) {
 
 func TestBackendTimeoutIs5006(t *testing.T) {
 	s, r := newFakeSerper(t), newFakeReader(t, "")
-	b := provision(t, map[string]any{"search_url": s.srv.URL, "serper_api_key": testKey, "reader_url": r.srv.URL}, nil)
+	b := provision(t, map[string]any{"search_url": s.srv.URL, "serper_api_key": testKey, "allow_hosts": []any{"127.0.0.1"}, "reader_url": r.srv.URL}, nil)
 	var search sandbox.Tool
 	for _, tl := range b.Tools() {
 		if tl.Name == "web:search" {

@@ -2,12 +2,14 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"time"
 
 	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Config is the backend's section of the sandbox config (apis.web), after
@@ -46,6 +48,10 @@ type Config struct {
 	// Parallel bounds the queries or URLs of one call fetched at once
 	// (parallel; 5).
 	Parallel int
+	// Policy is where the backend may connect and which page URLs it
+	// passes on (allow_hosts, allow_private): public addresses only by
+	// default. nil means the default.
+	Policy *netguard.Policy
 }
 
 // ParseConfig reads the backend's config section. path is the section's JSON
@@ -142,11 +148,25 @@ func ParseConfig(path string, m map[string]any) (Config, error) {
 	if c.SearchKey == "" {
 		return Config{}, &sandbox.ConfigError{Path: path + ".serper_api_key", Reason: "not set (set it, or the environment variable SERPER_API_KEY)"}
 	}
+	pol, perr := netguard.Parse(path, m)
+	if perr != nil {
+		var se *netguard.SettingError
+		if errors.As(perr, &se) {
+			return Config{}, &sandbox.ConfigError{Path: se.Path, Reason: se.Reason}
+		}
+		return Config{}, perr
+	}
+	c.Policy = pol
 	for _, kv := range [][2]string{{"search_url", c.SearchURL}, {"reader_url", c.ReaderURL}} {
 		key, raw := kv[0], kv[1]
 		u, perr := url.Parse(raw)
 		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return Config{}, &sandbox.ConfigError{Path: path + "." + key, Reason: "want an http(s) URL"}
+		}
+		if err := pol.Static(u.Hostname()); err != nil {
+			var be *netguard.BlockedError
+			errors.As(err, &be)
+			return Config{}, &sandbox.ConfigError{Path: path + "." + key, Reason: fmt.Sprintf("%s is not a public address (%s): list %q in %s.allow_hosts (or set allow_private) to use a provider there", u.Host, be.Reason, u.Hostname(), path)}
 		}
 	}
 	if _, ok := searchers[c.SearchProvider]; !ok {

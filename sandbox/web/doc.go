@@ -29,8 +29,33 @@
 // fails naming apis.web.serper_api_key. Other settings: max_results (10),
 // content_limit (50000), timeout_s (30) per request, retries (2; network
 // errors, 429 and 5xx only, after 0.5 s, 1 s, ...), parallel (5) requests per
-// call, cache_ttl_s (86400; 0 turns the cache off). A new provider is one
+// call, cache_ttl_s (86400; 0 turns the cache off), allow_hosts and
+// allow_private (below). A new provider is one
 // entry in the searchers or readers map.
+//
+// # What the tools may reach
+//
+// Only public addresses, by default (package sandbox/internal/netguard):
+// every connection the backend makes, to the providers and through their
+// redirects, is checked as it connects, and refused when the address is
+// loopback, private, link-local (169.254.169.254, the cloud metadata
+// service), unspecified, multicast or otherwise not public, whatever name
+// led there. web:visit also refuses, with 4001 naming the host and why,
+// a page URL whose host is or resolves to such an address, before the
+// reader sees it (numeric forms such as 2130706433 included); a host that
+// does not resolve here is passed on, since the reader resolves it on its
+// own network. A search_url or reader_url on a literal non-public address
+// or localhost fails start-up naming the setting. The environment's HTTP
+// proxy is not used. The config opts in:
+//
+//   - allow_hosts: host names (as the URL names them), IP addresses or
+//     CIDR prefixes to allow, e.g. ["127.0.0.1"] for a reader on the same
+//     machine, ["reader.internal", "10.0.5.0/24"];
+//   - allow_private: true allows every address (tests, local use).
+//
+// A blocked provider connection fails that query or page like any other
+// provider error; a call whose every query or page failed because of it
+// answers 4001.
 //
 // # Cache
 //

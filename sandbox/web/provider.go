@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Hit is one search result.
@@ -98,6 +101,11 @@ func (f *fetcher) once(ctx context.Context, provider string, newReq func(context
 		return "", false, fmt.Errorf("%w: %s: %s", ErrProvider, provider, f.redact(err.Error()))
 	}
 	resp, err := f.client.Do(req)
+	if errors.Is(err, netguard.ErrBlocked) {
+		var be *netguard.BlockedError
+		errors.As(err, &be)
+		return "", false, fmt.Errorf("%w: %s: %w", ErrProvider, provider, be)
+	}
 	if err != nil {
 		// url.Error carries the request URL, which for a reader includes the
 		// page but never a key; redact anyway.

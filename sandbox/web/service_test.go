@@ -41,7 +41,7 @@ func TestHTTP(t *testing.T) {
 	}))
 	defer reader.Close()
 
-	doc := fmt.Sprintf(`{"apis": {"web": {"search_url": %q, "reader_url": %q, "serper_api_key": "${MY_SERPER}", "retries": 0}}}`, serper.URL, reader.URL+"/")
+	doc := fmt.Sprintf(`{"apis": {"web": {"search_url": %q, "reader_url": %q, "serper_api_key": "${MY_SERPER}", "retries": 0, "allow_hosts": ["127.0.0.1"]}}}`, serper.URL, reader.URL+"/")
 	cfg, err := sandbox.ParseConfig([]byte(doc), func(k string) (string, bool) {
 		if k == "MY_SERPER" {
 			return secret, true

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Web runs web:search and web:visit over the configured providers. It is
@@ -32,8 +35,21 @@ func New(cfg Config, dataDir string, log *slog.Logger) *Web {
 	if dataDir != "" {
 		c.dir = filepath.Join(dataDir, "cache")
 	}
+	if cfg.Policy == nil {
+		cfg.Policy = &netguard.Policy{}
+	}
+	// Every connection, redirects included, goes through the policy; the
+	// environment's HTTP proxy is not used, so that the address checked is
+	// the one connected to.
+	transport := &http.Transport{
+		DialContext:         cfg.Policy.DialContext(&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}),
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        32,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
 	f := &fetcher{
-		client:  &http.Client{Timeout: cfg.Timeout},
+		client:  &http.Client{Timeout: cfg.Timeout, Transport: transport},
 		cache:   c,
 		retries: cfg.Retries,
 		secrets: []string{cfg.SearchKey, cfg.ReaderKey},
@@ -131,6 +147,11 @@ func (w *Web) Visit(ctx context.Context, urls []string, goal string) (map[string
 			return nil, fmt.Errorf("%w: urls[%d]: %q is not an http(s) URL", ErrInvalidInput, i, raw)
 		}
 		urls[i] = u.String()
+		// The reader fetches the page: refuse pages on addresses that are
+		// not public before it sees them.
+		if err := w.cfg.Policy.CheckURL(ctx, urls[i]); err != nil {
+			return nil, fmt.Errorf("urls[%d]: %w", i, err)
+		}
 	}
 	texts, errs := w.each(ctx, urls, func(ctx context.Context, u string) (string, error) {
 		text, err := w.reader.Read(ctx, u)

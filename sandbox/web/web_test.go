@@ -84,7 +84,7 @@ func newFakeReader(t testing.TB, body string) *fakeReader {
 
 func newTestWeb(t testing.TB, s *fakeSerper, r *fakeReader, extra map[string]any) *Web {
 	t.Helper()
-	m := map[string]any{"search_url": s.srv.URL, "serper_api_key": testKey, "reader_url": r.srv.URL + "/", "jina_api_key": testJinaKey, "retries": 0.0}
+	m := map[string]any{"search_url": s.srv.URL, "serper_api_key": testKey, "allow_hosts": []any{"127.0.0.1"}, "reader_url": r.srv.URL + "/", "jina_api_key": testJinaKey, "retries": 0.0}
 	for k, v := range extra {
 		m[k] = v
 	}
@@ -290,7 +290,7 @@ func TestRetriesOnServerErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	r := newFakeReader(t, "")
-	cfg, err := ParseConfig("apis.web", map[string]any{"search_url": srv.URL, "serper_api_key": testKey, "reader_url": r.srv.URL, "retries": 1.0})
+	cfg, err := ParseConfig("apis.web", map[string]any{"search_url": srv.URL, "serper_api_key": testKey, "allow_hosts": []any{"127.0.0.1"}, "reader_url": r.srv.URL, "retries": 1.0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestVisit(t *testing.T) {
 func TestVisitWithoutReaderKey(t *testing.T) {
 	s, r := newFakeSerper(t), newFakeReader(t, "x")
 	t.Setenv("JINA_API_KEY", "")
-	cfg, err := ParseConfig("apis.web", map[string]any{"search_url": s.srv.URL, "serper_api_key": testKey, "reader_url": r.srv.URL})
+	cfg, err := ParseConfig("apis.web", map[string]any{"search_url": s.srv.URL, "serper_api_key": testKey, "allow_hosts": []any{"127.0.0.1"}, "reader_url": r.srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,366 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrBlocked marks a destination the policy refuses. Errors carrying it
+// are *BlockedError, naming the host, the address and why.
+var ErrBlocked = errors.New("destination not allowed")
+
+// BlockedError is a refused destination.
+type BlockedError struct {
+	// Host is the host as the URL or request named it.
+	Host string
+	// Addr is the address it resolved to (invalid when Host was refused
+	// before resolving).
+	Addr netip.Addr
+	// Reason says why, e.g. "loopback", "link-local (cloud metadata)".
+	Reason string
+}
+
+func (e *BlockedError) Error() string {
+	at := ""
+	if e.Addr.IsValid() && e.Addr.String() != e.Host {
+		at = " (" + e.Addr.String() + ")"
+	}
+	return fmt.Sprintf("%v: %s%s is not a public address (%s); sandbox tools reach only public addresses unless the config lists the host in allow_hosts or sets allow_private", ErrBlocked, e.Host, at, e.Reason)
+}
+
+func (e *BlockedError) Unwrap() error { return ErrBlocked }
+
+// SettingError is a bad allow_hosts or allow_private: Path is the
+// setting's JSON path.
+type SettingError struct {
+	Path, Reason string
+}
+
+func (e *SettingError) Error() string { return e.Path + ": " + e.Reason }
+
+// Policy decides which destinations a sandbox tool may connect to. The zero
+// Policy refuses every non-public address. It is safe for concurrent use.
+type Policy struct {
+	// AllowPrivate allows every address (loopback, private, link-local...):
+	// for tests and local use.
+	AllowPrivate bool
+	names        map[string]bool
+	nets         []netip.Prefix
+}
+
+// Parse reads the settings allow_hosts (a list of host names, IP addresses
+// or CIDR prefixes) and allow_private (a boolean) from a config section;
+// path is the section's JSON path, named in errors.
+func Parse(path string, cfg map[string]any) (*Policy, error) {
+	p := &Policy{}
+	if v, ok := cfg["allow_private"]; ok && v != nil {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, &SettingError{Path: path + ".allow_private", Reason: "want true or false"}
+		}
+		p.AllowPrivate = b
+	}
+	v, ok := cfg["allow_hosts"]
+	if !ok || v == nil {
+		return p, nil
+	}
+	list, isList := v.([]any)
+	if !isList {
+		return nil, &SettingError{Path: path + ".allow_hosts", Reason: "want a list of host names, IP addresses or CIDR prefixes"}
+	}
+	hosts := make([]string, 0, len(list))
+	for i, e := range list {
+		s, isStr := e.(string)
+		if !isStr || strings.TrimSpace(s) == "" {
+			return nil, &SettingError{Path: fmt.Sprintf("%s.allow_hosts[%d]", path, i), Reason: "want a host name, an IP address or a CIDR prefix"}
+		}
+		hosts = append(hosts, s)
+	}
+	if err := p.Allow(hosts...); err != nil {
+		return nil, &SettingError{Path: path + ".allow_hosts", Reason: err.Error()}
+	}
+	return p, nil
+}
+
+// Allow (call it before the policy is used) adds host names (matched case-insensitively, as the URL names
+// them), IP addresses and CIDR prefixes (matched against the addresses a
+// host resolves to) to the allowed destinations.
+func (p *Policy) Allow(hosts ...string) error {
+	for _, h := range hosts {
+		h = strings.TrimSpace(h)
+		switch {
+		case strings.Contains(h, "/"):
+			pfx, err := netip.ParsePrefix(h)
+			if err != nil {
+				return fmt.Errorf("%q is not a CIDR prefix: %w", h, err)
+			}
+			p.nets = append(p.nets, pfx.Masked())
+		default:
+			if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+				p.nets = append(p.nets, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+				continue
+			}
+			if strings.ContainsAny(h, ":@ ") {
+				return fmt.Errorf("%q is not a host name (no port, scheme or user)", h)
+			}
+			if p.names == nil {
+				p.names = map[string]bool{}
+			}
+			p.names[canonName(h)] = true
+		}
+	}
+	return nil
+}
+
+func canonName(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
+// allowedName reports whether host is listed by name.
+func (p *Policy) allowedName(host string) bool { return p.names[canonName(host)] }
+
+// Reason returns why the address is refused, or "" when it may be reached.
+func (p *Policy) Reason(a netip.Addr) string {
+	a = a.Unmap()
+	if p.AllowPrivate {
+		return ""
+	}
+	for _, n := range p.nets {
+		if n.Contains(a) {
+			return ""
+		}
+	}
+	return Classify(a)
+}
+
+// special are the non-public ranges beyond what netip classifies.
+var special = []struct {
+	pfx    netip.Prefix
+	reason string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "\"this network\" (0.0.0.0/8)"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared (carrier-grade NAT)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "reserved (IETF protocol)"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "reserved (benchmarking)"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
+	{netip.MustParsePrefix("2002::/16"), "6to4"},
+	{netip.MustParsePrefix("100::/64"), "discard-only"},
+}
+
+// Classify returns the kind of a non-public address ("loopback",
+// "private", "link-local (cloud metadata)"...), or "" for a public one.
+func Classify(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "invalid"
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsLinkLocalUnicast():
+		return "link-local (cloud metadata)"
+	case a.IsMulticast(), a.IsLinkLocalMulticast(), a.IsInterfaceLocalMulticast():
+		return "multicast"
+	case a.IsPrivate():
+		return "private"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "broadcast"
+	}
+	for _, s := range special {
+		if s.pfx.Contains(a) {
+			return s.reason
+		}
+	}
+	return ""
+}
+
+// Static refuses, without a lookup, a host that is an address the policy
+// refuses, or "localhost" (or a name beneath it) when loopback is refused:
+// for configured URLs, checked at start.
+func (p *Policy) Static(host string) error {
+	if p.allowedName(host) {
+		return nil
+	}
+	a, ok := hostAddr(host)
+	if !ok {
+		n := canonName(host)
+		if n != "localhost" && !strings.HasSuffix(n, ".localhost") {
+			return nil
+		}
+		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	if r := p.Reason(a); r != "" {
+		return &BlockedError{Host: host, Addr: a, Reason: r}
+	}
+	return nil
+}
+
+// Resolver looks host names up; net.DefaultResolver by default.
+var Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+} = net.DefaultResolver
+
+// hostAddr parses host as an IP address, including the forms browsers and
+// URL libraries accept for IPv4 (2130706433, 0x7f.1, 0177.0.0.1), so that
+// such a host cannot pass as a name.
+func hostAddr(host string) (netip.Addr, bool) {
+	h := strings.Trim(host, "[]")
+	if i := strings.IndexByte(h, '%'); i >= 0 {
+		h = h[:i] // a zone
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap(), true
+	}
+	return looseIPv4(strings.TrimSuffix(h, "."))
+}
+
+// looseIPv4 parses the WHATWG URL forms of IPv4: one to four parts, each
+// decimal, 0x-hex or 0-octal, the last filling the remaining bytes.
+func looseIPv4(h string) (netip.Addr, bool) {
+	parts := strings.Split(h, ".")
+	if len(parts) == 0 || len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	nums := make([]uint64, len(parts))
+	for i, s := range parts {
+		base := 10
+		switch {
+		case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
+			base, s = 16, s[2:]
+			if s == "" {
+				s = "0"
+			}
+		case len(s) > 1 && s[0] == '0':
+			base, s = 8, s[1:]
+		}
+		n, err := strconv.ParseUint(s, base, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		nums[i] = n
+	}
+	var v uint64
+	for i, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+		v |= n << (8 * (3 - i))
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	v |= last
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+// Resolve returns the addresses of host the policy allows, or a
+// *BlockedError when it allows none. A host listed by name is allowed
+// whatever it resolves to. A lookup failure is returned as it is.
+func (p *Policy) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, ok := hostAddr(host); ok {
+		if r := p.Reason(a); r != "" && !p.allowedName(host) {
+			return nil, &BlockedError{Host: host, Addr: a, Reason: r}
+		}
+		return []netip.Addr{a}, nil
+	}
+	addrs, err := Resolver.LookupNetIP(ctx, "ip", canonName(host))
+	if err != nil {
+		return nil, err
+	}
+	if p.allowedName(host) {
+		return addrs, nil
+	}
+	var ok []netip.Addr
+	var first *BlockedError
+	for _, a := range addrs {
+		if r := p.Reason(a); r != "" {
+			if first == nil {
+				first = &BlockedError{Host: host, Addr: a.Unmap(), Reason: r}
+			}
+			continue
+		}
+		ok = append(ok, a.Unmap())
+	}
+	if len(ok) == 0 {
+		if first == nil {
+			return nil, fmt.Errorf("%s: no address", host)
+		}
+		return nil, first
+	}
+	return ok, nil
+}
+
+// CheckURL refuses an http(s) URL whose host is, or resolves to, an
+// address the policy refuses (*BlockedError). A host that does not resolve
+// here passes: whoever fetches it resolves it on its own network.
+func (p *Policy) CheckURL(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", raw, err)
+	}
+	_, err = p.Resolve(ctx, u.Hostname())
+	var be *BlockedError
+	if errors.As(err, &be) {
+		return err
+	}
+	return nil
+}
+
+// DialContext returns a dial function for http.Transport that connects only
+// to addresses the policy allows: it resolves the host itself, dials the
+// allowed addresses in turn by number (so that a second lookup cannot
+// answer differently), and checks the address again as the socket
+// connects.
+func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		addrs, err := p.Resolve(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		byName := p.allowedName(host)
+		dd := *d
+		dd.Control = func(_, address string, _ syscall.RawConn) error {
+			if byName {
+				return nil
+			}
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("connect to %s: %w", address, err)
+			}
+			if r := p.Reason(ap.Addr()); r != "" {
+				return &BlockedError{Host: host, Addr: ap.Addr().Unmap(), Reason: r}
+			}
+			return nil
+		}
+		// IPv4 first, then IPv6, each in the resolver's order.
+		sort.SliceStable(addrs, func(i, j int) bool { return addrs[i].Is4() && !addrs[j].Is4() })
+		var firstErr error
+		for _, a := range addrs {
+			c, err := dd.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+			if err == nil {
+				return c, nil
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return nil, firstErr
+	}
+}
