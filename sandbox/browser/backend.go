@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Name is the backend's resource type: the config section resources.browser
@@ -39,8 +40,9 @@ const configPath = "resources." + Name + ".config"
 // Provision reads resources.browser.config: chromium_path (default
 // /usr/bin/chromium, else chromium on PATH), action_timeout_s (15),
 // start_timeout_s (30), width and height (1280x800), content_limit (50000),
-// inline_image_max_bytes (65536; 0 never inlines). It fails, naming
-// chromium_path, when no chromium is found.
+// inline_image_max_bytes (65536; 0 never inlines), allow_hosts and
+// allow_private (the destinations the browser may reach beyond public
+// addresses). It fails, naming chromium_path, when no chromium is found.
 func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	b.log = env.Logger
 	if b.log == nil {
@@ -89,6 +91,15 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 			*dst = time.Duration(secs) * time.Second
 		}
 	}
+	pol, err := netguard.Parse(configPath, cfg)
+	if err != nil {
+		var se *netguard.SettingError
+		if errors.As(err, &se) {
+			return &sandbox.ConfigError{Path: se.Path, Reason: se.Reason}
+		}
+		return err
+	}
+	b.opts.Policy = pol
 	b.opts.defaults()
 	b.tabs = map[string]*Tab{}
 	b.log.Info("browser backend ready", "chromium", exe)
@@ -290,6 +301,8 @@ func toolError(err error) error {
 	switch {
 	case errors.As(err, &se):
 		return se
+	case errors.Is(err, netguard.ErrBlocked):
+		return sandbox.Errorf(sandbox.CodeBusinessFailure, "%v", err)
 	case errors.Is(err, ErrNotAllowed), errors.Is(err, ErrNoElement):
 		return sandbox.Errorf(sandbox.CodeInvalidInput, "%v", err)
 	case errors.Is(err, ErrClosed):

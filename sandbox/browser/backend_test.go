@@ -21,6 +21,9 @@ func TestProvisionErrorsNameThePath(t *testing.T) {
 		{"path not a string", map[string]any{"chromium_path": 3.0}, "resources.browser.config.chromium_path: want a string"},
 		{"width too small", map[string]any{"width": json.Number("10")}, "resources.browser.config.width: must be at least 100"},
 		{"timeout not a number", map[string]any{"action_timeout_s": "soon"}, "resources.browser.config.action_timeout_s: want a number"},
+		{"allow_hosts not a list", map[string]any{"allow_hosts": "127.0.0.1"}, "resources.browser.config.allow_hosts: want a list"},
+		{"allow_hosts bad prefix", map[string]any{"allow_hosts": []any{"10.0.0.0/99"}}, "resources.browser.config.allow_hosts: \"10.0.0.0/99\" is not a CIDR prefix"},
+		{"allow_private not a boolean", map[string]any{"allow_private": "yes"}, "resources.browser.config.allow_private: want true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Options configure the tabs a Browser starts.
@@ -39,6 +41,10 @@ type Options struct {
 	// InlineImageMax is the largest screenshot also returned inline as
 	// base64 in "image" (default 65536 bytes; 0 never).
 	InlineImageMax int
+	// Policy is where the browser may connect (allow_hosts,
+	// allow_private): every request of the tab goes through a proxy that
+	// dials through it. nil: public addresses only.
+	Policy *netguard.Policy
 }
 
 func (o *Options) defaults() {
@@ -56,6 +62,9 @@ func (o *Options) defaults() {
 	}
 	if o.ContentLimit <= 0 {
 		o.ContentLimit = 50000
+	}
+	if o.Policy == nil {
+		o.Policy = &netguard.Policy{}
 	}
 }
 
@@ -91,6 +100,9 @@ type Tab struct {
 	ctx         context.Context // the tab's chromedp context
 	cancelTab   context.CancelFunc
 	cancelAlloc context.CancelFunc
+	// proxy carries every request of the browser and refuses destinations
+	// the policy refuses.
+	proxy *netguard.Proxy
 
 	shots int
 
@@ -118,7 +130,18 @@ func Start(ctx context.Context, workspace string, opts Options) (*Tab, error) {
 	if err := os.MkdirAll(profile, 0o700); err != nil {
 		return nil, fmt.Errorf("browser profile: %w", err)
 	}
+	proxy, err := netguard.StartProxy(opts.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("browser proxy: %w", err)
+	}
 	allocOpts := append(chromedp.DefaultExecAllocatorOptions[:],
+		// Every request, loopback included (chromium bypasses the proxy
+		// for loopback unless told not to), goes through the proxy, which
+		// checks the address it connects to; WebRTC may not send UDP
+		// around it.
+		chromedp.ProxyServer("http://"+proxy.Addr()),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.ExecPath(opts.Chromium),
 		chromedp.Headless,
 		chromedp.NoSandbox,
@@ -134,7 +157,7 @@ func Start(ctx context.Context, workspace string, opts Options) (*Tab, error) {
 	// Background and are ended by Close.
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocOpts...)
 	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
-	t := &Tab{opts: opts, workspace: abs, profile: profile, ctx: tabCtx, cancelTab: cancelTab, cancelAlloc: cancelAlloc}
+	t := &Tab{opts: opts, workspace: abs, profile: profile, ctx: tabCtx, cancelTab: cancelTab, cancelAlloc: cancelAlloc, proxy: proxy}
 
 	// The first Run allocates the browser; it must not carry a deadline
 	// (that would end the browser), so the start is bounded from outside.
@@ -185,6 +208,9 @@ func (t *Tab) Close() error {
 		if err := os.RemoveAll(t.profile); err != nil && t.closeErr == nil {
 			t.closeErr = fmt.Errorf("removing the browser profile: %w", err)
 		}
+		if err := t.proxy.Close(); err != nil && t.closeErr == nil {
+			t.closeErr = fmt.Errorf("closing the browser proxy: %w", err)
+		}
 	})
 	return t.closeErr
 }
@@ -231,11 +257,39 @@ func CheckURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// Navigation is navigate's result, AgentFlow's {url, title, status}.
+// Navigation is navigate's result, AgentFlow's {url, title, status}, and
+// the destinations the page tried to reach that were refused (an image, a
+// frame, a fetch from a private address), as "host (reason)".
 type Navigation struct {
-	URL    string `json:"url"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
+	URL     string   `json:"url"`
+	Title   string   `json:"title"`
+	Status  int      `json:"status"`
+	Blocked []string `json:"blocked,omitempty"`
+}
+
+// blocked lists refusals as "host (reason)", each once.
+func blocked(refs []*netguard.BlockedError) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range refs {
+		s := r.Host + " (" + r.Reason + ")"
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// refusedDocument returns the refusal that stopped a navigation: the one
+// of the host of the document when the proxy answered it, else the first.
+func refusedDocument(refs []*netguard.BlockedError, host string) error {
+	for _, r := range refs {
+		if r.Host == host {
+			return r
+		}
+	}
+	return refs[0]
 }
 
 // Navigate loads raw (see CheckURL) and waits for the page to load.
@@ -255,13 +309,27 @@ func (t *Tab) Navigate(ctx context.Context, raw string) (*Navigation, error) {
 			return nil, t.actionErr(ctx, actx, "navigate", err)
 		}
 	} else {
+		t.proxy.Refusals() // forget those of earlier calls
 		resp, err := chromedp.Run(actx, chromedp.NavigateResponse(target))
+		refs := t.proxy.Refusals()
 		if err != nil {
+			if len(refs) > 0 {
+				// The document or a redirect's target was refused.
+				u, _ := url.Parse(target)
+				return nil, fmt.Errorf("navigate to %s: %w", target, refusedDocument(refs, u.Hostname()))
+			}
 			return nil, t.actionErr(ctx, actx, "navigate to "+target, err)
 		}
 		if resp != nil {
 			nav.Status = int(resp.Status)
+			for k := range resp.Headers {
+				if strings.EqualFold(k, netguard.Refused) && len(refs) > 0 {
+					u, _ := url.Parse(resp.URL)
+					return nil, fmt.Errorf("navigate to %s: %w", target, refusedDocument(refs, u.Hostname()))
+				}
+			}
 		}
+		nav.Blocked = blocked(refs)
 	}
 	if nav.URL, nav.Title, err = t.location(actx); err != nil {
 		return nil, t.actionErr(ctx, actx, "navigate", err)

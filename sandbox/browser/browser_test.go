@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // needChromium skips the test when chromium is absent (scripts/test.sh
@@ -48,6 +50,17 @@ func formSite(tb testing.TB) *httptest.Server {
 	return srv
 }
 
+// localOK allows the tests' pages on 127.0.0.1 (opting in as a config's
+// allow_hosts does).
+func localOK(tb testing.TB) *netguard.Policy {
+	tb.Helper()
+	p := &netguard.Policy{}
+	if err := p.Allow("127.0.0.1"); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
 func startTab(tb testing.TB, opts Options) (*Tab, string) {
 	tb.Helper()
 	opts.Chromium = needChromium(tb)
@@ -64,7 +77,7 @@ func startTab(tb testing.TB, opts Options) (*Tab, string) {
 
 func TestTabFormFlow(t *testing.T) {
 	site := formSite(t)
-	tab, ws := startTab(t, Options{ActionTimeout: 10 * time.Second, InlineImageMax: 1 << 20})
+	tab, ws := startTab(t, Options{ActionTimeout: 10 * time.Second, InlineImageMax: 1 << 20, Policy: localOK(t)})
 	ctx := context.Background()
 
 	nav, err := tab.Navigate(ctx, site.URL+"/")
@@ -127,7 +140,7 @@ func TestTabFormFlow(t *testing.T) {
 
 func TestTabRefusals(t *testing.T) {
 	site := formSite(t)
-	tab, _ := startTab(t, Options{ActionTimeout: 2 * time.Second})
+	tab, _ := startTab(t, Options{ActionTimeout: 2 * time.Second, Policy: localOK(t)})
 	ctx := context.Background()
 	for _, u := range []string{"file:///etc/passwd", "file://" + t.TempDir(), "javascript:alert(1)", "chrome://settings", "data:text/html,hi", "ftp://x.example/", "/relative"} {
 		if _, err := tab.Navigate(ctx, u); !errors.Is(err, ErrNotAllowed) {
@@ -154,7 +167,7 @@ func TestTabRefusals(t *testing.T) {
 }
 
 func TestTabCloseLeavesNoProcess(t *testing.T) {
-	tab, ws := startTab(t, Options{})
+	tab, ws := startTab(t, Options{Policy: localOK(t)})
 	profile := filepath.Join(ws, ".chromium-profile")
 	if n := len(profileProcesses(profile)); n == 0 {
 		t.Fatal("no chromium process found for the profile while running")

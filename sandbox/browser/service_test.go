@@ -67,7 +67,7 @@ func TestHTTP(t *testing.T) {
 	}))
 	defer site.Close()
 
-	cfg, err := sandbox.ParseConfig([]byte(`{"resources": {"browser": {"enabled": true, "config": {"action_timeout_s": 10}}}}`),
+	cfg, err := sandbox.ParseConfig([]byte(`{"resources": {"browser": {"enabled": true, "config": {"action_timeout_s": 10, "allow_hosts": ["127.0.0.1"]}}}}`),
 		func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
