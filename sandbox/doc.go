@@ -47,7 +47,26 @@
 // call. Calls on one session are serialised by the core.
 //
 // Backends keep their files inside Session.Workspace and Env.DataDir and
-// sanitize any client-sent name before it touches a path. Secrets come from
-// the environment or ${VAR} expansion and never reach logs, errors or
-// envelopes.
+// sanitize any client-sent name before it touches a path (the code
+// backend's read, write, glob, grep and edit go through an os.Root on the
+// workspace). Secrets come from the environment or ${VAR} expansion and
+// never reach logs, errors or envelopes.
+//
+// # Network reach
+//
+// A backend that connects where a client says (web, browser) reaches
+// public addresses only unless its config says otherwise: it dials through
+// sandbox/internal/netguard, which refuses loopback, private, link-local
+// (cloud metadata), unspecified, multicast and other non-public addresses
+// as the socket connects, redirects included, so that a client cannot turn
+// the sandbox against flock's own API or the host's network. The refusal
+// is 4001 naming the host and why. The config section's allow_hosts (host
+// names, IP addresses, CIDR prefixes) and allow_private: true opt in.
+//
+// # Auth token
+//
+// With an auth token (flock serve/sandbox --auth-token), every route needs
+// it as a bearer token. A flock run that uses such a sandbox remotely names
+// the environment variable holding it in sandbox_token_env (package
+// handlers/sandboxop).
 package sandbox

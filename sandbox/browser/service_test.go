@@ -188,3 +188,42 @@ func TestHTTP(t *testing.T) {
 		t.Fatalf("chromium survives Close: %v", pids)
 	}
 }
+
+// TestOwnAPIOutOfReach: with the default config, a browser session of a
+// sandbox served over HTTP cannot load the sandbox's own API (on
+// loopback): 4001 naming the host, over the real wire.
+func TestOwnAPIOutOfReach(t *testing.T) {
+	if _, err := browser.FindChromium(""); err != nil {
+		t.Skipf("browser tests need chromium (apt-get install chromium): %v", err)
+	}
+	cfg, err := sandbox.ParseConfig([]byte(`{"resources": {"browser": {"enabled": true, "config": {"action_timeout_s": 10}}}}`),
+		func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	body, _ := json.Marshal(map[string]any{"worker_id": "w", "action": "browser:navigate", "params": map[string]any{"url": ts.URL + "/api/v1/sessions"}})
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Post(ts.URL+"/api/v1/execute", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 400 || env.Code != sandbox.CodeBusinessFailure || !strings.Contains(env.Message, "127.0.0.1") || !strings.Contains(env.Message, "loopback") {
+		t.Fatalf("navigate to the sandbox's own API = %d %d %s, want 4001 naming 127.0.0.1 loopback", resp.StatusCode, env.Code, env.Message)
+	}
+}

@@ -113,3 +113,18 @@ func TestRedirectsAndSubresourcesChecked(t *testing.T) {
 		t.Fatalf("the refused server got %d requests", n)
 	}
 }
+
+// BenchmarkNavigate loads a local page through the session's proxy.
+func BenchmarkNavigate(b *testing.B) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<html><head><title>T</title></head><body><img src="/i.png"><p>x</p></body></html>`)
+	}))
+	defer site.Close()
+	tab, _ := startTab(b, Options{ActionTimeout: 10 * time.Second, Policy: localOK(b)})
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := tab.Navigate(ctx, site.URL+"/"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
