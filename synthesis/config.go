@@ -1,0 +1,573 @@
+package synthesis
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// Defaults of the config (AgentFlow's dataclass defaults, §1.9), plus
+// flock's own.
+const (
+	DefaultModel                   = "gpt-4.1-2025-04-14"
+	DefaultMaxDepth                = 5
+	DefaultBranchingFactor         = 2
+	DefaultDepthThreshold          = 3
+	DefaultMinDepth                = 2
+	DefaultMaxSelectedTraj         = 3
+	DefaultPathSimilarityThreshold = 0.7
+	DefaultMaxConcurrency          = 16
+	DefaultMaxRetries              = 3
+	DefaultMaxReasks               = 2
+	DefaultTemperature             = 0.7
+	DefaultObservationChars        = 500
+	DefaultSandboxTimeout          = 120
+)
+
+// Proposal formats.
+const (
+	// FormatTools offers the tools to the model natively (OpenAI tools);
+	// the intent is the reply's text.
+	FormatTools = "tools"
+	// FormatXML asks for AgentFlow's <intent>, <tool_name> and <parameters>
+	// tags in the reply's text.
+	FormatXML = "xml"
+)
+
+// Config is a synthesis config: AgentFlow's SynthesisConfig keys as they
+// are (§1.9), plus flock's own. Parse applies the defaults and validates;
+// every field below is documented with its default.
+type Config struct {
+	// SeedsFile is the seeds file (JSONL {content, kwargs?}, a JSON list,
+	// or plain text lines). Relative to the run's work directory (flock
+	// synthesize resolves it against the config file first). Seeds, when
+	// set, gives the seeds inline instead (strings or {content, kwargs}).
+	SeedsFile string          `json:"seeds_file,omitempty"`
+	Seeds     json.RawMessage `json:"seeds,omitempty"`
+	// OutputDir receives synthesized_qa.jsonl, trajectories.jsonl,
+	// trees.jsonl, seeds_done.jsonl and summary.json. Required.
+	OutputDir string `json:"output_dir,omitempty"`
+	// AvailableTools are the sandbox tools the sampler may use: full names
+	// ("rag:search") or "resource:*" wildcards, resolved against the
+	// sandbox's registry when the run starts (an unknown name refuses it).
+	AvailableTools []string `json:"available_tools,omitempty"`
+	// ModelName is the model of sampling and QA (default
+	// "gpt-4.1-2025-04-14"); with BaseURL and APIKey ("${VAR}" only: flock
+	// stores no keys) it declares an OpenAI-compatible endpoint unless
+	// models already declares it.
+	ModelName string `json:"model_name,omitempty"`
+	BaseURL   string `json:"base_url,omitempty"`
+	APIKey    string `json:"api_key,omitempty"`
+	// Tree shape (defaults 5, 2, 3): a node below MaxDepth gets
+	// BranchingFactor children while its depth < DepthThreshold, else one.
+	MaxDepth        int  `json:"max_depth,omitempty"`
+	BranchingFactor int  `json:"branching_factor,omitempty"`
+	DepthThreshold  *int `json:"depth_threshold,omitempty"`
+	// Selection (defaults 2, 3, 0.7): paths of depth >= MinDepth, at most
+	// MaxSelectedTraj per seed, none more similar than
+	// PathSimilarityThreshold to one picked before.
+	MinDepth                int      `json:"min_depth,omitempty"`
+	MaxSelectedTraj         int      `json:"max_selected_traj,omitempty"`
+	PathSimilarityThreshold *float64 `json:"path_similarity_threshold,omitempty"`
+	// SelectionWeights weigh the score's depth, richness and diversity
+	// parts (default 40, 30, 30, AgentFlow's).
+	SelectionWeights *Weights `json:"selection_weights,omitempty"`
+	// NumberOfSeed limits the seeds processed (0: all).
+	NumberOfSeed int `json:"number_of_seed,omitempty"`
+	// Prompting. SamplingTips and SynthesisTips are a string or a list of
+	// strings (joined with newlines).
+	SeedDescription string          `json:"seed_description,omitempty"`
+	SamplingTips    json.RawMessage `json:"sampling_tips,omitempty"`
+	SynthesisTips   json.RawMessage `json:"synthesis_tips,omitempty"`
+	QAExamples      []QAExample     `json:"qa_examples,omitempty"`
+	// SandboxServerURL is a remote (flock or AgentFlow) sandbox; empty
+	// means the sandbox the server hosts in-process (flock serve
+	// --sandbox-config, or flock synthesize's sandbox_config_path).
+	SandboxServerURL string `json:"sandbox_server_url,omitempty"`
+	// SandboxConfigPath is the sandbox-server config flock synthesize
+	// hosts in-process when SandboxServerURL is empty.
+	SandboxConfigPath string `json:"sandbox_config_path,omitempty"`
+	// SandboxTimeout is each tool call's timeout in seconds (default 120).
+	SandboxTimeout float64 `json:"sandbox_timeout,omitempty"`
+	// Accepted AgentFlow keys with nothing to do in flock: sessions are
+	// created per branch on first use, and the sandbox is started by the
+	// server (or flock synthesize), not by the pipeline.
+	ResourceTypes       []string        `json:"resource_types,omitempty"`
+	ResourceInitConfigs json.RawMessage `json:"resource_init_configs,omitempty"`
+	SandboxAutoStart    *bool           `json:"sandbox_auto_start,omitempty"`
+
+	// MaxConcurrency caps the model and tool calls in flight across all
+	// seeds (default 16); see the package doc for how.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// MaxRetries bounds QA attempts per selected path (default 3).
+	MaxRetries int `json:"max_retries,omitempty"`
+	// MaxReasks bounds the re-asks of one proposal that was a duplicate
+	// action or did not parse (default 2); then the branch ends.
+	MaxReasks *int `json:"max_reasks,omitempty"`
+	// ProposalFormat is "tools" (native tool calls, default) or "xml"
+	// (AgentFlow's tags). Replies are parsed both ways either way.
+	ProposalFormat string `json:"proposal_format,omitempty"`
+	// Temperature of proposals (default 0.7; QA attempts add 0.1 each).
+	Temperature *float64 `json:"temperature,omitempty"`
+	// ObservationChars cuts observations in proposal prompts (default
+	// 500; QA prompts show 800, package qa's).
+	ObservationChars int `json:"observation_chars,omitempty"`
+	// MinHops is the fewest reasoning steps a QA may have (default 3).
+	MinHops int `json:"min_hops,omitempty"`
+	// ClosedBook turns on the closed-book filter: a model that sees no
+	// trajectory must fail to answer the question (default off).
+	// ClosedBookModel is that model (default ModelName).
+	ClosedBook      bool   `json:"closed_book,omitempty"`
+	ClosedBookModel string `json:"closed_book_model,omitempty"`
+
+	// Common run keys: limits apply to each seed's run; models declares
+	// model endpoints (see configs.RunSettings).
+	Limits operations.RunLimits `json:"limits,omitempty"`
+	Models json.RawMessage      `json:"models,omitempty"`
+}
+
+// Weights weigh the parts of a path's score.
+type Weights struct {
+	Depth     float64 `json:"depth"`
+	Richness  float64 `json:"richness"`
+	Diversity float64 `json:"diversity"`
+}
+
+// QAExample is one example QA shown to the synthesizer.
+type QAExample struct {
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+// RunKeys are the keys flock's engine and handlers add to or read from a
+// run's settings document besides the config's own (the sandbox handler
+// writes sandbox_tools with the schemas of the resolved available_tools).
+var RunKeys = []string{"workflow_type", "sandbox_tools", "sandbox_url", "isolation", "python", "bash", "scoring", "sandbox"}
+
+// Keys returns the config's top-level keys, sorted.
+func Keys() []string {
+	t := reflect.TypeOf(Config{})
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	keys = append(keys, RunKeys...)
+	sort.Strings(keys)
+	return keys
+}
+
+// Parse decodes a config document (JSON), refuses keys it does not know
+// (naming them, with the closest known key), applies the defaults and
+// validates. It does no I/O and expands no variables: a "${...}" left in a
+// value other than api_key is an error naming the key (flock synthesize
+// expands them from the environment before; see Expand).
+func Parse(doc json.RawMessage) (Config, error) {
+	var c Config
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &raw); err != nil || raw == nil {
+		return c, fmt.Errorf("%w: the config must be a JSON object", ErrConfig)
+	}
+	if err := unknownKeys(raw); err != nil {
+		return c, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("%w: %s", ErrConfig, describe(err))
+	}
+	for k, v := range raw {
+		if k == "api_key" || k == "models" {
+			continue
+		}
+		if bytes.Contains(v, []byte("${")) {
+			return c, fmt.Errorf("%w: %s holds an unexpanded ${...} reference (flock synthesize expands them from the environment; over HTTP send the value)", ErrConfig, k)
+		}
+	}
+	c.applyDefaults()
+	return c, c.Validate()
+}
+
+func (c *Config) applyDefaults() {
+	if c.ModelName == "" {
+		c.ModelName = DefaultModel
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = DefaultMaxDepth
+	}
+	if c.BranchingFactor == 0 {
+		c.BranchingFactor = DefaultBranchingFactor
+	}
+	if c.DepthThreshold == nil {
+		v := DefaultDepthThreshold
+		c.DepthThreshold = &v
+	}
+	if c.MinDepth == 0 {
+		c.MinDepth = DefaultMinDepth
+		if c.MinDepth > c.MaxDepth {
+			c.MinDepth = c.MaxDepth
+		}
+	}
+	if c.MaxSelectedTraj == 0 {
+		c.MaxSelectedTraj = DefaultMaxSelectedTraj
+	}
+	if c.PathSimilarityThreshold == nil {
+		v := DefaultPathSimilarityThreshold
+		c.PathSimilarityThreshold = &v
+	}
+	if c.SelectionWeights == nil {
+		c.SelectionWeights = &Weights{Depth: 40, Richness: 30, Diversity: 30}
+	}
+	if c.MaxConcurrency == 0 {
+		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.MaxReasks == nil {
+		v := DefaultMaxReasks
+		c.MaxReasks = &v
+	}
+	if c.ProposalFormat == "" {
+		c.ProposalFormat = FormatTools
+	}
+	if c.Temperature == nil {
+		v := DefaultTemperature
+		c.Temperature = &v
+	}
+	if c.ObservationChars == 0 {
+		c.ObservationChars = DefaultObservationChars
+	}
+	if c.MinHops == 0 {
+		c.MinHops = 3
+	}
+	if c.SandboxTimeout == 0 {
+		c.SandboxTimeout = DefaultSandboxTimeout
+	}
+	if c.ClosedBookModel == "" {
+		c.ClosedBookModel = c.ModelName
+	}
+}
+
+// Validate checks a config whose defaults are applied; the error names the
+// first bad key and its value.
+func (c *Config) Validate() error {
+	bad := func(key string, v any, want string) error {
+		return fmt.Errorf("%w: %s is %v, want %s", ErrConfig, key, v, want)
+	}
+	switch {
+	case c.SeedsFile == "" && len(c.Seeds) == 0:
+		return fmt.Errorf("%w: seeds_file is required (or seeds, a list given inline)", ErrConfig)
+	case c.SeedsFile != "" && len(c.Seeds) > 0:
+		return fmt.Errorf("%w: seeds_file and seeds both given: give one", ErrConfig)
+	case strings.TrimSpace(c.OutputDir) == "":
+		return fmt.Errorf("%w: output_dir is required", ErrConfig)
+	case len(c.AvailableTools) == 0:
+		return fmt.Errorf("%w: available_tools is required: the sandbox tools to explore with (\"rag:search\", \"text2sql:*\")", ErrConfig)
+	case c.MaxDepth < 1 || c.MaxDepth > 50:
+		return bad("max_depth", c.MaxDepth, "1 to 50")
+	case c.BranchingFactor < 1 || c.BranchingFactor > 16:
+		return bad("branching_factor", c.BranchingFactor, "1 to 16")
+	case *c.DepthThreshold < 0:
+		return bad("depth_threshold", *c.DepthThreshold, ">= 0")
+	case c.MinDepth < 1 || c.MinDepth > c.MaxDepth:
+		return bad("min_depth", c.MinDepth, fmt.Sprintf("1 to max_depth (%d)", c.MaxDepth))
+	case c.MaxSelectedTraj < 1:
+		return bad("max_selected_traj", c.MaxSelectedTraj, ">= 1")
+	case math.IsNaN(*c.PathSimilarityThreshold) || *c.PathSimilarityThreshold < 0 || *c.PathSimilarityThreshold > 1:
+		return bad("path_similarity_threshold", *c.PathSimilarityThreshold, "0 to 1")
+	case c.SelectionWeights.Depth < 0 || c.SelectionWeights.Richness < 0 || c.SelectionWeights.Diversity < 0:
+		return bad("selection_weights", *c.SelectionWeights, "no negative weight")
+	case c.NumberOfSeed < 0:
+		return bad("number_of_seed", c.NumberOfSeed, ">= 0 (0: all)")
+	case c.MaxConcurrency < 1:
+		return bad("max_concurrency", c.MaxConcurrency, ">= 1")
+	case c.MaxRetries < 1:
+		return bad("max_retries", c.MaxRetries, ">= 1")
+	case *c.MaxReasks < 0 || *c.MaxReasks > 10:
+		return bad("max_reasks", *c.MaxReasks, "0 to 10")
+	case c.ProposalFormat != FormatTools && c.ProposalFormat != FormatXML:
+		return bad("proposal_format", fmt.Sprintf("%q", c.ProposalFormat), `"tools" or "xml"`)
+	case *c.Temperature < 0 || *c.Temperature > 2:
+		return bad("temperature", *c.Temperature, "0 to 2")
+	case c.ObservationChars < 0:
+		return bad("observation_chars", c.ObservationChars, ">= 0")
+	case c.MinHops < 1:
+		return bad("min_hops", c.MinHops, ">= 1")
+	case c.SandboxTimeout < 0:
+		return bad("sandbox_timeout", c.SandboxTimeout, ">= 0")
+	}
+	for i, t := range c.AvailableTools {
+		r, tool, ok := strings.Cut(t, ":")
+		if !ok || r == "" || tool == "" {
+			return fmt.Errorf("%w: available_tools[%d] is %q, want a sandbox tool \"resource:tool\" or \"resource:*\"", ErrConfig, i, t)
+		}
+	}
+	if _, err := Tips(c.SamplingTips); err != nil {
+		return fmt.Errorf("%w: sampling_tips: %v", ErrConfig, err)
+	}
+	if _, err := Tips(c.SynthesisTips); err != nil {
+		return fmt.Errorf("%w: synthesis_tips: %v", ErrConfig, err)
+	}
+	if _, err := keyEnv(c.APIKey); err != nil {
+		return err
+	}
+	if u := c.SandboxServerURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return bad("sandbox_server_url", fmt.Sprintf("%q", u), "an http:// or https:// URL")
+	}
+	return nil
+}
+
+// DepthThresholdValue returns depth_threshold.
+func (c *Config) DepthThresholdValue() int { return *c.DepthThreshold }
+
+// Children is the number of children a node of depth d gets: 0 at
+// max_depth, branching_factor while d < depth_threshold, else 1.
+func (c *Config) Children(d int) int {
+	switch {
+	case d >= c.MaxDepth:
+		return 0
+	case d < *c.DepthThreshold:
+		return c.BranchingFactor
+	default:
+		return 1
+	}
+}
+
+// Width is the most nodes one level of a tree holds.
+func (c *Config) Width() int {
+	w, n := 1, 1
+	for d := 0; d < c.MaxDepth; d++ {
+		n *= c.Children(d)
+		if n > w {
+			w = n
+		}
+	}
+	return w
+}
+
+// TreeNodes is the number of action nodes of a full tree (the root
+// excluded): 2+4+8+8+8 = 30 with the defaults.
+func (c *Config) TreeNodes() int {
+	total, n := 0, 1
+	for d := 0; d < c.MaxDepth; d++ {
+		n *= c.Children(d)
+		total += n
+	}
+	return total
+}
+
+// Tips joins a tips value: a string, or a list of strings joined with
+// newlines.
+func Tips(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var l []string
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return "", fmt.Errorf("want a string or a list of strings")
+	}
+	return strings.Join(l, "\n"), nil
+}
+
+var envRef = regexp.MustCompile(`^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$`)
+
+// keyEnv returns the variable api_key names; the error never quotes the
+// value (it may be a key).
+func keyEnv(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	m := envRef.FindStringSubmatch(strings.TrimSpace(v))
+	if m == nil {
+		return "", fmt.Errorf("%w: api_key: flock takes no API key in a config (configs are stored with the run); "+
+			"put the key in an environment variable and write api_key: \"${VAR}\"", ErrConfig)
+	}
+	return m[1] + m[2], nil
+}
+
+// ModelsDoc returns the models section of the seed runs' settings: the
+// config's models, plus model_name declared as an OpenAI-compatible
+// endpoint when base_url or api_key is given and models does not declare
+// it already.
+func (c *Config) ModelsDoc() (json.RawMessage, error) {
+	models := map[string]json.RawMessage{}
+	if m := bytes.TrimSpace(c.Models); len(m) > 0 && string(m) != "null" {
+		if err := json.Unmarshal(m, &models); err != nil {
+			return nil, fmt.Errorf("%w: models: %v", ErrConfig, err)
+		}
+	}
+	if _, ok := models[c.ModelName]; !ok && (c.BaseURL != "" || c.APIKey != "") {
+		env, err := keyEnv(c.APIKey)
+		if err != nil {
+			return nil, err
+		}
+		e := map[string]string{"provider": "openai"}
+		if c.BaseURL != "" {
+			e["base_url"] = c.BaseURL
+		}
+		if env != "" {
+			e["api_key_env"] = env
+		}
+		b, _ := json.Marshal(e)
+		models[c.ModelName] = b
+	}
+	if len(models) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(models)
+}
+
+// unknownKeys refuses keys neither the config nor the engine knows, naming
+// each with the closest known key.
+func unknownKeys(raw map[string]json.RawMessage) error {
+	known := map[string]bool{}
+	keys := Keys()
+	for _, k := range keys {
+		known[k] = true
+	}
+	var bad []string
+	for k := range raw {
+		if known[k] {
+			continue
+		}
+		msg := fmt.Sprintf("%q", k)
+		if c := closest(k, keys); c != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		bad = append(bad, msg)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	return fmt.Errorf("%w: unknown key %s", ErrConfig, strings.Join(bad, ", "))
+}
+
+func closest(k string, keys []string) string {
+	best, bestD := "", 4
+	for _, c := range keys {
+		if d := distance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// describe makes a decode error name the key.
+func describe(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("%s: want %s, got a JSON %s", te.Field, te.Type, te.Value)
+	}
+	return err.Error()
+}
+
+// Expand replaces ${VAR} and $VAR references in the document's string
+// values from lookup, except in api_key (which names the variable for the
+// model's handler and is never expanded into the config). A reference to
+// an unset variable is an error naming the key and the variable; "$$" is
+// a literal "$".
+func Expand(doc json.RawMessage, lookup func(string) (string, bool)) (json.RawMessage, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var v map[string]any
+	if err := json.Unmarshal(doc, &v); err != nil || v == nil {
+		return nil, fmt.Errorf("%w: the config must be a JSON object", ErrConfig)
+	}
+	for k, val := range v {
+		if k == "api_key" {
+			continue
+		}
+		x, err := expandValue(val, k, lookup)
+		if err != nil {
+			return nil, err
+		}
+		v[k] = x
+	}
+	return json.Marshal(v)
+}
+
+var refPattern = regexp.MustCompile(`\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func expandValue(v any, path string, lookup func(string) (string, bool)) (any, error) {
+	switch x := v.(type) {
+	case string:
+		var err error
+		out := refPattern.ReplaceAllStringFunc(x, func(m string) string {
+			if m == "$$" {
+				return "$"
+			}
+			name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(m, "${"), "$"), "}")
+			if !varName.MatchString(name) {
+				if err == nil {
+					err = fmt.Errorf("%w: %s: malformed reference %q", ErrConfig, path, m)
+				}
+				return m
+			}
+			val, ok := lookup(name)
+			if !ok && err == nil {
+				err = fmt.Errorf("%w: %s: environment variable %s is not set", ErrConfig, path, name)
+			}
+			return val
+		})
+		return out, err
+	case []any:
+		for i := range x {
+			y, err := expandValue(x[i], fmt.Sprintf("%s[%d]", path, i), lookup)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = y
+		}
+		return x, nil
+	case map[string]any:
+		for k := range x {
+			y, err := expandValue(x[k], path+"."+k, lookup)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = y
+		}
+		return x, nil
+	}
+	return v, nil
+}
