@@ -104,6 +104,17 @@ type SandboxRequest struct {
 	// TimeoutS is the call's timeout in seconds; 0 means the sandbox's
 	// server.default_timeout.
 	TimeoutS float64 `json:"timeout_s,omitempty"`
+	// Session names one of the run's sandbox sessions ("" is the run's
+	// own): a stateful tool runs on the run's session of that name, its
+	// own worker on the sandbox. The synthesis sampler gives each branch
+	// of a tree its own.
+	Session string `json:"session,omitempty"`
+	// ForkFrom lists sessions of the run, nearest first: a session created
+	// for this call is forked from the first of them that has a session of
+	// the tool's resource type (where the backend can fork), so it starts
+	// with that one's state and later calls on either do not reach the
+	// other.
+	ForkFrom []string `json:"fork_from,omitempty"`
 }
 
 // ReadFileRequest reads a file. Relative paths are resolved against the

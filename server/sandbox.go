@@ -60,6 +60,7 @@ func (s *Server) mountSandbox(svc *sandbox.Service, shutdown func()) {
 	g.POST("/execute/batch", h.withCaller(h.batch))
 	g.POST("/session/create", h.withCaller(h.create))
 	g.POST("/session/destroy", h.withCaller(h.destroy))
+	g.POST("/session/fork", h.withCaller(h.fork))
 	g.POST("/session/list", h.withCaller(h.list))
 	g.POST("/session/refresh", h.withCaller(h.refresh))
 	g.POST("/lifecycle/heartbeat", h.withCaller(h.heartbeat))
@@ -288,6 +289,21 @@ func (h *sandboxRoutes) create(c *echo.Context, b body, cl sandbox.Caller) error
 		return err
 	}
 	env := h.svc.CreateSession(c.Request().Context(), cl, rt, cfg, custom)
+	return reply(c, env, initStatus(env))
+}
+
+// fork creates the worker's session of resource_type as a fork of
+// from_worker_id's (flock's own route; AgentFlow has none).
+func (h *sandboxRoutes) fork(c *echo.Context, b body, cl sandbox.Caller) error {
+	rt, err := b.str("resource_type", true)
+	if err != nil {
+		return err
+	}
+	from, err := b.str("from_worker_id", true)
+	if err != nil {
+		return err
+	}
+	env := h.svc.ForkSession(c.Request().Context(), cl, from, rt)
 	return reply(c, env, initStatus(env))
 }
 

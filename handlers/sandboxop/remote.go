@@ -129,6 +129,47 @@ func (r remote) create(ctx context.Context, worker, rt string) (bool, sandbox.En
 	return m["status"] == "exists", e, nil
 }
 
+func (r remote) fork(ctx context.Context, worker, from, rt string) (bool, sandbox.Envelope, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var e sandbox.Envelope
+	if err := r.post(ctx, "/api/v1/session/fork", map[string]any{"worker_id": worker, "from_worker_id": from, "resource_type": rt}, &e); err != nil {
+		return false, e, err
+	}
+	if m, ok := e.Data.(map[string]any); !ok || (m["session_id"] == nil && m["status"] == nil) {
+		// No fork route (an AgentFlow sandbox): a fresh session.
+		existed, ce, err := r.create(ctx, worker, rt)
+		if m, ok := ce.Data.(map[string]any); ok {
+			m["forked"], m["fork_note"] = false, "the sandbox at "+r.base+" cannot fork sessions"
+		}
+		return existed, ce, err
+	}
+	m, _ := e.Data.(map[string]any)
+	return m["status"] == "exists", e, nil
+}
+
+func (r remote) names(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/api/v1/tools?include_hidden=true", nil)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox_url: %w", err)
+	}
+	var e struct {
+		Tools []sandbox.ToolInfo `json:"tools"`
+	}
+	if err := r.do(req, &e); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range e.Tools {
+		if t.FullName != "" {
+			out = append(out, t.FullName)
+		}
+	}
+	return out, nil
+}
+
 func (r remote) execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error) {
 	body := map[string]any{"worker_id": worker, "action": a.Action, "params": a.Params}
 	wait := 10 * time.Minute

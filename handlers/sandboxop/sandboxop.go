@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/synthesis"
 )
 
 // ErrNoSandbox refuses a run that offers sandbox tools when the server
@@ -51,10 +52,24 @@ type Handler struct {
 	runs map[string]*runSessions // run id → its sessions
 }
 
-// runSessions are the sessions a run created, by resource type, and where.
+// runSessions are the sessions a run created, by worker and resource
+// type, and where.
 type runSessions struct {
 	target target
-	rts    map[string]bool
+	rts    map[workerRT]bool
+}
+
+// workerRT is one session of a run: its worker on the sandbox (the run id,
+// or the run id and a named session) and its resource type.
+type workerRT struct{ worker, rt string }
+
+// sessionWorker is the worker id of the run's named session ("" the
+// run's own).
+func sessionWorker(runID, session string) string {
+	if session == "" {
+		return runID
+	}
+	return runID + "~" + session
 }
 
 // Provision takes the server's sandbox service, if it hosts one.
@@ -100,6 +115,9 @@ func (h *Handler) PrepareRun(ctx context.Context, run handlers.RunCheck) (json.R
 	if json.Unmarshal(run.Raw, &doc) != nil {
 		return run.Raw, nil
 	}
+	if run.Workflow == synthesisWorkflow {
+		return h.prepareSynthesis(ctx, run, doc)
+	}
 	var names []string
 	if json.Unmarshal(doc["tools"], &names) != nil {
 		return run.Raw, nil
@@ -127,6 +145,60 @@ func (h *Handler) PrepareRun(ctx context.Context, run handlers.RunCheck) (json.R
 	}
 	if len(schemas) == 0 {
 		return run.Raw, nil
+	}
+	b, err := json.Marshal(schemas)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: encode tool schemas: %w", err)
+	}
+	doc[sandboxToolsKey] = b
+	return json.Marshal(doc)
+}
+
+// synthesisWorkflow is the synthesis workflow's name (phases/synthesis),
+// whose tools are its available_tools, wildcards included.
+const synthesisWorkflow = "synthesis"
+
+// prepareSynthesis resolves a synthesis config's available_tools
+// ("resource:*" wildcards against the sandbox's registry; an unknown name
+// refuses the run) into sandbox_tools, the schemas of the concrete tools,
+// which the sampler offers the model and whose names the selector counts
+// diversity against.
+func (h *Handler) prepareSynthesis(ctx context.Context, run handlers.RunCheck, doc map[string]json.RawMessage) (json.RawMessage, error) {
+	var patterns []string
+	if json.Unmarshal(doc["available_tools"], &patterns) != nil || len(patterns) == 0 {
+		return run.Raw, nil // the workflow's CheckSettings names the problem
+	}
+	// AgentFlow's sandbox_server_url is the run's sandbox_url.
+	var rs configs.RunSettings
+	if run.Settings != nil {
+		rs = *run.Settings
+	}
+	var url string
+	if json.Unmarshal(doc["sandbox_server_url"], &url) == nil && url != "" && rs.SandboxURL == "" {
+		rs.SandboxURL = url
+	}
+	t, err := h.target(handlers.Env{Settings: &rs})
+	if err != nil {
+		return nil, err
+	}
+	all, err := t.names(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: list tools: %w", err)
+	}
+	names, err := synthesis.ExpandTools(patterns, all)
+	if err != nil {
+		return nil, err
+	}
+	schemas := map[string]sandboxTool{}
+	for _, n := range names {
+		info, ok, err := t.tool(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownTool, n)
+		}
+		schemas[n] = sandboxTool{Description: info.Description, Parameters: info.Parameters}
 	}
 	b, err := json.Marshal(schemas)
 	if err != nil {
@@ -176,6 +248,10 @@ type target interface {
 	// create creates the worker's session of rt: existed is true when it
 	// was there already.
 	create(ctx context.Context, worker, rt string) (existed bool, env sandbox.Envelope, err error)
+	// fork creates the worker's session of rt as a fork of from's.
+	fork(ctx context.Context, worker, from, rt string) (existed bool, env sandbox.Envelope, err error)
+	// names lists the sandbox's tools' full names.
+	names(ctx context.Context) ([]string, error)
 	execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error)
 	destroy(ctx context.Context, worker, rt string)
 }
@@ -235,13 +311,14 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		return operations.Failed(req, "%v", err)
 	}
 	recreated := ""
+	worker := sessionWorker(env.RunID, p.Session)
 	info, ok, err := t.tool(ctx, p.Action)
 	if err != nil {
 		return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
 	}
 	if ok && !info.Stateless {
 		var fail *envelope
-		recreated, fail, err = h.session(ctx, t, env, info.ResourceType)
+		recreated, fail, err = h.session(ctx, t, env, worker, p, info.ResourceType)
 		if err != nil {
 			return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
 		}
@@ -249,7 +326,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 			return result(req, *fail)
 		}
 	}
-	e, err := t.execute(ctx, env.RunID, sandbox.Action{Action: p.Action, Params: params,
+	e, err := t.execute(ctx, worker, sandbox.Action{Action: p.Action, Params: params,
 		Timeout: time.Duration(p.TimeoutS * float64(time.Second))})
 	if err != nil {
 		return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
@@ -265,18 +342,40 @@ func result(req operations.Request, e envelope) operations.Result {
 		Sandbox: &operations.SandboxResult{Code: e.Code, Message: e.Message, Data: e.Data, Meta: e.Meta}}
 }
 
-// session makes sure the run has its session of rt, created on first use.
-// It answers a note when the session had to be recreated (a resumed run
-// whose session is gone), or the envelope of a failed creation.
-func (h *Handler) session(ctx context.Context, t target, env handlers.Env, rt string) (string, *envelope, error) {
+// session makes sure the run has its session of rt for worker, created
+// on first use (forked from the first of p.ForkFrom that has one, where
+// the backend can fork). It answers a note when the session had to be
+// recreated (a resumed run whose session is gone) or could not be forked,
+// or the envelope of a failed creation.
+func (h *Handler) session(ctx context.Context, t target, env handlers.Env, worker string, p *operations.SandboxRequest, rt string) (string, *envelope, error) {
 	h.mu.Lock()
 	rs := h.runs[env.RunID]
-	if rs != nil && rs.rts[rt] {
+	if rs != nil && rs.rts[workerRT{worker, rt}] {
 		h.mu.Unlock()
 		return "", nil, nil
 	}
+	from := ""
+	for _, f := range p.ForkFrom {
+		if w := sessionWorker(env.RunID, f); rs != nil && rs.rts[workerRT{w, rt}] {
+			from = w
+			break
+		}
+	}
 	h.mu.Unlock()
-	existed, ce, err := t.create(ctx, env.RunID, rt)
+	var existed bool
+	var ce sandbox.Envelope
+	var err error
+	forkNote := ""
+	if from != "" {
+		existed, ce, err = t.fork(ctx, worker, from, rt)
+		if m, ok := ce.Data.(map[string]any); ok && m["forked"] == false {
+			if n, _ := m["fork_note"].(string); n != "" {
+				forkNote = "[session not forked: " + n + "]"
+			}
+		}
+	} else {
+		existed, ce, err = t.create(ctx, worker, rt)
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -285,10 +384,14 @@ func (h *Handler) session(ctx context.Context, t target, env handlers.Env, rt st
 		meta, _ := json.Marshal(ce.Meta)
 		return "", &envelope{Code: ce.Code, Message: ce.Message, Data: data, Meta: meta}, nil
 	}
-	note := ""
+	note := forkNote
 	marker := ""
 	if env.WorkDir != "" {
-		marker = filepath.Join(env.WorkDir, markerDir, safeName(rt))
+		name := safeName(rt)
+		if p.Session != "" {
+			name = safeName(p.Session) + "@" + name
+		}
+		marker = filepath.Join(env.WorkDir, markerDir, name)
 		if _, err := os.Stat(marker); err == nil && !existed {
 			note = fmt.Sprintf("[session recreated: this run's %s session was gone (the run was resumed), so its earlier state (files, working directory, variables) is lost]", rt)
 		}
@@ -301,9 +404,9 @@ func (h *Handler) session(ctx context.Context, t target, env handlers.Env, rt st
 		h.runs = map[string]*runSessions{}
 	}
 	if h.runs[env.RunID] == nil {
-		h.runs[env.RunID] = &runSessions{target: t, rts: map[string]bool{}}
+		h.runs[env.RunID] = &runSessions{target: t, rts: map[workerRT]bool{}}
 	}
-	h.runs[env.RunID].rts[rt] = true
+	h.runs[env.RunID].rts[workerRT{worker, rt}] = true
 	h.mu.Unlock()
 	return note, nil, nil
 }
@@ -329,8 +432,8 @@ func (h *Handler) CloseRun(runID string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for rt := range rs.rts {
-		rs.target.destroy(ctx, runID, rt)
+	for s := range rs.rts {
+		rs.target.destroy(ctx, s.worker, s.rt)
 	}
 }
 
@@ -346,6 +449,20 @@ func (l local) create(ctx context.Context, worker, rt string) (bool, sandbox.Env
 	e := l.svc.CreateSession(ctx, sandbox.Caller{Worker: worker}, rt, nil, "")
 	m, _ := e.Data.(map[string]any)
 	return m["status"] == "exists", e, nil
+}
+
+func (l local) fork(ctx context.Context, worker, from, rt string) (bool, sandbox.Envelope, error) {
+	e := l.svc.ForkSession(ctx, sandbox.Caller{Worker: worker}, from, rt)
+	m, _ := e.Data.(map[string]any)
+	return m["status"] == "exists", e, nil
+}
+
+func (l local) names(context.Context) ([]string, error) {
+	var out []string
+	for _, t := range l.svc.Tools(true) {
+		out = append(out, t.FullName)
+	}
+	return out, nil
 }
 
 func (l local) execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error) {

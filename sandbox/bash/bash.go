@@ -122,6 +122,13 @@ func (b *Backend) run(ctx context.Context, c *sandbox.Call) (any, error) {
 	}, nil
 }
 
+// Fork copies src's workspace into dst's: a forked session sees src's
+// files; its shell (and interpreter) start fresh in its own workspace,
+// so the working directory, variables and globals are not carried over.
+func (b *Backend) Fork(ctx context.Context, src, dst *sandbox.Session) error {
+	return sandbox.CopyWorkspace(ctx, src.Workspace, dst.Workspace)
+}
+
 // Cleanup kills the session's shell.
 func (b *Backend) Cleanup(_ context.Context, s *sandbox.Session) error {
 	b.h.CloseRun(s.ID)
@@ -139,5 +146,6 @@ func (b *Backend) Shutdown(context.Context) error {
 var (
 	_ sandbox.Provisioner = (*Backend)(nil)
 	_ sandbox.Cleaner     = (*Backend)(nil)
+	_ sandbox.Forker      = (*Backend)(nil)
 	_ sandbox.Shutdowner  = (*Backend)(nil)
 )
