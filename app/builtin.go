@@ -7,6 +7,7 @@ import (
 	_ "github.com/flockrun/flock/phases/react"
 	_ "github.com/flockrun/flock/phases/rollout"
 	_ "github.com/flockrun/flock/phases/script"
+	_ "github.com/flockrun/flock/phases/synthesis"
 	_ "github.com/flockrun/flock/phases/triframe"
 )
 

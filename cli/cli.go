@@ -29,6 +29,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runCmd(ctx, rest, stdout, stderr)
 	case "rollout":
 		err = rolloutCmd(ctx, rest, stdout, stderr)
+	case "synthesize":
+		err = synthesizeCmd(ctx, rest, stdout, stderr)
 	case "db":
 		err = dbCmd(ctx, rest, stdout, stderr)
 	case "runs":
@@ -77,6 +79,9 @@ Usage:
         Follow an interrupted (or paused) run of the data directory to its end.
   flock rollout --config FILE [--data DIR] [--output-dir DIR] [--max-tasks N] [--num-chains N] ...
         Run a benchmark rollout in-process with a progress bar and a summary table.
+  flock synthesize --config FILE [--mode simulated] [--output-dir DIR] [--data DIR] ...
+        Synthesize multi-hop QA from seeds (AgentFlow's synthesis config) in-process
+        with a progress display; run it again to resume or to skip finished seeds.
   flock --workflow NAME --settings FILE [--task TEXT] [--exit] [serve flags]
         Serve and immediately start that workflow (Flock style). --workflow listen
         (the default) starts nothing; --exit ends the process with the run.

@@ -23,6 +23,14 @@ const (
 	ModelRoleRater = "rater"
 	// ModelRoleJudge picks a winner among candidate runs.
 	ModelRoleJudge = "judge"
+	// ModelRoleExplorer proposes the next action of a synthesis branch
+	// (intent, tool and params; a tool call, or AgentFlow's XML tags).
+	ModelRoleExplorer = "explorer"
+	// ModelRoleSynthesizer writes a multi-hop QA pair as JSON from a
+	// trajectory.
+	ModelRoleSynthesizer = "synthesizer"
+	// ModelRoleClosedBook answers a question with no trajectory or tools.
+	ModelRoleClosedBook = "closed_book"
 )
 
 // Meta carries an operation's small free-form labels (purpose, role, option

@@ -1,0 +1,352 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/phases/synthesis"
+	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/state"
+	synthcfg "github.com/flockrun/flock/synthesis"
+	"github.com/flockrun/flock/workflows"
+)
+
+// synthesizeCmd runs `flock synthesize --config FILE`: an AgentFlow-style
+// synthesis in-process, on an in-process sandbox (sandbox_config_path or
+// --sandbox-config) or a remote one (sandbox_server_url), with a progress
+// display. Run again after an interruption (even kill -9) with the same
+// --data and output directory, it resumes the unfinished synthesis where
+// it was; with only the same output directory, it skips finished seeds.
+func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("synthesize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg configs.Server
+	var level, configPath, outputDir, sandboxConfig string
+	var quiet bool
+	var seeds, maxConc int
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
+	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model: works offline)")
+	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
+	fs.StringVar(&configPath, "config", "", "synthesis config (JSON or YAML, AgentFlow's keys); relative paths in it are relative to the file")
+	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
+	fs.StringVar(&sandboxConfig, "sandbox-config", "", "sandbox-server config to host in-process (overrides sandbox_config_path)")
+	fs.IntVar(&seeds, "number-of-seed", 0, "override number_of_seed")
+	fs.IntVar(&maxConc, "max-concurrency", 0, "override max_concurrency")
+	fs.BoolVar(&quiet, "quiet", false, "no progress; print only the summary")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if configPath == "" {
+		return fmt.Errorf("%w: --config is required", errUsage)
+	}
+	raw, err := os.ReadFile(configPath)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	doc, err := configs.ToJSON(configPath, raw)
+	if err != nil {
+		return err
+	}
+	if doc, err = synthcfg.Expand(doc, os.LookupEnv); err != nil {
+		return fmt.Errorf("%s: %w", configPath, err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(doc, &s); err != nil {
+		return fmt.Errorf("%s: %w", configPath, err)
+	}
+	if outputDir != "" {
+		s["output_dir"] = outputDir
+	}
+	if seeds > 0 {
+		s["number_of_seed"] = seeds
+	}
+	if maxConc > 0 {
+		s["max_concurrency"] = maxConc
+	}
+	if sandboxConfig != "" {
+		s["sandbox_config_path"] = sandboxConfig
+	}
+	base, err := filepath.Abs(filepath.Dir(configPath))
+	if err != nil {
+		return err
+	}
+	resolve := func(key, against string) string {
+		p, _ := s[key].(string)
+		if p != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(against, p)
+			s[key] = p
+		}
+		return p
+	}
+	cwd, _ := os.Getwd()
+	out := resolve("output_dir", map[bool]string{true: cwd, false: base}[outputDir != ""])
+	seedsFile := resolve("seeds_file", base)
+	sbConfig := resolve("sandbox_config_path", map[bool]string{true: cwd, false: base}[sandboxConfig != ""])
+	settings, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	c, err := synthcfg.Parse(settings)
+	if err != nil {
+		return fmt.Errorf("%s: %w", configPath, err)
+	}
+	cfg.ReadRoots = append(cfg.ReadRoots, base)
+	if seedsFile != "" {
+		if _, err := os.Stat(seedsFile); err != nil {
+			return fmt.Errorf("%s: seeds_file: %w", configPath, err)
+		}
+		cfg.ReadRoots = append(cfg.ReadRoots, filepath.Dir(seedsFile))
+	}
+	cfg.ReadRoots = dedupe(cfg.ReadRoots)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("output_dir: %w", err)
+	}
+	cfg.WriteRoots = append(cfg.WriteRoots, out)
+
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		return err
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	var opts []app.Option
+	var sb *sandbox.Service
+	if c.SandboxServerURL == "" {
+		if sbConfig == "" {
+			return fmt.Errorf("%s: no sandbox: set sandbox_server_url (a running sandbox) or sandbox_config_path (a sandbox-server config to host in-process), or pass --sandbox-config", configPath)
+		}
+		if sb, err = openSandbox(ctx, sbConfig, filepath.Join(cfg.DataDir, "sandbox"), log); err != nil {
+			return err
+		}
+		opts = append(opts, app.WithSandbox(sb))
+	}
+	closeSandbox := func() {
+		if sb != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = sb.Close(cctx)
+		}
+	}
+	defer closeSandbox()
+	a, err := app.Open(ctx, cfg, log, opts...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.Close(cctx); err != nil {
+			fmt.Fprintf(stderr, "flock synthesize: close: %v\n", err)
+		}
+	}()
+	id, err := unfinishedSynthesis(ctx, a.Store, out)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		fmt.Fprintf(stdout, "synthesis %s: resuming the unfinished run for %s\n", id, out)
+	} else {
+		h, warnings, err := a.Executor.StartRunWithWarnings(ctx, workflows.StartRequest{Workflow: synthesis.Name, Settings: settings})
+		if err != nil {
+			return err
+		}
+		printWarnings(stderr, "flock synthesize", warnings)
+		id = h.ID
+		if !quiet {
+			fmt.Fprintf(stdout, "synthesis %s: data %s, output %s\n", id, a.Config.DataDir, out)
+		}
+	}
+	p := &synthProgress{w: stdout, store: a.Store, id: id, out: out, tty: isTerminal(stdout), start: time.Now()}
+	waitCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if quiet {
+			return
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-waitCtx.Done():
+				return
+			case <-t.C:
+				p.tick(waitCtx)
+			}
+		}
+	}()
+	end, err := a.Executor.Wait(ctx, id)
+	stop()
+	<-done
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "flock synthesize: interrupted; run %s resumes when this command runs again with --data %s\n", id, a.Config.DataDir)
+		}
+		return err
+	}
+	if !quiet {
+		p.tick(ctx)
+		p.finish()
+	}
+	printSynthesisSummary(stdout, end)
+	if end.Status != state.StatusSucceeded {
+		return errRunFailed
+	}
+	return nil
+}
+
+// unfinishedSynthesis finds an unfinished synthesis run of the data
+// directory writing output_dir out.
+func unfinishedSynthesis(ctx context.Context, store state.Reader, out string) (string, error) {
+	runs, err := store.Unfinished(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range runs {
+		if r.Workflow != synthesis.Name {
+			continue
+		}
+		spec, err := store.Spec(ctx, r.ID)
+		if err != nil {
+			continue
+		}
+		var s struct {
+			OutputDir string `json:"output_dir"`
+		}
+		if json.Unmarshal(spec.Settings, &s) == nil && filepath.Clean(s.OutputDir) == filepath.Clean(out) {
+			return r.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// synthProgress shows seeds done, nodes, QA kept, tokens and an ETA: a
+// status line redrawn on a terminal, a plain line whenever the numbers
+// change otherwise (at most every 10 s while only nodes grow).
+type synthProgress struct {
+	w     io.Writer
+	store state.Reader
+	id    string
+	out   string
+	tty   bool
+	start time.Time
+	last  string
+	lastT time.Time
+	// seedsDone is the seeds done when the last line was printed.
+	seedsDone int
+	drawn     bool
+}
+
+func (p *synthProgress) tick(ctx context.Context) {
+	head, err := p.store.Run(ctx, p.id)
+	if err != nil {
+		return
+	}
+	var st struct {
+		Seeds   int `json:"seeds"`
+		Skipped int `json:"skipped"`
+		Planned int `json:"planned"`
+	}
+	_ = json.Unmarshal(head.Vars["synthesis"], &st)
+	var total synthesis.Stats
+	done := 0
+	if b, err := os.ReadFile(filepath.Join(p.out, synthesis.FileDone)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			var d synthesis.DoneLine
+			if l != "" && json.Unmarshal([]byte(l), &d) == nil {
+				total.Nodes += d.Nodes
+				total.QAKept += d.QAKept
+				total.Tokens += d.Tokens
+				done++
+			}
+		}
+	}
+	// Seeds in flight: the running seed runs below the lanes.
+	lanes, _ := p.store.Children(ctx, p.id)
+	for _, l := range lanes {
+		seeds, _ := p.store.Children(ctx, l)
+		for _, sid := range seeds {
+			r, err := p.store.Run(ctx, sid)
+			if err != nil || r.Status != state.StatusRunning {
+				continue
+			}
+			var ss struct {
+				Stats synthesis.Stats `json:"stats"`
+			}
+			if json.Unmarshal(r.Vars["seed"], &ss) == nil {
+				total.Nodes += ss.Stats.Nodes
+				total.QAKept += ss.Stats.QAKept
+				total.Tokens += ss.Stats.Tokens
+			}
+		}
+	}
+	elapsed := time.Since(p.start)
+	ran := done - st.Skipped
+	eta := "-"
+	if ran > 0 && st.Planned > ran {
+		eta = (time.Duration(float64(elapsed) / float64(ran) * float64(st.Planned-ran))).Round(time.Second).String()
+	} else if st.Planned > 0 && ran >= st.Planned {
+		eta = "0s"
+	}
+	line := fmt.Sprintf("seeds %d/%d · nodes %d · QA kept %d · tokens %d · %s elapsed · ETA %s",
+		done, st.Seeds, total.Nodes, total.QAKept, total.Tokens, elapsed.Round(time.Second), eta)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.drawn = true
+		return
+	}
+	key := fmt.Sprintf("%d/%d %d %d", done, st.Seeds, total.Nodes, total.QAKept)
+	if key != p.last && (done != p.seedsDone || time.Since(p.lastT) >= 10*time.Second) {
+		fmt.Fprintln(p.w, line)
+		p.last, p.lastT, p.seedsDone = key, time.Now(), done
+	}
+}
+
+func (p *synthProgress) finish() {
+	if p.tty && p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// printSynthesisSummary prints the run's summary.
+func printSynthesisSummary(w io.Writer, end state.Run) {
+	var s synthesis.Summary
+	if len(end.Result) == 0 || json.Unmarshal(end.Result, &s) != nil {
+		fmt.Fprintf(w, "synthesis %s: %s %s %s\n", end.ID, end.Status, end.EndReason, end.Error)
+		return
+	}
+	fmt.Fprintf(w, "synthesis %s: %s\n", end.ID, end.Status)
+	fmt.Fprintf(w, "  seeds       %d done (%d skipped as done before), %d failed, of %d\n", s.SeedsDone, s.SeedsSkipped, s.SeedsFailed, s.SeedsTotal)
+	fmt.Fprintf(w, "  tree nodes  %d (%d model calls, %d tool calls, %d duplicates re-asked)\n", s.Nodes, s.ModelCalls, s.ToolCalls, s.Duplicates)
+	fmt.Fprintf(w, "  paths       %d selected\n", s.Selected)
+	rej := 0
+	var parts []string
+	for k, v := range s.QARejected {
+		rej += v
+		parts = append(parts, fmt.Sprintf("%s %d", k, v))
+	}
+	fmt.Fprintf(w, "  QA          %d kept, %d rejected", s.QAKept, rej)
+	if len(parts) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  tokens      %d (cost $%.4f)\n", s.Tokens, s.Cost)
+	fmt.Fprintf(w, "  output      %s\n", filepath.Dir(s.Files.QA))
+	for _, f := range s.Failures {
+		fmt.Fprintf(w, "  failed      %s %s %s\n", f.SourceID, f.Reason, f.Error)
+	}
+}

@@ -1,0 +1,427 @@
+package simulated
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/flockrun/flock/operations"
+)
+
+// The synthesis roles (operations.ModelRoleExplorer, ModelRoleSynthesizer,
+// ModelRoleClosedBook) read the prompts of phases/synthesis as a model
+// would: the seed, the branch, the path's observations, the actions
+// already taken and the tools listed; the trajectory of a QA prompt.
+
+var (
+	reBranch    = regexp.MustCompile(`(?m)^Branch: (\S+)$`)
+	reToolLine  = regexp.MustCompile(`(?m)^- ([A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+): (.*)$`)
+	reTakenLine = regexp.MustCompile(`(?m)^- (\S+ \{.*\})$`)
+	reDupAction = regexp.MustCompile(`the action (\S+ \{.*?\}) was already taken`)
+	reEntity    = regexp.MustCompile(`\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b`)
+	reQuoted    = regexp.MustCompile(`"([A-Z][^"\n]{2,40})"`)
+	reDBIDs     = regexp.MustCompile(`one of: ([A-Za-z0-9_, -]+)\)`)
+	reDBListed  = regexp.MustCompile(`"databases"\s*:\s*\[([^\]]*)\]`)
+	reTableName = regexp.MustCompile(`"table"\s*:\s*"([A-Za-z_][A-Za-z0-9_]*)"|\[\s*"([A-Za-z_][A-Za-z0-9_]*)"\s*\]`)
+	reNumber    = regexp.MustCompile(`^\d{2,}$`)
+	reQAStep    = regexp.MustCompile(`(?m)^Step \d+\n`)
+	reQATool    = regexp.MustCompile(`(?m)^Tool: (.*)$`)
+	reQAParams  = regexp.MustCompile(`(?m)^Parameters: (.*)$`)
+)
+
+// action is one candidate proposal of the explorer.
+type action struct {
+	tool   string
+	params map[string]any
+	intent string
+}
+
+func (a action) signature() string {
+	b, _ := json.Marshal(a.params)
+	return a.tool + " " + string(b)
+}
+
+// explorer proposes the branch's next action: candidates are built from
+// the newest observation (names it mentions are searched; tables it lists
+// are queried), then from the seed; the first candidate not taken for the
+// seed, counted from the branch's child index (so siblings differ) and
+// the re-asks so far, is proposed. Tool mode answers a tool call under the
+// tool's model name with the intent as text; otherwise the XML tags.
+func explorer(g *operations.GenerateRequest) operations.Output {
+	prompt := lastUser(g)
+	branch := ""
+	if m := reBranch.FindStringSubmatch(prompt); m != nil {
+		branch = m[1]
+	}
+	tools := map[string]string{}
+	for _, m := range reToolLine.FindAllStringSubmatch(prompt, -1) {
+		tools[m[1]] = m[2]
+	}
+	taken := map[string]bool{}
+	if i := strings.Index(prompt, "Actions already taken"); i >= 0 {
+		for _, m := range reTakenLine.FindAllStringSubmatch(prompt[i:], -1) {
+			taken[m[1]] = true
+		}
+	}
+	reasks := 0
+	for _, m := range reDupAction.FindAllStringSubmatch(prompt, -1) {
+		taken[m[1]] = true
+		reasks++
+	}
+	if strings.Contains(prompt, "Your previous proposal was refused") {
+		reasks = max(reasks, 1)
+	}
+	seed := between(prompt, "<seed>\n", "\n</seed>")
+	obs := observations(prompt)
+	var cands []action
+	if len(obs) > 0 {
+		cands = candidates(tools, obs[len(obs)-1], strings.Join(obs, "\n"))
+	}
+	cands = append(cands, candidates(tools, seed, strings.Join(obs, "\n"))...)
+	var fresh []action
+	seen := map[string]bool{}
+	for _, c := range cands {
+		sig := c.signature()
+		if !taken[sig] && !seen[sig] {
+			seen[sig] = true
+			fresh = append(fresh, c)
+		}
+	}
+	if len(fresh) == 0 {
+		fresh = fallback(tools, branch)
+	}
+	child := 0
+	if i := strings.LastIndexByte(branch, '.'); i >= 0 {
+		child, _ = strconv.Atoi(branch[i+1:])
+	}
+	pick := fresh[(child+reasks)%len(fresh)]
+	args, _ := json.Marshal(pick.params)
+	if len(g.Tools) > 0 {
+		name := strings.ReplaceAll(pick.tool, ":", "-")
+		return operations.Output{Content: pick.intent, FinishReason: "tool_calls",
+			ToolCalls: []operations.ToolCall{{ID: "call_" + hashHex(branch+pick.signature()), Name: name, Arguments: string(args)}}}
+	}
+	return operations.Output{FinishReason: "stop",
+		Content: fmt.Sprintf("<intent>%s</intent>\n<tool_name>%s</tool_name>\n<parameters>%s</parameters>", pick.intent, pick.tool, args)}
+}
+
+// candidates lists actions exploring text with the offered tools; all is
+// every observation so far (databases and tables found earlier).
+func candidates(tools map[string]string, text, all string) []action {
+	var out []action
+	if _, ok := tools["text2sql:execute"]; ok {
+		dbs := databases(tools["text2sql:execute"], all+"\n"+text)
+		if _, ok := tools["text2sql:list_databases"]; ok {
+			out = append(out, action{"text2sql:list_databases", map[string]any{}, "List the databases that can be queried."})
+		}
+		tables := tableNames(text)
+		for _, db := range dbs {
+			if len(tables) == 0 {
+				out = append(out, action{"text2sql:execute", map[string]any{"db_id": db,
+					"query": "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"}, "List the tables of the " + db + " database."})
+			}
+			for _, t := range tables {
+				out = append(out, action{"text2sql:execute", map[string]any{"db_id": db, "query": "SELECT * FROM " + t + " LIMIT 5"},
+					"Read the first rows of the " + t + " table."})
+			}
+		}
+	}
+	ents := entities(text)
+	if len(ents) == 0 {
+		ents = keywords(text)
+	}
+	for _, e := range ents {
+		if _, ok := tools["rag:search"]; ok {
+			out = append(out, action{"rag:search", map[string]any{"query": e}, "Find what the documents say about " + e + "."})
+		}
+		if _, ok := tools["doc:search"]; ok {
+			out = append(out, action{"doc:search", map[string]any{"query": e}, "Search the documents for " + e + "."})
+		}
+	}
+	return out
+}
+
+// fallback is an action when every candidate was taken: a search with
+// the branch in it, so that it is new.
+func fallback(tools map[string]string, branch string) []action {
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasSuffix(n, ":search") {
+			return []action{{n, map[string]any{"query": "overview " + branch}, "Get an overview of the collection."}}
+		}
+	}
+	if len(names) == 0 {
+		return []action{{"unknown:tool", map[string]any{}, "No tool is offered."}}
+	}
+	return []action{{names[0], map[string]any{}, "Try " + names[0] + "."}}
+}
+
+// databases are the database ids named in the execute tool's description
+// or listed in an observation.
+func databases(desc, text string) []string {
+	var out []string
+	add := func(s string) {
+		s = strings.Trim(strings.TrimSpace(s), `"`)
+		if s != "" && !strings.Contains(s, " ") && !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, m := range reDBListed.FindAllStringSubmatch(text, -1) {
+		for _, s := range strings.Split(m[1], ",") {
+			add(s)
+		}
+	}
+	if m := reDBIDs.FindStringSubmatch(desc); m != nil {
+		for _, s := range strings.Split(m[1], ",") {
+			add(s)
+		}
+	}
+	return out
+}
+
+func tableNames(text string) []string {
+	var out []string
+	for _, m := range reTableName.FindAllStringSubmatch(text, -1) {
+		t := m[1] + m[2]
+		if t != "" && t != "sqlite_sequence" && !contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// entities are the names a text mentions: capitalised phrases of two or
+// more words and quoted titles, in order of appearance.
+func entities(text string) []string {
+	var out []string
+	for _, m := range reQuoted.FindAllStringSubmatch(text, -1) {
+		if !contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	for _, e := range reEntity.FindAllString(text, -1) {
+		if !contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	if len(out) > 12 {
+		out = out[:12]
+	}
+	return out
+}
+
+// keywords are a text's longer words (at least 6 letters), for a text
+// that names nothing, such as a seed describing a topic.
+func keywords(text string) []string {
+	var out []string
+	for _, w := range wordsOf(text) {
+		w = strings.ToLower(w)
+		if len(w) >= 6 && !contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	if len(out) > 8 {
+		out = out[:8]
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func lastUser(g *operations.GenerateRequest) string {
+	for i := len(g.Messages) - 1; i >= 0; i-- {
+		if g.Messages[i].Role == operations.RoleUser {
+			return g.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+func between(s, open, close string) string {
+	i := strings.Index(s, open)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(open):]
+	if j := strings.Index(s, close); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
+
+// observations are the path's observations in a proposal prompt, oldest
+// first.
+func observations(prompt string) []string {
+	body := between(prompt, "\nPath so far:\n", "\nActions already taken")
+	if !strings.Contains(prompt, "\nActions already taken") {
+		body = between(prompt, "\nPath so far:\n", "\nTools:\n")
+	}
+	var out []string
+	for _, part := range strings.Split(body, "\n  observation: ")[1:] {
+		if i := strings.Index(part, "\nStep "); i >= 0 {
+			part = part[:i]
+		}
+		out = append(out, part)
+	}
+	return out
+}
+
+func hashHex(s string) string {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// qaStep is one step of a QA prompt's trajectory.
+type qaStep struct {
+	tool, params, obs string
+	failed            bool
+}
+
+// qaSteps reads the trajectory of a QA prompt (package synthesis/qa's
+// "## Trajectory" section).
+func qaSteps(prompt string) []qaStep {
+	body := between(prompt, "## Trajectory\n", "\n## ")
+	var out []qaStep
+	for _, part := range reQAStep.Split(body, -1)[1:] {
+		st := qaStep{}
+		if m := reQATool.FindStringSubmatch(part); m != nil {
+			st.tool = m[1]
+		}
+		if m := reQAParams.FindStringSubmatch(part); m != nil {
+			st.params = m[1]
+		}
+		i := strings.Index(part, "Observation")
+		if i < 0 {
+			continue
+		}
+		obs := part[i:]
+		st.failed = strings.HasPrefix(obs, "Observation (the call failed")
+		if j := strings.Index(obs, ": "); j >= 0 {
+			obs = obs[j+2:]
+		}
+		if j := strings.Index(obs, "… ["); j >= 0 {
+			obs = obs[:j]
+			// The cut may split a word: drop the last one.
+			if k := strings.LastIndexAny(obs, " \n"); k >= 0 {
+				obs = obs[:k]
+			}
+		}
+		st.obs = obs
+		out = append(out, st)
+	}
+	return out
+}
+
+// wordsOf splits s into words as the QA checks do (letters and digits).
+func wordsOf(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// evidence is a run of up to n words of the observation's first line with
+// at least four words.
+func evidence(obs string, n int) []string {
+	for _, line := range strings.Split(obs, "\n") {
+		ws := wordsOf(line)
+		if len(ws) >= 4 {
+			if len(ws) > n {
+				ws = ws[:n]
+			}
+			return ws
+		}
+	}
+	ws := wordsOf(obs)
+	if len(ws) > n {
+		ws = ws[:n]
+	}
+	return ws
+}
+
+// synthesizer writes a QA pair from the last three steps that did not
+// fail: each hop quotes words of its step's observation as evidence; the
+// answer is a name or number of the last step's evidence and the question
+// asks for it by the words before it and the lookups that led there, so
+// it is grounded and does not leak. On a retry the answer moves on to
+// the next candidate.
+func synthesizer(g *operations.GenerateRequest) operations.Output {
+	prompt := lastUser(g)
+	var ok []qaStep
+	for _, st := range qaSteps(prompt) {
+		if !st.failed && len(wordsOf(st.obs)) >= 4 {
+			ok = append(ok, st)
+		}
+	}
+	if len(ok) > 3 {
+		ok = ok[len(ok)-3:]
+	}
+	attempt := strings.Count(prompt, "The previous question was rejected")
+	type hop struct {
+		Hop      int    `json:"hop"`
+		Fact     string `json:"fact"`
+		Evidence string `json:"evidence"`
+		Output   string `json:"output"`
+	}
+	var hops []hop
+	var ev [][]string
+	for i, st := range ok {
+		e := evidence(st.obs, 12)
+		ev = append(ev, e)
+		hops = append(hops, hop{Hop: i + 1, Fact: fmt.Sprintf("%s with %s returns %q", st.tool, st.params, strings.Join(e, " ")),
+			Evidence: strings.Join(e, " "), Output: strings.Join(e[:min(4, len(e))], " ")})
+	}
+	question, answer := "What did the exploration find?", ""
+	if len(ev) > 0 {
+		last := ev[len(ev)-1]
+		var cands []int
+		for i, w := range last {
+			if i >= 2 && (reNumber.MatchString(w) || len(w) >= 3 && unicode.IsUpper([]rune(w)[0])) {
+				cands = append(cands, i)
+			}
+		}
+		if len(cands) == 0 {
+			cands = []int{len(last) - 1}
+		}
+		idx := cands[attempt%len(cands)]
+		answer = last[idx]
+		lead := strings.Join(last[max(0, idx-3):idx], " ")
+		var trail []string
+		for _, st := range ok[:len(ok)-1] {
+			trail = append(trail, st.params)
+		}
+		q := fmt.Sprintf("In the result of %s, reached after %s, which word follows %q?", ok[len(ok)-1].params, strings.Join(trail, " and then "), lead)
+		if len(trail) == 0 {
+			q = fmt.Sprintf("In the result of %s, which word follows %q?", ok[len(ok)-1].params, lead)
+		}
+		if leaks(q, answer) {
+			q = fmt.Sprintf("Which word follows %q in the last result of the exploration?", lead)
+		}
+		question = q
+	}
+	if len(hops) > 0 {
+		hops[len(hops)-1].Output = answer
+	}
+	b, _ := json.Marshal(map[string]any{"question": question, "answer": answer, "reasoning_steps": hops})
+	return operations.Output{Content: string(b), FinishReason: "stop"}
+}
+
+func leaks(question, answer string) bool {
+	q := " " + strings.ToLower(strings.Join(wordsOf(question), " ")) + " "
+	a := " " + strings.ToLower(strings.Join(wordsOf(answer), " ")) + " "
+	return strings.Contains(q, a)
+}
