@@ -30,12 +30,13 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("synthesize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
-	var level, configPath, outputDir, sandboxConfig string
+	var level logOpts
+	var configPath, outputDir, sandboxConfig string
 	var quiet bool
 	var seeds, maxConc int
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model: works offline)")
-	fs.StringVar(&level, "log-level", "warn", "debug, info, warn or error")
+	logFlags(fs, &level, "warn")
 	fs.StringVar(&configPath, "config", "", "synthesis config (JSON or YAML, AgentFlow's keys); relative paths in it are relative to the file")
 	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
 	fs.StringVar(&sandboxConfig, "sandbox-config", "", "sandbox-server config to host in-process (overrides sandbox_config_path)")
