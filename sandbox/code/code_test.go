@@ -341,3 +341,49 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestForkSession forks a worker's code session over HTTP
+// (POST /api/v1/session/fork): the fork starts with the source's files,
+// and what either writes afterwards the other does not see.
+func TestForkSession(t *testing.T) {
+	e := newEnv(t, `{}`)
+	if a := e.post("/api/v1/session/create", map[string]any{"worker_id": "a", "resource_type": "code"}); a.Code != 0 {
+		t.Fatalf("create: %+v", a)
+	}
+	if a := e.post("/api/v1/execute", map[string]any{"worker_id": "a", "action": "code:write",
+		"params": map[string]any{"path": "notes/one.txt", "content": "from a"}}); a.Code != 0 {
+		t.Fatalf("write: %+v", a)
+	}
+	f := e.post("/api/v1/session/fork", map[string]any{"worker_id": "b", "from_worker_id": "a", "resource_type": "code"})
+	if f.Code != 0 || f.field("forked") != true {
+		t.Fatalf("fork: %+v", f)
+	}
+	read := func(worker, path string) answer {
+		return e.post("/api/v1/execute", map[string]any{"worker_id": worker, "action": "code:read", "params": map[string]any{"path": path}})
+	}
+	if a := read("b", "notes/one.txt"); a.Code != 0 || !strings.Contains(fmt.Sprint(a.Data), "from a") {
+		t.Fatalf("b reads the forked file: %+v", a)
+	}
+	if a := e.post("/api/v1/execute", map[string]any{"worker_id": "b", "action": "code:write",
+		"params": map[string]any{"path": "two.txt", "content": "from b"}}); a.Code != 0 {
+		t.Fatalf("b write: %+v", a)
+	}
+	if a := e.post("/api/v1/execute", map[string]any{"worker_id": "a", "action": "code:write",
+		"params": map[string]any{"path": "three.txt", "content": "from a again"}}); a.Code != 0 {
+		t.Fatalf("a write: %+v", a)
+	}
+	if a := read("a", "two.txt"); a.Code == 0 {
+		t.Fatalf("a sees b's file: %+v", a)
+	}
+	if a := read("b", "three.txt"); a.Code == 0 {
+		t.Fatalf("b sees a's later file: %+v", a)
+	}
+	// No source: a fresh session that says so.
+	f = e.post("/api/v1/session/fork", map[string]any{"worker_id": "c", "from_worker_id": "nobody", "resource_type": "code"})
+	if f.Code != 0 || f.field("forked") != false || !strings.Contains(fmt.Sprint(f.field("fork_note")), "no code session") {
+		t.Fatalf("fork without source: %+v", f)
+	}
+	if a := e.post("/api/v1/session/fork", map[string]any{"worker_id": "d", "resource_type": "code"}); a.status != http.StatusBadRequest {
+		t.Fatalf("fork without from_worker_id: %+v", a)
+	}
+}
