@@ -2,6 +2,7 @@ package synthesis
 
 import (
 	"encoding/json"
+	"math"
 	"fmt"
 	"strings"
 
@@ -92,7 +93,7 @@ func qaRequest(s *SeedSettings, sel *Selection, w work) (operations.Request, err
 		r.Meta = operations.Meta{operations.MetaRole: RoleClosedBook}
 		return r, nil
 	}
-	t := qa.Temperature(w.Attempt)
+	t := math.Round(qa.Temperature(w.Attempt)*100) / 100
 	r := operations.NewGenerate(operations.GenerateRequest{Model: s.Config.ModelName,
 		Messages: messages(qa.Prompt(qaInput(s, sel.Paths[w.Path].Path), w.Attempt, w.Feedback)), Temperature: &t})
 	r.Meta = operations.Meta{operations.MetaRole: RoleSynthesizer}

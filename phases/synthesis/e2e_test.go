@@ -1,0 +1,284 @@
+package synthesis_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases/synthesis"
+	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/synthesis/trajectory"
+	"github.com/flockrun/flock/workflows"
+)
+
+// repo is the repository root (the bundled sandbox fixtures).
+func repo(t testing.TB) string {
+	t.Helper()
+	r, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// openSandbox hosts the offline fixtures (text2sql over
+// configs/sandbox/data/concert.sqlite, rag over configs/sandbox/docs) and a
+// bash resource in-process.
+func openSandbox(t testing.TB) *sandbox.Service {
+	t.Helper()
+	r := repo(t)
+	doc := fmt.Sprintf(`{"server": {"session_ttl": 600, "cleanup_interval": 60},
+		"resources": {"bash": {"enabled": true, "config": {"timeout": 30}}},
+		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
+		filepath.Join(r, "configs/sandbox/data/concert.sqlite"), filepath.Join(r, "configs/sandbox/docs"))
+	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	return svc
+}
+
+func openApp(t testing.TB, data string, svc *sandbox.Service) *app.App {
+	t.Helper()
+	testdata, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(data)
+	a, err := app.Open(context.Background(), configs.Server{DataDir: data, ReadRoots: []string{testdata, dir}, WriteRoots: []string{dir}}, nil, app.WithSandbox(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		a.Close(ctx)
+	})
+	return a
+}
+
+func run(t testing.TB, a *app.App, settings map[string]any) state.Run {
+	t.Helper()
+	doc, err := json.Marshal(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: synthesis.Name, Settings: doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	end, err := a.Executor.Wait(ctx, h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("synthesis %s: %s %s", end.Status, end.EndReason, end.Error)
+	}
+	return end
+}
+
+func lines[T any](t testing.TB, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// compactLen is the observation length the selector's richness counts:
+// runes, leading and trailing whitespace dropped, inner runs one.
+func compactLen(s string) int {
+	return len([]rune(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")))
+}
+
+// TestScriptedSynthesis runs one seed over the rag and text2sql fixtures
+// on the scripted model (testdata/e2e/script.jsonl): a tree of max_depth
+// 3, two branches from the root, one child below. Branch 0.1.0 first
+// proposes 0.0's SQL again (keys reordered): the duplicate is not
+// executed, the model is asked again naming it, and its second proposal
+// runs. Both leaf paths are selected; their scores are checked against
+// the formula computed here from the observations written. The SQL path's
+// first QA has two hops and is retried with the reason; the second is
+// grounded and kept. The rag path's QA names an answer found in no
+// observation twice and is rejected (grounded). A re-run on the same
+// output_dir skips the seed.
+func TestScriptedSynthesis(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	svc := openSandbox(t)
+	a := openApp(t, filepath.Join(dir, "data"), svc)
+	script, _ := filepath.Abs("testdata/e2e/script.jsonl")
+	settings := map[string]any{
+		"seeds":           []string{"The sample concert catalogue."},
+		"output_dir":      out,
+		"available_tools": []string{"text2sql:execute", "rag:search"},
+		"model_name":      "m",
+		"models":          map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"max_depth":       3, "branching_factor": 2, "depth_threshold": 1, "min_depth": 3, "max_selected_traj": 2,
+		"max_retries": 2,
+	}
+	end := run(t, a, settings)
+
+	var sum synthesis.Summary
+	if err := json.Unmarshal(end.Result, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.SeedsDone != 1 || sum.Nodes != 6 || sum.ToolCalls != 6 || sum.Duplicates != 1 || sum.Reasks != 1 || sum.Selected != 2 ||
+		sum.QAKept != 1 || sum.QARejected["grounded"] != 1 || sum.CheckFailures["hops"] != 1 || sum.CheckFailures["grounded"] != 2 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	// 6 proposals + 1 re-ask + 4 QA attempts.
+	if sum.ModelCalls != 11 {
+		t.Fatalf("model calls = %d, want 11", sum.ModelCalls)
+	}
+	// The journal: exactly six sandbox calls, each on its branch's session
+	// forked from its ancestors'; the duplicate never ran.
+	seedRun := only(t, a, end.ID)
+	ops, err := a.Store.Ops(context.Background(), seedRun, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, op := range ops {
+		if op.Request.Kind == operations.KindSandbox {
+			calls = append(calls, op.Request.Sandbox.Session)
+		}
+	}
+	if strings.Join(calls, " ") != "n0.0 n0.1 n0.0.0 n0.1.0 n0.0.0.0 n0.1.0.0" {
+		t.Fatalf("sandbox calls: %v", calls)
+	}
+
+	trees := lines[synthesis.TreeRecord](t, filepath.Join(out, synthesis.FileTrees))
+	if len(trees) != 1 || len(trees[0].Nodes) != 7 {
+		t.Fatalf("trees: %+v", trees)
+	}
+	tree := trees[0].Tree
+	if n := tree.Node("0.1.0"); n == nil || n.Tool != "rag:search" || string(n.Params) != `{"query":"Peterhead"}` {
+		t.Fatalf("0.1.0 = %+v", n)
+	}
+	if n := tree.Node("0.0.0.0"); n == nil || !strings.Contains(n.Observation, "Harbour Arena") || n.Failed {
+		t.Fatalf("0.0.0.0 = %+v", n)
+	}
+
+	// Selection scores by hand: depth 40 × 3/3; diversity 30 × one tool of
+	// the two offered; richness 30 × the min-max normalised mean length.
+	trajs := lines[synthesis.TrajectoryRecord](t, filepath.Join(out, synthesis.FileTrajectories))
+	if len(trajs) != 2 {
+		t.Fatalf("%d trajectories, want 2", len(trajs))
+	}
+	mean := func(ns []trajectory.Node) float64 {
+		total := 0
+		for _, n := range ns {
+			total += compactLen(n.Observation)
+		}
+		return float64(total) / float64(len(ns))
+	}
+	sql, rag := mean(pathOf(t, tree, "0.0.0.0")), mean(pathOf(t, tree, "0.1.0.0"))
+	lo, hi := math.Min(sql, rag), math.Max(sql, rag)
+	want := map[string]float64{
+		"0.0.0.0": 40 + 15 + 30*(sql-lo)/(hi-lo),
+		"0.1.0.0": 40 + 15 + 30*(rag-lo)/(hi-lo),
+	}
+	for i, tr := range trajs {
+		leaf := tr.Nodes[len(tr.Nodes)-1].ID
+		t.Logf("trajectory %s: score %.4f (mean observation %.1f / %.1f)", leaf, tr.Score, sql, rag)
+		if math.Abs(tr.Score-want[leaf]) > 1e-9 || tr.TotalDepth != 3 {
+			t.Fatalf("trajectory %d (leaf %s): score %v, want %v", i, leaf, tr.Score, want[leaf])
+		}
+		if i > 0 && tr.Score > trajs[i-1].Score {
+			t.Fatal("trajectories are not best first")
+		}
+		for _, n := range tr.Nodes {
+			if n.Intent == "" || n.Tool == "" || len(n.Params) == 0 || n.Observation == "" {
+				t.Fatalf("node without intent, tool, params or observation: %+v", n)
+			}
+		}
+	}
+
+	qas := lines[synthesis.QARecord](t, filepath.Join(out, synthesis.FileQA))
+	if len(qas) != 1 {
+		t.Fatalf("%d QA, want 1", len(qas))
+	}
+	q := qas[0]
+	if q.Answer != "42000" || q.Attempts != 2 || len(q.Steps) != 3 || q.SourceID != tree.Seed.ID ||
+		!strings.HasPrefix(q.TrajectoryID, tree.Seed.ID+"_traj_") || q.Seed != "The sample concert catalogue." ||
+		strings.Join(q.ChecksPassed, ",") != "non_empty,no_leakage,verbosity,hops,grounded" {
+		t.Fatalf("qa: %+v", q)
+	}
+
+	// The same output_dir again: the seed is done, nothing is added.
+	end2 := run(t, a, settings)
+	var sum2 synthesis.Summary
+	if err := json.Unmarshal(end2.Result, &sum2); err != nil {
+		t.Fatal(err)
+	}
+	if sum2.SeedsSkipped != 1 || sum2.SeedsDone != 1 || sum2.QAKept != 1 {
+		t.Fatalf("re-run summary: %+v", sum2)
+	}
+	if n := len(lines[synthesis.QARecord](t, filepath.Join(out, synthesis.FileQA))); n != 1 {
+		t.Fatalf("re-run: %d QA lines", n)
+	}
+}
+
+// only returns the one seed run below the synthesis run id.
+func only(t testing.TB, a *app.App, id string) string {
+	t.Helper()
+	ctx := context.Background()
+	lanes, err := a.Store.Children(ctx, id)
+	if err != nil || len(lanes) != 1 {
+		t.Fatalf("lanes: %v %v", lanes, err)
+	}
+	seeds, err := a.Store.Children(ctx, lanes[0])
+	if err != nil || len(seeds) != 1 {
+		t.Fatalf("seeds: %v %v", seeds, err)
+	}
+	return seeds[0]
+}
+
+func pathOf(t testing.TB, tree trajectory.Tree, leaf string) []trajectory.Node {
+	t.Helper()
+	var rev []trajectory.Node
+	for id := leaf; id != "0"; {
+		n := tree.Node(id)
+		if n == nil {
+			t.Fatalf("no node %s", id)
+		}
+		rev = append(rev, *n)
+		id = n.ParentID
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
