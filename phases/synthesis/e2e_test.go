@@ -282,3 +282,38 @@ func pathOf(t testing.TB, tree trajectory.Tree, leaf string) []trajectory.Node {
 	}
 	return rev
 }
+
+// TestBranchesForkSessions grows a tree whose actions append their
+// branch to trail.txt in a bash session and print it: each branch runs on
+// its own session forked from its parent's, so every node's file holds
+// exactly the branches of its own path (siblings never see each other).
+func TestBranchesForkSessions(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
+	run(t, a, map[string]any{
+		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
+		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
+	})
+	tree := lines[synthesis.TreeRecord](t, filepath.Join(out, synthesis.FileTrees))[0].Tree
+	if len(tree.Nodes) != 7 {
+		t.Fatalf("%d nodes, want 7", len(tree.Nodes))
+	}
+	for _, n := range tree.Nodes[1:] {
+		var want []string
+		for _, p := range pathOf(t, tree, n.ID) {
+			want = append(want, p.ID)
+		}
+		var got struct {
+			Stdout string `json:"stdout"`
+		}
+		if err := json.Unmarshal([]byte(n.Observation), &got); err != nil {
+			t.Fatalf("node %s: observation %q: %v", n.ID, n.Observation, err)
+		}
+		if strings.TrimSpace(got.Stdout) != strings.Join(want, "\n") {
+			t.Fatalf("node %s sees trail %q, want %q", n.ID, got.Stdout, want)
+		}
+	}
+}
