@@ -137,3 +137,73 @@ max_concurrency: 2
 		t.Fatalf("summary:\n%s", out)
 	}
 }
+
+// TestSynthesisOverHTTP starts the synthesis workflow through POST
+// /start_workflow on `flock serve --mode simulated --sandbox-config` (the
+// offline fixtures): "text2sql:*" is resolved against the hosted sandbox,
+// the simulated model explores and writes grounded QA into output_dir
+// (relative: in the run's work directory), and an unknown tool or key is
+// refused at start naming it.
+func TestSynthesisOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := filepath.Join(dir, "sandbox.json")
+	if err := os.WriteFile(sb, []byte(fmt.Sprintf(`{"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q}}}`,
+		filepath.Join(root, "configs/sandbox/data/concert.sqlite"), filepath.Join(root, "configs/sandbox/docs"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startServer(t, filepath.Join(dir, "data"), freePort(t), "--mode", "simulated", "--sandbox-config", sb)
+	settings := map[string]any{
+		"seeds":           []string{"The concert database: its stadiums, concerts and singers."},
+		"output_dir":      "out",
+		"available_tools": []string{"text2sql:*", "rag:search"},
+		"model_name":      "simulated", "max_depth": 4, "min_depth": 3, "max_selected_traj": 2,
+	}
+	id := p.start("synthesis", settings)
+	testkit.WaitWithin(t, 60*time.Second, "the synthesis to end", func() bool { return p.run(id).Status != "running" })
+	h := p.run(id)
+	if h.Status != "succeeded" {
+		t.Fatalf("synthesis %s: %s %s", h.Status, h.EndReason, h.Error)
+	}
+	var sum struct {
+		SeedsDone int `json:"seeds_done"`
+		Nodes     int `json:"nodes"`
+		QAKept    int `json:"qa_kept"`
+		Files     struct {
+			QA string `json:"qa"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(h.Result, &sum); err != nil {
+		t.Fatal(err)
+	}
+	// 2 + 4 + 8 + 8 nodes with the default branching.
+	if sum.SeedsDone != 1 || sum.Nodes != 22 || sum.QAKept < 1 {
+		t.Fatalf("summary: %s", h.Result)
+	}
+	if n := countLines(t, sum.Files.QA); n != sum.QAKept || !strings.HasPrefix(sum.Files.QA, filepath.Join(dir, "data")) {
+		t.Fatalf("%s: %d lines, summary says %d", sum.Files.QA, n, sum.QAKept)
+	}
+	for _, tc := range []struct {
+		key  string
+		val  any
+		want string
+	}{
+		{"available_tools", []string{"web:search"}, `unknown sandbox tool: available_tools[0]: "web:search"`},
+		{"max_dept", 3, `unknown key "max_dept"`},
+	} {
+		bad := map[string]any{}
+		for k, v := range settings {
+			bad[k] = v
+		}
+		bad[tc.key] = tc.val
+		var e struct {
+			Error string `json:"error"`
+		}
+		if code := p.do("POST", "/start_workflow", map[string]any{"workflow": "synthesis", "settings": bad}, &e); code != 400 || !strings.Contains(e.Error, tc.want) {
+			t.Fatalf("%s: %d %q, want 400 naming %q", tc.key, code, e.Error, tc.want)
+		}
+	}
+}
