@@ -317,3 +317,46 @@ func TestBranchesForkSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatedSynthesis is README's `flock synthesize --mode simulated`
+// on examples/synthesis (two seeds over the offline sandbox's text2sql
+// and rag): every seed grows its 30-node tree, every selected path gets a
+// QA pair that passes every check (grounded, at least 3 hops).
+func TestSimulatedSynthesis(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	svc := openSandbox(t)
+	data := filepath.Join(dir, "data")
+	testdata, _ := filepath.Abs("testdata")
+	a, err := app.Open(context.Background(), configs.Server{DataDir: data, Mode: "simulated", ReadRoots: []string{testdata}, WriteRoots: []string{dir}}, nil, app.WithSandbox(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	seeds, err := os.ReadFile(filepath.Join(repo(t), "examples/synthesis/seeds.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(seeds)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, m)
+	}
+	end := run(t, a, map[string]any{"seeds": list, "output_dir": out, "available_tools": []string{"text2sql:*", "rag:search"},
+		"model_name": "simulated", "min_depth": 3, "max_selected_traj": 2})
+	var sum synthesis.Summary
+	if err := json.Unmarshal(end.Result, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.SeedsDone != 2 || sum.Nodes != 60 || sum.Selected != 4 || sum.QAKept != 4 || len(sum.QARejected) != 0 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	for _, q := range lines[synthesis.QARecord](t, filepath.Join(out, synthesis.FileQA)) {
+		if len(q.Steps) < 3 || strings.Join(q.ChecksPassed, ",") != "non_empty,no_leakage,verbosity,hops,grounded" {
+			t.Fatalf("qa: %+v", q)
+		}
+	}
+}

@@ -2,8 +2,8 @@ package synthesis
 
 import (
 	"encoding/json"
-	"math"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/flockrun/flock/operations"

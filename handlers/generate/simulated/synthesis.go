@@ -29,6 +29,7 @@ var (
 	reDBListed  = regexp.MustCompile(`"databases"\s*:\s*\[([^\]]*)\]`)
 	reTableName = regexp.MustCompile(`"table"\s*:\s*"([A-Za-z_][A-Za-z0-9_]*)"|\[\s*"([A-Za-z_][A-Za-z0-9_]*)"\s*\]`)
 	reNumber    = regexp.MustCompile(`^\d{2,}$`)
+	reAttempt   = regexp.MustCompile(`This is attempt (\d+)\.`)
 	reQAStep    = regexp.MustCompile(`(?m)^Step \d+\n`)
 	reQATool    = regexp.MustCompile(`(?m)^Tool: (.*)$`)
 	reQAParams  = regexp.MustCompile(`(?m)^Parameters: (.*)$`)
@@ -329,9 +330,31 @@ func qaSteps(prompt string) []qaStep {
 	return out
 }
 
-// wordsOf splits s into words as the QA checks do (letters and digits).
+// wordsOf splits s into words as the QA checks do (synthesis/qa): runs
+// of letters and digits, a '.' between two digits kept inside ("3.5",
+// "0.1.0").
 func wordsOf(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	var out []string
+	var cur []rune
+	rs := []rune(s)
+	digit := func(i int) bool { return i >= 0 && i < len(rs) && unicode.IsDigit(rs[i]) }
+	for i, r := range rs {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			cur = append(cur, r)
+		case r == '.' && digit(i-1) && digit(i+1) && len(cur) > 0:
+			cur = append(cur, r)
+		default:
+			if len(cur) > 0 {
+				out = append(out, string(cur))
+				cur = cur[:0]
+			}
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, string(cur))
+	}
+	return out
 }
 
 // evidence is a run of up to n words of the observation's first line with
@@ -370,7 +393,11 @@ func synthesizer(g *operations.GenerateRequest) operations.Output {
 	if len(ok) > 3 {
 		ok = ok[len(ok)-3:]
 	}
-	attempt := strings.Count(prompt, "The previous question was rejected")
+	attempt := 0
+	if m := reAttempt.FindStringSubmatch(prompt); m != nil {
+		attempt, _ = strconv.Atoi(m[1])
+		attempt = max(0, attempt-1)
+	}
 	type hop struct {
 		Hop      int    `json:"hop"`
 		Fact     string `json:"fact"`
@@ -390,34 +417,62 @@ func synthesizer(g *operations.GenerateRequest) operations.Output {
 		last := ev[len(ev)-1]
 		var cands []int
 		for i, w := range last {
-			if i >= 2 && (reNumber.MatchString(w) || len(w) >= 3 && unicode.IsUpper([]rune(w)[0])) {
+			if i >= 2 && (reNumber.MatchString(w) || len(w) >= 4 && unicode.IsUpper([]rune(w)[0]) && !contains(stopwords, strings.ToLower(w))) {
 				cands = append(cands, i)
 			}
 		}
 		if len(cands) == 0 {
-			cands = []int{len(last) - 1}
+			// The longest word after the first two.
+			best := len(last) - 1
+			for i := 2; i < len(last); i++ {
+				if len(last[i]) > len(last[best]) {
+					best = i
+				}
+			}
+			cands = []int{best}
 		}
-		idx := cands[attempt%len(cands)]
-		answer = last[idx]
-		lead := strings.Join(last[max(0, idx-3):idx], " ")
 		var trail []string
 		for _, st := range ok[:len(ok)-1] {
-			trail = append(trail, st.params)
+			trail = append(trail, lookup(st.params))
 		}
-		q := fmt.Sprintf("In the result of %s, reached after %s, which word follows %q?", ok[len(ok)-1].params, strings.Join(trail, " and then "), lead)
-		if len(trail) == 0 {
-			q = fmt.Sprintf("In the result of %s, which word follows %q?", ok[len(ok)-1].params, lead)
+		// The first candidate from the attempt on whose question does not
+		// give the answer away.
+		for k := range cands {
+			idx := cands[(attempt+k)%len(cands)]
+			answer = last[idx]
+			lead := strings.Join(last[max(0, idx-3):idx], " ")
+			question = fmt.Sprintf("In the result of looking up %s, reached after %s, which word follows %q?", lookup(ok[len(ok)-1].params), strings.Join(trail, " and then "), lead)
+			if len(trail) == 0 {
+				question = fmt.Sprintf("In the result of looking up %s, which word follows %q?", lookup(ok[len(ok)-1].params), lead)
+			}
+			if !leaks(question, answer) {
+				break
+			}
+			if k == len(cands)-1 {
+				question = "Which value did your final lookup report?"
+			}
 		}
-		if leaks(q, answer) {
-			q = fmt.Sprintf("Which word follows %q in the last result of the exploration?", lead)
-		}
-		question = q
 	}
 	if len(hops) > 0 {
 		hops[len(hops)-1].Output = answer
 	}
 	b, _ := json.Marshal(map[string]any{"question": question, "answer": answer, "reasoning_steps": hops})
 	return operations.Output{Content: string(b), FinishReason: "stop"}
+}
+
+// stopwords are capitalised words that make no answer.
+var stopwords = []string{"this", "that", "these", "those", "there", "their", "they", "then", "when", "with", "from", "what", "which", "where"}
+
+// lookup is how a question names a step: its query when the params have
+// one, else the params.
+func lookup(params string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(params), &m) == nil {
+		if q, ok := m["query"].(string); ok && q != "" {
+			return strconv.Quote(q)
+		}
+	}
+	return params
 }
 
 func leaks(question, answer string) bool {
