@@ -22,7 +22,9 @@
 // the optional Provision (config section, data dir, logger), global loading in
 // WarmUp, per-session state in Initialize, teardown in Cleanup and Shutdown.
 // Optional capabilities are found by type assertion (Provisioner, WarmUpper,
-// Initializer, Cleaner, Shutdowner).
+// Initializer, Cleaner, Shutdowner, Forker). A Forker's sessions can be
+// forked (Service.ForkSession, POST /api/v1/session/fork, flock's own
+// route): bash and code copy the source's workspace into the new session.
 //
 // # Where backends are linked in
 //

@@ -52,4 +52,23 @@
 // a new one, and the first result's message starts with "[session
 // recreated: ...]" so that the agent knows its earlier state is lost.
 // Stateless tools (text2sql, rag, doc, web) use no session.
+//
+// A call may name one of the run's sessions ("session": the synthesis
+// sampler gives each branch of a tree its own): the sandbox worker is then
+// "<run id>~<session>". "fork_from" lists sessions of the run, nearest
+// first: a session created for the call is forked (POST
+// /api/v1/session/fork; sandbox.Forker) from the first of them that has a
+// session of the tool's resource type, so a branch starts with its
+// parent's workspace and siblings never see each other's actions. A
+// backend that cannot fork, or an AgentFlow sandbox without the route,
+// gives a fresh session and the message starts "[session not forked:
+// ...]". CloseRun destroys every session of the run.
+//
+// # Synthesis tools
+//
+// For the synthesis workflow, PrepareRun resolves available_tools
+// ("resource:*" wildcards included, against the sandbox's registry:
+// in-process, or GET /api/v1/tools of sandbox_server_url) into
+// sandbox_tools, the schemas of the concrete tools; an unknown tool
+// refuses the run naming it.
 package sandboxop
