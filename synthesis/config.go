@@ -151,7 +151,7 @@ type QAExample struct {
 // RunKeys are the keys flock's engine and handlers add to or read from a
 // run's settings document besides the config's own (the sandbox handler
 // writes sandbox_tools with the schemas of the resolved available_tools).
-var RunKeys = []string{"workflow_type", "sandbox_tools", "sandbox_url", "isolation", "python", "bash", "scoring", "sandbox"}
+var RunKeys = []string{"workflow_type", "sandbox_tools", "sandbox_url", "sandbox_token_env", "isolation", "python", "bash", "scoring", "sandbox"}
 
 // Keys returns the config's top-level keys, sorted.
 func Keys() []string {

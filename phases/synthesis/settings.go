@@ -18,6 +18,10 @@ import (
 type Settings struct {
 	cfgpkg.Config
 	SandboxTools map[string]agent.SandboxTool `json:"sandbox_tools,omitempty"`
+	// SandboxURL and SandboxTokenEnv are the common run keys (a
+	// sandbox_url beside sandbox_server_url wins).
+	SandboxURL      string `json:"sandbox_url,omitempty"`
+	SandboxTokenEnv string `json:"sandbox_token_env,omitempty"`
 }
 
 // ParseSettings decodes and validates a synthesis run's settings.
@@ -27,12 +31,14 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		return Settings{}, err
 	}
 	var t struct {
-		SandboxTools map[string]agent.SandboxTool `json:"sandbox_tools"`
+		SandboxTools    map[string]agent.SandboxTool `json:"sandbox_tools"`
+		SandboxURL      string                       `json:"sandbox_url"`
+		SandboxTokenEnv string                       `json:"sandbox_token_env"`
 	}
 	if err := json.Unmarshal(doc, &t); err != nil {
 		return Settings{}, fmt.Errorf("%w: sandbox_tools: %v", ErrSettings, err)
 	}
-	return Settings{Config: c, SandboxTools: t.SandboxTools}, nil
+	return Settings{Config: c, SandboxTools: t.SandboxTools, SandboxURL: t.SandboxURL, SandboxTokenEnv: t.SandboxTokenEnv}, nil
 }
 
 // CheckSettings validates a synthesis run's settings at start.
@@ -69,7 +75,10 @@ type SeedSettings struct {
 	// Common run keys the engine reads.
 	Models     json.RawMessage `json:"models,omitempty"`
 	SandboxURL string          `json:"sandbox_url,omitempty"`
-	Limits     json.RawMessage `json:"limits,omitempty"`
+	// SandboxTokenEnv names the variable holding the remote sandbox's
+	// token (configs.RunSettings), handed down from the synthesis run.
+	SandboxTokenEnv string          `json:"sandbox_token_env,omitempty"`
+	Limits          json.RawMessage `json:"limits,omitempty"`
 }
 
 // ParseSeedSettings decodes a seed run's settings.

@@ -282,7 +282,11 @@ func baseSeedSettings(s *Settings, outputDir string) (SeedSettings, error) {
 			return SeedSettings{}, err
 		}
 	}
-	return SeedSettings{Config: c, SandboxTools: s.SandboxTools, Models: models, SandboxURL: c.SandboxServerURL, Limits: limits}, nil
+	url := s.SandboxURL
+	if url == "" {
+		url = c.SandboxServerURL
+	}
+	return SeedSettings{Config: c, SandboxTools: s.SandboxTools, Models: models, SandboxURL: url, SandboxTokenEnv: s.SandboxTokenEnv, Limits: limits}, nil
 }
 
 // Collect records the lanes that failed and reads seeds_done.jsonl.
