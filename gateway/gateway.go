@@ -197,6 +197,9 @@ func (g *Gateway) Await(ctx context.Context, id string) (*Session, error) {
 	}
 }
 
+// Lookup returns the open session id, or nil.
+func (g *Gateway) Lookup(id string) *Session { return g.session(id) }
+
 // session returns the open session id, or nil.
 func (g *Gateway) session(id string) *Session {
 	g.mu.Lock()

@@ -83,6 +83,17 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 // wait hands the previous step's generate results to their callers, then
 // waits for the next calls of the session (the run's id).
 func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Request, p *operations.GatewayWaitRequest) operations.Result {
+	if h.gw.Lookup(env.RunID) == nil {
+		// Only an external op starts session runs (as its children); one
+		// started any other way would wait for a session forever.
+		head, err := h.store.Run(ctx, env.RunID)
+		if err != nil {
+			return operations.Failed(req, "gateway_wait: reading run %s: %v", env.RunID, err)
+		}
+		if head.ParentID == "" {
+			return operations.Failed(req, "gateway_wait: %s runs are started by an external op, not directly", phext.SessionName)
+		}
+	}
 	s, err := h.gw.Await(ctx, env.RunID)
 	if err != nil {
 		return operations.Failed(req, "gateway_wait: session %s: %v", env.RunID, err)
@@ -273,12 +284,14 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 	res.Usage = operations.RunUsage{Tokens: used.Tokens + e.run.Usage.Tokens, Cost: used.Cost + e.run.Usage.Cost}
 	r := operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: res}
 	switch {
+	case strings.HasPrefix(e.run.EndReason, "limit_"):
+		// Named first: a program that stopped because its calls were
+		// refused exits for that reason.
+		r.Error = "external: " + sessionEnded(e.run).Error()
 	case out.timedOut:
 		r.Error = fmt.Sprintf("external: the agent did not finish within timeout_s (%g s)", p.TimeoutS)
 	case out.exitCode != 0:
 		r.Error = fmt.Sprintf("external: the agent exited with status %d%s", out.exitCode, lastLine(out.stderr))
-	case e.run.Status == state.StatusFailed && strings.HasPrefix(e.run.EndReason, "limit_"):
-		r.Error = "external: " + sessionEnded(e.run).Error()
 	}
 	return r
 }

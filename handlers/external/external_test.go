@@ -113,3 +113,13 @@ func TestExternalEnvironmentHasNoSecrets(t *testing.T) {
 		t.Errorf("environment:\n%s", b)
 	}
 }
+
+// TestSessionRunStartedDirectly checks that a session run started by hand
+// (not by an external op) fails at once instead of waiting forever.
+func TestSessionRunStartedDirectly(t *testing.T) {
+	f := newFlock(t)
+	end := f.wait(f.start("external.session", map[string]any{}, ""), 10*time.Second)
+	if end.Status != state.StatusFailed || !strings.Contains(end.EndReason+end.Error, "started by an external op") {
+		t.Fatalf("%s %q %q", end.Status, end.EndReason, end.Error)
+	}
+}
