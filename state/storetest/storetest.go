@@ -3,10 +3,10 @@
 // store in state/jetstream), so that the executor may rely on one set of
 // behaviours whatever holds its runs.
 //
-// Run calls open once per subtest; open must return a new, empty store
-// (a fresh file, a fresh stream prefix) that the suite may close. The suite
-// closes each store when its subtest ends; Close must therefore be
-// idempotent, as the contract requires.
+// Run calls open once per subtest, from parallel subtests; open must
+// return a new, empty store (a fresh file, a fresh stream prefix) that the
+// suite may close. The suite closes each store when its subtest ends;
+// Close must therefore be idempotent, as the contract requires.
 package storetest
 
 import (
@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each subtest has a store of its own
 			s := open(t)
 			t.Cleanup(func() {
 				if err := s.Close(); err != nil {
