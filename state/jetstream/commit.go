@@ -514,7 +514,7 @@ func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *writ
 			m.Header.Set(hdrBlob, name)
 			m.Data = nil
 		}
-		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(cur.env.Tips[i]))
+		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(cur.env.Tips[i]), stallWait(ctx))
 		if err != nil {
 			return fmt.Errorf("append %s: %w", kinds[i], err)
 		}
@@ -574,6 +574,18 @@ func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *writ
 		w.env.OpFrom = minSeq
 	}
 	return nil
+}
+
+// stallWait lets an async publish wait for room in the client's window of
+// unacknowledged publishes as long as ctx allows (the client's default
+// gives up after 200 ms, failing commits under load instead of slowing
+// them).
+func stallWait(ctx context.Context) jetstream.PublishOpt {
+	d := DefaultWriteTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = max(time.Until(dl), time.Millisecond)
+	}
+	return jetstream.WithStallWait(d)
 }
 
 // appended is a log message a commit appended, and the head revision
@@ -708,7 +720,7 @@ func (s *Store) putChunks(ctx context.Context, chunks []state.Chunk) (uint64, er
 		}
 		m := nats.NewMsg(s.subjBlob + k)
 		m.Data = ch.Val
-		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(0))
+		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(0), stallWait(ctx))
 		if err != nil {
 			return 0, fmt.Errorf("put chunk %s: %w", k, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,5 +426,45 @@ func TestSettle(t *testing.T) {
 	applied, err = s.settle(ctx, p, lost)
 	if err != nil || !applied {
 		t.Fatalf("settle of a write that applied: applied %v, %v", applied, err)
+	}
+}
+
+// TestAsyncPublishBackpressure: many more appends at once than the
+// client's async publish window (here 1) slow commits down instead of
+// failing them, however long the queue for the window.
+func TestAsyncPublishBackpressure(t *testing.T) {
+	servers := []*server.Server{startServer(t)}
+	js, err := jetstream.New(connect(t, servers...),
+		jetstream.WithPublishAsyncMaxPending(1), jetstream.WithPublishAsyncTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, js, Options{Prefix: "bp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	const runs = 200
+	errs := make(chan error, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			id := fmt.Sprint("r", i)
+			var rev uint64
+			for n := uint64(1); n <= 3; n++ {
+				c := step(id, n, rev, state.StatusRunning)
+				if err := s.Commit(ctx, c); err != nil {
+					errs <- err
+					return
+				}
+				rev = c.Run.Revision
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
