@@ -254,3 +254,14 @@ type InterveneRequest struct {
 type OK struct {
 	OK bool `json:"ok"`
 }
+
+// RunCounts answers GET /stats/runs: how many runs the store holds, by
+// status.
+type RunCounts struct {
+	Total     int `json:"total"`
+	Running   int `json:"running"`
+	Paused    int `json:"paused"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+}

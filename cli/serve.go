@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/viewer"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -207,6 +208,7 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 	}
 	srv.Mount("/metrics", a.Metrics.Handler())
 	srv.MountGateway(a.Gateway)
+	srv.MountUI(viewer.Handler())
 	if sb != nil {
 		srv.MountSandbox(sb)
 	}

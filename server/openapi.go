@@ -58,6 +58,9 @@ var apiRoutes = []apiRoute{
 			limitParam},
 		errors:  []int{http.StatusBadRequest},
 		summary: "Run heads, newest first (default limit 50)."},
+	{method: http.MethodGet, path: "/stats/runs", id: "runCounts", status: http.StatusOK, resp: api.RunCounts{},
+		errors:  []int{http.StatusNotImplemented},
+		summary: "How many runs the store holds, by status; at most a second old."},
 	{method: http.MethodGet, path: "/runs/{id}", id: "getRun", status: http.StatusOK, resp: api.Run{},
 		errors:  []int{http.StatusNotFound},
 		summary: "A run's head; a live run's also says what holds it (stalled, waiting)."},
@@ -116,6 +119,15 @@ func (s *Server) openAPI() map[string]any {
 			paths[r.path] = item
 		}
 		item[strings.ToLower(r.method)] = s.operation(r, sc, errRef)
+	}
+	for _, p := range s.ui {
+		paths[p] = map[string]any{"get": map[string]any{
+			"operationId": "ui" + p,
+			"summary":     "The browser viewer's page and assets (package viewer); needs no token.",
+			"responses": s.errorResponses(map[string]any{
+				"200": map[string]any{"description": "OK", "content": map[string]any{"text/html": map[string]any{}}},
+			}, false, []int{http.StatusNotFound}, errRef),
+		}}
 	}
 	for _, p := range s.mounted {
 		paths[p] = map[string]any{"get": map[string]any{

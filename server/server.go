@@ -38,10 +38,17 @@ type Server struct {
 	heartbeat time.Duration
 	// mounted are the paths given to Mount, documented in /openapi.json.
 	mounted []string
+	// ui are the viewer's paths (MountUI), documented in /openapi.json.
+	ui []string
 	// sandbox is the mounted sandbox service, nil when none.
 	sandbox *sandbox.Service
 	// gateway is true once MountGateway has mounted the model gateway.
 	gateway bool
+	// public are the route paths served without the bearer token: /health
+	// and the viewer's (MountUI). Written before Start only.
+	public map[string]bool
+	// counts caches GET /stats/runs.
+	counts countCache
 
 	// quit is closed by Shutdown; event streams watch it and return, so
 	// that a graceful shutdown does not wait for them.
@@ -89,6 +96,7 @@ func New(cfg configs.Server, eng Engine, store state.Reader, logger *slog.Logger
 		log:       logger,
 		heartbeat: DefaultHeartbeat,
 		quit:      make(chan struct{}),
+		public:    map[string]bool{"/health": true},
 	}
 	s.e = s.newEcho()
 	return s, nil
@@ -198,7 +206,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Pre(s.guard.middleware)
 	if s.cfg.AuthToken != "" {
 		e.Use(middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
-			Skipper:   func(c *echo.Context) bool { return c.Path() == "/health" || isGatewayPath(c) },
+			Skipper:   func(c *echo.Context) bool { return s.public[c.Path()] || isGatewayPath(c) },
 			KeyLookup: "header:" + echo.HeaderAuthorization + ":Bearer ",
 			// Up to 20 Authorization headers are tried, as before echo v5
 			// (whose default is one).
@@ -216,6 +224,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/openapi.json", s.openAPIHandler)
 	e.POST("/start_workflow", s.startWorkflow)
 	e.GET("/runs", s.listRuns)
+	e.GET("/stats/runs", s.runCounts)
 	e.GET("/runs/:id", s.getRun)
 	e.GET("/runs/:id/entries", s.listEntries)
 	e.GET("/runs/:id/ops", s.listOps)

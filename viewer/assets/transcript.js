@@ -1,0 +1,122 @@
+// The transcript: a run's entry log rendered for people. Triframe's
+// entries (task, advice, options, ratings, choice, tool_output, warning,
+// subagents, tournament, conclusion, submission) get their own layout;
+// any other entry shows its summary and its JSON.
+
+import {h, fold, lazyJSON} from './dom.js';
+
+function describeCall(call) {
+  if (!call) return null;
+  let args = call.arguments;
+  if (typeof args === 'string') { try { args = JSON.parse(args); } catch { /* keep text */ } }
+  if (args && typeof args === 'object') {
+    if (call.name === 'bash' && typeof args.command === 'string') return h('code.call', '$ ' + args.command);
+    if (call.name === 'python' && typeof args.code === 'string') return h('pre.call', args.code);
+    if ((call.name === 'submit' || call.name === 'conclude') && args.answer !== undefined) return h('code.call', call.name + ': ' + args.answer);
+    return h('code.call', call.name + ' ' + JSON.stringify(args));
+  }
+  return h('code.call', call.name + ' ' + (args == null ? '' : String(args)));
+}
+
+function option(o, i) {
+  return h('li.option', {dataset: {index: String(i)}},
+    h('div.opt-head', h('span.opt-index', '[' + i + ']'), ' ', o.source ? h('span.muted', o.source) : null,
+      h('span.opt-score')),
+    o.content ? h('div.text', o.content) : null,
+    describeCall(o.call),
+    o.invalid ? h('div.warn', 'invalid: ' + o.invalid) : null);
+}
+
+function block(kind, title, ...body) {
+  return h('div.block.k-' + kind, h('div.block-title', title), ...body);
+}
+
+// renderers by entry type; each returns the entry's body.
+const renderers = {
+  task: d => block('task', 'Task', h('div.text', d.task || d.summary || ''),
+    d.tools && d.tools.length ? h('div.muted', 'tools: ' + d.tools.join(', ') + (d.mode ? ' · mode ' + d.mode : '')) : null),
+  advice: d => block('advice', 'Advice' + (d.advisor != null ? ' (advisor ' + d.advisor + ')' : ''),
+    d.advice ? h('div.text', d.advice) : h('div.warn', 'no usable advice: ' + (d.invalid || ''))),
+  options: d => block('options', 'Options',
+    h('ol.options', (d.options || []).map(option)),
+    d.dropped || d.merged ? h('div.muted', `${d.dropped || 0} dropped, ${d.merged || 0} merged`) : null,
+    (d.errors || []).map(e => h('div.warn', e))),
+  ratings: d => block('ratings', 'Ratings',
+    h('table.ratings', h('thead', h('tr', h('th', 'option'), h('th', 'mean'), h('th', 'min'), h('th', 'max'), h('th', 'n'))),
+      h('tbody', (d.scores || []).map(s => h('tr' + (s.option === d.best ? '.best' : ''),
+        h('td', '[' + s.option + ']'), h('td', s.mean.toFixed(2)), h('td', s.min.toFixed(2)), h('td', s.max.toFixed(2)), h('td', String(s.count)))))),
+    (d.ratings || []).some(r => r.comment) ? h('details', h('summary', 'rater comments'),
+      h('ul', d.ratings.filter(r => r.comment).map(r => h('li', `rater ${r.rater} on [${r.option_index}] ${r.rating}: `, r.comment)))) : null),
+  choice: d => block('choice', 'Chosen action' + (d.index != null ? ' [' + d.index + ']' : '') +
+      (d.mean != null ? ' · rated ' + Number(d.mean).toFixed(2) : ''),
+    d.option && d.option.content ? h('div.text', d.option.content) : null,
+    describeCall(d.option && d.option.call),
+    d.note ? h('div.muted', d.note) : null),
+  tool_output: d => block('tool' + (d.failed ? '.failed' : ''), 'Tool output: ' + (d.tool || '') + (d.failed ? ' (failed)' : ''),
+    fold(d.output, {cls: '.out'}), d.notice ? h('div.muted', d.notice) : null),
+  warning: d => block('warning', 'Warning', h('div.text', d.message || d.summary || '')),
+  subagents: d => block('subagents', 'Subagents',
+    h('ul', (d.agents || []).map(a => h('li', a.run_id ? h('a', {href: '#/runs/' + a.run_id}, a.id || a.run_id) : (a.id || ''),
+      ' ', h('span.badge.s-' + a.status, a.status), ' ', a.task || '', a.conclusion ? h('div.text', 'conclusion: ' + a.conclusion) : null,
+      a.error ? h('div.warn', a.error) : null)))),
+  tournament: d => block('tournament', 'Tournament round ' + (d.round ?? ''),
+    h('ul', (d.matches || []).map(m => h('li', `${m.a}${m.b ? ' vs ' + m.b : ''} → ${m.winner} (${m.how})`,
+      m.reasoning ? h('div.muted', m.reasoning) : null)))),
+  conclusion: d => block('conclusion', 'Conclusion', h('div.text', d.conclusion || ''), d.report ? fold(d.report) : null),
+  submission: d => block('submission', 'Submission', h('div.answer', d.answer !== undefined ? String(d.answer) : JSON.stringify(d))),
+  score: d => block('score', 'Score', h('div.answer', d.score !== undefined ? String(d.score) : JSON.stringify(d)),
+    d.message ? h('div.muted', d.message) : null),
+  message: d => block('message.role-' + (d.role || 'x'), (d.role || 'message'), fold(d.content || ''),
+    (d.tool_calls || []).map(c => describeCall({name: c.name, arguments: c.arguments}))),
+};
+
+function generic(e) {
+  const d = e.data;
+  const summary = d && typeof d === 'object' && d.summary ? d.summary : null;
+  return block('other', e.type, summary ? h('div.text', summary) : null, lazyJSON('data', d));
+}
+
+// Transcript renders entries into el, keeping what later entries annotate
+// (ratings on the options they rate).
+export class Transcript {
+  constructor(el) {
+    this.el = el;
+    this.lastOptions = null;
+  }
+
+  // add appends entries (in seq order) in one DOM update.
+  add(entries) {
+    const frag = document.createDocumentFragment();
+    for (const e of entries) frag.append(this.render(e));
+    this.el.append(frag);
+  }
+
+  render(e) {
+    const r = renderers[e.type];
+    let body;
+    try {
+      body = r && e.data && typeof e.data === 'object' ? r(e.data) : generic(e);
+    } catch {
+      body = generic(e);
+    }
+    const el = h('div.entry', {dataset: {seq: String(e.seq), type: e.type}},
+      h('div.meta', h('span.seq', '#' + e.seq), e.step ? h('span', 'step ' + e.step) : null, e.phase ? h('span', e.phase) : null),
+      body);
+    if (e.type === 'options') this.lastOptions = el;
+    if (e.type === 'ratings' && this.lastOptions) this.annotate(this.lastOptions, e.data);
+    if (e.type === 'choice' && this.lastOptions && e.data && e.data.index != null) {
+      const li = this.lastOptions.querySelector(`li.option[data-index="${e.data.index}"]`);
+      if (li) li.classList.add('chosen');
+    }
+    return el;
+  }
+
+  annotate(optionsEl, d) {
+    for (const s of (d && d.scores) || []) {
+      const li = optionsEl.querySelector(`li.option[data-index="${s.option}"]`);
+      if (!li) continue;
+      li.querySelector('.opt-score').textContent = ` rated ${s.mean.toFixed(2)} (n=${s.count})`;
+      if (s.option === d.best) li.classList.add('best');
+    }
+  }
+}
