@@ -66,6 +66,11 @@ type BoltOptions struct {
 	// cut the bytes written by commits that touch many runs' scattered
 	// records; values larger than a page spill into overflow pages.
 	PageSize int
+	// NoSync skips the fsync of every commit, as bbolt's Options.NoSync.
+	// THIS IS UNSAFE: a crash or power loss can lose or corrupt what was
+	// committed. Only for bulk loads of data that can be rebuilt (seeding
+	// benchmark stores); Close still syncs the file.
+	NoSync bool
 }
 
 func (o BoltOptions) withDefaults() BoltOptions {
@@ -149,6 +154,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 			NoFreelistSync:  true,
 			InitialMmapSize: opts.InitialMmapSize,
 			PageSize:        opts.PageSize,
+			NoSync:          opts.NoSync,
 		})
 		return err
 	})
@@ -260,6 +266,11 @@ func (s *BoltStore) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
+	if s.opts.NoSync {
+		if err := s.db.Sync(); err != nil {
+			return errors.Join(fmt.Errorf("sync %s: %w", s.path, err), s.db.Close())
+		}
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", s.path, err)
 	}

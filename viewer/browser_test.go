@@ -181,7 +181,13 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 // waitJS polls expr in the page until it is truthy and returns its value.
 func waitJS[T any](t *testing.T, ctx context.Context, what, expr string, timeout time.Duration) T {
 	t.Helper()
+	deadline := time.Now().Add(timeout)
 	v, err := chromedp.Run(ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(timeout)))
+	// A poll started as a navigation replaces the page loses its
+	// context; poll again in the new one.
+	for err != nil && strings.Contains(err.Error(), "Cannot find context") && time.Now().Before(deadline) {
+		v, err = chromedp.Run(ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
+	}
 	if err != nil {
 		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('app') ? document.getElementById('app').innerText.slice(0, 2000) : ''`))
 		t.Fatalf("waiting for %s (%s): %v\npage: %s", what, expr, err, page)
