@@ -110,7 +110,7 @@ func triframeEntry(i int) (string, json.RawMessage) {
 		var opts []map[string]any
 		for o := range 4 {
 			opts = append(opts, map[string]any{"content": fmt.Sprintf("Option %d of step %d: look for the pattern.", o, step),
-				"call": map[string]any{"id": fmt.Sprintf("call_%d_%d", step, o), "name": "bash", "arguments": map[string]any{"command": cmd}},
+				"call":   map[string]any{"id": fmt.Sprintf("call_%d_%d", step, o), "name": "bash", "arguments": map[string]any{"command": cmd}},
 				"source": fmt.Sprintf("actor %d", o%2)})
 		}
 		typ, v = "options", map[string]any{"summary": "4 options", "options": opts}
