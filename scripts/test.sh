@@ -17,7 +17,8 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 # (npm install openai in a temp dir).
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
-# The browser backend's tests drive Debian's headless chromium.
+# The browser backend's tests and the viewer's (viewer/) drive Debian's
+# headless chromium.
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
 # The desktop (vm) backend's tests run Xvfb displays with a Tk application.
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)

@@ -99,6 +99,7 @@ func TestWireGolden(t *testing.T) {
 	e.waitStatus(t, waitID, state.StatusCancelled)
 	post("/runs/" + waitID + "/cancel")
 	get("/runs/" + waitID)
+	get("/stats/runs")
 	get("/runs/nope")
 	get("/runs?limit=0")
 	get("/nope")

@@ -1,0 +1,81 @@
+package viewer_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/flockrun/flock/viewer"
+)
+
+// TestHandler serves the page and its assets from the binary with a CSP
+// that allows only the server's own origin, and nothing else.
+func TestHandler(t *testing.T) {
+	ts := httptest.NewServer(viewer.Handler())
+	defer ts.Close()
+	tests := []struct {
+		path   string
+		status int
+		ctype  string
+		has    string
+	}{
+		{"/", http.StatusOK, "text/html", `<script type="module" src="/ui/app.js">`},
+		{"/ui/app.js", http.StatusOK, "javascript", "import {api, follow"},
+		{"/ui/style.css", http.StatusOK, "text/css", ".transcript"},
+		{"/ui/", http.StatusNotFound, "", ""},
+		{"/ui/index.html", http.StatusNotFound, "", ""},
+		{"/ui/../viewer.go", http.StatusNotFound, "", ""},
+		{"/ui/nope.js", http.StatusNotFound, "", ""},
+		{"/runs", http.StatusNotFound, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			res, err := http.Get(ts.URL + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			if res.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d", res.StatusCode, tt.status)
+			}
+			if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+				t.Errorf("CSP %q", csp)
+			}
+			if tt.status != http.StatusOK {
+				return
+			}
+			if ct := res.Header.Get("Content-Type"); !strings.Contains(ct, tt.ctype) {
+				t.Errorf("Content-Type %q, want %s", ct, tt.ctype)
+			}
+			if !strings.Contains(string(b), tt.has) {
+				t.Errorf("body lacks %q", tt.has)
+			}
+		})
+	}
+}
+
+// TestNoRemoteAssets checks that the page loads nothing from elsewhere:
+// the viewer works offline.
+func TestNoRemoteAssets(t *testing.T) {
+	ts := httptest.NewServer(viewer.Handler())
+	defer ts.Close()
+	for _, p := range []string{"/", "/ui/app.js", "/ui/api.js", "/ui/dom.js", "/ui/transcript.js", "/ui/style.css"} {
+		res, err := http.Get(ts.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", p, res.StatusCode)
+		}
+		for _, bad := range []string{"http://", "https://", "//cdn", "@import url("} {
+			if strings.Contains(string(b), bad) {
+				t.Errorf("%s refers to %q", p, bad)
+			}
+		}
+	}
+}
