@@ -260,6 +260,11 @@ func triframeSettings(t *testing.T) map[string]any {
 	return s
 }
 
+// statusIs is a page predicate: the page shows run id with status st.
+func statusIs(id, st string) string {
+	return fmt.Sprintf(`!!document.querySelector('#head[data-run=%q][data-status=%q]')`, id, st)
+}
+
 const task = "Create a file hello.txt containing the word flock, then submit the number of bytes in it."
 
 // TestViewerLiveRun drives the viewer in a real headless chromium against
@@ -314,7 +319,7 @@ func TestViewerLiveRun(t *testing.T) {
 
 	// Pause and resume through the buttons.
 	do(t, ctx, "pause", chromedp.Click(chromedp.CSS("#btn-pause")))
-	waitJS[bool](t, ctx, "paused", `document.getElementById('run-status').dataset.status === 'paused'`, 15*time.Second)
+	waitJS[bool](t, ctx, "paused", statusIs(id, "paused"), 15*time.Second)
 	var head struct {
 		Status  string `json:"status"`
 		Step    int    `json:"step"`
@@ -351,13 +356,13 @@ func TestViewerLiveRun(t *testing.T) {
 	waitJS[bool](t, ctx, "live again", `document.getElementById('live').dataset.state === 'live'`, 10*time.Second)
 
 	do(t, ctx, "resume", chromedp.Click(chromedp.CSS("#btn-resume")))
-	waitJS[bool](t, ctx, "running", `document.getElementById('run-status').dataset.status === 'running'`, 15*time.Second)
+	waitJS[bool](t, ctx, "running", statusIs(id, "running"), 15*time.Second)
 
 	// Open the gate: the run goes on and the transcript grows to the end.
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitJS[bool](t, ctx, "the run's end", `document.getElementById('run-status').dataset.status === 'succeeded'`, 30*time.Second)
+	waitJS[bool](t, ctx, "the run's end", statusIs(id, "succeeded"), 30*time.Second)
 	e.call(http.MethodGet, "/runs/"+id, nil, &head)
 	waitJS[bool](t, ctx, "every entry", fmt.Sprintf(`document.querySelectorAll('#transcript .entry').length === %d`, head.Entries), 10*time.Second)
 	if head.Entries <= before {
@@ -391,18 +396,67 @@ func TestViewerLiveRun(t *testing.T) {
 	sh.take(ctx, "run-done")
 
 	// Fork from step 3: the page opens the fork, which finishes.
-	if code := e.call(http.MethodPost, "/runs/"+id+"/fork", map[string]any{"step": -1}, nil); code == http.StatusNotFound {
-		t.Log("TODO(viewer): no fork route yet")
-		return
-	}
-	do(t, ctx, "fork", chromedp.SetValue(chromedp.CSS("#fork-step"), "3"), chromedp.Click(chromedp.CSS("#btn-fork")))
+	do(t, ctx, "fork", chromedp.SetValue(chromedp.CSS("#fork-step"), "3"),
+		chromedp.SendKeys(chromedp.CSS("#fork-message"), "Check the file before you submit."),
+		chromedp.Click(chromedp.CSS("#btn-fork")))
 	fork := waitJS[string](t, ctx, "the fork's page", fmt.Sprintf(`location.hash.startsWith('#/runs/') && location.hash !== '#/runs/%s' && location.hash.slice(7)`, id), 15*time.Second)
-	waitJS[bool](t, ctx, "the fork's end", `document.getElementById('run-status') && document.getElementById('run-status').dataset.status === 'succeeded' && !!document.querySelector('#transcript .k-submission')`, 30*time.Second)
+	waitJS[bool](t, ctx, "the fork's end", statusIs(fork, "succeeded")+` && !!document.querySelector('#transcript .k-submission')`, 30*time.Second)
 	e.call(http.MethodGet, "/runs/"+fork, nil, &head)
 	if head.Forked == nil || head.Forked.Run != id || head.Forked.Step != 3 {
 		t.Errorf("fork %s: forked_from = %+v, want %s at step 3", fork, head.Forked, id)
 	}
+	if !eval[bool](t, ctx, `[...document.querySelectorAll('#transcript .k-operator')].some(b => b.textContent.includes('Check the file'))`) {
+		t.Error("the fork's transcript does not show the injected message")
+	}
 	sh.take(ctx, "fork-done")
+
+	// A run that asks a person to approve each action: answer in the page.
+	s := triframeSettings(t)
+	s["ask_human"] = true
+	e.call(http.MethodPost, "/start_workflow", map[string]any{"workflow": "triframe", "settings": s, "task": task}, &started)
+	do(t, ctx, "open the asking run", chromedp.Navigate(e.base+"/#/runs/"+started.RunID))
+	answered := 0
+	for {
+		st := waitJS[string](t, ctx, "a question or the end", fmt.Sprintf(`(document.querySelector('#head[data-run=%q]') && document.querySelector('#human:not([hidden]) .human-op button.choice') && 'ask') ||
+			(%s && 'done')`, started.RunID, statusIs(started.RunID, "succeeded")), 30*time.Second)
+		if st == "done" {
+			break
+		}
+		if answered == 0 {
+			sh.take(ctx, "human-question")
+		}
+		op := eval[string](t, ctx, `document.querySelector('#human .human-op').dataset.op`)
+		do(t, ctx, "approve", chromedp.Click(chromedp.CSS(`#human .human-op button.choice`)))
+		waitJS[bool](t, ctx, "the answer taken", fmt.Sprintf(`!document.querySelector('#human .human-op[data-op=%q]')`, op), 15*time.Second)
+		if answered++; answered > 10 {
+			t.Fatal("more than 10 questions")
+		}
+	}
+	if answered < 2 {
+		t.Errorf("answered %d questions, want one per action", answered)
+	}
+
+	// Intervention mode: replace the first action through the page.
+	s = triframeSettings(t)
+	s["intervention"] = true
+	e.call(http.MethodPost, "/start_workflow", map[string]any{"workflow": "triframe", "settings": s, "task": task}, &started)
+	do(t, ctx, "open the intervention run", chromedp.Navigate(e.base+"/#/runs/"+started.RunID))
+	waitJS[bool](t, ctx, "the intervention", fmt.Sprintf(`!!document.querySelector('#head[data-run=%q]') && !!document.querySelector('#human:not([hidden]) .human-op[data-kind=intervention] button.replace')`, started.RunID), 30*time.Second)
+	do(t, ctx, "replace", chromedp.Click(chromedp.CSS(`#human .human-op button.replace`)),
+		chromedp.SetValue(chromedp.CSS("#intervene-action"), `{"name": "bash", "arguments": {"command": "echo replaced-by-operator"}}`),
+		chromedp.Click(chromedp.CSS("#btn-intervene")))
+	waitJS[bool](t, ctx, "the replaced action's output", `[...document.querySelectorAll('#transcript .k-tool pre')].some(p => p.textContent.includes('replaced-by-operator'))`, 30*time.Second)
+	sh.take(ctx, "intervened")
+	for {
+		st := waitJS[string](t, ctx, "an intervention or the end", fmt.Sprintf(`(document.querySelector('#head[data-run=%q]') && document.querySelector('#human:not([hidden]) .human-op button.approve') && 'ask') ||
+			(%s && 'done')`, started.RunID, statusIs(started.RunID, "succeeded")), 30*time.Second)
+		if st == "done" {
+			break
+		}
+		op := eval[string](t, ctx, `document.querySelector('#human .human-op').dataset.op`)
+		do(t, ctx, "approve", chromedp.Click(chromedp.CSS(`#human .human-op button.approve`)))
+		waitJS[bool](t, ctx, "the approval taken", fmt.Sprintf(`!document.querySelector('#human .human-op[data-op=%q]')`, op), 15*time.Second)
+	}
 	t.Logf("browser test took %s", time.Since(start).Round(time.Millisecond))
 }
 

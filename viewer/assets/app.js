@@ -265,6 +265,8 @@ class RunPage {
 
   renderHead(r) {
     this.head = r;
+    this.headEl.dataset.run = r.id;
+    this.headEl.dataset.status = r.status;
     const limits = r.limits || {};
     fill(this.headEl, 
       h('h2', h('span.mono', r.id), ' ', h('span#run-status', {dataset: {status: r.status}}, badge(r.status))),
@@ -364,6 +366,7 @@ class RunPage {
     try {
       await api(this.path('/intervene'), {body});
       this.say(body.approve ? 'action approved' : 'action replaced');
+      if (!body.approve) this.interveneAction.value = '';
       this.humanKey = null;
     } catch (err) {
       if (!showError(err)) this.say('intervene: ' + err.message, true);

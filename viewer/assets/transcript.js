@@ -1,6 +1,6 @@
 // The transcript: a run's entry log rendered for people. Triframe's
 // entries (task, advice, options, ratings, choice, tool_output, warning,
-// subagents, tournament, conclusion, submission) get their own layout;
+// subagents, tournament, conclusion, submission, operator_message) get their own layout;
 // any other entry shows its summary and its JSON.
 
 import {h, fold, lazyJSON} from './dom.js';
@@ -47,7 +47,7 @@ const renderers = {
         h('td', '[' + s.option + ']'), h('td', s.mean.toFixed(2)), h('td', s.min.toFixed(2)), h('td', s.max.toFixed(2)), h('td', String(s.count)))))),
     (d.ratings || []).some(r => r.comment) ? h('details', h('summary', 'rater comments'),
       h('ul', d.ratings.filter(r => r.comment).map(r => h('li', `rater ${r.rater} on [${r.option_index}] ${r.rating}: `, r.comment)))) : null),
-  choice: d => block('choice', 'Chosen action' + (d.index != null ? ' [' + d.index + ']' : '') +
+  choice: d => block('choice', 'Chosen action' + (d.index != null && d.index >= 0 ? ' [' + d.index + ']' : '') +
       (d.mean != null ? ' · rated ' + Number(d.mean).toFixed(2) : ''),
     d.option && d.option.content ? h('div.text', d.option.content) : null,
     describeCall(d.option && d.option.call),
@@ -66,6 +66,7 @@ const renderers = {
   submission: d => block('submission', 'Submission', h('div.answer', d.answer !== undefined ? String(d.answer) : JSON.stringify(d))),
   score: d => block('score', 'Score', h('div.answer', d.score !== undefined ? String(d.score) : JSON.stringify(d)),
     d.message ? h('div.muted', d.message) : null),
+  operator_message: d => block('operator', 'Operator message', h('div.text', d.content || d.summary || '')),
   message: d => block('message.role-' + (d.role || 'x'), (d.role || 'message'), fold(d.content || ''),
     (d.tool_calls || []).map(c => describeCall({name: c.name, arguments: c.arguments}))),
 };
