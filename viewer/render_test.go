@@ -25,9 +25,10 @@ const (
 	seedEntries = 5_000
 )
 
-// seedStore writes seedRuns ended runs and one run with seedEntries
-// triframe entries straight into a bbolt store at dataDir, and returns the
-// big run's id and the id of a run deep in the list.
+// seedStore writes seedRuns ended runs, one run with seedEntries triframe
+// entries and five descendants of it (three children, two grandchildren)
+// straight into a bbolt store at dataDir, and returns the big run's id and
+// the id of a run deep in the list.
 func seedStore(t *testing.T, dataDir string) (big, deep string) {
 	t.Helper()
 	// NoSync: a bulk load that the test can rebuild; Close syncs.
@@ -93,6 +94,15 @@ func seedStore(t *testing.T, dataDir string) (big, deep string) {
 			t.Fatal(err)
 		}
 	}
+	// The big run's children (a rollout's chains, subagents) and
+	// grandchildren, for the tree.
+	for i, parent := range []string{big, big, big, id(seedRuns + 1), id(seedRuns + 1)} {
+		c := head(seedRuns + 1 + i)
+		c.ParentID = parent
+		if err := st.Commit(ctx, &state.Commit{RunID: c.ID, Run: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return big, id(seedRuns / 10)
 }
 
@@ -130,6 +140,27 @@ func triframeEntry(i int) (string, json.RawMessage) {
 	}
 	b, _ := json.Marshal(v)
 	return typ, b
+}
+
+// listFilters drives the runs list's filters and paging in the page.
+func listFilters(t *testing.T, ctx context.Context, e *env, big string) {
+	t.Helper()
+	rows := `[...document.querySelectorAll('#runs tbody tr[data-id]')]`
+	do(t, ctx, "the list", chromedp.Navigate(e.base+"/"))
+	waitJS[bool](t, ctx, "the first page", rows+`.length === 50`, 10*time.Second)
+	first := eval[string](t, ctx, rows+`[0].dataset.id`)
+	do(t, ctx, "older", chromedp.Click(chromedp.CSS("#next")))
+	waitJS[bool](t, ctx, "page 2", fmt.Sprintf(`document.getElementById('page').textContent.trim() === 'page 2' && %s.length === 50 && !%s.some(r => r.dataset.id === %q)`, rows, rows, first), 10*time.Second)
+	do(t, ctx, "newer", chromedp.Click(chromedp.CSS("#prev")))
+	waitJS[bool](t, ctx, "page 1 again", fmt.Sprintf(`%s.length === 50 && %s[0].dataset.id === %q`, rows, rows, first), 10*time.Second)
+
+	do(t, ctx, "status filter", chromedp.SetValue(chromedp.CSS("#f-status"), "cancelled"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('f-status').dispatchEvent(new Event('change'))`))
+	waitJS[bool](t, ctx, "cancelled runs only", fmt.Sprintf(`location.hash === '#/?status=cancelled' && %s.length === 50 && %s.every(r => r.dataset.status === 'cancelled')`, rows, rows), 10*time.Second)
+	do(t, ctx, "workflow filter", chromedp.Navigate(e.base+"/#/?workflow=react"))
+	waitJS[bool](t, ctx, "react runs only", fmt.Sprintf(`%s.length === 50 && %s.every(r => r.children[1].textContent === 'react')`, rows, rows), 10*time.Second)
+	do(t, ctx, "parent filter", chromedp.Navigate(e.base+"/#/?parent_id="+big))
+	waitJS[bool](t, ctx, "the big run's children", fmt.Sprintf(`%s.length === 3 && %s.every(r => r.children[10].textContent === %q)`, rows, rows, big), 10*time.Second)
 }
 
 // TestViewerFirstRender measures, in a real headless chromium, the time
@@ -174,14 +205,20 @@ func TestViewerFirstRender(t *testing.T) {
 	for range rounds {
 		list = append(list, measure(e.base+"/", "flock:runs-rendered", `document.querySelectorAll('#runs tbody tr').length === 50`))
 	}
-	waitJS[bool](t, ctx, "the count of runs", `(document.querySelector('#counts .count b')||{}).textContent === '100,001'`, 10*time.Second)
+	waitJS[bool](t, ctx, "the count of runs", `(document.querySelector('#counts .count b')||{}).textContent === '100,006'`, 10*time.Second)
 	for range rounds {
 		run = append(run, measure(e.base+"/#/runs/"+big, "flock:transcript-rendered", fmt.Sprintf(`document.querySelectorAll('#transcript .entry').length === %d`, seedEntries)))
 	}
+	// The children tree of the big run: three children, two grandchildren
+	// under the first child.
+	child, grand := fmt.Sprintf("01seed%010d", seedRuns+1), fmt.Sprintf("01seed%010d", seedRuns+4)
+	waitJS[bool](t, ctx, "the children tree", fmt.Sprintf(`document.querySelectorAll('#children li').length === 5 &&
+		!!document.querySelector('#children li[data-id=%q] > ul > li[data-id=%q] .badge')`, child, grand), 10*time.Second)
 	mark := func(r render) float64 { return r.Mark }
 	fcp := func(r render) float64 { return r.FCP }
 	all := func(r render) float64 { return r.All }
-	t.Logf("runs list, %d runs: first render %.0f ms, first contentful paint %.0f ms (median of %d)", seedRuns+1, median(list, mark), median(list, fcp), rounds)
+	listFilters(t, ctx, e, big)
+	t.Logf("runs list, %d runs: first render %.0f ms, first contentful paint %.0f ms (median of %d)", seedRuns+6, median(list, mark), median(list, fcp), rounds)
 	t.Logf("run page, %d entries: first transcript render %.0f ms, first contentful paint %.0f ms, all %d entries %.0f ms (median of %d)",
 		seedEntries, median(run, mark), median(run, fcp), seedEntries, median(run, all), rounds)
 	if m := median(run, mark); m > 5000 {
@@ -216,5 +253,5 @@ func TestViewerFirstRender(t *testing.T) {
 			best = d
 		}
 	}
-	t.Logf("CountRuns over %d runs (GET /stats/runs uncached): %s (best of 5)", seedRuns+1, best.Round(10*time.Microsecond))
+	t.Logf("CountRuns over %d runs (GET /stats/runs uncached): %s (best of 5)", seedRuns+6, best.Round(10*time.Microsecond))
 }
