@@ -29,6 +29,8 @@
 //	POST /runs/:id/human/:op_id/answer  {"answer": text|number} -> {"ok":true} once journaled; 404 no such question, 409 answered
 //	POST /runs/:id/intervene   {"action":{...}} or {"approve":true} -> {"ok":true}; 409 when the run waits for no intervention
 //	GET  /workflows            {"workflows":[graph...]}
+//	GET  /stats/runs           {"total","running","paused","succeeded","failed","cancelled"}, at most 1 s old
+//	GET  /, GET /ui/*          the browser viewer (MountUI, package viewer); no token needed
 //
 // MountGateway adds the model gateway of external agents (package
 // gateway): POST /gateway/:session/v1/chat/completions and GET
@@ -84,7 +86,9 @@
 // refuses the configuration otherwise, and refuses tokens shorter than
 // configs.MinAuthTokenLen (16) bytes. With a token, every route but
 // /health requires "Authorization: Bearer <token>" (compared in constant
-// time). Bodies are capped at configs.Server.MaxBodyBytes while they are
+// time). The viewer's page and assets (MountUI) need no token: they hold
+// no data, and the viewer sends the token the user types as a header, so
+// no cookie ever authenticates a request. Bodies are capped at configs.Server.MaxBodyBytes while they are
 // read, not only by Content-Length.
 //
 // A web page the user has open must not be able to drive a server on

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/sandbox/browser"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
@@ -217,7 +218,18 @@ func newShots(t *testing.T) *shots {
 
 func (s *shots) take(ctx context.Context, name string) {
 	s.t.Helper()
-	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	s.save(ctx, name, chromedp.FullScreenshot(100))
+}
+
+// viewport saves what the window shows (for pages too long to capture).
+func (s *shots) viewport(ctx context.Context, name string) {
+	s.t.Helper()
+	s.save(ctx, name, chromedp.CaptureScreenshot())
+}
+
+func (s *shots) save(ctx context.Context, name string, shot chromedp.Action[[]byte]) {
+	s.t.Helper()
+	b, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		s.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -339,19 +351,12 @@ func TestViewerLiveRun(t *testing.T) {
 	// Drop every connection: the page reconnects with Last-Event-ID.
 	n := len(e.resumed())
 	e.ts.CloseClientConnections()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitWithin(t, 10*time.Second, "a reconnect with Last-Event-ID after the connection dropped", func() bool {
 		r := e.resumed()
-		if len(r) > n && r[len(r)-1] != "" {
-			if last, err := strconv.Atoi(r[len(r)-1]); err != nil || last < 1 {
-				t.Fatalf("reconnected with Last-Event-ID %q", r[len(r)-1])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page did not reconnect with Last-Event-ID after the connection dropped: %q", r)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(r) > n && r[len(r)-1] != ""
+	})
+	if r := e.resumed(); r[len(r)-1] == "0" {
+		t.Fatalf("reconnected with Last-Event-ID %q", r[len(r)-1])
 	}
 	waitJS[bool](t, ctx, "live again", `document.getElementById('live').dataset.state === 'live'`, 10*time.Second)
 
@@ -457,6 +462,9 @@ func TestViewerLiveRun(t *testing.T) {
 		do(t, ctx, "approve", chromedp.Click(chromedp.CSS(`#human .human-op button.approve`)))
 		waitJS[bool](t, ctx, "the approval taken", fmt.Sprintf(`!document.querySelector('#human .human-op[data-op=%q]')`, op), 15*time.Second)
 	}
+	do(t, ctx, "the list at the end", chromedp.Navigate(e.base+"/"))
+	waitJS[bool](t, ctx, "four runs", `document.querySelectorAll('#runs tbody tr[data-id]').length === 4 && (document.querySelector('#counts .count b')||{}).textContent === '4'`, 10*time.Second)
+	sh.take(ctx, "runs-end")
 	t.Logf("browser test took %s", time.Since(start).Round(time.Millisecond))
 }
 

@@ -57,7 +57,8 @@
 //
 // The first 500 entries are rendered at once and the rest page by page
 // (1,000 a request) after first paint; long outputs and op requests are
-// built only when opened. The app sets performance marks
+// built only when opened; past 300 entries, entries off screen skip
+// layout and paint (CSS content-visibility). The app sets performance marks
 // flock:runs-rendered and flock:transcript-rendered, which the browser
 // test reads to measure first render (docs/benchmarks.md, "Issue 15").
 package viewer

@@ -179,6 +179,7 @@ func TestViewerFirstRender(t *testing.T) {
 	big, deep := seedStore(t, dataDir)
 	t.Logf("seeded %d runs and a run of %d entries in %s", seedRuns, seedEntries, time.Since(t0).Round(time.Millisecond))
 	e := startEnv(t, dataDir, "")
+	sh := newShots(t)
 
 	type render struct{ Mark, FCP, All float64 }
 	measure := func(url, mark, done string) render {
@@ -206,9 +207,11 @@ func TestViewerFirstRender(t *testing.T) {
 		list = append(list, measure(e.base+"/", "flock:runs-rendered", `document.querySelectorAll('#runs tbody tr').length === 50`))
 	}
 	waitJS[bool](t, ctx, "the count of runs", `(document.querySelector('#counts .count b')||{}).textContent === '100,006'`, 10*time.Second)
+	sh.viewport(ctx, "runs-100k")
 	for range rounds {
 		run = append(run, measure(e.base+"/#/runs/"+big, "flock:transcript-rendered", fmt.Sprintf(`document.querySelectorAll('#transcript .entry').length === %d`, seedEntries)))
 	}
+	sh.viewport(ctx, "run-5000")
 	// The children tree of the big run: three children, two grandchildren
 	// under the first child.
 	child, grand := fmt.Sprintf("01seed%010d", seedRuns+1), fmt.Sprintf("01seed%010d", seedRuns+4)

