@@ -35,7 +35,8 @@ func (l *lockedBuffer) String() string {
 
 // TestServeDebugLog serves with --log-level debug and a token from the
 // environment: the one logger the command builds logs the HTTP layer's
-// request lines, and the token is in none of them.
+// request lines, and the token is in none of them; the viewer's page
+// needs no token.
 func TestServeDebugLog(t *testing.T) {
 	const token = "canary-cli-token-5e1f0a9d73c2"
 	t.Setenv("FLOCK_AUTH_TOKEN", token)
@@ -78,6 +79,16 @@ func TestServeDebugLog(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
+	}
+	// The viewer's page is served at / without the token.
+	res, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(page), `src="/ui/app.js"`) {
+		t.Errorf("GET / without a token: %d %.200s, want the viewer's page", res.StatusCode, page)
 	}
 	cancel()
 	select {
