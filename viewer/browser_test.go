@@ -27,14 +27,14 @@ import (
 	"github.com/flockrun/flock/viewer"
 )
 
-// needChromium returns Debian's chromium. Under scripts/test.sh
-// (FLOCK_TEST_SCRIPT=1), which installs it, a missing chromium fails the
-// test; in a plain go test it skips.
+// needChromium returns Debian's chromium. Under scripts/test.sh, which
+// installs it (FLOCK_TEST_REQUIRE_BINARIES=1 unless it could not), a
+// missing chromium fails the test; in a plain go test it skips.
 func needChromium(tb testing.TB) string {
 	tb.Helper()
 	p, err := browser.FindChromium(os.Getenv("FLOCK_CHROMIUM"))
 	if err != nil {
-		if os.Getenv("FLOCK_TEST_SCRIPT") != "" {
+		if os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
 			tb.Fatalf("the viewer's browser tests need chromium, which scripts/test.sh installs: %v", err)
 		}
 		tb.Skipf("the viewer's browser tests need chromium (apt-get install chromium): %v", err)
