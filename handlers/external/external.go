@@ -538,9 +538,17 @@ func (h *Handler) finish(env handlers.Env, p *operations.ExternalRequest, out pr
 		}
 	}
 	if p.TrajectoryFile != "" {
-		var v any = ep
-		if len(ep.Trajectories) == 1 {
-			v = ep.Trajectories[0]
+		// The reader (a rollout's lane) gives the trajectories uids of its
+		// own episode id; the step ids stay the trace ids.
+		trajs := append([]grading.Trajectory(nil), ep.Trajectories...)
+		for i := range trajs {
+			trajs[i].UID = ""
+		}
+		var v any = struct {
+			Trajectories []grading.Trajectory `json:"trajectories"`
+		}{trajs}
+		if len(trajs) == 1 {
+			v = trajs[0]
 		}
 		if b, err := json.Marshal(v); err == nil {
 			_ = os.WriteFile(filepath.Join(env.WorkDir, p.TrajectoryFile), b, 0o644)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -238,7 +239,8 @@ func TestGatewayTokenIDsAndLogprobs(t *testing.T) {
 	t.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-provider-secret-key")
 	f := newFlock(t)
 	s := openSession(t, f, map[string]any{"model": "fake",
-		"models": map[string]any{"fake": map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0}}})
+		"models": map[string]any{"fake": map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0,
+			"input_price": 2.0, "output_price": 4.0}}})
 	if strings.Contains(s.token, "sk-provider") {
 		t.Fatal("the agent got the provider key")
 	}
@@ -293,6 +295,11 @@ func TestGatewayTokenIDsAndLogprobs(t *testing.T) {
 	end := s.finish(t)
 	if end.Status != state.StatusSucceeded {
 		t.Fatalf("external run: %s %s", end.Status, end.Error)
+	}
+	// Usage and cost (11 prompt and 3 completion tokens per call, at 2 and
+	// 4 $/M) reach the external run, once.
+	if wantCost := 2 * (11*2.0 + 3*4.0) / 1e6; end.Usage.Tokens != 28 || math.Abs(end.Usage.Cost-wantCost) > 1e-12 {
+		t.Fatalf("external run usage %+v, want 28 tokens and $%g", end.Usage, wantCost)
 	}
 	var ep grading.Episode
 	b, err := os.ReadFile(filepath.Join(s.dir, "episode.json"))

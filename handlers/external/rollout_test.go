@@ -173,8 +173,8 @@ func checkEpisode(t *testing.T, ep grading.Episode, answer, expr string) {
 		fail("%d trajectories", len(ep.Trajectories))
 	}
 	tr := ep.Trajectories[0]
-	if tr.Name != "external" || tr.Reward != 1 || tr.Output != answer || len(tr.Steps) != 2 {
-		fail("trajectory name %q reward %v output %q steps %d", tr.Name, tr.Reward, tr.Output, len(tr.Steps))
+	if tr.Name != "external" || tr.Reward != 1 || tr.Output != answer || len(tr.Steps) != 2 || tr.UID != ep.ID+"/external/0" {
+		fail("trajectory name %q reward %v output %q steps %d uid %q", tr.Name, tr.Reward, tr.Output, len(tr.Steps), tr.UID)
 	}
 	s0, s1 := tr.Steps[0], tr.Steps[1]
 	// Step 0: system + user, then the assistant's calculator call.
