@@ -16,11 +16,14 @@ import (
 )
 
 // needChromium skips the test when chromium is absent (scripts/test.sh
-// installs it with apt-get when it can).
+// installs it with apt-get when it can, and under it the test fails).
 func needChromium(tb testing.TB) string {
 	tb.Helper()
 	p, err := FindChromium(os.Getenv("FLOCK_CHROMIUM"))
 	if err != nil {
+		if os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
+			tb.Fatalf("browser tests need chromium, which scripts/test.sh should have installed: %v", err)
+		}
 		tb.Skipf("browser tests need chromium (apt-get install chromium): %v", err)
 	}
 	return p

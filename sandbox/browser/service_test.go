@@ -44,6 +44,18 @@ func chromiumProcesses(profile string) []string {
 	return pids
 }
 
+// needChromium skips the test when chromium is absent, or fails it under
+// scripts/test.sh (FLOCK_TEST_REQUIRE_BINARIES), which installs it.
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := browser.FindChromium(""); err != nil {
+		if os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
+			t.Fatalf("browser tests need chromium, which scripts/test.sh should have installed: %v", err)
+		}
+		t.Skipf("browser tests need chromium (apt-get install chromium): %v", err)
+	}
+}
+
 type envelope struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
@@ -55,9 +67,7 @@ type envelope struct {
 // screenshot, destroy; then checks that no chromium process of the session
 // is left, and that Close kills a session never destroyed.
 func TestHTTP(t *testing.T) {
-	if _, err := browser.FindChromium(""); err != nil {
-		t.Skipf("browser tests need chromium (apt-get install chromium): %v", err)
-	}
+	needChromium(t)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hello" {
 			fmt.Fprintf(w, `<html><head><title>Result</title></head><body><p id="result">Hello, %s!</p></body></html>`, html.EscapeString(r.URL.Query().Get("name")))
@@ -193,9 +203,7 @@ func TestHTTP(t *testing.T) {
 // sandbox served over HTTP cannot load the sandbox's own API (on
 // loopback): 4001 naming the host, over the real wire.
 func TestOwnAPIOutOfReach(t *testing.T) {
-	if _, err := browser.FindChromium(""); err != nil {
-		t.Skipf("browser tests need chromium (apt-get install chromium): %v", err)
-	}
+	needChromium(t)
 	cfg, err := sandbox.ParseConfig([]byte(`{"resources": {"browser": {"enabled": true, "config": {"action_timeout_s": 10}}}}`),
 		func(string) (string, bool) { return "", false })
 	if err != nil {
