@@ -97,6 +97,10 @@ func BenchmarkCommitOneRun(b *testing.B) {
 		slices.Sort(lat)
 		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		if sr, ok := s.(state.StatsReporter); ok {
+			st := sr.Stats()
+			b.ReportMetric(float64(st.Bytes)/float64(st.Commits), "B/commit")
+		}
 	})
 }
 
