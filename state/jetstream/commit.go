@@ -629,7 +629,7 @@ func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur c
 		if last.Sequence <= tip {
 			return 0, errStale // cleared by someone else
 		}
-		base, _ := strconv.ParseUint(last.Header.Get(hdrBase), 10, 64)
+		base := baseOf(last)
 		if base == cur.rev && last.Header.Get(hdrCommit) == p.nonce {
 			return last.Sequence, nil
 		}
@@ -644,8 +644,10 @@ func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur c
 			retracted = true
 		}
 		if base < cur.rev {
-			// Dead: delete it, and any other dead message past the tip.
-			for last.Sequence > tip {
+			// Dead: delete it, and any other dead message past the
+			// tip, up to a message a live commit appended once the
+			// log was cleared (whose base is the current revision).
+			for last.Sequence > tip && baseOf(last) < cur.rev {
 				if err := s.runs.DeleteMsg(ctx, last.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 					return 0, fmt.Errorf("append %s: delete dead message %d: %w", kind, last.Sequence, err)
 				}
@@ -679,6 +681,13 @@ func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur c
 		case <-t.C:
 		}
 	}
+}
+
+// baseOf returns the head revision the commit that appended m was based
+// on.
+func baseOf(m *jetstream.RawStreamMsg) uint64 {
+	base, _ := strconv.ParseUint(m.Header.Get(hdrBase), 10, 64)
+	return base
 }
 
 // retract deletes the log messages p appended on head revision base,

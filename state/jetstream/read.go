@@ -261,7 +261,7 @@ func (s *Store) ops(ctx context.Context, id string, env *envelope, from uint64, 
 	read := func(kind string) (map[opKey]opRec, error) {
 		recs := map[opKey]opRec{}
 		err := s.scan(ctx, s.subject(key, kind), from, env.tip(kind), func(m *jetstream.RawStreamMsg, data []byte) (bool, error) {
-			base, _ := strconv.ParseUint(m.Header.Get(hdrBase), 10, 64)
+			base := baseOf(m)
 			var items []opItem
 			if err := json.Unmarshal(data, &items); err != nil {
 				return false, fmt.Errorf("%w: %w: %s message %d: %v", state.ErrCorrupt, ErrCorrupt, kind, m.Sequence, err)
