@@ -129,10 +129,14 @@ type Config struct {
 	ClosedBook      bool   `json:"closed_book,omitempty"`
 	ClosedBookModel string `json:"closed_book_model,omitempty"`
 
-	// Common run keys: limits apply to each seed's run; models declares
-	// model endpoints (see configs.RunSettings).
-	Limits operations.RunLimits `json:"limits,omitempty"`
-	Models json.RawMessage      `json:"models,omitempty"`
+	// SeedLimits caps each seed's run (tokens, actions, seconds, cost): a
+	// seed over one ends with end_reason limit_* and is not marked done (a
+	// re-run tries it again). flock's common "limits" is refused here: the
+	// engine would apply it to the synthesis run as a whole, whose usage
+	// sums its seeds' only as its lanes end, and end it without a summary.
+	SeedLimits operations.RunLimits `json:"seed_limits,omitempty"`
+	// Models declares model endpoints (see configs.RunSettings).
+	Models json.RawMessage `json:"models,omitempty"`
 }
 
 // Weights weigh the parts of a path's score.
@@ -178,6 +182,9 @@ func Parse(doc json.RawMessage) (Config, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &raw); err != nil || raw == nil {
 		return c, fmt.Errorf("%w: the config must be a JSON object", ErrConfig)
+	}
+	if _, ok := raw["limits"]; ok {
+		return c, fmt.Errorf("%w: limits would cap the synthesis run as a whole, which the engine checks only as its lanes end (ending it without summary.json); use seed_limits, which caps each seed's run", ErrConfig)
 	}
 	if err := unknownKeys(raw); err != nil {
 		return c, err

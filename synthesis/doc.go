@@ -11,7 +11,7 @@
 // number_of_seed, seed_description, sampling_tips, synthesis_tips,
 // qa_examples, sandbox_server_url; resource_types, resource_init_configs
 // and sandbox_auto_start are accepted and have nothing to do) plus flock's
-// own (max_concurrency, limits, max_retries, max_reasks, proposal_format,
+// own (max_concurrency, seed_limits, max_retries, max_reasks, proposal_format,
 // closed_book, selection_weights...; see Config). Defaults are AgentFlow's
 // dataclass defaults (max_depth 5, branching_factor 2, depth_threshold 3,
 // min_depth 2, max_selected_traj 3, path_similarity_threshold 0.7).
@@ -26,6 +26,11 @@
 // expanded: it must be "${VAR}" and names the variable the model handler
 // reads the key from, so no key is stored with a run. Settings sent over
 // HTTP must be expanded by the client: Parse refuses a "${" left in a value.
+//
+// flock's common "limits" is refused in a synthesis config, naming
+// seed_limits instead: the engine would cap the synthesis run itself, whose
+// usage sums its seeds' only as its lanes end, so it would end at the last
+// moment without summary.json. seed_limits caps each seed's run.
 //
 // # Seeds
 //

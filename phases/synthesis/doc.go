@@ -107,6 +107,10 @@
 // seeds that are not there (a seed cut off between its appends) and a
 // torn last line; summary.json lists what it repaired.
 //
+// seed_limits caps each seed's run (the engine's limits): a seed over
+// one ends with end_reason limit_*, writes nothing and is listed in the
+// summary's failures; a re-run tries it again.
+//
 // # Caveats
 //
 //   - Levels grow step by step: a step's calls all finish before the next

@@ -360,3 +360,36 @@ func TestSimulatedSynthesis(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedLimits caps each seed's run at 3 actions (seed_limits): the
+// seed's run ends with limit_actions after its third tool call, the seed
+// is not marked done and the summary lists it as failed; a re-run without
+// the cap finishes it.
+func TestSeedLimits(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
+	settings := map[string]any{
+		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
+		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
+		"seed_limits": map[string]any{"actions": 3},
+	}
+	end := run(t, a, settings)
+	var sum synthesis.Summary
+	if err := json.Unmarshal(end.Result, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.SeedsDone != 0 || sum.SeedsFailed != 1 || sum.Failures[0].Reason != "limit_actions" {
+		t.Fatalf("summary: %+v", sum)
+	}
+	delete(settings, "seed_limits")
+	end = run(t, a, settings)
+	if err := json.Unmarshal(end.Result, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.SeedsDone != 1 || sum.SeedsFailed != 0 || sum.Nodes != 6 {
+		t.Fatalf("re-run summary: %+v", sum)
+	}
+}

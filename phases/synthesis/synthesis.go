@@ -277,8 +277,8 @@ func baseSeedSettings(s *Settings, outputDir string) (SeedSettings, error) {
 		return SeedSettings{}, err
 	}
 	var limits json.RawMessage
-	if c.Limits != (operations.RunLimits{}) {
-		if limits, err = json.Marshal(c.Limits); err != nil {
+	if c.SeedLimits != (operations.RunLimits{}) {
+		if limits, err = json.Marshal(c.SeedLimits); err != nil {
 			return SeedSettings{}, err
 		}
 	}
