@@ -136,5 +136,9 @@
 // once: the store resolves races (one applies), but a stalled commit is
 // fenced off only after Options.OrphanWait. Close does not close the
 // connection. Deleted (dead) messages leave gaps in the stream's
-// sequence, which nothing relies on.
+// sequence, which nothing relies on. A head is one KV value, so it must
+// fit the server's max_payload (1 MiB by default) with the envelope:
+// keep Vars small, as the Run type asks. A single server (Replicas 1)
+// syncs each message on its own: a transition costs four fsyncs, and
+// throughput is bound by the disk (docs/benchmarks.md, issue 14).
 package jetstream
