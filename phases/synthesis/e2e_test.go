@@ -393,3 +393,46 @@ func TestSeedLimits(t *testing.T) {
 		t.Fatalf("re-run summary: %+v", sum)
 	}
 }
+
+// TestRepairsOutputFiles starts on an output_dir left by a killed run: a
+// QA line of a seed that never finished and a torn last line of
+// trees.jsonl. Both are dropped before the seed runs, summary.json says
+// which files were repaired, and each file then holds exactly the
+// finished seed's lines.
+func TestRepairsOutputFiles(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(out, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(synthesis.FileQA, `{"source_id":"src_0009_deadbeef","question":"left over"}`+"\n")
+	write(synthesis.FileTrees, `{"source_id":"src_0009_deadbeef","nodes":[{"node_`)
+	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
+	end := run(t, a, map[string]any{
+		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
+		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
+	})
+	var sum synthesis.Summary
+	if err := json.Unmarshal(end.Result, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Repaired) != 2 || sum.SeedsDone != 1 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	trees := lines[synthesis.TreeRecord](t, filepath.Join(out, synthesis.FileTrees))
+	if len(trees) != 1 || trees[0].SourceID == "src_0009_deadbeef" {
+		t.Fatalf("trees: %+v", trees)
+	}
+	for _, q := range lines[synthesis.QARecord](t, filepath.Join(out, synthesis.FileQA)) {
+		if q.SourceID == "src_0009_deadbeef" {
+			t.Fatal("the unfinished seed's QA line is still there")
+		}
+	}
+}
