@@ -468,3 +468,44 @@ func TestAsyncPublishBackpressure(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServerRestart: a server stopped and started again on its store
+// directory serves every acknowledged commit; Open binds to the existing
+// streams and commits go on from the stored heads.
+func TestServerRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := &server.Options{ServerName: "solo", Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: dir, SyncAlways: true, NoLog: true, NoSigs: true}
+	first := runServer(t, opts)
+	a := openStore(t, []*server.Server{first}, Options{Prefix: "restart"})
+	var rev uint64
+	for n := uint64(1); n <= 10; n++ {
+		c := step("r", n, rev, state.StatusRunning)
+		mustCommit(t, a, c)
+		rev = c.Run.Revision
+	}
+	if _, err := a.Claim(ctx, "r", "a", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	acked := view(t, a, "r")
+	first.Shutdown()
+	first.WaitForShutdown()
+
+	again := *opts // the same store directory
+	second := runServer(t, &again)
+	b := openStore(t, []*server.Server{second}, Options{Prefix: "restart"})
+	if got := view(t, b, "r"); got != acked {
+		t.Fatalf("after a restart:\nacked %s\nread  %s", acked, got)
+	}
+	if _, err := b.Claim(ctx, "r", "b", time.Minute); !errors.Is(err, state.ErrLeaseHeld) {
+		t.Fatalf("lease after a restart: %v, want ErrLeaseHeld", err)
+	}
+	if unf, err := b.Unfinished(ctx); err != nil || len(unf) != 1 {
+		t.Fatalf("unfinished after a restart: %+v %v", unf, err)
+	}
+	mustCommit(t, b, step("r", 11, rev, state.StatusSucceeded))
+	if unf, err := b.Unfinished(ctx); err != nil || len(unf) != 0 {
+		t.Fatalf("unfinished after the run ended: %+v %v", unf, err)
+	}
+}
