@@ -60,9 +60,12 @@
 //     read, and carries a Nats-Msg-Id made of the run, the log, the first
 //     item ((step, index) for ops, the number for entries and events),
 //     the envelope revision and the commit's nonce, so that a resent
-//     publish is deduplicated by the server rather than appended twice.
-//     Each message carries the envelope revision it was based on
-//     (Flock-Base).
+//     publish is deduplicated by the server (within the stream's
+//     two-minute window) rather than appended twice; where the server
+//     checks the fence first, the failed resend finds the log's last
+//     message carrying its own nonce (Flock-Commit) and takes it as
+//     appended. Each message carries the envelope revision it was based
+//     on (Flock-Base).
 //  3. Write the new envelope (new head, new tips) with kv.Update at the
 //     revision read. This is the commit point: it succeeds for exactly one
 //     of any number of commits based on the same envelope.
@@ -80,6 +83,14 @@
 // longer apply, and its messages are then deleted as above. Every message
 // at or before a tip is therefore committed, and a log reads in order up
 // to its tip.
+//
+// Two commits on the same envelope that each appended to a log the other
+// needs would wait for each other: the one with the greater nonce deletes
+// its appends (never visible) and waits like the other. A head write that
+// got no answer (a timeout) is settled before Commit returns: applied if
+// the leader's envelope carries the commit's nonce, otherwise fenced off
+// by rewriting that envelope unchanged, so the caller always learns the
+// outcome.
 //
 // Fencing of owners follows: a node that lost its lease and still
 // commits passes the ExpectRevision it last wrote; once the new owner has
