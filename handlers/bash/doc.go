@@ -57,9 +57,10 @@
 // The timeout is the request's timeout_s, else the run's bash.timeout_s,
 // else Options.DefaultTimeout, else 600 s. When it expires the shell's
 // process group gets SIGINT, the handler waits up to a second for the
-// command to wind down (SIGINT and the request for a marker are repeated
-// every 50 ms meanwhile: bash lets a SIGINT pass when it lands as a child
-// exits normally, and drops input it was reading when one reaches it),
+// command to wind down (the request for a marker is repeated every 200 ms
+// meanwhile, and SIGINT too while the command prints nothing: bash lets a
+// SIGINT pass when it lands as a child exits normally, and drops input it
+// was reading when one reaches it),
 // then kills the shell and every process it started
 // (see Process tree below). The result keeps the output captured so far,
 // with timed_out true and exit code 124.

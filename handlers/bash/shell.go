@@ -23,14 +23,16 @@ const (
 	fdErr = 62 // the stderr pipe
 )
 
+// interruptGrace is how long a timed-out or cancelled command gets after
+// SIGINT before the process group is killed. (A variable: a test lengthens
+// it to tell a marker that came from a grace period that ran out.)
+var interruptGrace = time.Second
+
 // Timing of the kill path.
 const (
-	// interruptGrace is how long a timed-out or cancelled command gets
-	// after SIGINT before the process group is killed.
-	interruptGrace = time.Second
 	// interruptResend is how often the marker line is sent again while
 	// waiting for it after SIGINT (see interrupt).
-	interruptResend = 50 * time.Millisecond
+	interruptResend = 200 * time.Millisecond
 	// drainTimeout bounds reading what is left in the pty and the pipe
 	// after a kill; a process that escaped the group (setsid) can hold
 	// them open forever.
@@ -353,7 +355,9 @@ func (sh *shell) collect(c *collector, done func(outOpen, errOpen bool) bool, s 
 // prints when its foreground job dies of SIGINT is not output of the
 // command: the line breaks (CR or LF bytes) that end what arrived after
 // the signal are dropped, and one newline is put back when there were
-// several (the command's own final newline plus bash's).
+// several (the command's own final newline plus bash's). When SIGINT had
+// to be sent twice (see below) and bash took longer than interruptResend
+// to answer the first, it may print two, and one is kept wrongly.
 func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 	before := c.out.total // bytes emitted so far (the scanner may still hold a few)
 	defer func() {
@@ -377,24 +381,30 @@ func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 	}()
 	// SIGINT to the shell's process group; then the shell reads the marker
 	// line once the interrupted command line is abandoned. Either may be
-	// lost, so both are sent again every interruptResend until the marker
+	// lost, so they are sent again every interruptResend until the marker
 	// comes:
 	//   - bash waits for a foreground child that exits normally after a
 	//     SIGINT as if the child had handled it, and goes on with the
-	//     command line (a SIGINT that lands as `touch` exits in
-	//     `touch x; sleep 30` leaves the sleep running, unsignalled);
+	//     command line: a SIGINT that lands as `touch` exits in
+	//     `touch x; sleep 30` leaves the sleep running, unsignalled. So
+	//     SIGINT is sent again when nothing at all came on stdout since
+	//     the last one (a job that SIGINT killed makes bash print a line
+	//     break; a command winding down prints its last words). Only then:
+	//     each SIGINT that kills a job adds a line break bash prints.
 	//   - a SIGINT that reaches bash itself while it reads input discards
-	//     what it was reading, this line with it.
-	// The line prints the marker only if the shell has not printed it for
-	// tok yet, so copies read after the first print nothing. The write
-	// deadline guards against a shell that never reads.
+	//     what it was reading, this line with it. So the line is sent
+	//     every time; it prints the marker only if the shell has not
+	//     printed it for tok yet, so copies read after the first print
+	//     nothing.
+	// The write deadline guards against a shell that never reads.
 	line := []byte(fmt.Sprintf("__flock_r=$?; [[ $__flock_last == %s ]] || { __flock_rc=$__flock_r; __flock_mark %s; }\n", tok, tok))
 	grace := time.NewTimer(interruptGrace)
 	defer grace.Stop()
 	resend := time.NewTicker(interruptResend)
 	defer resend.Stop()
+	sh.proc.Interrupt()
 	for {
-		sh.proc.Interrupt()
+		fed := c.outSc.fed
 		_ = sh.ptmx.SetWriteDeadline(time.Now().Add(interruptGrace))
 		_, _ = sh.ptmx.Write(line)
 		// Until the stdout marker, or stdout ends (the shell is gone).
@@ -402,6 +412,9 @@ func (sh *shell) interrupt(closing <-chan struct{}, tok string, c *collector) {
 			stops{exited: sh.exited, timer: grace.C, tick: resend.C, closing: closing})
 		if o != ticked {
 			return
+		}
+		if c.outSc.fed == fed {
+			sh.proc.Interrupt()
 		}
 	}
 }
