@@ -54,6 +54,37 @@ func WithSandbox(svc *sandbox.Service) Option {
 // Open builds an App from cfg and resumes the unfinished runs in its data
 // directory. The caller must Close it.
 func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Option) (*App, error) {
+	return openApp(ctx, cfg, log, nil, opts...)
+}
+
+// Cluster is what a cluster node runs on instead of the data directory's
+// bbolt file (package cluster): the shared store and the dispatcher that
+// hands runs to the executor.
+type Cluster struct {
+	// Store is the store every node shares (the JetStream store). The App
+	// closes it.
+	Store state.Store
+	// Dispatcher hands runs to this node's executor; the caller starts it
+	// on App.Executor after OpenCluster and closes it after App.Close.
+	Dispatcher workflows.Dispatcher
+	// LeaseTTL is the executor's lease TTL (the claims' AckWait).
+	LeaseTTL time.Duration
+	// HandoffDelay is the executor's HandoffDelay (0: its default).
+	HandoffDelay time.Duration
+}
+
+// OpenCluster builds an App that runs as a node of a cluster: runs live
+// in cl.Store, and the executor drives only the runs cl.Dispatcher hands
+// it (it resumes nothing by itself). The data directory holds the runs'
+// work directories. The caller must Close it.
+func OpenCluster(ctx context.Context, cfg configs.Server, log *slog.Logger, cl Cluster, opts ...Option) (*App, error) {
+	if cl.Store == nil || cl.Dispatcher == nil {
+		return nil, errors.New("app: cluster needs a store and a dispatcher")
+	}
+	return openApp(ctx, cfg, log, &cl, opts...)
+}
+
+func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Cluster, opts ...Option) (*App, error) {
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -74,8 +105,10 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", configs.ErrInvalid, err)
 	}
-	st, err := openStore(cfg)
-	if err != nil {
+	var st state.Store
+	if cl != nil {
+		st = cl.Store
+	} else if st, err = openStore(cfg); err != nil {
 		return nil, err
 	}
 	var ex *workflows.Executor
@@ -104,7 +137,7 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 	}
 	// The operation handlers are the registered handler packages (see
 	// handlers.go); the executor provisions them at Start.
-	ex, err = workflows.New(workflows.Config{
+	wcfg := workflows.Config{
 		Observer:    mx,
 		Steps:       steps,
 		Store:       st,
@@ -114,7 +147,11 @@ func Open(ctx context.Context, cfg configs.Server, log *slog.Logger, opts ...Opt
 		RunsDir:     cfg.RunsDir(),
 		Concurrency: cfg.Concurrency,
 		Logger:      log,
-	})
+	}
+	if cl != nil {
+		wcfg.Dispatcher, wcfg.LeaseTTL, wcfg.HandoffDelay = cl.Dispatcher, cl.LeaseTTL, cl.HandoffDelay
+	}
+	ex, err = workflows.New(wcfg)
 	if err != nil {
 		return nil, errors.Join(err, closeTracer(ctx, tr), st.Close())
 	}

@@ -21,6 +21,8 @@ const (
 // operations starting, and every event of its active descendants, tagged
 // with the descendant's RunID.
 type broker struct {
+	// pub, if set, is given every event delivered here (cluster mode).
+	pub    EventPublisher
 	mu     sync.Mutex
 	runs   map[string]*topic // guarded by mu
 	parent map[string]string // active run -> its parent; guarded by mu
@@ -39,8 +41,8 @@ type subscriber struct {
 	closed bool
 }
 
-func newBroker() *broker {
-	return &broker{runs: make(map[string]*topic), parent: make(map[string]string)}
+func newBroker(pub EventPublisher) *broker {
+	return &broker{pub: pub, runs: make(map[string]*topic), parent: make(map[string]string)}
 }
 
 func (b *broker) topicLocked(run string) *topic {
@@ -129,6 +131,9 @@ func (b *broker) publish(run string, events []state.Event) {
 
 func (b *broker) deliverLocked(run string, t *topic, ev state.Event) {
 	t.last = ev.Seq
+	if b.pub != nil {
+		b.pub.PublishEvent(run, ev)
+	}
 	for s := range t.subs {
 		send(t, s, ev)
 	}
@@ -141,6 +146,9 @@ func (b *broker) live(run string, ev state.Event) {
 	ev.Seq, ev.RunID = 0, run
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.pub != nil {
+		b.pub.PublishEvent(run, ev)
+	}
 	if t := b.runs[run]; t != nil {
 		for s := range t.subs {
 			if s.tree {
@@ -158,6 +166,9 @@ func (b *broker) notice(run string, ev state.Event) {
 	ev.Seq, ev.RunID = 0, run
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.pub != nil {
+		b.pub.PublishEvent(run, ev)
+	}
 	if t := b.runs[run]; t != nil {
 		for s := range t.subs {
 			send(t, s, ev)

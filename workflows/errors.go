@@ -34,3 +34,7 @@ var (
 	// ErrUndeclaredNext fails a run whose phase returns a Next its workflow does not declare.
 	ErrUndeclaredNext = errors.New("phase returned an undeclared next phase")
 )
+
+// ErrNotDriven is returned by Executor.Control for a run this executor
+// does not drive.
+var ErrNotDriven = errors.New("run is not driven by this executor")

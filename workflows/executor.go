@@ -66,6 +66,15 @@ type Config struct {
 	// executor renews its runs' leases every LeaseTTL/3. Default
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Dispatcher, if set, puts the executor in cluster mode: it drives
+	// only the runs handed to it (Drive), StartRun and Resume enqueue
+	// runs instead of driving them, and a run waiting longer than
+	// HandoffDelay is unloaded and enqueued again when due. Nil keeps the
+	// single-process mode: Start resumes every unfinished run.
+	Dispatcher Dispatcher
+	// HandoffDelay is, in cluster mode, the longest Delay a run waits for
+	// while staying loaded (and leased) here. Default DefaultHandoffDelay.
+	HandoffDelay time.Duration
 }
 
 // DefaultLeaseTTL is Config.LeaseTTL's default.
@@ -152,6 +161,9 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
+	if cfg.HandoffDelay <= 0 {
+		cfg.HandoffDelay = DefaultHandoffDelay
+	}
 	if cfg.EntryCacheBytes < 0 {
 		return nil, fmt.Errorf("workflows: Config.EntryCacheBytes is negative (%d)", cfg.EntryCacheBytes)
 	}
@@ -170,7 +182,7 @@ func New(cfg Config) (*Executor, error) {
 		log:    cfg.Logger,
 		now:    cfg.Now,
 		sems:   make(map[operations.Kind]chan struct{}),
-		broker: newBroker(),
+		broker: newBroker(publisherOf(cfg.Dispatcher)),
 		cache:  newEntryCache(cfg.EntryCacheBytes),
 		runs:   make(map[string]*runner),
 	}
@@ -200,7 +212,8 @@ func (e *Executor) Workflows() []phases.Graph {
 }
 
 // Start resumes every unfinished run found in the store. Runs in status
-// paused are loaded but not driven.
+// paused are loaded but not driven. In cluster mode (Config.Dispatcher)
+// it resumes nothing: the dispatcher hands runs over with Drive.
 func (e *Executor) Start(ctx context.Context) error {
 	e.mu.Lock()
 	if e.started || e.stopped {
@@ -225,6 +238,9 @@ func (e *Executor) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.renewLeases()
 	}()
+	if e.dispatched() {
+		return nil
+	}
 	heads, err := e.store.Unfinished(ctx)
 	if errors.Is(err, state.ErrCorrupt) {
 		// The readable heads resume; the damaged ones stay as they are.
@@ -392,6 +408,17 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 		e.release(id)
 		return state.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
+	if e.dispatched() {
+		// Cluster mode: whichever node takes the run's claim drives it.
+		e.release(id)
+		if p := publisherOf(e.cfg.Dispatcher); p != nil {
+			p.PublishEvent(id, c.Events[0])
+		}
+		if err := e.enqueue(ctx, id, time.Time{}); err != nil {
+			return head, warnings, err
+		}
+		return head, warnings, nil
+	}
 	r := e.newRunner(head, spec, rs, wf)
 	e.broker.seed(id, head.ParentID, c.Events[0].Seq)
 	if !e.launch(r) {
@@ -510,8 +537,15 @@ func (e *Executor) launch(r *runner) bool {
 	return true
 }
 
-// Cancel cancels a run and, recursively, its children.
+// Cancel cancels a run and, recursively, its children. In cluster mode a
+// run driven by another node is cancelled there (Controller).
 func (e *Executor) Cancel(ctx context.Context, id string) error {
+	return e.cancel(ctx, id, true)
+}
+
+// cancel is Cancel; routed says a run not driven here may be asked of the
+// node that drives it.
+func (e *Executor) cancel(ctx context.Context, id string, routed bool) error {
 	head, err := e.store.Run(ctx, id)
 	if err != nil {
 		return err
@@ -525,6 +559,17 @@ func (e *Executor) Cancel(ctx context.Context, id string) error {
 	e.mu.Lock()
 	r := e.runs[id]
 	e.mu.Unlock()
+	if r == nil && routed && e.dispatched() && head.Status == state.StatusRunning {
+		if handled, err := e.remote(ctx, id, ActionCancel); handled {
+			return err
+		}
+		if head, err = e.store.Run(ctx, id); err != nil {
+			return err
+		}
+		if head.Status.Terminal() {
+			return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
+		}
+	}
 	if r != nil {
 		r.cancel(errCancelled)
 	}
@@ -545,7 +590,9 @@ func (e *Executor) Cancel(ctx context.Context, id string) error {
 		}
 		return nil
 	}
-	// Not loaded (paused): end it in the store directly.
+	// Not loaded (paused, or in cluster mode queued or parked): end it in
+	// the store directly. The commit is fenced by the head read above, so
+	// an owner that took the run meanwhile stops at its next commit.
 	now := e.now().UTC()
 	head.Status = state.StatusCancelled
 	head.EndReason = state.ReasonCancelled
@@ -557,8 +604,15 @@ func (e *Executor) Cancel(ctx context.Context, id string) error {
 
 // Pause stops driving a running run and its running children, recording
 // status paused. Operations in flight are interrupted and run again on
-// Resume; paused time does not count toward the time limit.
+// Resume; paused time does not count toward the time limit. In cluster
+// mode a run driven by another node is paused there (Controller), and a
+// run no node drives (queued, parked) is marked paused in the store.
 func (e *Executor) Pause(ctx context.Context, id string) error {
+	return e.pause(ctx, id, true)
+}
+
+// pause is Pause; routed as for cancel.
+func (e *Executor) pause(ctx context.Context, id string, routed bool) error {
 	head, err := e.store.Run(ctx, id)
 	if err != nil {
 		return err
@@ -572,6 +626,14 @@ func (e *Executor) Pause(ctx context.Context, id string) error {
 	e.mu.Lock()
 	r := e.runs[id]
 	e.mu.Unlock()
+	if r == nil && routed && e.dispatched() {
+		if handled, err := e.remote(ctx, id, ActionPause); handled {
+			return err
+		}
+		if err := e.pauseStored(ctx, id); err != nil {
+			return err
+		}
+	}
 	if r != nil {
 		r.cancel(ErrPaused)
 		select {
@@ -621,6 +683,14 @@ func (e *Executor) Resume(ctx context.Context, id string) error {
 	if err := e.store.Commit(ctx, c); err != nil {
 		e.release(id)
 		return fmt.Errorf("resume run %s: %w", id, err)
+	}
+	if e.dispatched() {
+		// Cluster mode: whichever node takes the run's claim drives it.
+		e.release(id)
+		if p := publisherOf(e.cfg.Dispatcher); p != nil {
+			p.PublishEvent(id, c.Events[0])
+		}
+		return e.enqueue(ctx, id, time.Time{})
 	}
 	return e.resume(ctx, head)
 }

@@ -82,6 +82,10 @@ type runner struct {
 	woken   bool
 	answers map[string]*answer
 
+	// unload says why the run stopped being driven (cluster mode: told
+	// to the dispatcher); set by the drive goroutine before run returns.
+	unload Unload
+
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -104,6 +108,9 @@ func (r *runner) run() {
 	r.cancel(nil)
 	r.e.unregister(r)
 	r.e.release(r.id) // after the run's last commit, before done
+	if d := r.e.cfg.Dispatcher; d != nil {
+		d.Unloaded(r.id, r.unload)
+	}
 	close(r.done)
 	r.e.wg.Done()
 }
@@ -162,6 +169,12 @@ func (r *runner) drive() (parked bool) {
 		}
 		woken = false
 		if d := r.untilWake(); d > 0 {
+			if r.e.dispatched() && d > r.e.cfg.HandoffDelay && r.ctx.Err() == nil {
+				// Cluster mode: a long wait holds no lease; the
+				// dispatcher enqueues the run again when it is due.
+				r.handoff()
+				return false
+			}
 			if r.park(d, results) {
 				return true
 			}
@@ -245,14 +258,17 @@ func (r *runner) interrupted(err error) {
 		// Another owner drives the run now: write nothing more.
 		r.e.log.Error("run fenced: another owner wrote it; this executor stops driving it", "run", r.id, "err", err)
 		r.e.broker.forget(r.id)
+		r.unload = Unload{Reason: UnloadLost}
 	case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
 		// Leave the run as it is in the store; the next Start resumes it.
 		// A finished result waiting for the next commit is kept.
 		r.commitCarry()
 		r.e.broker.forget(r.head.ID)
+		r.unload = Unload{Reason: UnloadStopped}
 	default:
 		r.e.log.Error("run interrupted; it resumes on the next start", "run", r.head.ID, "err", err)
 		r.e.broker.forget(r.head.ID)
+		r.unload = unloadFor(cause, err)
 	}
 }
 
@@ -269,9 +285,11 @@ func (r *runner) pause() {
 	r.takeCarry(c)
 	if err := r.commit(c); err != nil {
 		r.e.log.Error("commit pause; the run resumes on the next start", "run", h.ID, "err", err)
+		r.unload = unloadFor(nil, err)
 	} else {
 		r.head = h
 		r.e.broker.publish(h.ID, c.Events)
+		r.unload = Unload{Reason: UnloadSettled}
 	}
 	r.e.broker.forget(h.ID)
 }
@@ -768,8 +786,10 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	if err := r.commit(c); err != nil {
 		r.e.log.Error("commit run end; it resumes on the next start", "run", h.ID, "err", err)
 		r.e.broker.forget(h.ID)
+		r.unload = unloadFor(nil, err)
 		return
 	}
+	r.unload = Unload{Reason: UnloadSettled}
 	r.head = h
 	r.e.cache.drop(h.ID)
 	r.e.cfg.Observer.RunEnded(h.Workflow, status)

@@ -1,0 +1,612 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// Names of the dispatch stream, its consumer and subjects.
+const (
+	// ClaimStream is the work-queue stream of run claims.
+	ClaimStream = "FLOCK_CLAIMS"
+	// ClaimConsumer is the durable pull consumer every node pulls from.
+	ClaimConsumer = "flock-drivers"
+	claimPrefix   = "flock.claims."
+	controlPrefix = "flock.ctl."
+	eventPrefix   = "flock.events."
+)
+
+// Defaults of DispatchConfig.
+const (
+	DefaultAckWait       = 3 * time.Second
+	DefaultMaxDeliver    = 50
+	DefaultMaxAckPending = 100_000
+	DefaultSweepInterval = 10 * time.Second
+)
+
+// errWrongLastSequence is JetStream's error code for a publish whose
+// expected last subject sequence does not hold: here, the run already has
+// a claim queued.
+const errWrongLastSequence = 10071
+
+// DispatchConfig configures a Dispatcher.
+type DispatchConfig struct {
+	// Conn is the connection to the NATS cluster (required).
+	Conn *nats.Conn
+	// Store is the shared run store (required): the sweep lists its
+	// unfinished runs.
+	Store state.Reader
+	// Node names this node in logs.
+	Node string
+	// Replicas of the claim stream and consumer: 3 in a cluster, 1 on a
+	// single node (default 1).
+	Replicas int
+	// AckWait is how long a node may go silent before its claims are
+	// delivered to another node (default DefaultAckWait). The driving
+	// node acknowledges progress every AckWait/3; the executor's lease
+	// TTL should equal it, so that a dead node's runs are taken over
+	// within AckWait plus a moment.
+	AckWait time.Duration
+	// MaxDeliver bounds the deliveries of one claim (default
+	// DefaultMaxDeliver); a claim delivered that often is terminated and
+	// the sweep queues the run again if it is still unfinished.
+	MaxDeliver int
+	// MaxAckPending caps the claims held at once across the cluster; it
+	// must exceed the peak number of live runs (default
+	// DefaultMaxAckPending).
+	MaxAckPending int
+	// SweepInterval is how often the node queues the unfinished runs that
+	// no node holds and that are due (a wake whose timer died with its
+	// node, a run whose claim was lost). Default DefaultSweepInterval.
+	SweepInterval time.Duration
+	// Logger logs claims taken over and failures.
+	Logger *slog.Logger
+}
+
+// Dispatcher hands runs to the nodes of a cluster through a JetStream
+// work queue (see the package doc). It implements workflows.Dispatcher,
+// workflows.Controller and workflows.EventPublisher.
+type Dispatcher struct {
+	cfg DispatchConfig
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	log *slog.Logger
+
+	ex     *workflows.Executor // set by Start
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // message handlers, the ack ticker, the sweep, wake timers
+	cc     jetstream.ConsumeContext
+
+	// Counters, for tests and benchmarks.
+	delivered   atomic.Int64 // claims received
+	redelivered atomic.Int64 // claims received more than once (takeovers)
+
+	mu     sync.Mutex
+	held   map[string]*held       // runs driven here by id; guarded by mu
+	timers map[string]*time.Timer // wakes of parked runs; guarded by mu
+	closed bool                   // guarded by mu
+}
+
+// held is the claim of a run driven here.
+type held struct {
+	msg jetstream.Msg
+	ctl *nats.Subscription // the run's control subject; nil until driven
+}
+
+// NewDispatcher returns a dispatcher; Provision creates its stream and
+// Start begins pulling claims.
+func NewDispatcher(cfg DispatchConfig) (*Dispatcher, error) {
+	if cfg.Conn == nil {
+		return nil, fmt.Errorf("%w: NATS connection: required", ErrConfig)
+	}
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: store: required", ErrConfig)
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Replicas < 0 || cfg.Replicas > 5 {
+		return nil, fmt.Errorf("%w: replicas %d: want 1 to 5", ErrConfig, cfg.Replicas)
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.AckWait < 300*time.Millisecond {
+		return nil, fmt.Errorf("%w: ack wait %s: at least 300ms", ErrConfig, cfg.AckWait)
+	}
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = DefaultMaxDeliver
+	}
+	if cfg.MaxAckPending == 0 {
+		cfg.MaxAckPending = DefaultMaxAckPending
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	d := &Dispatcher{cfg: cfg, nc: cfg.Conn, js: js, log: cfg.Logger,
+		held: make(map[string]*held), timers: make(map[string]*time.Timer)}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	return d, nil
+}
+
+// Provision creates (or updates) the claim stream and its consumer,
+// retrying until ctx ends while the cluster elects its leaders.
+func (d *Dispatcher) Provision(ctx context.Context) error {
+	scfg := jetstream.StreamConfig{
+		Name:        ClaimStream,
+		Description: "flock: one claim per run waiting for or held by a node",
+		Subjects:    []string{claimPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    d.cfg.Replicas,
+	}
+	ccfg := jetstream.ConsumerConfig{
+		Durable:       ClaimConsumer,
+		Description:   "flock: the nodes that drive runs",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       d.cfg.AckWait,
+		MaxDeliver:    d.cfg.MaxDeliver,
+		MaxAckPending: d.cfg.MaxAckPending,
+		FilterSubject: claimPrefix + ">",
+		Replicas:      d.cfg.Replicas,
+	}
+	return retry(ctx, func(ctx context.Context) error {
+		if _, err := d.js.CreateOrUpdateStream(ctx, scfg); err != nil {
+			return fmt.Errorf("create stream %s: %w", ClaimStream, err)
+		}
+		if _, err := d.js.CreateOrUpdateConsumer(ctx, ClaimStream, ccfg); err != nil {
+			return fmt.Errorf("create consumer %s: %w", ClaimConsumer, err)
+		}
+		return nil
+	})
+}
+
+// retry calls f until it succeeds or ctx ends, each try bounded to 2 s.
+func retry(ctx context.Context, f func(context.Context) error) error {
+	var last error
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := f(tctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w", ErrNotReady, last)
+		case <-t.C:
+		}
+	}
+}
+
+// Start pulls claims and drives them on ex until Close. ex must have been
+// built with d as its Config.Dispatcher and started.
+func (d *Dispatcher) Start(ex *workflows.Executor) error {
+	d.ex = ex
+	var cons jetstream.Consumer
+	ctx, cancel := context.WithTimeout(d.ctx, time.Minute)
+	defer cancel()
+	if err := retry(ctx, func(ctx context.Context) (err error) {
+		cons, err = d.js.Consumer(ctx, ClaimStream, ClaimConsumer)
+		return err
+	}); err != nil {
+		return fmt.Errorf("consumer %s: %w", ClaimConsumer, err)
+	}
+	// Few buffered claims per node, so that claims spread over the nodes
+	// that pull and none waits in a buffer past its AckWait. Pull requests
+	// expire after AckWait, so that a pull lost with a dead node (the
+	// consumer's leader) is made again at once: a takeover then waits
+	// for AckWait, not for the 30 s default expiry.
+	expiry := max(d.cfg.AckWait, time.Second)
+	cc, err := cons.Consume(d.receive, jetstream.PullMaxMessages(4),
+		jetstream.PullExpiry(expiry), jetstream.PullHeartbeat(max(expiry/4, 500*time.Millisecond)),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			d.log.Debug("claim consumer", "node", d.cfg.Node, "err", err)
+		}))
+	if err != nil {
+		return fmt.Errorf("consume claims: %w", err)
+	}
+	d.cc = cc
+	d.wg.Add(2)
+	go func() {
+		defer d.wg.Done()
+		d.progress()
+	}()
+	go func() {
+		defer d.wg.Done()
+		d.sweep()
+	}()
+	return nil
+}
+
+// Close stops pulling claims and waits for the dispatcher's goroutines.
+// Call it after the executor stopped (whose unloaded runs Nak their claims
+// for another node), before closing the connection.
+func (d *Dispatcher) Close() {
+	d.mu.Lock()
+	d.closed = true
+	for id, t := range d.timers {
+		if t.Stop() {
+			d.wg.Done()
+		}
+		delete(d.timers, id)
+	}
+	d.mu.Unlock()
+	if d.cc != nil {
+		d.cc.Stop()
+		<-d.cc.Closed()
+	}
+	d.cancel()
+	d.wg.Wait()
+}
+
+// Stats counts the claims this node received and, of them, those
+// delivered more than once (taken over from a node that died or let go).
+func (d *Dispatcher) Stats() (delivered, redelivered int64) {
+	return d.delivered.Load(), d.redelivered.Load()
+}
+
+// Held returns the number of claims this node holds (runs it drives).
+func (d *Dispatcher) Held() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.held)
+}
+
+// receive is the consumer's callback: each claim is handled on its own
+// goroutine, owned by d.
+func (d *Dispatcher) receive(msg jetstream.Msg) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		_ = msg.Nak()
+		return
+	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go func() {
+		defer d.wg.Done()
+		d.handle(msg)
+	}()
+}
+
+// handle drives the run a claim names, or settles the claim.
+func (d *Dispatcher) handle(msg jetstream.Msg) {
+	id, ok := runOf(msg.Subject(), claimPrefix)
+	if !ok {
+		d.log.Error("claim with a bad subject; dropped", "subject", msg.Subject())
+		_ = msg.Term()
+		return
+	}
+	d.delivered.Add(1)
+	delivered := uint64(1)
+	if meta, err := msg.Metadata(); err == nil {
+		delivered = meta.NumDelivered
+	}
+	if delivered > 1 {
+		d.redelivered.Add(1)
+	}
+	d.mu.Lock()
+	if old := d.held[id]; old != nil {
+		// Delivered again to the node that holds it: the new delivery
+		// is the one to acknowledge.
+		old.msg = msg
+		d.mu.Unlock()
+		return
+	}
+	d.held[id] = &held{msg: msg}
+	d.mu.Unlock()
+
+	// A node that died held the run's store lease as long as the claim;
+	// the lease lapses within about the same AckWait, so try for a
+	// little longer before handing the claim back.
+	deadline := time.Now().Add(d.cfg.AckWait + time.Second)
+	for {
+		err := d.ex.Drive(d.ctx, id)
+		switch {
+		case err == nil:
+			d.driven(id, msg)
+			if delivered > 1 {
+				d.log.Info("run taken over", "node", d.cfg.Node, "run", id, "delivery", delivered)
+			}
+			return
+		case errors.Is(err, state.ErrLeaseHeld) && time.Now().Before(deadline) && d.ctx.Err() == nil:
+			_ = msg.InProgress()
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-d.ctx.Done():
+				t.Stop()
+			}
+			continue
+		}
+		d.drop(id, msg)
+		switch {
+		case errors.Is(err, workflows.ErrEnded), errors.Is(err, workflows.ErrPaused):
+			_ = msg.Ack()
+		case errors.Is(err, workflows.ErrStopped), d.ctx.Err() != nil:
+			_ = msg.Nak()
+		case delivered >= uint64(d.cfg.MaxDeliver):
+			d.log.Error("claim delivered too often; terminated (the sweep queues the run again while it is unfinished)",
+				"node", d.cfg.Node, "run", id, "deliveries", delivered, "err", err)
+			_ = msg.Term()
+		case errors.Is(err, state.ErrLeaseHeld):
+			_ = msg.NakWithDelay(d.cfg.AckWait)
+		default:
+			d.log.Warn("run not driven; its claim is retried", "node", d.cfg.Node, "run", id, "err", err)
+			_ = msg.NakWithDelay(time.Second)
+		}
+		return
+	}
+}
+
+// driven records that run id is driven here under msg and subscribes its
+// control subject, unless the run was unloaded meanwhile.
+func (d *Dispatcher) driven(id string, msg jetstream.Msg) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := d.held[id]
+	if h == nil || h.ctl != nil {
+		return
+	}
+	sub, err := d.nc.Subscribe(controlPrefix+token(id), func(m *nats.Msg) { d.answer(id, m) })
+	if err != nil {
+		d.log.Warn("subscribe control subject; cancel and pause from other nodes act on the store", "run", id, "err", err)
+		return
+	}
+	h.ctl = sub
+}
+
+// drop forgets the claim of a run that is not driven here.
+func (d *Dispatcher) drop(id string, msg jetstream.Msg) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if h := d.held[id]; h != nil && h.msg == msg {
+		delete(d.held, id)
+	}
+}
+
+// Unloaded settles the claim of a run that stopped being driven here
+// (workflows.Dispatcher).
+func (d *Dispatcher) Unloaded(id string, u workflows.Unload) {
+	d.mu.Lock()
+	h := d.held[id]
+	delete(d.held, id)
+	d.mu.Unlock()
+	if h == nil {
+		return
+	}
+	if h.ctl != nil {
+		_ = h.ctl.Unsubscribe()
+	}
+	switch u.Reason {
+	case workflows.UnloadSettled:
+		_ = h.msg.Ack()
+	case workflows.UnloadParked:
+		_ = h.msg.Ack()
+		d.wakeAt(id, u.WakeAt)
+	case workflows.UnloadStopped:
+		_ = h.msg.Nak()
+	case workflows.UnloadFailed:
+		_ = h.msg.NakWithDelay(time.Second)
+	case workflows.UnloadLost:
+		// Another node holds the run (its claim was delivered there);
+		// an acknowledgement from here could only confuse that.
+	}
+}
+
+// Enqueue queues a claim for run id (workflows.Dispatcher): at once, or
+// by a timer on this node at wake (the sweep covers a timer lost with its
+// node). A run that already has a claim queued or held is left as it is.
+func (d *Dispatcher) Enqueue(ctx context.Context, id string, wake time.Time) error {
+	if !wake.IsZero() && time.Until(wake) > 0 {
+		d.wakeAt(id, wake)
+		return nil
+	}
+	_, err := d.js.Publish(ctx, claimPrefix+token(id), []byte(id),
+		jetstream.WithExpectLastSequencePerSubject(0))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == errWrongLastSequence {
+		return nil // already queued or held
+	}
+	if err != nil {
+		return fmt.Errorf("publish claim: %w", err)
+	}
+	return nil
+}
+
+// wakeAt enqueues run id at t, by a timer owned by d.
+func (d *Dispatcher) wakeAt(id string, t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	if old := d.timers[id]; old != nil && old.Stop() {
+		d.wg.Done()
+	}
+	d.wg.Add(1)
+	var tm *time.Timer
+	tm = time.AfterFunc(time.Until(t), func() {
+		defer d.wg.Done()
+		d.mu.Lock()
+		if d.timers[id] == tm {
+			delete(d.timers, id)
+		}
+		d.mu.Unlock()
+		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+		defer cancel()
+		if err := d.Enqueue(ctx, id, time.Time{}); err != nil {
+			d.log.Warn("enqueue a woken run; the sweep retries", "run", id, "err", err)
+		}
+	})
+	d.timers[id] = tm
+}
+
+// progress tells JetStream, every AckWait/3, that the claims held here
+// are in progress, so that they are not delivered to another node.
+func (d *Dispatcher) progress() {
+	t := time.NewTicker(d.cfg.AckWait / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		msgs := make([]jetstream.Msg, 0, len(d.held))
+		for _, h := range d.held {
+			msgs = append(msgs, h.msg)
+		}
+		d.mu.Unlock()
+		for _, m := range msgs {
+			_ = m.InProgress()
+		}
+	}
+}
+
+// sweep queues, every SweepInterval, the unfinished runs that are running,
+// due, and not driven here; a run whose claim is queued or held elsewhere
+// is left alone (Enqueue).
+func (d *Dispatcher) sweep() {
+	t := time.NewTicker(d.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+		}
+		heads, err := d.cfg.Store.Unfinished(d.ctx)
+		if err != nil {
+			d.log.Warn("sweep: list unfinished runs", "node", d.cfg.Node, "err", err)
+			continue
+		}
+		now := time.Now()
+		for _, h := range heads {
+			if h.Status != state.StatusRunning || (h.WakeAt != nil && h.WakeAt.After(now)) {
+				continue
+			}
+			d.mu.Lock()
+			_, mine := d.held[h.ID]
+			d.mu.Unlock()
+			if mine {
+				continue
+			}
+			if err := d.Enqueue(d.ctx, h.ID, time.Time{}); err != nil && d.ctx.Err() == nil {
+				d.log.Warn("sweep: enqueue run", "node", d.cfg.Node, "run", h.ID, "err", err)
+			}
+		}
+	}
+}
+
+// controlReply is the answer to a control request.
+type controlReply struct {
+	// Code is "" (done), "not_driven", "ended" or "error".
+	Code  string `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// answer serves a control request for run id driven here.
+func (d *Dispatcher) answer(id string, m *nats.Msg) {
+	ctx, cancel := context.WithTimeout(d.ctx, time.Minute)
+	defer cancel()
+	var rep controlReply
+	err := d.ex.Control(ctx, id, workflows.Action(m.Data))
+	switch {
+	case err == nil:
+	case errors.Is(err, workflows.ErrNotDriven):
+		rep.Code = "not_driven"
+	case errors.Is(err, workflows.ErrEnded):
+		rep.Code, rep.Error = "ended", err.Error()
+	default:
+		rep.Code, rep.Error = "error", err.Error()
+	}
+	b, _ := json.Marshal(rep)
+	_ = m.Respond(b)
+}
+
+// Control asks the node that drives run id to cancel or pause it
+// (workflows.Controller); handled is false when no node drives it.
+func (d *Dispatcher) Control(ctx context.Context, id string, a workflows.Action) (bool, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+	}
+	m, err := d.nc.RequestWithContext(ctx, controlPrefix+token(id), []byte(a))
+	if errors.Is(err, nats.ErrNoResponders) {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("%s run %s on the node that drives it: %w", a, id, err)
+	}
+	var rep controlReply
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		return true, fmt.Errorf("%s run %s: bad reply from the node that drives it: %w", a, id, err)
+	}
+	switch rep.Code {
+	case "":
+		return true, nil
+	case "not_driven":
+		return false, nil
+	case "ended":
+		return true, fmt.Errorf("%w: %s", workflows.ErrEnded, rep.Error)
+	}
+	return true, fmt.Errorf("%s run %s on the node that drives it: %s", a, id, rep.Error)
+}
+
+// PublishEvent forwards an event of a run driven here to the nodes that
+// stream it (workflows.EventPublisher). Delivery is best effort: a
+// subscriber that misses one reads it from the store.
+func (d *Dispatcher) PublishEvent(run string, ev state.Event) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	_ = d.nc.Publish(eventPrefix+token(run), b)
+}
+
+// token turns a run id into one subject token: run ids may hold dots
+// (children's ids), which separate tokens; '~' is not allowed in run ids.
+func token(id string) string { return strings.ReplaceAll(id, ".", "~") }
+
+// runOf returns the run id of a subject prefix+token.
+func runOf(subject, prefix string) (string, bool) {
+	tok, ok := strings.CutPrefix(subject, prefix)
+	if !ok || tok == "" || strings.Contains(tok, ".") {
+		return "", false
+	}
+	return strings.ReplaceAll(tok, "~", "."), true
+}
+
+var (
+	_ workflows.Dispatcher     = (*Dispatcher)(nil)
+	_ workflows.Controller     = (*Dispatcher)(nil)
+	_ workflows.EventPublisher = (*Dispatcher)(nil)
+)

@@ -1,0 +1,86 @@
+// Package cluster runs flock as a cluster of nodes on NATS JetStream
+// (DESIGN §9): runs spread over the nodes, a dead node's runs resume on
+// another, and every node answers the HTTP API for every run.
+//
+// # Nodes
+//
+// Each `flock serve --cluster` process embeds a NATS server (Node:
+// github.com/nats-io/nats-server/v2) with JetStream, joined to the
+// others by routes, or connects to an external NATS cluster (`--nats
+// URL`). JetStream fsyncs every write before acknowledging it
+// (sync_interval: always): Jepsen's analysis of NATS 2.12.1 found
+// acknowledged writes lost under the default 2-minute interval. Streams
+// are R3 in a cluster (R1 on a single embedded node), so a majority of
+// three nodes must be up for the cluster to write. Runs live in the
+// shared JetStream store (state/jetstream); a single node started
+// without --cluster or --nats keeps its bbolt file.
+//
+// # Dispatch
+//
+// A run is handed to a node by a claim: one message on the work-queue
+// stream FLOCK_CLAIMS, subject flock.claims.<run> (dots of child ids
+// become '~'), published with an expected last subject sequence of 0, so
+// a run has at most one claim queued or held at any time. Every node
+// pulls from one durable pull consumer (explicit ack, AckWait 3 s by
+// default, MaxDeliver bounded, MaxAckPending above the peak number of
+// live runs). A node that receives a claim takes the run's store lease
+// (Executor.Drive; the lease TTL equals AckWait) and drives the run,
+// telling JetStream every AckWait/3 that the claim is in progress. When
+// the run stops being driven (workflows.Unload) the node settles the
+// claim:
+//
+//   - ended or paused: acked; a paused run is claimed again when it is
+//     resumed (Resume marks it running and publishes a new claim);
+//   - waiting for a Delay longer than the executor's HandoffDelay
+//     (default 10 s): acked, holding no lease; a timer on the node that
+//     let it go publishes a new claim at the wake time, and every node's
+//     sweep (each SweepInterval, default 10 s) publishes a claim for
+//     every running run that is due and has none, which covers a timer
+//     lost with its node;
+//   - the executor stopped (graceful shutdown): nacked, so another node
+//     takes it at once;
+//   - fenced or lease lost: left alone (another node holds it now);
+//   - a store failure: nacked with a one-second delay.
+//
+// StartRun on any node writes the run and publishes its claim; it does
+// not drive it there. A claim delivered MaxDeliver times is terminated;
+// the sweep queues its run again while it is unfinished.
+//
+// # Takeover and fencing
+//
+// A node that dies stops acknowledging: its claims are delivered to
+// another node after AckWait, whose Drive waits (up to AckWait + 1 s)
+// for the dead node's lease to lapse, then resumes the run from the
+// store: results journaled before the crash are reused, only pending
+// operations run again. A node that was only slow (paused, partitioned)
+// and lost its lease is fenced: its next commit carries the head revision
+// it last wrote, fails with state.ErrFenced and writes nothing, and it
+// stops driving the run.
+//
+// # Control
+//
+// The node driving a run subscribes to flock.ctl.<run>. Cancel and Pause
+// of a run the asking node does not drive are requests on that subject
+// (workflows.Controller); with no responder (the run is queued or
+// parked) the asking node writes the store directly, fenced by the head
+// revision it read.
+//
+// # Events
+//
+// The driving node publishes every event of its runs on
+// flock.events.<run> (core NATS, best effort). Engine, the server's
+// engine on a cluster node, streams a run's events from that subject on
+// any node; the server's event stream fills any gap from the store, and a
+// quiet subscription reads the run's head every second so that a missed
+// final event still ends the stream. Live-only events of descendant runs
+// (?descendants=true) are not forwarded between nodes.
+//
+// # Caveats
+//
+// Run work directories are node-local paths under each node's data
+// directory; a run taken over on another machine finds an empty work
+// directory unless the data directories are on a shared file system.
+// Live (what holds a run: stalled commits, rate-limit waits) is known
+// only on the node that drives the run. The sweep lists every unfinished
+// run each SweepInterval on every node.
+package cluster

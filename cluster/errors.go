@@ -1,0 +1,14 @@
+package cluster
+
+import "errors"
+
+var (
+	// ErrConfig is returned for bad cluster settings (flags); the error
+	// names the setting.
+	ErrConfig = errors.New("invalid cluster setting")
+	// ErrNode is returned when the embedded NATS server cannot start.
+	ErrNode = errors.New("nats node failed")
+	// ErrNotReady is returned when JetStream does not answer in time (in a
+	// cluster: no majority of the nodes is up yet).
+	ErrNotReady = errors.New("jetstream not ready")
+)

@@ -1,0 +1,341 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/state"
+)
+
+// sleeperWorkflow waits for the duration given as the run's task on its
+// first phase call (Output.Delay) and ends the run on its second.
+func sleeperWorkflow() phases.Workflow {
+	p := func(in phases.Input) (phases.Output, error) {
+		if in.Run.Step == 1 {
+			d, err := time.ParseDuration(in.Run.Task)
+			if err != nil {
+				return phases.Output{}, err
+			}
+			return phases.Output{Next: "p", Delay: d}, nil
+		}
+		return phases.Output{}, nil
+	}
+	return phases.Workflow{Name: "test.sleeper", Start: "p",
+		Phases: []phases.PhaseSpec{{Name: "p", Run: p, Next: []string{"p"}}}}
+}
+
+func init() { phases.Default.MustRegister(sleeperWorkflow()) }
+
+// errKilled is the error of every write of a killed node's store.
+var errKilled = errors.New("node killed")
+
+// gateStore is a node's view of the shared store: killing the node makes
+// every write fail at once (a dead process writes nothing more), and
+// freezing it holds every write until thawed (a paused process).
+type gateStore struct {
+	state.Store
+	own bool // Close closes the inner store
+
+	mu     sync.Mutex
+	dead   bool          // guarded by mu
+	frozen chan struct{} // non-nil while frozen; guarded by mu
+
+	fenced atomic.Int64 // commits refused with state.ErrFenced
+}
+
+func (g *gateStore) enter(ctx context.Context) error {
+	g.mu.Lock()
+	dead, frozen := g.dead, g.frozen
+	g.mu.Unlock()
+	if dead {
+		return errKilled
+	}
+	if frozen != nil {
+		select {
+		case <-frozen:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (g *gateStore) kill() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.dead = true
+	if g.frozen != nil {
+		close(g.frozen)
+		g.frozen = nil
+	}
+}
+
+func (g *gateStore) freeze() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.frozen == nil {
+		g.frozen = make(chan struct{})
+	}
+}
+
+func (g *gateStore) thaw() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.frozen != nil {
+		close(g.frozen)
+		g.frozen = nil
+	}
+}
+
+func (g *gateStore) Commit(ctx context.Context, c *state.Commit) error {
+	if err := g.enter(ctx); err != nil {
+		return err
+	}
+	err := g.Store.Commit(ctx, c)
+	if errors.Is(err, state.ErrFenced) {
+		g.fenced.Add(1)
+	}
+	return err
+}
+
+func (g *gateStore) Claim(ctx context.Context, id, owner string, ttl time.Duration) (state.Lease, error) {
+	if err := g.enter(ctx); err != nil {
+		return state.Lease{}, err
+	}
+	return g.Store.Claim(ctx, id, owner, ttl)
+}
+
+func (g *gateStore) Renew(ctx context.Context, id, owner string, ttl time.Duration) (state.Lease, error) {
+	if err := g.enter(ctx); err != nil {
+		return state.Lease{}, err
+	}
+	return g.Store.Renew(ctx, id, owner, ttl)
+}
+
+func (g *gateStore) Release(ctx context.Context, id, owner string) error {
+	if err := g.enter(ctx); err != nil {
+		return err
+	}
+	return g.Store.Release(ctx, id, owner)
+}
+
+func (g *gateStore) Close() error {
+	if g.own {
+		return g.Store.Close()
+	}
+	return nil
+}
+
+// testNode is one flock node of a test cluster.
+type testNode struct {
+	name  string
+	dir   string
+	m     *Member
+	a     *app.App
+	store *gateStore
+	// dispatch is the dispatcher's own connection (apart from the
+	// store's), so that a test can cut a node off dispatch alone.
+	dispatch *nats.Conn
+	killed   bool
+}
+
+// testCluster is n flock nodes, each with an embedded NATS node, in this
+// process.
+type testCluster struct {
+	t     testing.TB
+	nodes []*testNode
+}
+
+// clusterOpts configure startCluster.
+type clusterOpts struct {
+	n            int
+	ackWait      time.Duration
+	handoffDelay time.Duration
+	sweep        time.Duration
+	// open opens a node's store; nil: a bbolt store in the test's temp
+	// dir shared by every node (one process, so one file).
+	open StoreOpener
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	ls := make([]net.Listener, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+func startCluster(t testing.TB, o clusterOpts) *testCluster {
+	t.Helper()
+	if o.n == 0 {
+		o.n = 3
+	}
+	if o.ackWait == 0 {
+		o.ackWait = time.Second
+	}
+	if o.sweep == 0 {
+		o.sweep = time.Second
+	}
+	base := t.TempDir()
+	if o.open == nil {
+		shared, err := state.OpenBolt(filepath.Join(base, "shared.db"), state.BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { shared.Close() })
+		o.open = func(context.Context, jetstream.JetStream, int) (state.Store, error) { return shared, nil }
+	}
+	ports := freePorts(t, o.n)
+	routes := make([]string, o.n)
+	for i, p := range ports {
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
+	}
+	c := &testCluster{t: t, nodes: make([]*testNode, o.n)}
+	var g errgroup.Group
+	for i := range c.nodes {
+		n := &testNode{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
+		c.nodes[i] = n
+		clustered := o.n > 1
+		g.Go(func() error {
+			cfg := Config{Name: n.name, AckWait: o.ackWait, SweepInterval: o.sweep, ReadyTimeout: 30 * time.Second,
+				Logger: testLogger(n.name),
+				Node:   NodeConfig{Name: n.name, Listen: "127.0.0.1:0", StoreDir: filepath.Join(n.dir, "jetstream")}}
+			if clustered {
+				cfg.Node.ClusterListen = fmt.Sprintf("127.0.0.1:%d", ports[i])
+				cfg.Node.Routes = routes
+			}
+			m, err := Join(context.Background(), cfg, func(ctx context.Context, js jetstream.JetStream, r int) (state.Store, error) {
+				st, err := o.open(ctx, js, r)
+				if err != nil {
+					return nil, err
+				}
+				n.store = &gateStore{Store: st}
+				return n.store, nil
+			})
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.name, err)
+			}
+			n.m = m
+			// The dispatcher on a connection of its own.
+			if n.dispatch, err = nats.Connect(m.Node.ClientURL(), nats.Name("dispatch "+n.name)); err != nil {
+				return err
+			}
+			d, err := NewDispatcher(DispatchConfig{Conn: n.dispatch, Store: n.store, Node: n.name, Replicas: m.Replicas,
+				AckWait: o.ackWait, SweepInterval: o.sweep, Logger: testLogger(n.name)})
+			if err != nil {
+				return err
+			}
+			m.Dispatcher.Close()
+			m.Dispatcher = d
+			n.a, err = app.OpenCluster(context.Background(), configs.Server{DataDir: n.dir}, testLogger(n.name),
+				app.Cluster{Store: n.store, Dispatcher: d, LeaseTTL: o.ackWait, HandoffDelay: o.handoffDelay})
+			if err != nil {
+				return err
+			}
+			return d.Start(n.a.Executor)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		c.close()
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+func testLogger(node string) *slog.Logger {
+	if os.Getenv("FLOCK_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", node)
+}
+
+// close stops every node still alive, gracefully.
+func (c *testCluster) close() {
+	for _, n := range c.nodes {
+		if n == nil || n.killed {
+			continue
+		}
+		n.killed = true
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if n.a != nil {
+			_ = n.a.Close(ctx)
+		}
+		cancel()
+		if n.m != nil {
+			n.m.Close()
+		}
+		if n.dispatch != nil {
+			n.dispatch.Close()
+		}
+	}
+}
+
+// kill crashes node i: its store refuses every write from now on, its
+// NATS connections and server go away without a goodbye, and its executor
+// is stopped (its commits fail: nothing it does reaches the store).
+func (c *testCluster) kill(i int) {
+	n := c.nodes[i]
+	n.killed = true
+	n.store.kill()
+	n.dispatch.Close()
+	n.m.Conn.Close()
+	n.m.Node.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_ = n.a.Close(ctx)
+	n.m.Dispatcher.Close()
+}
+
+// driver returns the index of the live node that drives run id, or -1.
+func (c *testCluster) driver(id string) int {
+	for i, n := range c.nodes {
+		if n.killed {
+			continue
+		}
+		for _, a := range n.a.Executor.Active() {
+			if a == id {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// alive returns a live node.
+func (c *testCluster) alive() *testNode {
+	for _, n := range c.nodes {
+		if !n.killed {
+			return n
+		}
+	}
+	c.t.Fatal("no node alive")
+	return nil
+}

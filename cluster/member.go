@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flockrun/flock/state"
+)
+
+// Config configures a node's membership of a cluster: the NATS it uses
+// (an embedded node, or an external cluster at NATSURL) and dispatch.
+type Config struct {
+	// Node configures the embedded NATS server; unused with NATSURL.
+	Node NodeConfig
+	// NATSURL, if set, connects to an external NATS cluster (comma
+	// separated URLs) instead of embedding a node. Its JetStream must be
+	// configured with sync_interval: always.
+	NATSURL string
+	// Name names this flock node (dispatch logs, the connection's name);
+	// default Node.Name.
+	Name string
+	// Replicas of every stream: default 3 when the embedded node has routes
+	// or with NATSURL, else 1.
+	Replicas int
+	// AckWait, MaxDeliver, MaxAckPending and SweepInterval configure
+	// dispatch (DispatchConfig).
+	AckWait       time.Duration
+	MaxDeliver    int
+	MaxAckPending int
+	SweepInterval time.Duration
+	// ReadyTimeout bounds the wait for JetStream (a cluster needs a
+	// majority of its nodes up). Default 60 s.
+	ReadyTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// StoreOpener opens the shared run store on a JetStream context with the
+// given replicas (the CLI opens state/jetstream's store).
+type StoreOpener func(ctx context.Context, js jetstream.JetStream, replicas int) (state.Store, error)
+
+// Member is one node's part of a cluster: its embedded NATS server (nil
+// with an external NATS), its connection, the shared store and the
+// dispatcher. Close it after the App that uses them.
+type Member struct {
+	Node       *Node
+	Conn       *nats.Conn
+	JS         jetstream.JetStream
+	Store      state.Store
+	Dispatcher *Dispatcher
+	// Replicas is the replication of the streams (1 or 3).
+	Replicas int
+	// AckWait is the claims' AckWait, the executor's lease TTL.
+	AckWait time.Duration
+}
+
+// Join starts (or connects to) NATS, opens the store with open, and
+// provisions dispatch. The dispatcher is started later, on the executor
+// (Dispatcher.Start).
+func Join(ctx context.Context, cfg Config, open StoreOpener) (m *Member, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Node.Name
+	}
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("%w: node name: required", ErrConfig)
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	m = &Member{AckWait: cfg.AckWait}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	url := cfg.NATSURL
+	replicas := cfg.Replicas
+	if url == "" {
+		if m.Node, err = StartNode(cfg.Node); err != nil {
+			return nil, err
+		}
+		url = m.Node.ClientURL()
+		if replicas == 0 && !m.Node.Clustered() {
+			replicas = 1
+		}
+	}
+	if replicas == 0 {
+		replicas = 3
+	}
+	m.Replicas = replicas
+	m.Conn, err = nats.Connect(url, nats.Name("flock "+cfg.Name), nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(false))
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	if m.JS, err = jetstream.New(m.Conn); err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	if err := retry(rctx, func(ctx context.Context) error {
+		m.Store, err = open(ctx, m.JS, replicas)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("open the cluster store (%d replicas; a cluster needs a majority of its nodes up): %w", replicas, err)
+	}
+	m.Dispatcher, err = NewDispatcher(DispatchConfig{Conn: m.Conn, Store: m.Store, Node: cfg.Name, Replicas: replicas,
+		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: cfg.MaxAckPending,
+		SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Dispatcher.Provision(rctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close stops dispatch, closes the connection and shuts the embedded
+// node down. The store is the App's to close. It tolerates a partly
+// joined member.
+func (m *Member) Close() {
+	if m.Dispatcher != nil {
+		m.Dispatcher.Close()
+	}
+	if m.Conn != nil {
+		_ = m.Conn.FlushTimeout(2 * time.Second) // the acks and naks of the runs let go
+		m.Conn.Close()
+	}
+	if m.Node != nil {
+		m.Node.Shutdown()
+	}
+}

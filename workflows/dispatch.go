@@ -1,0 +1,247 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flockrun/flock/state"
+)
+
+// DefaultHandoffDelay is Config.HandoffDelay's default.
+const DefaultHandoffDelay = 10 * time.Second
+
+// Dispatcher hands runs to the executors of a cluster (package cluster).
+// With Config.Dispatcher set, an executor drives only the runs handed to
+// it (Drive): Start resumes nothing by itself, StartRun and Resume record
+// the run in the store and Enqueue it, and every run that stops being
+// driven here is reported to Unloaded, so that the dispatcher can settle
+// its claim (acknowledge it, hand it on, or wake it later).
+type Dispatcher interface {
+	// Enqueue asks that some executor of the cluster drive run id (its
+	// Drive), at once, or not before wake when wake is later than now.
+	// Enqueueing a run that is already queued is not an error.
+	Enqueue(ctx context.Context, id string, wake time.Time) error
+	// Unloaded is told, on the run's goroutine, that this executor no
+	// longer drives run id, after its lease was released. It must not
+	// block.
+	Unloaded(id string, u Unload)
+}
+
+// Controller is implemented by a Dispatcher that can reach the executor
+// driving a run elsewhere. Cancel and Pause of a run this executor does not
+// drive ask it first; handled false means no executor drives the run (it
+// is queued, or parked), and the store is then written directly.
+type Controller interface {
+	Control(ctx context.Context, id string, a Action) (handled bool, err error)
+}
+
+// EventPublisher is implemented by a Dispatcher that forwards the events
+// of the runs driven here to other nodes: every stored event in Seq order
+// and every live-only one (Seq 0), on the broker's lock. It must not block.
+type EventPublisher interface {
+	PublishEvent(run string, ev state.Event)
+}
+
+// Action is a control request for a run.
+type Action string
+
+// Actions of Controller.Control and Executor.Control.
+const (
+	ActionCancel Action = "cancel"
+	ActionPause  Action = "pause"
+)
+
+// UnloadReason says why a run stopped being driven here.
+type UnloadReason int
+
+// Reasons of an Unload.
+const (
+	// UnloadSettled: the run ended or was paused; nothing is left to do
+	// until someone resumes it.
+	UnloadSettled UnloadReason = iota
+	// UnloadParked: the run waits for Unload.WakeAt, longer than
+	// Config.HandoffDelay; it holds no lease and must be enqueued again
+	// when that time comes.
+	UnloadParked
+	// UnloadStopped: the executor stopped; another executor should take
+	// the run at once.
+	UnloadStopped
+	// UnloadLost: another owner wrote the run (fenced) or took its lease;
+	// that owner drives it now.
+	UnloadLost
+	// UnloadFailed: the store failed; the run should be tried again soon.
+	UnloadFailed
+)
+
+// String names r for logs.
+func (r UnloadReason) String() string {
+	switch r {
+	case UnloadSettled:
+		return "settled"
+	case UnloadParked:
+		return "parked"
+	case UnloadStopped:
+		return "stopped"
+	case UnloadLost:
+		return "lost"
+	case UnloadFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("UnloadReason(%d)", int(r))
+}
+
+// Unload says why and until when a run stopped being driven here.
+type Unload struct {
+	Reason UnloadReason
+	// WakeAt is when a parked run is due (UnloadParked only).
+	WakeAt time.Time
+}
+
+// Drive claims run id and drives it here. The dispatcher calls it for each
+// claim it receives. It returns nil when the run is being driven here
+// (including when it already was), an error wrapping state.ErrLeaseHeld
+// when another owner holds its lease, ErrEnded when the run has ended,
+// ErrPaused when it is paused, state.ErrNotFound for an unknown run. A
+// run whose WakeAt is further away than Config.HandoffDelay is loaded,
+// found not due and unloaded again at once (UnloadParked).
+func (e *Executor) Drive(ctx context.Context, id string) error {
+	e.mu.Lock()
+	stopped := e.stopped || !e.started
+	_, driven := e.runs[id]
+	e.mu.Unlock()
+	if stopped {
+		return ErrStopped
+	}
+	if driven {
+		return nil
+	}
+	head, err := e.store.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case head.Status.Terminal():
+		return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
+	case head.Status == state.StatusPaused:
+		return fmt.Errorf("%w: run %s", ErrPaused, id)
+	}
+	if err := e.claim(ctx, id); err != nil {
+		return err
+	}
+	// Read the head again under the lease: the one read before may be
+	// older than what the previous owner wrote last.
+	if head, err = e.store.Run(ctx, id); err != nil {
+		e.release(id)
+		return err
+	}
+	if head.Status != state.StatusRunning {
+		e.release(id)
+		if head.Status == state.StatusPaused {
+			return fmt.Errorf("%w: run %s", ErrPaused, id)
+		}
+		return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
+	}
+	return e.resume(ctx, head)
+}
+
+// Control cancels or pauses run id if this executor drives it, as Cancel
+// and Pause do; it returns ErrNotDriven, doing nothing, if it does not.
+// The dispatcher calls it for control requests from other nodes.
+func (e *Executor) Control(ctx context.Context, id string, a Action) error {
+	e.mu.Lock()
+	_, driven := e.runs[id]
+	e.mu.Unlock()
+	if !driven {
+		return fmt.Errorf("%w: run %s", ErrNotDriven, id)
+	}
+	switch a {
+	case ActionCancel:
+		return e.cancel(ctx, id, false)
+	case ActionPause:
+		return e.pause(ctx, id, false)
+	}
+	return fmt.Errorf("%w: unknown control action %q", ErrBadRequest, a)
+}
+
+// remote asks the executor that drives run id elsewhere to act on it.
+func (e *Executor) remote(ctx context.Context, id string, a Action) (bool, error) {
+	c, ok := e.cfg.Dispatcher.(Controller)
+	if !ok {
+		return false, nil
+	}
+	return c.Control(ctx, id, a)
+}
+
+// enqueue hands run id to the dispatcher, due at wake.
+func (e *Executor) enqueue(ctx context.Context, id string, wake time.Time) error {
+	if err := e.cfg.Dispatcher.Enqueue(ctx, id, wake); err != nil {
+		return fmt.Errorf("enqueue run %s: %w", id, err)
+	}
+	return nil
+}
+
+// dispatched reports whether the executor runs in cluster mode.
+func (e *Executor) dispatched() bool { return e.cfg.Dispatcher != nil }
+
+// handoff unloads a run whose WakeAt is further away than HandoffDelay:
+// the finished result it carries is journaled, and the dispatcher enqueues
+// the run again when it is due. If that commit fails, the run is
+// interrupted as by any failed commit.
+func (r *runner) handoff() {
+	if r.carry != nil {
+		c := &state.Commit{RunID: r.head.ID}
+		r.takeCarry(c)
+		if err := r.commit(c); err != nil {
+			r.interrupted(fmt.Errorf("%w: journal op result before handoff: %w", errStore, err))
+			return
+		}
+		r.e.broker.publish(r.head.ID, c.Events)
+	}
+	r.e.broker.forget(r.head.ID)
+	r.unload = Unload{Reason: UnloadParked, WakeAt: *r.head.WakeAt}
+}
+
+// unloadFor maps the cause of an interruption to an Unload.
+func unloadFor(cause, err error) Unload {
+	switch {
+	case errors.Is(cause, errLeaseLost), errors.Is(err, state.ErrFenced):
+		return Unload{Reason: UnloadLost}
+	case errors.Is(cause, ErrStopped):
+		return Unload{Reason: UnloadStopped}
+	}
+	return Unload{Reason: UnloadFailed}
+}
+
+// pauseStored marks a running run that no executor drives (cluster mode:
+// queued or parked) as paused in the store. The commit is fenced by the
+// head it read: if an owner took the run meanwhile, it fails with
+// state.ErrFenced and the caller may try again.
+func (e *Executor) pauseStored(ctx context.Context, id string) error {
+	head, err := e.store.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if head.Status != state.StatusRunning {
+		return nil
+	}
+	now := e.now().UTC()
+	head.Status = state.StatusPaused
+	head.UpdatedAt = now
+	c := &state.Commit{RunID: id, ExpectRevision: head.Revision, Run: &head,
+		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused"}}}
+	if err := e.store.Commit(ctx, c); err != nil {
+		return fmt.Errorf("pause run %s: %w", id, err)
+	}
+	if p := publisherOf(e.cfg.Dispatcher); p != nil {
+		p.PublishEvent(id, c.Events[0])
+	}
+	return nil
+}
+
+// publisherOf returns d's EventPublisher, or nil.
+func publisherOf(d Dispatcher) EventPublisher {
+	p, _ := d.(EventPublisher)
+	return p
+}
