@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/cluster"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server"
@@ -82,6 +84,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var level logOpts
 	serverFlags(fs, &cfg, &level)
 	sandboxConfig := fs.String("sandbox-config", "", "AgentFlow sandbox-server JSON config: serve the sandbox service under /api/v1 plus GET /ready")
+	var cl clusterFlags
+	cl.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,7 +95,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := applyConfigFile(fs, &cfg); err != nil {
 		return err
 	}
-	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, *sandboxConfig)
+	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, *sandboxConfig, &cl)
 }
 
 func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -116,7 +120,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if wf == "listen" {
-		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, "")
+		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, "", nil)
 	}
 	req, roots, err := startRequest(wf, settingsPath, taskText)
 	if err != nil {
@@ -145,7 +149,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			done <- err
 		}()
 		return done, nil
-	}, "")
+	}, "", nil)
 }
 
 // startRequest builds a start request from command-line flags. The files
@@ -172,8 +176,9 @@ func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, []
 
 // serveUntilDone serves until ctx ends. after, if set, runs once the
 // server is up; when it returns a non-nil done channel, serving also ends
-// when that channel yields, with its error.
-func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error), sandboxConfig string) error {
+// when that channel yields, with its error. With cluster flags enabled,
+// the process is a cluster node (package cluster).
+func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error), sandboxConfig string, cl *clusterFlags) error {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return err
@@ -198,13 +203,24 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 		}
 		return sb.Close(ctx)
 	}
-	a, err := app.Open(ctx, cfg, log, opts...)
+	a, node, err := openNode(ctx, cfg, log, cl, opts...)
 	if err != nil {
 		return errors.Join(err, closeSandbox(context.Background()))
 	}
-	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), log)
+	closeApp := func(ctx context.Context) error {
+		err := a.Close(ctx)
+		if node != nil {
+			node.member.Close()
+		}
+		return err
+	}
+	var eng server.Engine = a.Executor
+	if node != nil {
+		eng = node.engine
+	}
+	srv, err := server.New(a.Config, eng, a.Executor.Store(), log)
 	if err != nil {
-		return errors.Join(err, a.Close(context.Background()), closeSandbox(context.Background()))
+		return errors.Join(err, closeApp(context.Background()), closeSandbox(context.Background()))
 	}
 	srv.Mount("/metrics", a.Metrics.Handler())
 	srv.MountGateway(a.Gateway)
@@ -214,10 +230,15 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 	}
 	addr, err := srv.Start()
 	if err != nil {
-		return errors.Join(err, closeSandbox(context.Background()), a.Close(context.Background()))
+		return errors.Join(err, closeSandbox(context.Background()), closeApp(context.Background()))
 	}
 	a.Gateway.SetBaseURL("http://" + agentAddr(addr))
-	fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, %d runs resumed)\n", addr, a.Config.DataDir, a.Config.Mode, len(a.Executor.Active()))
+	if node != nil {
+		fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, cluster node %s, NATS %s, %d replicas)\n",
+			addr, a.Config.DataDir, a.Config.Mode, node.name, node.url, node.member.Replicas)
+	} else {
+		fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, %d runs resumed)\n", addr, a.Config.DataDir, a.Config.Mode, len(a.Executor.Active()))
+	}
 	var done <-chan error
 	if after != nil {
 		if done, err = after(ctx, a); err != nil {
@@ -235,7 +256,46 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return errors.Join(runErr, srv.Shutdown(sctx), a.Close(sctx), closeSandbox(sctx))
+	return errors.Join(runErr, srv.Shutdown(sctx), closeApp(sctx), closeSandbox(sctx))
+}
+
+// clusterNode is what serve runs on as a cluster node.
+type clusterNode struct {
+	name, url string
+	member    *cluster.Member
+	engine    *cluster.Engine
+}
+
+// openNode opens the App: on the data directory's bbolt file, or, with
+// cluster flags, as a node of a cluster (nil node otherwise).
+func openNode(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *clusterFlags, opts ...app.Option) (*app.App, *clusterNode, error) {
+	if !cl.enabled() {
+		a, err := app.Open(ctx, cfg, log, opts...)
+		return a, nil, err
+	}
+	ccfg, err := cl.config(cfg.DataDir, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := cluster.Join(ctx, ccfg, openClusterStore)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := app.OpenCluster(ctx, cfg, log, app.Cluster{Store: m.Store, Dispatcher: m.Dispatcher, LeaseTTL: m.AckWait}, opts...)
+	if err != nil {
+		m.Close()
+		return nil, nil, errors.Join(err, m.Store.Close())
+	}
+	if err := m.Dispatcher.Start(a.Executor); err != nil {
+		err = errors.Join(err, a.Close(context.Background()))
+		m.Close()
+		return nil, nil, err
+	}
+	url := ccfg.NATSURL
+	if m.Node != nil {
+		url = m.Node.ClientURL()
+	}
+	return a, &clusterNode{name: ccfg.Name, url: url, member: m, engine: cluster.NewEngine(a.Executor, m.Dispatcher)}, nil
 }
 
 // agentAddr is the address agents on this machine reach the server at:

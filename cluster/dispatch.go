@@ -182,18 +182,24 @@ func (d *Dispatcher) Provision(ctx context.Context) error {
 	})
 }
 
-// retry calls f until it succeeds or ctx ends, each try bounded to 2 s.
+// retry calls f until it succeeds or ctx ends, each try bounded to 5 s.
 func retry(ctx context.Context, f func(context.Context) error) error {
+	return retryEvery(ctx, 5*time.Second, 250*time.Millisecond, f)
+}
+
+// retryEvery calls f until it succeeds or ctx ends, each try bounded to
+// try, pausing pause between tries.
+func retryEvery(ctx context.Context, try, pause time.Duration, f func(context.Context) error) error {
 	var last error
 	for {
-		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, try)
 		err := f(tctx)
 		cancel()
 		if err == nil {
 			return nil
 		}
 		last = err
-		t := time.NewTimer(250 * time.Millisecond)
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()

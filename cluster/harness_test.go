@@ -21,6 +21,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
+	jsstore "github.com/flockrun/flock/state/jetstream"
 )
 
 // sleeperWorkflow waits for the duration given as the run's task on its
@@ -168,9 +169,12 @@ type clusterOpts struct {
 	ackWait      time.Duration
 	handoffDelay time.Duration
 	sweep        time.Duration
-	// open opens a node's store; nil: a bbolt store in the test's temp
-	// dir shared by every node (one process, so one file).
+	// open opens a node's store; nil: the JetStream store (state/jetstream)
+	// on the node's connection.
 	open StoreOpener
+	// bolt: every node shares one bbolt file instead (one process), to
+	// tell dispatch faults from store faults.
+	bolt bool
 }
 
 // freePorts returns n distinct free loopback ports.
@@ -204,7 +208,13 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		o.sweep = time.Second
 	}
 	base := t.TempDir()
-	if o.open == nil {
+	if o.open == nil && !o.bolt {
+		o.open = func(ctx context.Context, js jetstream.JetStream, r int) (state.Store, error) {
+			return jsstore.Open(ctx, js, jsstore.Options{Replicas: r})
+		}
+	}
+	own := !o.bolt
+	if o.bolt {
 		shared, err := state.OpenBolt(filepath.Join(base, "shared.db"), state.BoltOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -218,6 +228,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
 	}
 	c := &testCluster{t: t, nodes: make([]*testNode, o.n)}
+	began := time.Now()
 	var g errgroup.Group
 	for i := range c.nodes {
 		n := &testNode{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
@@ -236,7 +247,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 				if err != nil {
 					return nil, err
 				}
-				n.store = &gateStore{Store: st}
+				n.store = &gateStore{Store: st, own: own}
 				return n.store, nil
 			})
 			if err != nil {
@@ -266,6 +277,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		c.close()
 		t.Fatal(err)
 	}
+	t.Logf("%d-node cluster up in %v", o.n, time.Since(began).Round(time.Millisecond))
 	t.Cleanup(c.close)
 	return c
 }

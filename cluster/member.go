@@ -78,6 +78,7 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (m *Member, err err
 		cfg.AckWait = DefaultAckWait
 	}
 	m = &Member{AckWait: cfg.AckWait}
+	began := time.Now()
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -106,14 +107,28 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (m *Member, err err
 	if m.JS, err = jetstream.New(m.Conn); err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	cfg.Logger.Debug("nats connected", "node", cfg.Name, "url", url, "after", time.Since(began))
 	rctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
-	if err := retry(rctx, func(ctx context.Context) error {
+	// JetStream answers once the cluster has elected its meta leader (a
+	// majority of the nodes is up); requests sent before are lost and
+	// time out, so tries are short.
+	if m.Node != nil {
+		if err := m.Node.WaitJetStream(rctx); err != nil {
+			return nil, err
+		}
+		cfg.Logger.Debug("jetstream ready", "node", cfg.Name, "after", time.Since(began))
+	}
+	if err := retryEvery(rctx, time.Second, 100*time.Millisecond, func(ctx context.Context) error {
 		m.Store, err = open(ctx, m.JS, replicas)
+		if err != nil {
+			cfg.Logger.Debug("open store", "node", cfg.Name, "err", err)
+		}
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("open the cluster store (%d replicas; a cluster needs a majority of its nodes up): %w", replicas, err)
 	}
+	cfg.Logger.Debug("store open", "node", cfg.Name, "replicas", replicas, "after", time.Since(began))
 	m.Dispatcher, err = NewDispatcher(DispatchConfig{Conn: m.Conn, Store: m.Store, Node: cfg.Name, Replicas: replicas,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: cfg.MaxAckPending,
 		SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
@@ -123,6 +138,7 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (m *Member, err err
 	if err := m.Dispatcher.Provision(rctx); err != nil {
 		return nil, err
 	}
+	cfg.Logger.Info("joined the cluster", "node", cfg.Name, "replicas", replicas, "after", time.Since(began))
 	return m, nil
 }
 

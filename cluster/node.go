@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -148,6 +149,22 @@ func (n *Node) ClientURL() string { return n.srv.ClientURL() }
 
 // Clustered reports whether the node has routes to other nodes configured.
 func (n *Node) Clustered() bool { return n.cfg.ClusterListen != "" }
+
+// WaitJetStream waits until the node's JetStream is current with the
+// cluster's meta leader (a majority of the nodes is up and has elected
+// one), or ctx ends.
+func (n *Node) WaitJetStream(ctx context.Context) error {
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for !n.srv.JetStreamIsCurrent() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: node %s has no JetStream meta leader (is a majority of the nodes up?)", ErrNotReady, n.cfg.Name)
+		case <-t.C:
+		}
+	}
+	return nil
+}
 
 // Shutdown stops the server and waits for it. It is idempotent.
 func (n *Node) Shutdown() {

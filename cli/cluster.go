@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flockrun/flock/cluster"
+	"github.com/flockrun/flock/state"
+	jsstore "github.com/flockrun/flock/state/jetstream"
+)
+
+// clusterFlags are serve's cluster flags (see the README, "Running a
+// cluster").
+type clusterFlags struct {
+	on            bool
+	nats          string
+	node          string
+	natsListen    string
+	clusterListen string
+	routes        string
+	jetstreamDir  string
+	replicas      int
+	ackWait       time.Duration
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&c.on, "cluster", false, "run as a cluster node: embed a NATS server with JetStream and keep runs in it instead of flock.db")
+	fs.StringVar(&c.nats, "nats", "", "run as a cluster node on an external NATS cluster at this URL (comma-separated URLs) instead of embedding one")
+	fs.StringVar(&c.node, "node", "", "this node's name, unique in the cluster (default: the host name)")
+	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "with --cluster: the embedded NATS server's client address")
+	fs.StringVar(&c.clusterListen, "cluster-listen", "", "with --cluster: the address the other nodes' routes connect to (host:port); empty: a single node")
+	fs.StringVar(&c.routes, "routes", "", "with --cluster: the nodes' cluster addresses, comma-separated nats://host:port (this node's may be listed too)")
+	fs.StringVar(&c.jetstreamDir, "jetstream-dir", "", "with --cluster: JetStream's store directory (default DATA/jetstream)")
+	fs.IntVar(&c.replicas, "replicas", 0, "replicas of every stream (default 3 in a cluster or with --nats, 1 on a single embedded node)")
+	fs.DurationVar(&c.ackWait, "ack-wait", cluster.DefaultAckWait, "how long a silent node keeps its runs before another node takes them over")
+}
+
+// enabled reports whether serve runs as a cluster node.
+func (c *clusterFlags) enabled() bool { return c != nil && (c.on || c.nats != "") }
+
+// config turns the flags into a cluster.Config for the data directory.
+func (c *clusterFlags) config(dataDir string, log *slog.Logger) (cluster.Config, error) {
+	if c.on && c.nats != "" {
+		return cluster.Config{}, fmt.Errorf("%w: --cluster embeds a NATS server and --nats uses an external one: give one of them", errUsage)
+	}
+	name := c.node
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return cluster.Config{}, fmt.Errorf("%w: --node: required (no host name to default to)", errUsage)
+		}
+		name = strings.NewReplacer(".", "-", " ", "-").Replace(h)
+	}
+	dir := c.jetstreamDir
+	if dir == "" {
+		dir = filepath.Join(dataDir, "jetstream")
+	}
+	var routes []string
+	for _, r := range strings.Split(c.routes, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			routes = append(routes, r)
+		}
+	}
+	return cluster.Config{
+		Name:     name,
+		NATSURL:  c.nats,
+		Replicas: c.replicas,
+		AckWait:  c.ackWait,
+		Logger:   log,
+		Node: cluster.NodeConfig{Name: name, Listen: c.natsListen, ClusterListen: c.clusterListen,
+			Routes: routes, StoreDir: dir},
+	}, nil
+}
+
+// openClusterStore opens the shared run store on JetStream.
+func openClusterStore(ctx context.Context, js jetstream.JetStream, replicas int) (state.Store, error) {
+	return jsstore.Open(ctx, js, jsstore.Options{Replicas: replicas})
+}
