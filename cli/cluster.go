@@ -80,7 +80,13 @@ func (c *clusterFlags) config(dataDir string, log *slog.Logger) (cluster.Config,
 	}, nil
 }
 
+// clusterWriteTimeout bounds a commit of a cluster node. A write sent to
+// a stream leader that just died is never answered; the run is then
+// interrupted after this long and its claim retried, instead of waiting
+// out the store's 10 s default while the cluster elects a new leader.
+const clusterWriteTimeout = 3 * time.Second
+
 // openClusterStore opens the shared run store on JetStream.
 func openClusterStore(ctx context.Context, js jetstream.JetStream, replicas int) (state.Store, error) {
-	return jsstore.Open(ctx, js, jsstore.Options{Replicas: replicas})
+	return jsstore.Open(ctx, js, jsstore.Options{Replicas: replicas, WriteTimeout: clusterWriteTimeout})
 }

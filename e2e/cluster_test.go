@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/client"
+)
+
+// clusterNode is one `flock serve --cluster` process's fixed addresses.
+type clusterNode struct {
+	name, data, addr, natsAddr, routeAddr string
+}
+
+// startClusterProc starts the node's process without waiting for it: a
+// node is healthy only once a majority of the cluster is up.
+func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--cluster", "--node", n.name, "--addr", n.addr, "--data", n.data,
+		"--nats-listen", n.natsAddr, "--cluster-listen", n.routeAddr, "--routes", routes,
+		"--ack-wait", "1s", "--log-level", "warn")
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: cmd, base: "http://" + n.addr, out: out}
+	c, err := client.New(p.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.c = c
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// waitHealthy waits for p's /health.
+func waitHealthy(t testing.TB, p *proc, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		resp, err := http.Get(p.base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node did not come up: %v\n%s", err, p.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestClusterCrashResume is TestCrashResume against a cluster of three
+// real `flock serve --cluster` processes on loopback: script runs started
+// on every node append to marker files while nodes are killed with
+// SIGKILL one at a time and restarted; every run finishes, journaled
+// commands ran exactly once, interrupted ones at most twice, no entry is
+// lost, and every node serves every run over HTTP.
+func TestClusterCrashResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster crash test skipped in -short mode")
+	}
+	began := time.Now()
+	base, marks := t.TempDir(), t.TempDir()
+	nodes := make([]clusterNode, 3)
+	var routes []string
+	for i := range nodes {
+		nodes[i] = clusterNode{name: fmt.Sprintf("n%d", i+1), data: filepath.Join(base, fmt.Sprintf("n%d", i+1)),
+			addr: freePort(t), natsAddr: freePort(t), routeAddr: freePort(t)}
+		routes = append(routes, "nats://"+nodes[i].routeAddr)
+	}
+	rs := strings.Join(routes, ",")
+	procs := make([]*proc, 3)
+	for i, n := range nodes {
+		procs[i] = startClusterProc(t, n, rs)
+	}
+	for _, p := range procs {
+		waitHealthy(t, p, 30*time.Second)
+	}
+	t.Logf("cluster of 3 processes up in %v", time.Since(began).Round(time.Millisecond))
+
+	const runs, commands = 6, 12
+	ids := make([]string, runs)
+	for k := range ids {
+		cmds := make([]string, commands)
+		for i := range cmds {
+			sleep := []string{"0.01", "0.05", "0.2", "0.02"}[(i+k)%4]
+			cmds[i] = fmt.Sprintf("echo ran >> %s/r%d_c%02d; sleep %s", marks, k, i, sleep)
+		}
+		ids[k] = procs[k%3].start("script", map[string]any{"commands": cmds})
+	}
+	// Kill one node at a time (two stay up: a majority), at varied
+	// moments; restart it, and wait until every unfinished run has
+	// journaled a new result before the next kill.
+	for j, d := range []time.Duration{150, 40, 300} {
+		time.Sleep(d * time.Millisecond)
+		victim := j % 3
+		live := procs[(victim+1)%3]
+		procs[victim].kill()
+		killed := time.Now()
+		// While the cluster elects new leaders for what the dead node
+		// led, reads may fail for a few seconds.
+		before := tryDoneOps(t, live, ids, 20*time.Second)
+		deadline := time.Now().Add(20 * time.Second)
+		for !progressed(before, tryDoneOps(t, live, ids, 20*time.Second)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no progress after killing %s\n%s", nodes[victim].name, live.out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("kill %d (%s): every unfinished run progressed %v later", j+1, nodes[victim].name, time.Since(killed).Round(time.Millisecond))
+		procs[victim] = startClusterProc(t, nodes[victim], rs)
+		waitHealthy(t, procs[victim], 30*time.Second)
+	}
+	p := procs[0]
+	for k, id := range ids {
+		h := waitEnded(t, p, id, 60*time.Second)
+		if h.Status != "succeeded" {
+			t.Fatalf("run %d ended %s (%s): %s", k, h.Status, h.EndReason, h.Error)
+		}
+		ops := p.ops(id)
+		if len(ops) != commands {
+			t.Fatalf("run %d: %d ops journaled, want %d", k, len(ops), commands)
+		}
+		interrupted := 0
+		for i, op := range ops {
+			n := countLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
+			switch {
+			case op.Status != "done":
+				t.Fatalf("run %d op %s status %s", k, op.ID, op.Status)
+			case n == 0:
+				t.Fatalf("run %d command %d never ran", k, i)
+			case op.Attempts <= 1 && n != 1:
+				t.Fatalf("run %d command %d ran %d times though it was never interrupted", k, i, n)
+			case n > 2:
+				t.Fatalf("run %d command %d ran %d times, more than twice", k, i, n)
+			}
+			if op.Attempts > 1 {
+				interrupted++
+			}
+		}
+		// Every node serves the run's head, entries and ops.
+		for _, q := range procs {
+			entries := q.entries(id)
+			if len(entries) != commands {
+				t.Fatalf("run %d on %s: %d entries, want %d", k, q.base, len(entries), commands)
+			}
+			for i, e := range entries {
+				var data struct {
+					Index int `json:"index"`
+				}
+				if err := json.Unmarshal(e.Data, &data); err != nil || e.Seq != uint64(i+1) || e.Type != "command" || data.Index != i {
+					t.Fatalf("run %d entry %d on %s = %+v (%v)", k, i, q.base, e, err)
+				}
+			}
+			if h := q.run(id); h.Status != "succeeded" {
+				t.Fatalf("run %d on %s: %s", k, q.base, h.Status)
+			}
+		}
+		t.Logf("run %d: %d of %d commands re-dispatched after a crash", k, interrupted, commands)
+	}
+	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
+}
+
+// tryDoneOps is doneOps, read again until every read succeeds or d has
+// passed.
+func tryDoneOps(t testing.TB, p *proc, ids []string, d time.Duration) []int {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		out, err := readDoneOps(p, ids)
+		if err == nil {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read runs: %v\n%s", err, p.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readDoneOps counts journaled results per run; -1 marks an ended run.
+func readDoneOps(p *proc, ids []string) ([]int, error) {
+	ctx := context.Background()
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		h, err := p.c.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if h.Status != "running" {
+			out[i] = -1
+			continue
+		}
+		page, err := p.c.Ops(ctx, id, "", 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range page.Ops {
+			if op.Status == "done" {
+				out[i]++
+			}
+		}
+	}
+	return out, nil
+}
