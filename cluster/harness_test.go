@@ -19,6 +19,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	jsstore "github.com/flockrun/flock/state/jetstream"
@@ -350,4 +351,55 @@ func (c *testCluster) alive() *testNode {
 	}
 	c.t.Fatal("no node alive")
 	return nil
+}
+
+// raftGroups are the streams whose leaders a run's takeover needs.
+var raftGroups = []string{ClaimStream, "FLOCK_RUNS", "KV_FLOCK_HEADS", "KV_FLOCK_LEASES", "OBJ_FLOCK_BLOBS"}
+
+// leadsAny reports which of the raft groups on a run's data path node i
+// leads: the streams and the claim consumer. (The meta group only assigns
+// streams and consumers; runs do not wait for it.)
+func (c *testCluster) leadsAny(i int) []string {
+	n := c.nodes[i]
+	var led []string
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, name := range raftGroups {
+		st, err := n.m.JS.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		if info, err := st.Info(ctx); err == nil && info.Cluster != nil && info.Cluster.Leader == n.name {
+			led = append(led, name)
+		}
+	}
+	if cons, err := n.m.JS.Consumer(ctx, ClaimStream, ClaimConsumer); err == nil {
+		if info, err := cons.Info(ctx); err == nil && info.Cluster != nil && info.Cluster.Leader == n.name {
+			led = append(led, "consumer")
+		}
+	}
+	return led
+}
+
+// moveLeadersOff asks node i's raft leaders to step down, as before a
+// planned restart, and waits until it leads none: a kill of the node then
+// measures dispatch takeover alone, not JetStream's leader election
+// (4–9 s, fixed in nats-server).
+func (c *testCluster) moveLeadersOff(i int) {
+	c.t.Helper()
+	n := c.nodes[i]
+	testkit.CheckFor(c.t, 30*time.Second, func() error {
+		led := c.leadsAny(i)
+		if len(led) == 0 {
+			return nil
+		}
+		for _, g := range led {
+			subj := "$JS.API.STREAM.LEADER.STEPDOWN." + g
+			if g == "consumer" {
+				subj = "$JS.API.CONSUMER.LEADER.STEPDOWN." + ClaimStream + "." + ClaimConsumer
+			}
+			_, _ = n.m.Conn.Request(subj, nil, 2*time.Second)
+		}
+		return fmt.Errorf("%s still leads %v", n.name, led)
+	})
 }

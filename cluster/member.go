@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -61,7 +62,7 @@ type Member struct {
 // Join starts (or connects to) NATS, opens the store with open, and
 // provisions dispatch. The dispatcher is started later, on the executor
 // (Dispatcher.Start).
-func Join(ctx context.Context, cfg Config, open StoreOpener) (m *Member, err error) {
+func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -77,10 +78,13 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (m *Member, err err
 	if cfg.AckWait == 0 {
 		cfg.AckWait = DefaultAckWait
 	}
-	m = &Member{AckWait: cfg.AckWait}
+	m := &Member{AckWait: cfg.AckWait}
 	began := time.Now()
 	defer func() {
 		if err != nil {
+			if m.Store != nil {
+				_ = m.Store.Close()
+			}
 			m.Close()
 		}
 	}()
@@ -119,10 +123,28 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (m *Member, err err
 		}
 		cfg.Logger.Debug("jetstream ready", "node", cfg.Name, "after", time.Since(began))
 	}
+	// Open the store, then wait until a read and a lease round trip
+	// answer here: the streams may exist before their replicas on this
+	// node serve. A store whose reads find no responder is opened again:
+	// its buckets were bound while another node was still turning their
+	// direct gets off.
+	probe := "flock-ready-probe-" + cfg.Name
 	if err := retryEvery(rctx, time.Second, 100*time.Millisecond, func(ctx context.Context) error {
-		m.Store, err = open(ctx, m.JS, replicas)
+		if m.Store == nil {
+			st, err := open(ctx, m.JS, replicas)
+			if err != nil {
+				cfg.Logger.Debug("open store", "node", cfg.Name, "err", err)
+				return err
+			}
+			m.Store = st
+		}
+		err := probeStore(ctx, m.Store, probe, cfg.Name)
+		if errors.Is(err, nats.ErrNoResponders) {
+			_ = m.Store.Close()
+			m.Store = nil
+		}
 		if err != nil {
-			cfg.Logger.Debug("open store", "node", cfg.Name, "err", err)
+			cfg.Logger.Debug("store not ready", "node", cfg.Name, "err", err)
 		}
 		return err
 	}); err != nil {
@@ -156,4 +178,16 @@ func (m *Member) Close() {
 	if m.Node != nil {
 		m.Node.Shutdown()
 	}
+}
+
+// probeStore reads a run that does not exist and takes and releases a
+// lease on it: both answer once the store's streams serve on this node.
+func probeStore(ctx context.Context, st state.Store, id, owner string) error {
+	if _, err := st.Run(ctx, id); !errors.Is(err, state.ErrNotFound) {
+		return fmt.Errorf("read: %w", err)
+	}
+	if _, err := st.Claim(ctx, id, owner, time.Second); err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	return st.Release(ctx, id, owner)
 }

@@ -89,15 +89,17 @@ func (cfg NodeConfig) options() (*server.Options, error) {
 		return nil, err
 	}
 	opts := &server.Options{
-		ServerName:   cfg.Name,
-		Host:         host,
-		Port:         port,
-		JetStream:    true,
-		StoreDir:     cfg.StoreDir,
-		SyncAlways:   true,
-		SyncInterval: time.Millisecond, // unused with SyncAlways; set so no default applies
-		NoSigs:       true,
-		NoLog:        true,
+		ServerName: cfg.Name,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		// As `sync_interval: always` in a config file: every write is
+		// fsynced before it is acknowledged (the interval keeps its
+		// default; it only paces the background flush).
+		SyncAlways: true,
+		NoSigs:     true,
+		NoLog:      true,
 	}
 	if port == 0 {
 		opts.Port = server.RANDOM_PORT
