@@ -543,29 +543,55 @@ func (d *Dispatcher) answer(id string, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(d.ctx, time.Minute)
 	defer cancel()
 	var rep controlReply
-	err := d.ex.Control(ctx, id, workflows.Action(m.Data))
-	switch {
-	case err == nil:
-	case errors.Is(err, workflows.ErrNotDriven):
-		rep.Code = "not_driven"
-	case errors.Is(err, workflows.ErrEnded):
-		rep.Code, rep.Error = "ended", err.Error()
-	default:
-		rep.Code, rep.Error = "error", err.Error()
+	var req workflows.ControlRequest
+	err := json.Unmarshal(m.Data, &req)
+	if err == nil {
+		err = d.ex.Control(ctx, id, req)
+	}
+	rep.Code = ""
+	for _, c := range controlCodes {
+		if errors.Is(err, c.err) {
+			rep.Code = c.code
+			break
+		}
+	}
+	if err != nil {
+		if rep.Code == "" {
+			rep.Code = "error"
+		}
+		rep.Error = err.Error()
 	}
 	b, _ := json.Marshal(rep)
 	_ = m.Respond(b)
 }
 
-// Control asks the node that drives run id to cancel or pause it
+// controlCodes name the errors a control reply carries, so that the
+// asking node returns the same sentinel as the driving one.
+var controlCodes = []struct {
+	code string
+	err  error
+}{
+	{"not_driven", workflows.ErrNotDriven},
+	{"ended", workflows.ErrEnded},
+	{"answered", workflows.ErrAnswered},
+	{"no_question", workflows.ErrNoQuestion},
+	{"bad_request", workflows.ErrBadRequest},
+}
+
+// Control asks the node that drives run id to cancel, pause or answer it
 // (workflows.Controller); handled is false when no node drives it.
-func (d *Dispatcher) Control(ctx context.Context, id string, a workflows.Action) (bool, error) {
+func (d *Dispatcher) Control(ctx context.Context, id string, req workflows.ControlRequest) (bool, error) {
+	a := req.Action
+	data, err := json.Marshal(req)
+	if err != nil {
+		return true, err
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 	}
-	m, err := d.nc.RequestWithContext(ctx, controlPrefix+token(id), []byte(a))
+	m, err := d.nc.RequestWithContext(ctx, controlPrefix+token(id), data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return false, nil
 	}
@@ -581,8 +607,11 @@ func (d *Dispatcher) Control(ctx context.Context, id string, a workflows.Action)
 		return true, nil
 	case "not_driven":
 		return false, nil
-	case "ended":
-		return true, fmt.Errorf("%w: %s", workflows.ErrEnded, rep.Error)
+	}
+	for _, c := range controlCodes {
+		if rep.Code == c.code {
+			return true, fmt.Errorf("%w: %s", c.err, rep.Error)
+		}
 	}
 	return true, fmt.Errorf("%s run %s on the node that drives it: %s", a, id, rep.Error)
 }

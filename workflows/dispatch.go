@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,11 +31,19 @@ type Dispatcher interface {
 }
 
 // Controller is implemented by a Dispatcher that can reach the executor
-// driving a run elsewhere. Cancel and Pause of a run this executor does not
-// drive ask it first; handled false means no executor drives the run (it
-// is queued, or parked), and the store is then written directly.
+// driving a run elsewhere. Cancel, Pause and Answer of a run this executor
+// does not drive ask it first; handled false means no executor drives the
+// run (it is queued, or parked), and the store is then written directly.
 type Controller interface {
-	Control(ctx context.Context, id string, a Action) (handled bool, err error)
+	Control(ctx context.Context, id string, req ControlRequest) (handled bool, err error)
+}
+
+// ControlRequest is a control request for a run driven elsewhere.
+type ControlRequest struct {
+	Action Action `json:"action"`
+	// Op and Answer are ActionAnswer's question and answer.
+	Op     string          `json:"op,omitempty"`
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // EventPublisher is implemented by a Dispatcher that forwards the events
@@ -51,6 +60,7 @@ type Action string
 const (
 	ActionCancel Action = "cancel"
 	ActionPause  Action = "pause"
+	ActionAnswer Action = "answer"
 )
 
 // UnloadReason says why a run stopped being driven here.
@@ -146,32 +156,35 @@ func (e *Executor) Drive(ctx context.Context, id string) error {
 	return e.resume(ctx, head)
 }
 
-// Control cancels or pauses run id if this executor drives it, as Cancel
-// and Pause do; it returns ErrNotDriven, doing nothing, if it does not.
-// The dispatcher calls it for control requests from other nodes.
-func (e *Executor) Control(ctx context.Context, id string, a Action) error {
+// Control cancels, pauses or answers run id if this executor drives it,
+// as Cancel, Pause and Answer do; it returns ErrNotDriven, doing nothing,
+// if it does not. The dispatcher calls it for control requests from other
+// nodes.
+func (e *Executor) Control(ctx context.Context, id string, req ControlRequest) error {
 	e.mu.Lock()
 	_, driven := e.runs[id]
 	e.mu.Unlock()
 	if !driven {
 		return fmt.Errorf("%w: run %s", ErrNotDriven, id)
 	}
-	switch a {
+	switch req.Action {
 	case ActionCancel:
 		return e.cancel(ctx, id, false)
 	case ActionPause:
 		return e.pause(ctx, id, false)
+	case ActionAnswer:
+		return e.answer(ctx, id, req.Op, req.Answer, false)
 	}
-	return fmt.Errorf("%w: unknown control action %q", ErrBadRequest, a)
+	return fmt.Errorf("%w: unknown control action %q", ErrBadRequest, req.Action)
 }
 
 // remote asks the executor that drives run id elsewhere to act on it.
-func (e *Executor) remote(ctx context.Context, id string, a Action) (bool, error) {
+func (e *Executor) remote(ctx context.Context, id string, req ControlRequest) (bool, error) {
 	c, ok := e.cfg.Dispatcher.(Controller)
 	if !ok {
 		return false, nil
 	}
-	return c.Control(ctx, id, a)
+	return c.Control(ctx, id, req)
 }
 
 // enqueue hands run id to the dispatcher, due at wake.

@@ -560,7 +560,7 @@ func (e *Executor) cancel(ctx context.Context, id string, routed bool) error {
 	r := e.runs[id]
 	e.mu.Unlock()
 	if r == nil && routed && e.dispatched() && head.Status == state.StatusRunning {
-		if handled, err := e.remote(ctx, id, ActionCancel); handled {
+		if handled, err := e.remote(ctx, id, ControlRequest{Action: ActionCancel}); handled {
 			return err
 		}
 		if head, err = e.store.Run(ctx, id); err != nil {
@@ -627,7 +627,7 @@ func (e *Executor) pause(ctx context.Context, id string, routed bool) error {
 	r := e.runs[id]
 	e.mu.Unlock()
 	if r == nil && routed && e.dispatched() {
-		if handled, err := e.remote(ctx, id, ActionPause); handled {
+		if handled, err := e.remote(ctx, id, ControlRequest{Action: ActionPause}); handled {
 			return err
 		}
 		if err := e.pauseStored(ctx, id); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/operations"
@@ -274,6 +275,14 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 	if err := e.store.Commit(ctx, c); err != nil {
 		e.release(newID)
 		return state.Run{}, fmt.Errorf("create fork: %w", err)
+	}
+	if e.dispatched() {
+		// Cluster mode: whichever node takes the fork's claim drives it.
+		e.release(newID)
+		if p := publisherOf(e.cfg.Dispatcher); p != nil {
+			p.PublishEvent(newID, c.Events[0])
+		}
+		return head, e.enqueue(ctx, newID, time.Time{})
 	}
 	r := e.newRunner(head, spec, rs, wf)
 	r.resumed = true // the copied pending ops may have run in the source

@@ -81,6 +81,12 @@ func (e *Executor) Questions(ctx context.Context, id string) ([]Question, error)
 // before), ErrEnded, ErrBadRequest (an answer that does not fit the
 // question, naming why).
 func (e *Executor) Answer(ctx context.Context, id, op string, ans json.RawMessage) error {
+	return e.answer(ctx, id, op, ans, true)
+}
+
+// answer is Answer; routed says a run driven by another node (cluster
+// mode) may be answered there.
+func (e *Executor) answer(ctx context.Context, id, op string, ans json.RawMessage, routed bool) error {
 	head, err := e.store.Run(ctx, id)
 	if err != nil {
 		return err
@@ -119,6 +125,12 @@ func (e *Executor) Answer(ctx context.Context, id, op string, ans json.RawMessag
 	e.mu.Unlock()
 	if r != nil {
 		return r.deliver(ctx, op, res)
+	}
+	if routed && e.dispatched() && head.Status == state.StatusRunning {
+		// Cluster mode: the node that drives the run waits for it.
+		if handled, err := e.remote(ctx, id, ControlRequest{Action: ActionAnswer, Op: op, Answer: ans}); handled {
+			return err
+		}
 	}
 	// Not driven here (paused): journal the answer; the run reads it when
 	// it is resumed.
