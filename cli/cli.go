@@ -91,6 +91,9 @@ Usage:
   flock db recover [--data DIR | --db FILE] --to FILE
         Copy every readable run, entry, op and event of a damaged database into
         a new FILE and report what could not be read.
+  flock serve --cluster --node NAME [--nats-listen ADDR] [--cluster-listen ADDR --routes URLS] [--jetstream-dir DIR] [serve flags]
+        Run as a node of a cluster on an embedded NATS JetStream (README, "Running a
+        cluster"); --nats URL joins an external NATS cluster instead.
   flock serve --sandbox-config FILE [serve flags]
         Also serve the sandbox service (AgentFlow's sandbox-server JSON) under /api/v1.
   flock sandbox --config FILE [--addr 127.0.0.1:18890] [--data DIR]

@@ -155,6 +155,8 @@ type testNode struct {
 	// store's), so that a test can cut a node off dispatch alone.
 	dispatch *nats.Conn
 	killed   bool
+	// start starts (or restarts, after kill) the node.
+	start func() error
 }
 
 // testCluster is n flock nodes, each with an embedded NATS node, in this
@@ -235,7 +237,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		n := &testNode{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))}
 		c.nodes[i] = n
 		clustered := o.n > 1
-		g.Go(func() error {
+		n.start = func() error {
 			cfg := Config{Name: n.name, AckWait: o.ackWait, SweepInterval: o.sweep, ReadyTimeout: 30 * time.Second,
 				Logger: testLogger(n.name),
 				Node:   NodeConfig{Name: n.name, Listen: "127.0.0.1:0", StoreDir: filepath.Join(n.dir, "jetstream")}}
@@ -271,8 +273,10 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 			if err != nil {
 				return err
 			}
+			n.killed = false
 			return d.Start(n.a.Executor)
-		})
+		}
+		g.Go(n.start)
 	}
 	if err := g.Wait(); err != nil {
 		c.close()
@@ -325,6 +329,14 @@ func (c *testCluster) kill(i int) {
 	defer cancel()
 	_ = n.a.Close(ctx)
 	n.m.Dispatcher.Close()
+}
+
+// restart starts killed node i again on its data and addresses.
+func (c *testCluster) restart(i int) {
+	c.t.Helper()
+	if err := c.nodes[i].start(); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // driver returns the index of the live node that drives run id, or -1.

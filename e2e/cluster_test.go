@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,4 +217,70 @@ func readDoneOps(p *proc, ids []string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// BenchmarkClusterKill9Takeover kills a random node of a cluster of three
+// real processes with SIGKILL 20 times (restarting it each time) while
+// runs of short commands go on, and reports, per kill, the time until
+// every unfinished run has journaled a new result: the takeover of the
+// dead node's runs, including JetStream's leader election when it led a
+// stream. Run with -benchtime 1x (about 4 minutes).
+func BenchmarkClusterKill9Takeover(b *testing.B) {
+	const kills = 20
+	for range b.N {
+		base, marks := b.TempDir(), b.TempDir()
+		nodes := make([]clusterNode, 3)
+		var routes []string
+		for i := range nodes {
+			nodes[i] = clusterNode{name: fmt.Sprintf("n%d", i+1), data: filepath.Join(base, fmt.Sprintf("n%d", i+1)),
+				addr: freePort(b), natsAddr: freePort(b), routeAddr: freePort(b)}
+			routes = append(routes, "nats://"+nodes[i].routeAddr)
+		}
+		rs := strings.Join(routes, ",")
+		procs := make([]*proc, 3)
+		for i, n := range nodes {
+			procs[i] = startClusterProc(b, n, rs)
+		}
+		for _, p := range procs {
+			waitHealthy(b, p, 60*time.Second)
+		}
+		var ds []time.Duration
+		for k := range kills {
+			ids := make([]string, 3)
+			for i := range ids {
+				cmds := make([]string, 40)
+				for j := range cmds {
+					cmds[j] = fmt.Sprintf("echo ran >> %s/k%d_r%d; sleep 0.1", marks, k, i)
+				}
+				ids[i] = procs[i].start("script", map[string]any{"commands": cmds})
+			}
+			victim := k % 3
+			live := procs[(victim+1)%3]
+			time.Sleep(500 * time.Millisecond)
+			procs[victim].kill()
+			killed := time.Now()
+			before := tryDoneOps(b, live, ids, 30*time.Second)
+			deadline := time.Now().Add(60 * time.Second)
+			for !progressed(before, tryDoneOps(b, live, ids, 30*time.Second)) {
+				if time.Now().After(deadline) {
+					b.Fatalf("no progress after killing %s", nodes[victim].name)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			d := time.Since(killed)
+			ds = append(ds, d)
+			b.Logf("kill %d (%s): every unfinished run progressed %v later", k+1, nodes[victim].name, d.Round(time.Millisecond))
+			for _, id := range ids {
+				_, _ = live.c.Cancel(context.Background(), id)
+			}
+			procs[victim] = startClusterProc(b, nodes[victim], rs)
+			waitHealthy(b, procs[victim], 60*time.Second)
+		}
+		slices.Sort(ds)
+		q := func(p float64) float64 { return ds[int(p*float64(len(ds)-1))].Seconds() }
+		b.ReportMetric(ds[0].Seconds(), "min-s")
+		b.ReportMetric(q(0.5), "p50-s")
+		b.ReportMetric(q(0.9), "p90-s")
+		b.ReportMetric(ds[len(ds)-1].Seconds(), "max-s")
+	}
 }
