@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -365,5 +367,48 @@ func TestClusterLongDelayHandsOff(t *testing.T) {
 		if h.Status != state.StatusSucceeded {
 			t.Fatalf("run %s ended %s: %s", id, h.Status, h.Error)
 		}
+	}
+}
+
+// askWorkflow asks a person a question and ends once it is answered.
+func askWorkflow() phases.Workflow {
+	p := func(in phases.Input) (phases.Output, error) {
+		if in.Run.Step == 1 {
+			return phases.Output{Next: "p", Ops: []operations.Request{operations.NewHuman(operations.HumanRequest{Question: "go on?"})}}, nil
+		}
+		return phases.Output{}, nil
+	}
+	return phases.Workflow{Name: "test.ask", Start: "p", Phases: []phases.PhaseSpec{{Name: "p", Run: p, Next: []string{"p"}}}}
+}
+
+func init() { phases.Default.MustRegister(askWorkflow()) }
+
+// TestClusterAnswerReachesDriver: an answer given on a node that does not
+// drive the run reaches the node that does, whose parked run goes on.
+func TestClusterAnswerReachesDriver(t *testing.T) {
+	c := startCluster(t, clusterOpts{})
+	ctx := context.Background()
+	h, err := c.nodes[0].a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "test.ask"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d int
+	var qs []workflows.Question
+	testkit.WaitFor(t, "the question asked", func() bool {
+		d = c.driver(h.ID)
+		qs, _ = c.nodes[0].a.Executor.Questions(ctx, h.ID)
+		return d >= 0 && len(qs) == 1
+	})
+	asker := c.nodes[(d+1)%3].a.Executor
+	if err := asker.Answer(ctx, h.ID, qs[0].OpID, json.RawMessage(`"yes"`)); err != nil {
+		t.Fatalf("answer from another node: %v", err)
+	}
+	waitEnded(t, c.nodes[0].store, []string{h.ID}, 20*time.Second)
+	end, _ := c.nodes[0].store.Run(ctx, h.ID)
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("run ended %s: %s", end.Status, end.Error)
+	}
+	if err := asker.Answer(ctx, h.ID, qs[0].OpID, json.RawMessage(`"again"`)); !errors.Is(err, workflows.ErrAnswered) && !errors.Is(err, workflows.ErrEnded) {
+		t.Fatalf("second answer: %v, want ErrAnswered or ErrEnded", err)
 	}
 }

@@ -138,6 +138,26 @@
 // here. With the bbolt store, one process owns the file and the fence
 // never trips.
 //
+// # Cluster mode
+//
+// With Config.Dispatcher set (package cluster, `flock serve --cluster`)
+// the executor is one of several nodes sharing a store, and drives only
+// the runs the dispatcher hands it (Drive), which claims the run's lease
+// and resumes it as after a crash. Start resumes nothing; StartRun, Fork
+// and Resume write the run and Enqueue it, so that whichever node takes
+// its claim drives it. A run that waits for a Delay longer than
+// Config.HandoffDelay (default 10 s) is unloaded instead of parked: the
+// result that completed its step is journaled, its lease released, and
+// the dispatcher enqueues it again at WakeAt. Every run that stops being
+// driven is reported to Dispatcher.Unloaded with why (ended or paused,
+// parked, stopped, lost to another owner, store failure), so that the
+// dispatcher settles its claim. Cancel, Pause and Answer of a run this
+// executor does not drive go to the node that does (Controller); when no
+// node drives it, Cancel and Pause write the store directly, fenced by
+// the head revision they read. Events of driven runs are also given to an
+// EventPublisher, for the other nodes' event streams. Without a
+// Dispatcher nothing of this applies and behaviour is as described above.
+//
 // # Caveats
 //
 // Phases run on the run's goroutine; a phase that never returns blocks its
