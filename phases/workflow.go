@@ -30,6 +30,15 @@ type Workflow struct {
 	// (plugins built before this field). A field tagged
 	// `settings:"flock-unused"` is a Flock key accepted and ignored.
 	Settings any
+	// SharesLimits says the workflow spends its run's usage limits
+	// (tokens, actions, cost) through child runs to which it hands shares
+	// of them (a synthesis splits its budget over its lanes). The engine
+	// then does not end the run itself when its usage, which adds each
+	// child's as the child ends, reaches one of those limits: the
+	// workflow keeps within them and finishes its own way (its summary
+	// written). The same goes for the time limit: the workflow hands its
+	// children what is left of it.
+	SharesLimits bool
 	// Source says where the workflow came from: "builtin", "plugin:FILE" or
 	// "file:FILE". Registries fill in "builtin" when it is empty.
 	Source string

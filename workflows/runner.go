@@ -385,7 +385,7 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		}
 	}
 	ctx := r.ctx
-	if lim := r.head.Limits.Seconds; lim > 0 {
+	if lim := r.ownLimits().Seconds; lim > 0 {
 		left := time.Duration((lim - r.seconds()) * float64(time.Second))
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, max(left, 0))
@@ -492,7 +492,7 @@ func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result
 	if res.Meta == nil {
 		res.Meta = req.Meta
 	}
-	if ctx.Err() != nil && res.Error == "" && r.ctx.Err() == nil && r.head.Limits.Seconds > 0 {
+	if ctx.Err() != nil && res.Error == "" && r.ctx.Err() == nil && r.ownLimits().Seconds > 0 {
 		res.Error = "time limit reached"
 	}
 	return res, nil
@@ -556,9 +556,18 @@ func appendEntries(h *state.Run, phase string, in []phases.Entry) []phases.Entry
 	return out
 }
 
+// ownLimits are the limits the engine holds the run to: none for a
+// workflow that shares its limits out to its children (SharesLimits).
+func (r *runner) ownLimits() operations.RunLimits {
+	if r.wf.SharesLimits {
+		return operations.RunLimits{}
+	}
+	return r.head.Limits
+}
+
 // overLimit returns the end reason of the first exceeded limit, or "".
 func (r *runner) overLimit() string {
-	l, u := r.head.Limits, r.head.Usage
+	l, u := r.ownLimits(), r.head.Usage
 	switch {
 	case l.Tokens > 0 && u.Tokens >= l.Tokens:
 		return state.ReasonLimitTokens
