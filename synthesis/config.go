@@ -129,11 +129,18 @@ type Config struct {
 	ClosedBook      bool   `json:"closed_book,omitempty"`
 	ClosedBookModel string `json:"closed_book_model,omitempty"`
 
+	// Limits is the budget of the whole synthesis (tokens, actions, cost,
+	// seconds), flock's common "limits". The synthesis keeps within it
+	// itself, so that it always ends with its summary: each lane gets an
+	// equal share, each seed run its lane's remaining share as its
+	// limits (with SeedLimits, the smaller of the two), and a lane whose
+	// share is spent starts no more seeds (listed in the summary with
+	// reason budget_spent; a re-run tries them again). Limits are checked
+	// between steps: the step that crosses one finishes.
+	Limits operations.RunLimits `json:"limits,omitempty"`
 	// SeedLimits caps each seed's run (tokens, actions, seconds, cost): a
 	// seed over one ends with end_reason limit_* and is not marked done (a
-	// re-run tries it again). flock's common "limits" is refused here: the
-	// engine would apply it to the synthesis run as a whole, whose usage
-	// sums its seeds' only as its lanes end, and end it without a summary.
+	// re-run tries it again).
 	SeedLimits operations.RunLimits `json:"seed_limits,omitempty"`
 	// Models declares model endpoints (see configs.RunSettings).
 	Models json.RawMessage `json:"models,omitempty"`
@@ -182,9 +189,6 @@ func Parse(doc json.RawMessage) (Config, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &raw); err != nil || raw == nil {
 		return c, fmt.Errorf("%w: the config must be a JSON object", ErrConfig)
-	}
-	if _, ok := raw["limits"]; ok {
-		return c, fmt.Errorf("%w: limits would cap the synthesis run as a whole, which the engine checks only as its lanes end (ending it without summary.json); use seed_limits, which caps each seed's run", ErrConfig)
 	}
 	if err := unknownKeys(raw); err != nil {
 		return c, err
@@ -313,6 +317,11 @@ func (c *Config) Validate() error {
 		return bad("min_hops", c.MinHops, ">= 1")
 	case c.SandboxTimeout < 0:
 		return bad("sandbox_timeout", c.SandboxTimeout, ">= 0")
+	}
+	for key, l := range map[string]operations.RunLimits{"limits": c.Limits, "seed_limits": c.SeedLimits} {
+		if l.Tokens < 0 || l.Actions < 0 || l.Cost < 0 || l.Seconds < 0 || math.IsNaN(l.Cost) || math.IsNaN(l.Seconds) {
+			return bad(key, fmt.Sprintf("%+v", l), "no negative limit (0: none)")
+		}
 	}
 	for i, t := range c.AvailableTools {
 		r, tool, ok := strings.Cut(t, ":")

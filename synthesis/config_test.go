@@ -49,7 +49,8 @@ func TestParseErrors(t *testing.T) {
 		{"unexpanded", `{` + base + `, "seed_description": "${TOPIC}"}`, "seed_description holds an unexpanded"},
 		{"tips", `{` + base + `, "sampling_tips": 3}`, "sampling_tips: want a string or a list"},
 		{"sandbox url", `{` + base + `, "sandbox_server_url": "ftp://x"}`, "sandbox_server_url"},
-		{"limits", `{` + base + `, "limits": {"tokens": 10}}`, "use seed_limits"},
+		{"limits", `{` + base + `, "limits": {"tokens": -10}}`, "limits is {Tokens:-10"},
+		{"seed limits", `{` + base + `, "seed_limits": {"cost": -1}}`, "seed_limits is {"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(json.RawMessage(tc.doc))

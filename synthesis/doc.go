@@ -27,10 +27,15 @@
 // reads the key from, so no key is stored with a run. Settings sent over
 // HTTP must be expanded by the client: Parse refuses a "${" left in a value.
 //
-// flock's common "limits" is refused in a synthesis config, naming
-// seed_limits instead: the engine would cap the synthesis run itself, whose
-// usage sums its seeds' only as its lanes end, so it would end at the last
-// moment without summary.json. seed_limits caps each seed's run.
+// flock's common "limits" is the budget of the whole synthesis, and the
+// synthesis keeps within it itself (the workflow declares SharesLimits, so
+// the engine does not end it mid-way without its summary): each lane gets
+// an equal share, each seed run its lane's remaining share as its own
+// limits, and a lane whose share is spent starts no more seeds. As with
+// any run's limits, a seed run's are checked between its steps, so the
+// step that crosses one finishes (at most max_concurrency calls over). Their
+// seeds are listed in the summary with reason budget_spent, and a re-run
+// with more budget does them. seed_limits caps each seed's run.
 //
 // # Seeds
 //

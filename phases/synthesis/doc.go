@@ -109,7 +109,14 @@
 //
 // seed_limits caps each seed's run (the engine's limits): a seed over
 // one ends with end_reason limit_*, writes nothing and is listed in the
-// summary's failures; a re-run tries it again.
+// summary's failures; a re-run tries it again. limits is the budget of
+// the whole synthesis: the workflow declares SharesLimits, so the engine
+// does not end the synthesis run on it; Spawn gives each lane an equal
+// share (tokens, actions and cost divided, the time limit as a deadline
+// from the start), each lane gives each seed run what is left of its share
+// (or seed_limits where smaller), and a lane whose share is spent starts no
+// more seeds: they are failures with reason budget_spent, summary.json is
+// written as usual and carries the limits.
 //
 // # Caveats
 //

@@ -436,3 +436,65 @@ func TestRepairsOutputFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSynthesisBudget gives the whole synthesis a budget of actions
+// (limits): the synthesis keeps within it (up to the step that crosses it)
+// and still ends with its summary.
+// With 40 actions and one lane, the first seed's 30 tool calls fit, the
+// second seed's run gets the 10 left and ends over them; with 30, the
+// first seed spends them all (its run ends at its limit) and the second is
+// not started.
+func TestSynthesisBudget(t *testing.T) {
+	dir := t.TempDir()
+	svc := openSandbox(t)
+	testdata, _ := filepath.Abs("testdata")
+	a, err := app.Open(context.Background(), configs.Server{DataDir: filepath.Join(dir, "data"), Mode: "simulated", ReadRoots: []string{testdata}, WriteRoots: []string{dir}}, nil, app.WithSandbox(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	seeds, err := os.ReadFile(filepath.Join(repo(t), "examples/synthesis/seeds.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(seeds)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, m)
+	}
+	for _, tc := range []struct {
+		actions      int
+		done         int
+		secondReason string
+	}{
+		{40, 1, "limit_actions"},
+		{30, 0, synthesis.ReasonBudgetSpent},
+	} {
+		out := filepath.Join(dir, fmt.Sprintf("out-%d", tc.actions))
+		end := run(t, a, map[string]any{"seeds": list, "output_dir": out, "available_tools": []string{"text2sql:*", "rag:search"},
+			"model_name": "simulated", "min_depth": 3, "max_selected_traj": 2, "max_concurrency": 8,
+			"limits": map[string]any{"actions": tc.actions}})
+		// Like any run's limits, a seed run's are checked between steps: the
+		// step that crosses one finishes (at most max_concurrency calls).
+		if end.Usage.Actions > tc.actions+8 {
+			t.Errorf("limits.actions %d: the synthesis used %d", tc.actions, end.Usage.Actions)
+		}
+		var sum synthesis.Summary
+		if err := json.Unmarshal(end.Result, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum.SeedsDone != tc.done || sum.SeedsFailed != 2-tc.done || sum.Limits == nil || sum.Limits.Actions != tc.actions {
+			t.Fatalf("limits.actions %d: summary %+v", tc.actions, sum)
+		}
+		last := sum.Failures[len(sum.Failures)-1]
+		if last.Reason != tc.secondReason {
+			t.Errorf("limits.actions %d: failures %+v, want the last with reason %s", tc.actions, sum.Failures, tc.secondReason)
+		}
+		if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+			t.Errorf("limits.actions %d: %v", tc.actions, err)
+		}
+	}
+}

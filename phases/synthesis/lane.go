@@ -3,6 +3,7 @@ package synthesis
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
@@ -35,7 +36,13 @@ type laneState struct {
 	Next   int           `json:"next"`
 	Done   int           `json:"done"`
 	Failed []SeedFailure `json:"failed,omitempty"`
+	// Spent is what the lane's seed runs used (their usage as they ended).
+	Spent operations.RunUsage `json:"spent"`
 }
+
+// ReasonBudgetSpent marks a seed a lane did not start: its share of the
+// synthesis's limits was spent.
+const ReasonBudgetSpent = "budget_spent"
 
 // LaneWorkflow returns the lane declaration.
 func LaneWorkflow() phases.Workflow {
@@ -56,6 +63,11 @@ func Next(in phases.Input, s *LaneSettings) (phases.Output, error) {
 	}
 	for _, r := range in.Results {
 		seed := r.Meta["seed"]
+		if r.Spawn != nil {
+			st.Spent.Tokens += r.Spawn.Usage.Tokens
+			st.Spent.Actions += r.Spawn.Usage.Actions
+			st.Spent.Cost += r.Spawn.Usage.Cost
+		}
 		switch {
 		case r.Error != "":
 			st.Failed = append(st.Failed, SeedFailure{SourceID: seed, Error: r.Error})
@@ -74,9 +86,29 @@ func Next(in phases.Input, s *LaneSettings) (phases.Output, error) {
 		out.End = &phases.End{Reason: "lane_done", Result: res}
 		return out, nil
 	}
+	ss := s.Base
+	if s.limited() {
+		limits, ok := seedBudget(s, st.Spent, in.Run.Now)
+		if !ok {
+			for _, sd := range s.Seeds[st.Next:] {
+				st.Failed = append(st.Failed, SeedFailure{SourceID: sd.ID, Reason: ReasonBudgetSpent,
+					Error: "the synthesis's limits were spent before this seed started"})
+			}
+			res, err := phases.Marshal(LaneResult{Done: st.Done, Failed: st.Failed})
+			if err != nil {
+				return out, err
+			}
+			out.End = &phases.End{Reason: "lane_done", Result: res}
+			return out, nil
+		}
+		doc, err := json.Marshal(limits)
+		if err != nil {
+			return out, err
+		}
+		ss.Limits = doc
+	}
 	seed := s.Seeds[st.Next]
 	st.Next++
-	ss := s.Base
 	ss.Seed = seed
 	doc, err := phases.Marshal(ss)
 	if err != nil {
@@ -87,4 +119,55 @@ func Next(in phases.Input, s *LaneSettings) (phases.Output, error) {
 	out.Ops = []operations.Request{r}
 	out.Next = PhaseNext
 	return out, out.SetVar("lane", st)
+}
+
+// seedBudget is the limits of the lane's next seed run: what is left of
+// the lane's share, or the seed's own limits (seed_limits) where smaller.
+// ok is false when some part of the share is spent.
+func seedBudget(s *LaneSettings, spent operations.RunUsage, now time.Time) (operations.RunLimits, bool) {
+	var own operations.RunLimits
+	if len(s.Base.Limits) > 0 {
+		if err := json.Unmarshal(s.Base.Limits, &own); err != nil {
+			own = operations.RunLimits{}
+		}
+	}
+	b := s.Budget
+	l := own
+	if b.Tokens > 0 {
+		left := b.Tokens - spent.Tokens
+		if left <= 0 {
+			return l, false
+		}
+		l.Tokens = minLimit(l.Tokens, left)
+	}
+	if b.Actions > 0 {
+		left := b.Actions - spent.Actions
+		if left <= 0 {
+			return l, false
+		}
+		l.Actions = minLimit(l.Actions, left)
+	}
+	if b.Cost > 0 {
+		left := b.Cost - spent.Cost
+		if left <= 0 {
+			return l, false
+		}
+		l.Cost = minLimit(l.Cost, left)
+	}
+	if s.Deadline != nil {
+		left := s.Deadline.Sub(now).Seconds()
+		if left <= 0 {
+			return l, false
+		}
+		l.Seconds = minLimit(l.Seconds, left)
+	}
+	return l, true
+}
+
+// minLimit is the smaller of two limits where 0 means none.
+func minLimit[T int | float64](a, b T) T {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
 }

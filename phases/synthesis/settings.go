@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
 	cfgpkg "github.com/flockrun/flock/synthesis"
@@ -115,6 +117,16 @@ func (s *SeedSettings) Tools() []string {
 type LaneSettings struct {
 	Base  SeedSettings      `json:"base"`
 	Seeds []trajectory.Seed `json:"seeds"`
+	// Budget is the lane's share of the synthesis's limits (tokens,
+	// actions, cost; zero fields: none), Deadline when its time limit
+	// runs out (nil: none).
+	Budget   operations.RunLimits `json:"budget,omitempty"`
+	Deadline *time.Time           `json:"deadline,omitempty"`
+}
+
+// limited reports whether the lane has a budget to keep within.
+func (s *LaneSettings) limited() bool {
+	return s.Budget != (operations.RunLimits{}) || s.Deadline != nil
 }
 
 // ParseLaneSettings decodes a lane's settings.

@@ -46,6 +46,9 @@ func Workflow() phases.Workflow {
 		},
 		Settings:      settingsKeys(),
 		CheckSettings: CheckSettings,
+		// limits is the budget of the whole synthesis, handed out to the
+		// lanes (laneShare) so that it ends with its summary.
+		SharesLimits: true,
 	}
 }
 
@@ -255,7 +258,9 @@ func Spawn(in phases.Input, s *Settings) (phases.Output, error) {
 		if err := json.Unmarshal(e.Data, &l); err != nil {
 			return out, fmt.Errorf("%w: lane entry: %v", ErrState, err)
 		}
-		doc, err := phases.Marshal(LaneSettings{Base: base, Seeds: l.Seeds})
+		ls := LaneSettings{Base: base, Seeds: l.Seeds}
+		ls.Budget, ls.Deadline = laneShare(s.Config.Limits, st.Lanes, st.StartedAt)
+		doc, err := phases.Marshal(ls)
 		if err != nil {
 			return out, err
 		}
@@ -265,6 +270,27 @@ func Spawn(in phases.Input, s *Settings) (phases.Output, error) {
 	}
 	out.Next = PhaseCollect
 	return out, nil
+}
+
+// laneShare is one lane's share of the synthesis's limits: tokens,
+// actions and cost split equally over the lanes (at least 1 token or
+// action each), and the time limit as a deadline from the start.
+func laneShare(total operations.RunLimits, lanes int, started time.Time) (operations.RunLimits, *time.Time) {
+	var b operations.RunLimits
+	if total.Tokens > 0 {
+		b.Tokens = max(1, total.Tokens/lanes)
+	}
+	if total.Actions > 0 {
+		b.Actions = max(1, total.Actions/lanes)
+	}
+	if total.Cost > 0 {
+		b.Cost = total.Cost / float64(lanes)
+	}
+	if total.Seconds <= 0 {
+		return b, nil
+	}
+	d := started.Add(time.Duration(total.Seconds * float64(time.Second)))
+	return b, &d
 }
 
 // baseSeedSettings are the seed runs' settings without the seed.
@@ -339,6 +365,9 @@ type Summary struct {
 	// a torn last line) were dropped at start.
 	Repaired []string    `json:"repaired,omitempty"`
 	Files    outputFiles `json:"files"`
+	// Limits is the synthesis's budget (the config's limits), when set;
+	// seeds it left unstarted are failures with reason budget_spent.
+	Limits *operations.RunLimits `json:"limits,omitempty"`
 }
 
 // Report sums seeds_done.jsonl into summary.json.
@@ -357,6 +386,9 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 	sum := Summary{SchemaVersion: 1, RunID: in.Run.ID, SeedsTotal: st.Seeds, SeedsSkipped: st.Skipped,
 		StartedAt: st.StartedAt, FinishedAt: in.Run.Now, Seconds: in.Run.Now.Sub(st.StartedAt).Seconds(),
 		Repaired: st.Repaired, Files: st.Files}
+	if l := s.Config.Limits; l != (operations.RunLimits{}) {
+		sum.Limits = &l
+	}
 	seen := map[string]bool{}
 	if r.ReadFile != nil && r.ReadFile.Exists {
 		for _, l := range strings.Split(r.ReadFile.Content, "\n") {
