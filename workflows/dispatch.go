@@ -187,6 +187,27 @@ func (e *Executor) remote(ctx context.Context, id string, req ControlRequest) (b
 	return c.Control(ctx, id, req)
 }
 
+// retryFenced runs a routed control action (cancel, pause, answer) again
+// when its write to the store was fenced. In cluster mode a run no node
+// answers for is written directly, fenced by the head it read; a node that
+// takes the run up in between changes that head, and now drives it: asked
+// again, it answers. Bounded: 20 tries, 20 ms more between each.
+func (e *Executor) retryFenced(ctx context.Context, action func() error) error {
+	for i := 1; ; i++ {
+		err := action()
+		if !errors.Is(err, state.ErrFenced) || !e.dispatched() || i == 20 {
+			return err
+		}
+		t := time.NewTimer(time.Duration(i) * 20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
 // enqueue hands run id to the dispatcher, due at wake.
 func (e *Executor) enqueue(ctx context.Context, id string, wake time.Time) error {
 	if err := e.cfg.Dispatcher.Enqueue(ctx, id, wake); err != nil {

@@ -540,7 +540,7 @@ func (e *Executor) launch(r *runner) bool {
 // Cancel cancels a run and, recursively, its children. In cluster mode a
 // run driven by another node is cancelled there (Controller).
 func (e *Executor) Cancel(ctx context.Context, id string) error {
-	return e.cancel(ctx, id, true)
+	return e.retryFenced(ctx, func() error { return e.cancel(ctx, id, true) })
 }
 
 // cancel is Cancel; routed says a run not driven here may be asked of the
@@ -608,7 +608,7 @@ func (e *Executor) cancel(ctx context.Context, id string, routed bool) error {
 // mode a run driven by another node is paused there (Controller), and a
 // run no node drives (queued, parked) is marked paused in the store.
 func (e *Executor) Pause(ctx context.Context, id string) error {
-	return e.pause(ctx, id, true)
+	return e.retryFenced(ctx, func() error { return e.pause(ctx, id, true) })
 }
 
 // pause is Pause; routed as for cancel.

@@ -81,7 +81,7 @@ func (e *Executor) Questions(ctx context.Context, id string) ([]Question, error)
 // before), ErrEnded, ErrBadRequest (an answer that does not fit the
 // question, naming why).
 func (e *Executor) Answer(ctx context.Context, id, op string, ans json.RawMessage) error {
-	return e.answer(ctx, id, op, ans, true)
+	return e.retryFenced(ctx, func() error { return e.answer(ctx, id, op, ans, true) })
 }
 
 // answer is Answer; routed says a run driven by another node (cluster
