@@ -37,10 +37,14 @@ const (
 	DefaultSweepInterval = 10 * time.Second
 )
 
-// errWrongLastSequence is JetStream's error code for a publish whose
-// expected last subject sequence does not hold: here, the run already has
-// a claim queued.
-const errWrongLastSequence = 10071
+// JetStream's error codes for a publish whose expected last subject
+// sequence does not hold: here, the run already has a claim queued
+// (10071), or another publish of a claim for the run is in flight in a
+// clustered stream (10164).
+const (
+	errWrongLastSequence         = 10071
+	errWrongLastSequenceInFlight = 10164
+)
 
 // DispatchConfig configures a Dispatcher.
 type DispatchConfig struct {
@@ -436,8 +440,8 @@ func (d *Dispatcher) Enqueue(ctx context.Context, id string, wake time.Time) err
 	_, err := d.js.Publish(ctx, claimPrefix+token(id), []byte(id),
 		jetstream.WithExpectLastSequencePerSubject(0))
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == errWrongLastSequence {
-		return nil // already queued or held
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == errWrongLastSequence || apiErr.ErrorCode == errWrongLastSequenceInFlight) {
+		return nil // already queued or held, or being queued
 	}
 	if err != nil {
 		return fmt.Errorf("publish claim: %w", err)
