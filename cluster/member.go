@@ -116,7 +116,9 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 	defer cancel()
 	// JetStream answers once the cluster has elected its meta leader (a
 	// majority of the nodes is up); requests sent before are lost and
-	// time out, so tries are short.
+	// time out. Creating a replicated stream often answers later than it
+	// applies (several nodes create the same ones at once): tries are
+	// short, and the next one finds the stream made.
 	if m.Node != nil {
 		if err := m.Node.WaitJetStream(rctx); err != nil {
 			return nil, err
@@ -157,6 +159,7 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 	if err != nil {
 		return nil, err
 	}
+	cfg.Logger.Debug("store answers", "node", cfg.Name, "after", time.Since(began))
 	if err := m.Dispatcher.Provision(rctx); err != nil {
 		return nil, err
 	}
