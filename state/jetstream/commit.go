@@ -648,7 +648,7 @@ func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur c
 			// tip, up to a message a live commit appended once the
 			// log was cleared (whose base is the current revision).
 			for last.Sequence > tip && baseOf(last) < cur.rev {
-				if err := s.runs.DeleteMsg(ctx, last.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				if err := s.deleteMsg(ctx, last.Sequence); err != nil {
 					return 0, fmt.Errorf("append %s: delete dead message %d: %w", kind, last.Sequence, err)
 				}
 				last, err = s.runs.GetLastMsgForSubject(ctx, subj)
@@ -697,12 +697,30 @@ func (s *Store) retract(ctx context.Context, p *prepared, base uint64) error {
 		if a.base != base {
 			continue
 		}
-		if err := s.runs.DeleteMsg(ctx, a.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err := s.deleteMsg(ctx, a.seq); err != nil {
 			return fmt.Errorf("append %s: retract message %d: %w", kind, a.seq, err)
 		}
 		delete(p.acks, kind)
 	}
 	return nil
+}
+
+// deleteMsg deletes the log message seq. A message already gone is not an
+// error: two commits clearing the same dead appends race to delete them,
+// and the server answers the second with "sequence not found" (10043)
+// through ErrMsgDeleteUnsuccessful, not ErrMsgNotFound, so a refusal is
+// checked by reading the message back.
+func (s *Store) deleteMsg(ctx context.Context, seq uint64) error {
+	err := s.runs.DeleteMsg(ctx, seq)
+	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		if _, gerr := s.runs.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+	}
+	return err
 }
 
 // putChunks stores each chunk under its key unless present, and returns

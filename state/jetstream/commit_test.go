@@ -509,3 +509,29 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("unfinished after the run ended: %+v %v", unf, err)
 	}
 }
+
+// TestDeleteGoneMessage deletes a dead append twice, as two commits that
+// clear the same dead appends do when they race: the server refuses the
+// second delete ("sequence not found", which the client reports as
+// ErrMsgDeleteUnsuccessful, not ErrMsgNotFound), and the store takes that
+// as done. TestContractR3/ConcurrentCommitsOneRun failed on it once.
+func TestDeleteGoneMessage(t *testing.T) {
+	servers := []*server.Server{startServer(t)}
+	a := openStore(t, servers, Options{})
+	mustCommit(t, a, step("r", 1, 0, state.StatusRunning))
+	dead := crash(t, a, step("r", 2, 1, state.StatusRunning))
+	ctx := context.Background()
+	if err := a.runs.DeleteMsg(ctx, dead[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.runs.DeleteMsg(ctx, dead[0]); !errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		t.Fatalf("a second raw delete: %v, want ErrMsgDeleteUnsuccessful (the failure mode this guards)", err)
+	}
+	if err := a.deleteMsg(ctx, dead[0]); err != nil {
+		t.Fatalf("deleting a message already gone: %v", err)
+	}
+	if err := a.deleteMsg(ctx, dead[1]); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, a, dead[:2])
+}
