@@ -201,6 +201,9 @@ func freePorts(t testing.TB, n int) []int {
 
 func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("cluster tests (embedded NATS nodes) skipped in -short mode; scripts/test.sh runs them")
+	}
 	if o.n == 0 {
 		o.n = 3
 	}
