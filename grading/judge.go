@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flockrun/flock/internal/jsontext"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -127,7 +128,7 @@ func ParseJudgeReply(reply string) (JudgeVerdict, error) {
 // with the number of bytes it took. It first finds the closing brace with a
 // string-aware scan, which is much cheaper than a failed decode.
 func decodeObjectAt(s string) (map[string]json.RawMessage, int, bool) {
-	end := objectEnd(s)
+	end := jsontext.ObjectEnd(s)
 	if end < 0 {
 		return nil, 0, false
 	}
@@ -136,31 +137,6 @@ func decodeObjectAt(s string) (map[string]json.RawMessage, int, bool) {
 		return nil, 0, false
 	}
 	return obj, end, true
-}
-
-// objectEnd returns the offset just past the '}' that closes the '{' at
-// s[0], skipping braces inside JSON strings, or -1.
-func objectEnd(s string) int {
-	depth, inString := 0, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inString && c == '\\':
-			i++
-		case inString:
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case c == '{':
-			depth++
-		case c == '}':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return -1
 }
 
 // verdictFrom reads a verdict from obj; isVerdict is false when obj has no

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flockrun/flock/internal/jsontext"
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
 
@@ -52,7 +53,7 @@ func Parse(reply string) (trajectory.QA, error) {
 		}
 		i += k
 		attempts++
-		end := objectEnd(reply[i:])
+		end := jsontext.ObjectEnd(reply[i:])
 		if end < 0 {
 			note(fmt.Errorf("%w: the JSON object at offset %d is not closed", ErrInvalidReply, i))
 			continue
@@ -77,31 +78,6 @@ func Parse(reply string) (trajectory.QA, error) {
 		return trajectory.QA{}, fmt.Errorf("%w: no JSON object with a \"question\" field", ErrInvalidReply)
 	}
 	return trajectory.QA{}, fmt.Errorf("%w: no JSON object in the reply", ErrInvalidReply)
-}
-
-// objectEnd returns the offset just past the '}' that closes the '{' at
-// s[0], skipping braces inside JSON strings, or -1.
-func objectEnd(s string) int {
-	depth, inString := 0, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inString && c == '\\':
-			i++
-		case inString:
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case c == '{':
-			depth++
-		case c == '}':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return -1
 }
 
 func pairFrom(obj map[string]json.RawMessage) (trajectory.QA, error) {
