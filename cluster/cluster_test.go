@@ -168,7 +168,7 @@ func TestClusterKillNodeTakeover(t *testing.T) {
 	const ackWait = time.Second
 	c := startCluster(t, clusterOpts{ackWait: ackWait})
 	marks := t.TempDir()
-	const runs, commands = 9, 10
+	const runs, commands = 9, 60 // ~8 s a run: still running after the leaders moved
 	ids := make([]string, runs)
 	for k := range ids {
 		ids[k] = startScript(t, c.nodes[k%3], marks, k, commands)
@@ -196,6 +196,18 @@ func TestClusterKillNodeTakeover(t *testing.T) {
 	})
 	c.moveLeadersOff(victim)
 	time.Sleep(300 * time.Millisecond) // into the runs' commands
+	running := 0
+	var seen []string
+	for _, id := range victims {
+		h, err := c.nodes[victim].store.Run(context.Background(), id)
+		if err == nil && h.Status == state.StatusRunning {
+			running++
+		}
+		seen = append(seen, fmt.Sprintf("%s step %d (%v)", h.Status, h.Step, err))
+	}
+	if running == 0 {
+		t.Fatalf("every run of %s ended before the kill (%v): the test would prove nothing", c.nodes[victim].name, seen)
+	}
 	killed := time.Now()
 	c.kill(victim)
 	t.Logf("killed %s, which drove %d runs", c.nodes[victim].name, len(victims))

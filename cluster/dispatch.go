@@ -336,7 +336,13 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 	// little longer before handing the claim back.
 	deadline := time.Now().Add(d.cfg.AckWait + time.Second)
 	for {
-		err := d.ex.Drive(d.ctx, id)
+		// Each try is bounded: while JetStream elects a new leader for a
+		// stream whose leader died, reads sent to the old one are never
+		// answered, and a short try retried soon resumes the run sooner
+		// after the election than one that waits out the client's 5 s.
+		ctx, cancel := context.WithTimeout(d.ctx, max(3*time.Second, 2*d.cfg.AckWait))
+		err := d.ex.Drive(ctx, id)
+		cancel()
 		switch {
 		case err == nil:
 			d.driven(id, msg)
@@ -368,7 +374,7 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 			_ = msg.NakWithDelay(d.cfg.AckWait)
 		default:
 			d.log.Warn("run not driven; its claim is retried", "node", d.cfg.Node, "run", id, "err", err)
-			_ = msg.NakWithDelay(time.Second)
+			_ = msg.NakWithDelay(250 * time.Millisecond)
 		}
 		return
 	}

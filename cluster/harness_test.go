@@ -164,6 +164,8 @@ type testNode struct {
 type testCluster struct {
 	t     testing.TB
 	nodes []*testNode
+	// stopping counts killed nodes whose executor is still stopping.
+	stopping sync.WaitGroup
 }
 
 // clusterOpts configure startCluster.
@@ -216,7 +218,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	base := t.TempDir()
 	if o.open == nil && !o.bolt {
 		o.open = func(ctx context.Context, js jetstream.JetStream, r int) (state.Store, error) {
-			return jsstore.Open(ctx, js, jsstore.Options{Replicas: r})
+			return jsstore.Open(ctx, js, jsstore.Options{Replicas: r, WriteTimeout: 3 * time.Second})
 		}
 	}
 	own := !o.bolt
@@ -299,6 +301,7 @@ func testLogger(node string) *slog.Logger {
 
 // close stops every node still alive, gracefully.
 func (c *testCluster) close() {
+	defer c.stopping.Wait()
 	for _, n := range c.nodes {
 		if n == nil || n.killed {
 			continue
@@ -324,19 +327,32 @@ func (c *testCluster) close() {
 func (c *testCluster) kill(i int) {
 	n := c.nodes[i]
 	n.killed = true
+	began := time.Now()
+	c.stopping.Wait() // an earlier kill of the same node
 	n.store.kill()
 	n.dispatch.Close()
 	n.m.Conn.Close()
 	n.m.Node.Shutdown()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_ = n.a.Close(ctx)
-	n.m.Dispatcher.Close()
+	// What is left of the process stops on its own time (a commit in
+	// flight when the connection closed may wait out its write
+	// timeout); the test goes on at once, as the cluster would.
+	c.stopping.Add(1)
+	go func() {
+		defer c.stopping.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = n.a.Close(ctx)
+		n.m.Dispatcher.Close()
+		if d := time.Since(began); d > 2*time.Second {
+			c.t.Logf("kill %s: its executor stopped after %v", n.name, d.Round(time.Millisecond))
+		}
+	}()
 }
 
 // restart starts killed node i again on its data and addresses.
 func (c *testCluster) restart(i int) {
 	c.t.Helper()
+	c.stopping.Wait()
 	if err := c.nodes[i].start(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -403,10 +419,14 @@ func (c *testCluster) leadsAny(i int) []string {
 func (c *testCluster) moveLeadersOff(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
-	testkit.CheckFor(c.t, 30*time.Second, func() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		led := c.leadsAny(i)
 		if len(led) == 0 {
-			return nil
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s still leads %v", n.name, led)
 		}
 		for _, g := range led {
 			subj := "$JS.API.STREAM.LEADER.STEPDOWN." + g
@@ -415,6 +435,10 @@ func (c *testCluster) moveLeadersOff(i int) {
 			}
 			_, _ = n.m.Conn.Request(subj, nil, 2*time.Second)
 		}
-		return fmt.Errorf("%s still leads %v", n.name, led)
-	})
+		// Let the elections the step-downs started finish before
+		// asking again.
+		testkit.WaitWithin(c.t, 5*time.Second, "leaders elected", func() bool {
+			return len(c.leadsAny(i)) < len(led)
+		})
+	}
 }
