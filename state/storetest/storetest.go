@@ -1117,6 +1117,22 @@ func testOddRunIDs(t *testing.T, s state.Store) {
 	if err := s.Commit(ctx, &state.Commit{RunID: strings.Repeat("x", 1025)}); err == nil {
 		t.Fatal("an over-long run id was accepted")
 	}
+	// Ids no run can have (the HTTP API passes what the URL holds, e.g.
+	// /runs//entries) are runs that do not exist, not store failures.
+	for _, id := range []string{"", "a\x00b", strings.Repeat("x", 1025)} {
+		if _, err := s.Run(ctx, id); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("Run(%q): %v, want ErrNotFound", id, err)
+		}
+		if _, err := s.Spec(ctx, id); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("Spec(%q): %v, want ErrNotFound", id, err)
+		}
+		if _, err := s.Entries(ctx, id, 0, 0); err != nil && !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("Entries(%q): %v, want none or ErrNotFound", id, err)
+		}
+		if _, err := s.Events(ctx, id, 0, 0); err != nil && !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("Events(%q): %v, want none or ErrNotFound", id, err)
+		}
+	}
 }
 
 func testCanceledContext(t *testing.T, s state.Store) {
