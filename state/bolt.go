@@ -35,10 +35,6 @@ var (
 	keySchema = []byte("schema")
 )
 
-// maxRunIDLen bounds run IDs so that every key stays far below bbolt's
-// 32 KiB key limit.
-const maxRunIDLen = 1024
-
 // Defaults of BoltOptions.
 const (
 	DefaultBoltTimeout         = 2 * time.Second

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -91,34 +90,16 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 // encodeCommit checks what can be checked without stored state and
 // encodes c.
 func encodeCommit(c *Commit) (*commitReq, error) {
-	if c == nil {
-		return nil, errors.New("commit: nil commit")
+	if err := CheckCommitRun(c); err != nil {
+		return nil, err
 	}
 	id := c.RunID
-	if err := checkRunID(id); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
 	r := &commitReq{c: c, done: make(chan error, 1)}
 	if c.Run != nil {
-		h := *c.Run
-		if h.ID == "" {
-			h.ID = id
+		h, err := CommitHead(c)
+		if err != nil {
+			return nil, err
 		}
-		if h.ID != id {
-			return nil, fmt.Errorf("commit to run %s: head has id %q", id, h.ID)
-		}
-		if !h.Status.Valid() {
-			return nil, fmt.Errorf("commit to run %s: head has invalid status %q", id, h.Status)
-		}
-		if h.ParentID != "" {
-			if err := checkRunID(h.ParentID); err != nil {
-				return nil, fmt.Errorf("commit to run %s: parent: %w", id, err)
-			}
-		}
-		if h.Schema == 0 {
-			h.Schema = SchemaVersion
-		}
-		h.Revision = 0 // assigned by the committer
 		b, err := json.Marshal(&h)
 		if err != nil {
 			return nil, fmt.Errorf("commit to run %s: encode head: %w", id, err)
@@ -137,17 +118,13 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 		r.spec = b
 		r.size += len(b)
 	}
+	if err := CheckEntrySeqs(id, c.Entries); err != nil {
+		return nil, err
+	}
 	if len(c.Entries) > 0 {
-		first := c.Entries[0].Seq
-		if first == 0 {
-			return nil, fmt.Errorf("commit to run %s: entry seq must start at 1", id)
-		}
 		r.entries = make([][]byte, len(c.Entries))
 		for i := range c.Entries {
 			e := &c.Entries[i]
-			if e.Seq != first+uint64(i) {
-				return nil, fmt.Errorf("commit to run %s: entry seqs not contiguous: %d after %d", id, e.Seq, first+uint64(i)-1)
-			}
 			b, err := record.Marshal(e) // no HTML escaping: raw JSON in entries reads back byte for byte
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode entry %d: %w", id, e.Seq, err)
@@ -161,22 +138,9 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 		r.ops = make([][]byte, len(c.Ops))
 		r.results = make([][]byte, len(c.Ops))
 		for i := range c.Ops {
-			op := c.Ops[i]
-			if op.RunID == "" {
-				op.RunID = id
-			}
-			if op.RunID != id {
-				return nil, fmt.Errorf("commit to run %s: op %q belongs to run %q", id, op.ID, op.RunID)
-			}
-			if op.Index < 0 || op.Index > math.MaxUint32 {
-				return nil, fmt.Errorf("commit to run %s: op index %d out of range", id, op.Index)
-			}
-			want := OpID(id, op.Step, op.Index)
-			if op.ID == "" {
-				op.ID = want
-			}
-			if op.ID != want {
-				return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
+			op, err := CommitOp(id, c.Ops[i])
+			if err != nil {
+				return nil, err
 			}
 			r.opKeys[i] = opKey(id, op.Step, uint32(op.Index))
 			if op.Status == OpDone {
@@ -220,19 +184,6 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 		}
 	}
 	return r, nil
-}
-
-// checkRunID rejects IDs that would break the key layout.
-func checkRunID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("empty run id")
-	case len(id) > maxRunIDLen:
-		return fmt.Errorf("run id longer than %d bytes", maxRunIDLen)
-	case strings.IndexByte(id, 0) >= 0:
-		return fmt.Errorf("run id %q contains a NUL byte", id)
-	}
-	return nil
 }
 
 // OpID returns the ID of operation index of step of run:

@@ -66,7 +66,7 @@ func checkLease(ctx context.Context, id, owner string, ttl time.Duration) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return err
 	}
 	switch {

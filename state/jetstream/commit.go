@@ -107,33 +107,16 @@ func (s *Store) Commit(ctx context.Context, c *state.Commit) error {
 
 // prepare checks and encodes what can be without stored state.
 func (s *Store) prepare(c *state.Commit) (*prepared, error) {
-	if c == nil {
-		return nil, errors.New("commit: nil commit")
+	if err := state.CheckCommitRun(c); err != nil {
+		return nil, err
 	}
 	id := c.RunID
-	if err := checkRunID(id); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
 	p := &prepared{c: c, key: runKey(id), nonce: nuid.Next(),
 		results: map[opKey][]byte{}, acks: map[string]appended{}}
 	if c.Run != nil {
-		h := *c.Run
-		if h.ID == "" {
-			h.ID = id
-		}
-		if h.ID != id {
-			return nil, fmt.Errorf("commit to run %s: head has id %q", id, h.ID)
-		}
-		if !h.Status.Valid() {
-			return nil, fmt.Errorf("commit to run %s: head has invalid status %q", id, h.Status)
-		}
-		if h.ParentID != "" {
-			if err := checkRunID(h.ParentID); err != nil {
-				return nil, fmt.Errorf("commit to run %s: parent: %w", id, err)
-			}
-		}
-		if h.Schema == 0 {
-			h.Schema = state.SchemaVersion
+		h, err := state.CommitHead(c)
+		if err != nil {
+			return nil, err
 		}
 		p.head = &h
 	}
@@ -144,17 +127,13 @@ func (s *Store) prepare(c *state.Commit) (*prepared, error) {
 		}
 		p.spec = b
 	}
+	if err := state.CheckEntrySeqs(id, c.Entries); err != nil {
+		return nil, err
+	}
 	if len(c.Entries) > 0 {
-		first := c.Entries[0].Seq
-		if first == 0 {
-			return nil, fmt.Errorf("commit to run %s: entry seq must start at 1", id)
-		}
 		p.entries = make([][]byte, len(c.Entries))
 		for i := range c.Entries {
 			e := &c.Entries[i]
-			if e.Seq != first+uint64(i) {
-				return nil, fmt.Errorf("commit to run %s: entry seqs not contiguous: %d after %d", id, e.Seq, first+uint64(i)-1)
-			}
 			b, err := record.Marshal(e)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode entry %d: %w", id, e.Seq, err)
@@ -163,22 +142,9 @@ func (s *Store) prepare(c *state.Commit) (*prepared, error) {
 		}
 	}
 	for i := range c.Ops {
-		op := c.Ops[i]
-		if op.RunID == "" {
-			op.RunID = id
-		}
-		if op.RunID != id {
-			return nil, fmt.Errorf("commit to run %s: op %q belongs to run %q", id, op.ID, op.RunID)
-		}
-		if op.Index < 0 || op.Index > math.MaxUint32 {
-			return nil, fmt.Errorf("commit to run %s: op index %d out of range", id, op.Index)
-		}
-		want := state.OpID(id, op.Step, op.Index)
-		if op.ID == "" {
-			op.ID = want
-		}
-		if op.ID != want {
-			return nil, fmt.Errorf("commit to run %s: op id %q does not match step %d index %d", id, op.ID, op.Step, op.Index)
+		op, err := state.CommitOp(id, c.Ops[i])
+		if err != nil {
+			return nil, err
 		}
 		po := preparedOp{op: op, k: opKey{op.Step, uint32(op.Index)}}
 		if op.Status == state.OpDone {

@@ -2,14 +2,7 @@ package jetstream
 
 import (
 	"encoding/base64"
-	"errors"
-	"fmt"
-	"strings"
 )
-
-// maxRunIDLen bounds run ids so that subjects stay well inside the
-// server's control line (4 KiB).
-const maxRunIDLen = 1024
 
 // runKey returns the subject token and KV key of run id: the id itself
 // when it is made of letters, digits, '-' and '_' (as the ids flock
@@ -23,20 +16,6 @@ func runKey(id string) string {
 		}
 	}
 	return id
-}
-
-// checkRunID rejects ids the store cannot key (the rules of the bbolt
-// store).
-func checkRunID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("empty run id")
-	case len(id) > maxRunIDLen:
-		return fmt.Errorf("run id longer than %d bytes", maxRunIDLen)
-	case strings.IndexByte(id, 0) >= 0:
-		return fmt.Errorf("run id %q contains a NUL byte", id)
-	}
-	return nil
 }
 
 // Log kinds: the last token of a run's subjects.

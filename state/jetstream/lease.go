@@ -126,7 +126,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if s.isClosed.Load() {
 		return state.ErrClosed
 	}
-	if err := checkRunID(id); err != nil {
+	if err := state.CheckRunID(id); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
 	key := runKey(id)
@@ -155,7 +155,7 @@ func (s *Store) checkLease(ctx context.Context, id, owner string, ttl time.Durat
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := checkRunID(id); err != nil {
+	if err := state.CheckRunID(id); err != nil {
 		return err
 	}
 	switch {

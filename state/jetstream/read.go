@@ -37,7 +37,7 @@ func (s *Store) envelope(ctx context.Context, id string) (*envelope, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkRunID(id); err != nil {
+	if err := state.CheckRunID(id); err != nil {
 		// No run can have this id (the bbolt store answers the same).
 		return nil, fmt.Errorf("%w: run %q: %v", state.ErrNotFound, id, err)
 	}
