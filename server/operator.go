@@ -136,15 +136,14 @@ func (s *Server) intervene(c *echo.Context) error {
 	return c.JSON(http.StatusOK, api.OK{OK: true})
 }
 
-// decodeObject reads a JSON object body with only the given keys.
+// decodeObject reads a JSON object body with only the given keys, its
+// values trimmed. Errors name the field or the byte offset at fault; a
+// body over the size limit yields the BodyLimit error as is.
 func decodeObject(body io.Reader, fields []string) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(body)
 	var raw map[string]json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, badInput("body", "empty; expected a JSON object with %s", strings.Join(fields, ", "))
-		}
-		return nil, jsonError(err, dec.InputOffset())
+		return nil, jsonError(err, dec.InputOffset(), fields)
 	}
 	if raw == nil {
 		return nil, badInput("body", "expected a JSON object with %s, got null", strings.Join(fields, ", "))

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -48,29 +47,9 @@ func (s *Server) startWorkflow(c *echo.Context) error {
 // at fault; a body over the size limit yields the BodyLimit error as is.
 func decodeStart(body io.Reader) (workflows.StartRequest, error) {
 	var req workflows.StartRequest
-	dec := json.NewDecoder(body)
-	var raw map[string]json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return req, jsonError(err, dec.InputOffset())
-	}
-	if raw == nil {
-		return req, badInput("body", "expected a JSON object with %s, got null", strings.Join(startFields, ", "))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if isBodyLimit(err) {
-			return req, err
-		}
-		return req, badInput("body", "unexpected data after the JSON object at byte %d", dec.InputOffset())
-	}
-	var unknown []string
-	for k := range raw {
-		if !isStartField(k) {
-			unknown = append(unknown, strconv.Quote(k))
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return req, badInput(strings.Join(unknown, ", "), "unknown field (expected %s)", strings.Join(startFields, ", "))
+	raw, err := decodeObject(body, startFields)
+	if err != nil {
+		return req, err
 	}
 	if v, ok := raw["workflow"]; ok {
 		if err := json.Unmarshal(v, &req.Workflow); err != nil {
@@ -82,7 +61,7 @@ func decodeStart(body io.Reader) (workflows.StartRequest, error) {
 			return req, badInput("task", "must be a string, got JSON %s", jsonKind(v))
 		}
 	}
-	if v := bytes.TrimSpace(raw["settings"]); len(v) > 0 && jsonKind(v) != "null" {
+	if v := raw["settings"]; len(v) > 0 && jsonKind(v) != "null" {
 		if v[0] != '{' {
 			return req, badInput("settings", "must be a JSON object, got JSON %s", jsonKind(v))
 		}
@@ -91,24 +70,16 @@ func decodeStart(body io.Reader) (workflows.StartRequest, error) {
 	return req, nil
 }
 
-func isStartField(k string) bool {
-	for _, f := range startFields {
-		if k == f {
-			return true
-		}
-	}
-	return false
-}
-
-// jsonError words a decoding error of the request body.
-func jsonError(err error, offset int64) error {
+// jsonError words a decoding error of a request body that should be a
+// JSON object with the given fields.
+func jsonError(err error, offset int64, fields []string) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case isBodyLimit(err):
 		return err
 	case errors.Is(err, io.EOF):
-		return badInput("body", "empty; expected a JSON object with %s", strings.Join(startFields, ", "))
+		return badInput("body", "empty; expected a JSON object with %s", strings.Join(fields, ", "))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badInput("body", "malformed JSON: unexpected end of input at byte %d", offset)
 	case errors.As(err, &se):
