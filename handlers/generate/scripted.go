@@ -241,23 +241,14 @@ func (c *cursor) consume(g *operations.GenerateRequest) {
 // the run's journal holds as done (in step order), except the op being
 // answered now: after a crash, the script goes on where the run was.
 func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) error {
-	for after := ""; ; {
-		ops, err := j.Ops(ctx, runID, after, 1000)
-		if err != nil {
-			return err
+	return scanOps(ctx, j, runID, func(op state.Op) error {
+		g := op.Request.Generate
+		replayed := op.Result != nil && op.Result.Generate != nil && op.Result.Generate.Replay == operations.ReplayHit
+		if op.Status == state.OpDone && op.ID != opID && g != nil && g.Model == key && !replayed {
+			c.consume(g)
 		}
-		for _, op := range ops {
-			g := op.Request.Generate
-			replayed := op.Result != nil && op.Result.Generate != nil && op.Result.Generate.Replay == operations.ReplayHit
-			if op.Status == state.OpDone && op.ID != opID && g != nil && g.Model == key && !replayed {
-				c.consume(g)
-			}
-		}
-		if len(ops) < 1000 {
-			return nil
-		}
-		after = ops[len(ops)-1].ID
-	}
+		return nil
+	})
 }
 
 // reply answers g from the script of m, consuming lines of the run's
