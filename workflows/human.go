@@ -134,10 +134,9 @@ func (e *Executor) answer(ctx context.Context, id, op string, ans json.RawMessag
 	}
 	// Not driven here (paused): journal the answer; the run reads it when
 	// it is resumed.
-	now := e.now().UTC()
-	o.Status, o.Result, o.Attempts, o.StartedAt, o.FinishedAt = state.OpDone, &res, 1, &o.CreatedAt, &now
+	o, ev := answered(o, res, e.now().UTC())
 	return e.store.Commit(ctx, &state.Commit{RunID: id, ExpectRevision: head.Revision, Ops: []state.Op{o},
-		Events: []state.Event{answeredEvent(o, now)}})
+		Events: []state.Event{ev}})
 }
 
 // Intervene answers the intervention the run id waits for with ans
@@ -156,11 +155,14 @@ func (e *Executor) Intervene(ctx context.Context, id string, ans json.RawMessage
 	return fmt.Errorf("%w: run %s is not waiting for an intervention (start it with intervention: true)", ErrNotWaiting, id)
 }
 
-func answeredEvent(op state.Op, now time.Time) state.Event {
+// answered returns op done at now with the answer res, and the event that
+// journals it.
+func answered(op state.Op, res operations.Result, now time.Time) (state.Op, state.Event) {
+	op.Status, op.Result, op.Attempts, op.StartedAt, op.FinishedAt = state.OpDone, &res, 1, &op.CreatedAt, &now
 	data, _ := json.Marshal(struct {
 		DurationMS int64 `json:"duration_ms"`
 	}{now.Sub(op.CreatedAt).Milliseconds()})
-	return state.Event{Time: now, Type: "op", Status: "ok", Phase: op.Phase, Step: op.Step, OpID: op.ID,
+	return op, state.Event{Time: now, Type: "op", Status: "ok", Phase: op.Phase, Step: op.Step, OpID: op.ID,
 		Kind: string(op.Request.Kind), Message: "answered", Data: data}
 }
 
@@ -209,10 +211,9 @@ func (r *runner) takeAnswer(i int) (operations.Result, bool, error) {
 	if a == nil {
 		return operations.Result{}, false, nil
 	}
-	now := r.e.now().UTC()
 	res := a.res
-	op.Status, op.Result, op.Attempts, op.StartedAt, op.FinishedAt = state.OpDone, &res, 1, &op.CreatedAt, &now
-	c := &state.Commit{RunID: r.head.ID, Ops: []state.Op{op}, Events: []state.Event{answeredEvent(op, now)}}
+	op, ev := answered(op, res, r.e.now().UTC())
+	c := &state.Commit{RunID: r.head.ID, Ops: []state.Op{op}, Events: []state.Event{ev}}
 	err := r.commit(c)
 	r.parking.Lock()
 	delete(r.answers, op.ID)
