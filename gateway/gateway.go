@@ -198,10 +198,7 @@ func (g *Gateway) Await(ctx context.Context, id string) (*Session, error) {
 }
 
 // Lookup returns the open session id, or nil.
-func (g *Gateway) Lookup(id string) *Session { return g.session(id) }
-
-// session returns the open session id, or nil.
-func (g *Gateway) session(id string) *Session {
+func (g *Gateway) Lookup(id string) *Session {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.sessions[id]

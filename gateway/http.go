@@ -57,7 +57,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) error {
 		return newAPIError(http.StatusForbidden, "invalid_request_error", "cross_site",
 			"the gateway refuses requests from web pages (Origin header present)")
 	}
-	s := g.session(id)
+	s := g.Lookup(id)
 	if s == nil || !validToken(r, s.token) {
 		return newAPIError(http.StatusUnauthorized, "authentication_error", "invalid_api_key",
 			"missing or invalid gateway token: send the session's token as \"Authorization: Bearer <token>\" (the agent's OPENAI_API_KEY)")
