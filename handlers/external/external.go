@@ -50,7 +50,7 @@ type Handler struct {
 	gw    *gateway.Gateway
 	runs  handlers.Runs
 	store state.Reader
-	// getenv and environ read the server's environment (tests replace them).
+	// environ reads the server's environment (tests replace it).
 	environ func() []string
 }
 
