@@ -18,6 +18,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 func mustCommit(tb testing.TB, s state.Store, c *state.Commit) {
@@ -72,33 +73,6 @@ func crash(tb testing.TB, s *Store, c *state.Commit) []uint64 {
 	return seqs
 }
 
-// view is what a reader sees of a run: head, entries, ops, events.
-func view(tb testing.TB, s state.Store, id string) string {
-	tb.Helper()
-	ctx := context.Background()
-	h, err := s.Run(ctx, id)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	es, err := s.Entries(ctx, id, 0, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ops, err := s.Ops(ctx, id, "", 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	evs, err := s.Events(ctx, id, 0, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b, err := json.Marshal([]any{h, es, ops, evs})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(b)
-}
-
 // gone fails unless every one of seqs was deleted from the runs stream.
 func gone(tb testing.TB, s *Store, seqs []uint64) {
 	tb.Helper()
@@ -117,14 +91,14 @@ func TestCrashBetweenAppendsAndHead(t *testing.T) {
 	servers := []*server.Server{startServer(t)}
 	a := openStore(t, servers, Options{OrphanWait: 100 * time.Millisecond})
 	mustCommit(t, a, step("r", 1, 0, state.StatusRunning))
-	before := view(t, a, "r")
+	before := storetest.Snapshot(t, a, "r")
 
 	dead := crash(t, a, step("r", 2, 1, state.StatusRunning))
 	if len(dead) != 3 { // entry, op, event
 		t.Fatalf("the crashing commit appended %d messages, want 3", len(dead))
 	}
 	b := openStore(t, servers, Options{Prefix: a.opts.Prefix, OrphanWait: 100 * time.Millisecond})
-	if got := view(t, b, "r"); got != before {
+	if got := storetest.Snapshot(t, b, "r"); got != before {
 		t.Fatalf("a commit without its head write is visible:\nbefore %s\nafter  %s", before, got)
 	}
 
@@ -139,7 +113,7 @@ func TestCrashBetweenAppendsAndHead(t *testing.T) {
 	if err != nil || len(es) != 2 || string(es[1].Data) != `"node b"` {
 		t.Fatalf("entries after the takeover: %+v %v", es, err)
 	}
-	if got, want := view(t, a, "r"), view(t, b, "r"); got != want {
+	if got, want := storetest.Snapshot(t, a, "r"), storetest.Snapshot(t, b, "r"); got != want {
 		t.Fatalf("nodes disagree:\na %s\nb %s", got, want)
 	}
 
@@ -214,14 +188,14 @@ func testZombieFenced(t *testing.T, sa, sb []*server.Server, replicas int) {
 		mustCommit(t, a, c)
 		rev = c.Run.Revision
 	}
-	acked := view(t, a, "r")
+	acked := storetest.Snapshot(t, a, "r")
 
 	b := openStore(t, sb, Options{Prefix: a.opts.Prefix, Replicas: replicas})
 	testkit.CheckFor(t, 10*time.Second, func() error {
 		_, err := b.Claim(ctx, "r", "b", time.Minute)
 		return err
 	})
-	if got := view(t, b, "r"); got != acked {
+	if got := storetest.Snapshot(t, b, "r"); got != acked {
 		t.Fatalf("the new owner reads less than was acknowledged:\nacked %s\nread  %s", acked, got)
 	}
 	h, err := b.Run(ctx, "r")
@@ -229,7 +203,7 @@ func testZombieFenced(t *testing.T, sa, sb []*server.Server, replicas int) {
 		t.Fatal(err)
 	}
 	mustCommit(t, b, step("r", 6, h.Revision, state.StatusRunning))
-	after := view(t, b, "r")
+	after := storetest.Snapshot(t, b, "r")
 
 	zombie := step("r", 6, rev, state.StatusRunning)
 	zombie.Entries[0].Data = json.RawMessage(`"zombie"`)
@@ -239,7 +213,7 @@ func testZombieFenced(t *testing.T, sa, sb []*server.Server, replicas int) {
 	if _, err := a.Renew(ctx, "r", "a", time.Minute); !errors.Is(err, state.ErrLeaseLost) {
 		t.Fatalf("zombie renew: %v, want ErrLeaseLost", err)
 	}
-	if got := view(t, a, "r"); got != after {
+	if got := storetest.Snapshot(t, a, "r"); got != after {
 		t.Fatalf("the zombie's commit is visible:\nwant %s\ngot  %s", after, got)
 	}
 }
@@ -258,7 +232,7 @@ func TestLeaderLoss(t *testing.T) {
 		mustCommit(t, a, c)
 		rev = c.Run.Revision
 	}
-	acked := view(t, a, "r")
+	acked := storetest.Snapshot(t, a, "r")
 	info, err := a.runs.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -488,14 +462,14 @@ func TestServerRestart(t *testing.T) {
 	if _, err := a.Claim(ctx, "r", "a", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	acked := view(t, a, "r")
+	acked := storetest.Snapshot(t, a, "r")
 	first.Shutdown()
 	first.WaitForShutdown()
 
 	again := *opts // the same store directory
 	second := runServer(t, &again)
 	b := openStore(t, []*server.Server{second}, Options{Prefix: "restart"})
-	if got := view(t, b, "r"); got != acked {
+	if got := storetest.Snapshot(t, b, "r"); got != acked {
 		t.Fatalf("after a restart:\nacked %s\nread  %s", acked, got)
 	}
 	if _, err := b.Claim(ctx, "r", "b", time.Minute); !errors.Is(err, state.ErrLeaseHeld) {

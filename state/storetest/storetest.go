@@ -140,30 +140,31 @@ func testEvents(n int) []state.Event {
 	return es
 }
 
-// snapshot is everything stored about a run, to compare before and after
-// a refused commit.
-func snapshot(t *testing.T, s state.Store, id string) string {
-	t.Helper()
+// Snapshot is everything stored about run id (head, entries, ops, events)
+// as JSON, to compare what a reader sees before and after a commit is
+// refused, or on two stores.
+func Snapshot(tb testing.TB, s state.Store, id string) string {
+	tb.Helper()
 	ctx := context.Background()
 	h, err := s.Run(ctx, id)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	es, err := s.Entries(ctx, id, 0, 1000)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ops, err := s.Ops(ctx, id, "", 1000)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	evs, err := s.Events(ctx, id, 0, 1000)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	b, err := json.Marshal([]any{h, es, ops, evs})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return string(b)
 }
@@ -645,7 +646,7 @@ func testFencedByRevision(t *testing.T, s state.Store) {
 		t.Fatalf("stored revision = %d, want 2", got.Revision)
 	}
 
-	before := snapshot(t, s, "r1")
+	before := Snapshot(t, s, "r1")
 	var stats state.Stats
 	sr, hasStats := s.(state.StatsReporter)
 	if hasStats {
@@ -669,7 +670,7 @@ func testFencedByRevision(t *testing.T, s state.Store) {
 			t.Fatal("a refused commit was given numbers")
 		}
 	}
-	if after := snapshot(t, s, "r1"); after != before {
+	if after := Snapshot(t, s, "r1"); after != before {
 		t.Fatalf("refused commits wrote:\nbefore %s\nafter  %s", before, after)
 	}
 	if hasStats {
