@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -97,12 +96,7 @@ func TestClusterCrashResume(t *testing.T) {
 	const runs, commands = 6, 12
 	ids := make([]string, runs)
 	for k := range ids {
-		cmds := make([]string, commands)
-		for i := range cmds {
-			sleep := []string{"0.01", "0.05", "0.2", "0.02"}[(i+k)%4]
-			cmds[i] = fmt.Sprintf("echo ran >> %s/r%d_c%02d; sleep %s", marks, k, i, sleep)
-		}
-		ids[k] = procs[k%3].start("script", map[string]any{"commands": cmds})
+		ids[k] = procs[k%3].start("script", map[string]any{"commands": markerCommands(marks, k, commands)})
 	}
 	// Kill one node at a time (two stay up: a majority), at varied
 	// moments; restart it, and wait until every unfinished run has
@@ -133,41 +127,10 @@ func TestClusterCrashResume(t *testing.T) {
 		if h.Status != "succeeded" {
 			t.Fatalf("run %d ended %s (%s): %s", k, h.Status, h.EndReason, h.Error)
 		}
-		ops := p.ops(id)
-		if len(ops) != commands {
-			t.Fatalf("run %d: %d ops journaled, want %d", k, len(ops), commands)
-		}
-		interrupted := 0
-		for i, op := range ops {
-			n := countLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
-			switch {
-			case op.Status != "done":
-				t.Fatalf("run %d op %s status %s", k, op.ID, op.Status)
-			case n == 0:
-				t.Fatalf("run %d command %d never ran", k, i)
-			case op.Attempts <= 1 && n != 1:
-				t.Fatalf("run %d command %d ran %d times though it was never interrupted", k, i, n)
-			case n > 2:
-				t.Fatalf("run %d command %d ran %d times, more than twice", k, i, n)
-			}
-			if op.Attempts > 1 {
-				interrupted++
-			}
-		}
+		interrupted := checkRanOnce(t, p, id, k, marks, commands)
 		// Every node serves the run's head, entries and ops.
 		for _, q := range procs {
-			entries := q.entries(id)
-			if len(entries) != commands {
-				t.Fatalf("run %d on %s: %d entries, want %d", k, q.base, len(entries), commands)
-			}
-			for i, e := range entries {
-				var data struct {
-					Index int `json:"index"`
-				}
-				if err := json.Unmarshal(e.Data, &data); err != nil || e.Seq != uint64(i+1) || e.Type != "command" || data.Index != i {
-					t.Fatalf("run %d entry %d on %s = %+v (%v)", k, i, q.base, e, err)
-				}
-			}
+			checkEntries(t, q, id, k, commands)
 			if h := q.run(id); h.Status != "succeeded" {
 				t.Fatalf("run %d on %s: %s", k, q.base, h.Status)
 			}

@@ -256,12 +256,7 @@ func TestCrashResume(t *testing.T) {
 	p := startServer(t, data, addr)
 	ids := make([]string, runs)
 	for k := 0; k < runs; k++ {
-		cmds := make([]string, commands)
-		for i := range cmds {
-			sleep := []string{"0.01", "0.05", "0.2", "0.02"}[(i+k)%4]
-			cmds[i] = fmt.Sprintf("echo ran >> %s/r%d_c%02d; sleep %s", marks, k, i, sleep)
-		}
-		ids[k] = p.start("script", map[string]any{"commands": cmds})
+		ids[k] = p.start("script", map[string]any{"commands": markerCommands(marks, k, commands)})
 	}
 	// Kill at varied moments: during commands, between phases, right
 	// after results. After each restart, wait until every unfinished run
@@ -284,40 +279,69 @@ func TestCrashResume(t *testing.T) {
 		if h.Status != "succeeded" {
 			t.Fatalf("run %d ended %s (%s): %s\n%s", k, h.Status, h.EndReason, h.Error, p.out.String())
 		}
-		ops := p.ops(id)
-		if len(ops) != commands {
-			t.Fatalf("run %d: %d ops journaled, want %d", k, len(ops), commands)
-		}
-		interrupted := 0
-		for i, op := range ops {
-			n := countLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
-			switch {
-			case op.Status != "done":
-				t.Fatalf("run %d op %s status %s", k, op.ID, op.Status)
-			case n == 0:
-				t.Fatalf("run %d command %d never ran", k, i)
-			case op.Attempts <= 1 && n != 1:
-				t.Fatalf("run %d command %d ran %d times though it was never interrupted", k, i, n)
-			case n > 2:
-				t.Fatalf("run %d command %d ran %d times, more than twice", k, i, n)
-			}
-			if op.Attempts > 1 {
-				interrupted++
-			}
-		}
-		entries := p.entries(id)
-		if len(entries) != commands {
-			t.Fatalf("run %d: %d entries, want %d", k, len(entries), commands)
-		}
-		for i, e := range entries {
-			var data struct {
-				Index int `json:"index"`
-			}
-			if err := json.Unmarshal(e.Data, &data); err != nil || e.Seq != uint64(i+1) || e.Type != "command" || data.Index != i {
-				t.Fatalf("run %d entry %d = %+v (%v)", k, i, e, err)
-			}
-		}
+		interrupted := checkRanOnce(t, p, id, k, marks, commands)
+		checkEntries(t, p, id, k, commands)
 		t.Logf("run %d: %d of %d commands re-dispatched after a crash", k, interrupted, commands)
+	}
+}
+
+// markerCommands are the commands of script run k of the crash tests:
+// each appends a line to its own marker file under marks, then sleeps a
+// little.
+func markerCommands(marks string, k, commands int) []string {
+	cmds := make([]string, commands)
+	for i := range cmds {
+		sleep := []string{"0.01", "0.05", "0.2", "0.02"}[(i+k)%4]
+		cmds[i] = fmt.Sprintf("echo ran >> %s/r%d_c%02d; sleep %s", marks, k, i, sleep)
+	}
+	return cmds
+}
+
+// checkRanOnce fails unless script run k (id, served by p) journaled all
+// its commands as done, each command ran once, or twice if interrupted
+// (its op tried more than once), going by its marker file; it returns how
+// many were interrupted.
+func checkRanOnce(t testing.TB, p *proc, id string, k int, marks string, commands int) int {
+	t.Helper()
+	ops := p.ops(id)
+	if len(ops) != commands {
+		t.Fatalf("run %d: %d ops journaled, want %d", k, len(ops), commands)
+	}
+	interrupted := 0
+	for i, op := range ops {
+		n := countLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
+		switch {
+		case op.Status != "done":
+			t.Fatalf("run %d op %s status %s", k, op.ID, op.Status)
+		case n == 0:
+			t.Fatalf("run %d command %d never ran", k, i)
+		case op.Attempts <= 1 && n != 1:
+			t.Fatalf("run %d command %d ran %d times though it was never interrupted", k, i, n)
+		case n > 2:
+			t.Fatalf("run %d command %d ran %d times, more than twice", k, i, n)
+		}
+		if op.Attempts > 1 {
+			interrupted++
+		}
+	}
+	return interrupted
+}
+
+// checkEntries fails unless p serves one command entry per command of
+// script run k, numbered from 1, none lost.
+func checkEntries(t testing.TB, p *proc, id string, k, commands int) {
+	t.Helper()
+	entries := p.entries(id)
+	if len(entries) != commands {
+		t.Fatalf("run %d on %s: %d entries, want %d", k, p.base, len(entries), commands)
+	}
+	for i, e := range entries {
+		var data struct {
+			Index int `json:"index"`
+		}
+		if err := json.Unmarshal(e.Data, &data); err != nil || e.Seq != uint64(i+1) || e.Type != "command" || data.Index != i {
+			t.Fatalf("run %d entry %d on %s = %+v (%v)", k, i, p.base, e, err)
+		}
 	}
 }
 
