@@ -1,12 +1,10 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -33,23 +31,6 @@ func startScript(t testing.TB, n *testNode, marks string, k, commands int) strin
 		t.Fatalf("start run %d on %s: %v", k, n.name, err)
 	}
 	return h.ID
-}
-
-func countLines(t testing.TB, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n := 0
-	for s := bufio.NewScanner(f); s.Scan(); {
-		n++
-	}
-	return n
 }
 
 // waitEnded waits for every run to end in the shared store.
@@ -91,7 +72,7 @@ func checkScriptRuns(t testing.TB, st state.Reader, marks string, ids []string, 
 			t.Fatalf("run %d: %d ops journaled, want %d", k, len(ops), commands)
 		}
 		for i, op := range ops {
-			n := countLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
+			n := testkit.CountLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
 			switch {
 			case op.Status != state.OpDone:
 				t.Fatalf("run %d op %s is %s", k, op.ID, op.Status)
@@ -289,7 +270,7 @@ func TestClusterZombieFenced(t *testing.T) {
 	if err != nil || len(ops) != 2 {
 		t.Fatalf("ops %+v, %v", ops, err)
 	}
-	if n := countLines(t, marks+"/b"); n != 1 {
+	if n := testkit.CountLines(t, marks+"/b"); n != 1 {
 		t.Fatalf("second command ran %d times, want once", n)
 	}
 	t.Logf("zombie %s fenced (%d commits refused); the run finished on %s", zombie.name, zombie.store.fenced.Load(), c.nodes[other].name)

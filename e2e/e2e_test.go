@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/client"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/state"
 )
@@ -183,25 +183,6 @@ func (p *proc) entries(id string) []api.Entry {
 	return page.Entries
 }
 
-// countLines returns the number of lines of a file (0 if absent).
-func countLines(t testing.TB, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n := 0
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		n++
-	}
-	return n
-}
-
 func TestServeStartAndFinish(t *testing.T) {
 	p := startServer(t, t.TempDir(), freePort(t))
 	id := p.start("script", map[string]any{"commands": []string{"cd /tmp", "pwd"}})
@@ -309,7 +290,7 @@ func checkRanOnce(t testing.TB, p *proc, id string, k int, marks string, command
 	}
 	interrupted := 0
 	for i, op := range ops {
-		n := countLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
+		n := testkit.CountLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
 		switch {
 		case op.Status != "done":
 			t.Fatalf("run %d op %s status %s", k, op.ID, op.Status)

@@ -183,7 +183,7 @@ func TestSynthesisOverHTTP(t *testing.T) {
 	if sum.SeedsDone != 1 || sum.Nodes != 22 || sum.QAKept < 1 {
 		t.Fatalf("summary: %s", h.Result)
 	}
-	if n := countLines(t, sum.Files.QA); n != sum.QAKept || !strings.HasPrefix(sum.Files.QA, filepath.Join(dir, "data")) {
+	if n := testkit.CountLines(t, sum.Files.QA); n != sum.QAKept || !strings.HasPrefix(sum.Files.QA, filepath.Join(dir, "data")) {
 		t.Fatalf("%s: %d lines, summary says %d", sum.Files.QA, n, sum.QAKept)
 	}
 	for _, tc := range []struct {

@@ -1,5 +1,6 @@
 // Package testkit holds flock's test support: polling with a deadline in
-// place of bare sleeps. It imports only the standard library so that the
+// place of bare sleeps, and CountLines for the marker files of crash
+// tests. It imports only the standard library so that the
 // tests of every package, state's own included, can use it; opening a
 // real store for a test is in the subpackage teststore.
 //
