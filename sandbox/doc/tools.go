@@ -11,29 +11,6 @@ import (
 	"github.com/flockrun/flock/sandbox"
 )
 
-// The envelope codes these tools answer with.
-const (
-	codeInvalidInput   = sandbox.CodeInvalidInput
-	codeMissingField   = sandbox.CodeMissingRequiredField
-	codeBadType        = sandbox.CodeInvalidParameterType
-	codeExecution      = sandbox.CodeExecutionError
-	codeTimeout        = sandbox.CodeTimeout
-	codeAllFailed      = sandbox.CodeAllRequestsFailed
-	codePartialFailure = sandbox.CodePartialFailure
-	codeNotInitialized = sandbox.CodeBackendNotInitialized
-)
-
-// ToolError is a tool failure with its envelope code.
-type ToolError = sandbox.Error
-
-// ToolSpec is one tool as plain Go: its name, description, JSON Schema and function.
-type ToolSpec struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
-	Run         func(ctx context.Context, params map[string]any) (any, error)
-}
-
 // Result is the data of both tools, as AgentFlow's API tools: the text and the
 // parameters the call was made with.
 type Result struct {
@@ -41,9 +18,9 @@ type Result struct {
 	Inputs map[string]any `json:"inputs"`
 }
 
-// Tools returns doc:search and doc:read over e.
-func (e *Engine) Tools() []ToolSpec {
-	return []ToolSpec{
+// Tools returns doc:search and doc:read over e, both stateless.
+func (e *Engine) Tools() []sandbox.Tool {
+	return []sandbox.Tool{
 		{
 			Name:        "doc:search",
 			Description: "Search the headings and paragraphs of the configured documents for keywords; results name the section ids to read.",
@@ -52,7 +29,8 @@ func (e *Engine) Tools() []ToolSpec {
 				`"max_search_results":{"type":"integer","minimum":1,"description":"results per keyword (default from config, 10)"},` +
 				`"doc_id":{"type":"string","description":"search only this document (an id from the results, e.g. \"singers\")"}},` +
 				`"required":["key_words"]}`),
-			Run: e.runSearch,
+			Stateless: true,
+			Run:       e.runSearch,
 		},
 		{
 			Name:        "doc:read",
@@ -62,12 +40,14 @@ func (e *Engine) Tools() []ToolSpec {
 				`"goal":{"type":"string","description":"what the reader looks for (accepted for AgentFlow compatibility; unused)"},` +
 				`"max_text_token":{"type":"integer","minimum":1,"description":"clip the text to this many characters (default from config, 20000)"}},` +
 				`"required":["section_ids"]}`),
-			Run: e.runRead,
+			Stateless: true,
+			Run:       e.runRead,
 		},
 	}
 }
 
-func (e *Engine) runSearch(ctx context.Context, p map[string]any) (any, error) {
+func (e *Engine) runSearch(ctx context.Context, c *sandbox.Call) (any, error) {
+	p := c.Params
 	kws, err := stringsParam(p, "key_words")
 	if err != nil {
 		return nil, err
@@ -87,7 +67,8 @@ func (e *Engine) runSearch(ctx context.Context, p map[string]any) (any, error) {
 	return Result{Result: text, Inputs: inputs(p)}, nil
 }
 
-func (e *Engine) runRead(ctx context.Context, p map[string]any) (any, error) {
+func (e *Engine) runRead(ctx context.Context, c *sandbox.Call) (any, error) {
+	p := c.Params
 	ids, err := stringsParam(p, "section_ids")
 	if err != nil {
 		return nil, err
@@ -111,7 +92,7 @@ func (e *Engine) documentParam(p map[string]any) (string, error) {
 	if v, ok := p["doc_id"]; ok && v != nil {
 		s, ok := v.(string)
 		if !ok {
-			return "", &ToolError{Code: codeBadType, Message: "parameter doc_id: want a string"}
+			return "", &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: "parameter doc_id: want a string"}
 		}
 		return s, nil
 	}
@@ -121,7 +102,7 @@ func (e *Engine) documentParam(p map[string]any) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok || s == "" {
-		return "", &ToolError{Code: codeBadType, Message: "parameter seed_path: want a document id"}
+		return "", &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: "parameter seed_path: want a document id"}
 	}
 	known, err := e.Documents()
 	if err != nil {
@@ -138,7 +119,7 @@ func (e *Engine) documentParam(p map[string]any) (string, error) {
 			return id, nil
 		}
 	}
-	return "", &ToolError{Code: codeInvalidInput, Message: fmt.Sprintf("parameter seed_path: %q is not a configured document (known: %s)", base, strings.Join(known, ", "))}
+	return "", &sandbox.Error{Code: sandbox.CodeInvalidInput, Message: fmt.Sprintf("parameter seed_path: %q is not a configured document (known: %s)", base, strings.Join(known, ", "))}
 }
 
 // inputs echoes the call's parameters without worker or session fields.
@@ -157,7 +138,7 @@ func inputs(p map[string]any) map[string]any {
 func stringsParam(p map[string]any, name string) ([]string, error) {
 	v, ok := p[name]
 	if !ok || v == nil {
-		return nil, &ToolError{Code: codeMissingField, Message: "missing required parameter: " + name}
+		return nil, &sandbox.Error{Code: sandbox.CodeMissingRequiredField, Message: "missing required parameter: " + name}
 	}
 	switch x := v.(type) {
 	case string:
@@ -167,16 +148,16 @@ func stringsParam(p map[string]any, name string) ([]string, error) {
 		for i, y := range x {
 			s, ok := y.(string)
 			if !ok {
-				return nil, &ToolError{Code: codeBadType, Message: fmt.Sprintf("parameter %s[%d]: want a string", name, i)}
+				return nil, &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: fmt.Sprintf("parameter %s[%d]: want a string", name, i)}
 			}
 			out[i] = s
 		}
 		if len(out) == 0 {
-			return nil, &ToolError{Code: codeInvalidInput, Message: "parameter " + name + ": empty list"}
+			return nil, &sandbox.Error{Code: sandbox.CodeInvalidInput, Message: "parameter " + name + ": empty list"}
 		}
 		return out, nil
 	}
-	return nil, &ToolError{Code: codeBadType, Message: "parameter " + name + ": want a string or a list of strings"}
+	return nil, &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: "parameter " + name + ": want a string or a list of strings"}
 }
 
 func intParam(p map[string]any, name string) (int, error) {
@@ -186,10 +167,10 @@ func intParam(p map[string]any, name string) (int, error) {
 	}
 	f, ok := v.(float64)
 	if !ok || f != float64(int(f)) {
-		return 0, &ToolError{Code: codeBadType, Message: "parameter " + name + ": want an integer"}
+		return 0, &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: "parameter " + name + ": want an integer"}
 	}
 	if f < 1 {
-		return 0, &ToolError{Code: codeInvalidInput, Message: "parameter " + name + ": must be at least 1"}
+		return 0, &sandbox.Error{Code: sandbox.CodeInvalidInput, Message: "parameter " + name + ": must be at least 1"}
 	}
 	return int(f), nil
 }
@@ -197,9 +178,9 @@ func intParam(p map[string]any, name string) (int, error) {
 func toolError(err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ToolError{Code: codeTimeout, Message: "doc: timed out"}
+		return &sandbox.Error{Code: sandbox.CodeTimeout, Message: "doc: timed out"}
 	case errors.Is(err, ErrUnknownDocument), errors.Is(err, ErrUnknownSection), errors.Is(err, ErrEmptyKeyword):
-		return &ToolError{Code: codeInvalidInput, Message: err.Error()}
+		return &sandbox.Error{Code: sandbox.CodeInvalidInput, Message: err.Error()}
 	}
-	return &ToolError{Code: codeExecution, Message: err.Error()}
+	return &sandbox.Error{Code: sandbox.CodeExecutionError, Message: err.Error()}
 }

@@ -48,16 +48,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 	if b.engine == nil {
 		return nil
 	}
-	specs := b.engine.Tools()
-	tools := make([]sandbox.Tool, len(specs))
-	for i, s := range specs {
-		run := s.Run
-		tools[i] = sandbox.Tool{
-			Name: s.Name, Description: s.Description, Parameters: s.Parameters, Stateless: true,
-			Run: func(ctx context.Context, c *sandbox.Call) (any, error) { return run(ctx, c.Params) },
-		}
-	}
-	return tools
+	return b.engine.Tools()
 }
 
 var (

@@ -9,32 +9,9 @@ import (
 	"github.com/flockrun/flock/sandbox"
 )
 
-// The envelope codes these tools answer with.
-const (
-	codeInvalidInput   = sandbox.CodeInvalidInput
-	codeMissingField   = sandbox.CodeMissingRequiredField
-	codeBadType        = sandbox.CodeInvalidParameterType
-	codeExecution      = sandbox.CodeExecutionError
-	codeTimeout        = sandbox.CodeTimeout
-	codeAllFailed      = sandbox.CodeAllRequestsFailed
-	codePartialFailure = sandbox.CodePartialFailure
-	codeNotInitialized = sandbox.CodeBackendNotInitialized
-)
-
-// ToolError is a tool failure with its envelope code.
-type ToolError = sandbox.Error
-
-// ToolSpec is one tool as plain Go: its name, description, JSON Schema and function.
-type ToolSpec struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage
-	Run         func(ctx context.Context, params map[string]any) (any, error)
-}
-
-// Tools returns rag:search, rag:batch_search and rag:stats over e.
-func (e *Engine) Tools() []ToolSpec {
-	return []ToolSpec{
+// Tools returns rag:search, rag:batch_search and rag:stats over e, all stateless.
+func (e *Engine) Tools() []sandbox.Tool {
+	return []sandbox.Tool{
 		{
 			Name:        "rag:search",
 			Description: "Search the document collection (BM25) and return the best passages, each \"[title]\" then its text, separated by \"---\".",
@@ -42,7 +19,8 @@ func (e *Engine) Tools() []ToolSpec {
 				`"query":{"type":"string","description":"what to look for"},` +
 				`"top_k":{"type":"integer","minimum":1,"description":"number of passages (default from config, 5)"}},` +
 				`"required":["query"]}`),
-			Run: e.runSearch,
+			Stateless: true,
+			Run:       e.runSearch,
 		},
 		{
 			Name:        "rag:batch_search",
@@ -51,20 +29,23 @@ func (e *Engine) Tools() []ToolSpec {
 				`"queries":{"type":"array","items":{"type":"string"},"description":"the queries"},` +
 				`"top_k":{"type":"integer","minimum":1,"description":"passages per query (default from config, 5)"}},` +
 				`"required":["queries"]}`),
-			Run: e.runBatch,
+			Stateless: true,
+			Run:       e.runBatch,
 		},
 		{
 			Name:        "rag:stats",
 			Description: "Report whether the index is loaded and its size.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{}}`),
-			Run: func(ctx context.Context, _ map[string]any) (any, error) {
+			Stateless:   true,
+			Run: func(context.Context, *sandbox.Call) (any, error) {
 				return e.Stats(), nil
 			},
 		},
 	}
 }
 
-func (e *Engine) runSearch(ctx context.Context, p map[string]any) (any, error) {
+func (e *Engine) runSearch(ctx context.Context, c *sandbox.Call) (any, error) {
+	p := c.Params
 	q, err := stringParam(p, "query")
 	if err != nil {
 		return nil, err
@@ -80,20 +61,21 @@ func (e *Engine) runSearch(ctx context.Context, p map[string]any) (any, error) {
 	return res, nil
 }
 
-func (e *Engine) runBatch(ctx context.Context, p map[string]any) (any, error) {
+func (e *Engine) runBatch(ctx context.Context, c *sandbox.Call) (any, error) {
+	p := c.Params
 	v, ok := p["queries"]
 	if !ok || v == nil {
-		return nil, &ToolError{Code: codeMissingField, Message: "missing required parameter: queries"}
+		return nil, &sandbox.Error{Code: sandbox.CodeMissingRequiredField, Message: "missing required parameter: queries"}
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, &ToolError{Code: codeBadType, Message: "parameter queries: want a list of strings"}
+		return nil, &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: "parameter queries: want a list of strings"}
 	}
 	queries := make([]string, len(list))
 	for i, x := range list {
 		s, ok := x.(string)
 		if !ok {
-			return nil, &ToolError{Code: codeBadType, Message: fmt.Sprintf("parameter queries[%d]: want a string", i)}
+			return nil, &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: fmt.Sprintf("parameter queries[%d]: want a string", i)}
 		}
 		queries[i] = s
 	}
@@ -109,9 +91,9 @@ func (e *Engine) runBatch(ctx context.Context, p map[string]any) (any, error) {
 	case len(res.Errors) == 0:
 		return res, nil
 	case len(res.Errors) == len(queries):
-		return nil, &ToolError{Code: codeAllFailed, Message: fmt.Sprintf("all %d queries failed", len(queries)), Data: res}
+		return nil, &sandbox.Error{Code: sandbox.CodeAllRequestsFailed, Message: fmt.Sprintf("all %d queries failed", len(queries)), Data: res}
 	default:
-		return nil, &ToolError{Code: codePartialFailure, Message: fmt.Sprintf("%d out of %d queries failed", len(res.Errors), len(queries)), Data: res}
+		return nil, &sandbox.Error{Code: sandbox.CodePartialFailure, Message: fmt.Sprintf("%d out of %d queries failed", len(res.Errors), len(queries)), Data: res}
 	}
 }
 
@@ -122,10 +104,10 @@ func (e *Engine) topK(p map[string]any) (int, error) {
 	}
 	k, ok := asInt(v)
 	if !ok {
-		return 0, &ToolError{Code: codeBadType, Message: "parameter top_k: want an integer"}
+		return 0, &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: "parameter top_k: want an integer"}
 	}
 	if k < 1 || k > e.cfg.MaxTopK {
-		return 0, &ToolError{Code: codeInvalidInput, Message: fmt.Sprintf("parameter top_k: %d is outside 1..%d", k, e.cfg.MaxTopK)}
+		return 0, &sandbox.Error{Code: sandbox.CodeInvalidInput, Message: fmt.Sprintf("parameter top_k: %d is outside 1..%d", k, e.cfg.MaxTopK)}
 	}
 	return k, nil
 }
@@ -133,11 +115,11 @@ func (e *Engine) topK(p map[string]any) (int, error) {
 func stringParam(p map[string]any, name string) (string, error) {
 	v, ok := p[name]
 	if !ok || v == nil {
-		return "", &ToolError{Code: codeMissingField, Message: "missing required parameter: " + name}
+		return "", &sandbox.Error{Code: sandbox.CodeMissingRequiredField, Message: "missing required parameter: " + name}
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", &ToolError{Code: codeBadType, Message: "parameter " + name + ": want a string"}
+		return "", &sandbox.Error{Code: sandbox.CodeInvalidParameterType, Message: "parameter " + name + ": want a string"}
 	}
 	return s, nil
 }
@@ -146,11 +128,11 @@ func stringParam(p map[string]any, name string) (string, error) {
 func toolError(err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ToolError{Code: codeTimeout, Message: "rag: timed out"}
+		return &sandbox.Error{Code: sandbox.CodeTimeout, Message: "rag: timed out"}
 	case errors.Is(err, ErrNotReady):
-		return &ToolError{Code: codeNotInitialized, Message: err.Error()}
+		return &sandbox.Error{Code: sandbox.CodeBackendNotInitialized, Message: err.Error()}
 	case errors.Is(err, ErrEmptyQuery):
-		return &ToolError{Code: codeInvalidInput, Message: err.Error()}
+		return &sandbox.Error{Code: sandbox.CodeInvalidInput, Message: err.Error()}
 	}
-	return &ToolError{Code: codeExecution, Message: err.Error()}
+	return &sandbox.Error{Code: sandbox.CodeExecutionError, Message: err.Error()}
 }
