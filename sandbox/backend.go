@@ -29,6 +29,21 @@ type Tool struct {
 	Run func(ctx context.Context, c *Call) (any, error)
 }
 
+// ObjectSchema is the JSON Schema of a params object with these properties,
+// for Tool.Parameters; "required" is left out when none are. It panics when
+// props cannot be encoded, so give it static maps only.
+func ObjectSchema(props map[string]any, required ...string) json.RawMessage {
+	s := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 // Session is one session of a caller's worker on a resource type.
 type Session struct {
 	ID           string

@@ -206,7 +206,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":navigate",
 			Description: "Open a web page (http or https) in the browser and wait for it to load; returns the final URL, title and HTTP status.",
-			Parameters:  schema(map[string]any{"url": str("The http(s) URL to open.")}, "url"),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"url": str("The http(s) URL to open.")}, "url"),
 			Run: b.run(func(ctx context.Context, t *Tab, c *sandbox.Call) (any, error) {
 				u, err := c.String("url")
 				if err != nil {
@@ -218,7 +218,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":click",
 			Description: "Click the first element matching a CSS selector (waiting for it to appear) and wait for any page load it starts.",
-			Parameters:  schema(map[string]any{"selector": str("A CSS selector.")}, "selector"),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"selector": str("A CSS selector.")}, "selector"),
 			Run: b.run(func(ctx context.Context, t *Tab, c *sandbox.Call) (any, error) {
 				sel, err := c.String("selector")
 				if err != nil {
@@ -230,7 +230,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":type",
 			Description: "Type text into the first element matching a CSS selector (an input or textarea), after its current text. \"\\n\" presses Enter.",
-			Parameters:  schema(map[string]any{"selector": str("A CSS selector."), "text": str("The text to type.")}, "selector", "text"),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"selector": str("A CSS selector."), "text": str("The text to type.")}, "selector", "text"),
 			Run: b.run(func(ctx context.Context, t *Tab, c *sandbox.Call) (any, error) {
 				sel, err := c.String("selector")
 				if err != nil {
@@ -246,7 +246,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":extract",
 			Description: "Return the visible text and the HTML of the first element matching a CSS selector (default: the whole body).",
-			Parameters:  schema(map[string]any{"selector": str("A CSS selector (default \"body\").")}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"selector": str("A CSS selector (default \"body\").")}),
 			Run: b.run(func(ctx context.Context, t *Tab, c *sandbox.Call) (any, error) {
 				sel := ""
 				if c.Has("selector") {
@@ -261,7 +261,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":screenshot",
 			Description: "Take a PNG screenshot of the page (the viewport, or the full page); it is saved in the session workspace.",
-			Parameters: schema(map[string]any{"full_page": map[string]any{"type": "boolean",
+			Parameters: sandbox.ObjectSchema(map[string]any{"full_page": map[string]any{"type": "boolean",
 				"description": "Capture the whole page, not only the viewport (default false)."}}),
 			Run: b.run(func(ctx context.Context, t *Tab, c *sandbox.Call) (any, error) {
 				full := false
@@ -315,18 +315,6 @@ func toolError(err error) error {
 
 func notProvisioned() error {
 	return sandbox.Errorf(sandbox.CodeBackendNotInitialized, "the browser backend is not provisioned")
-}
-
-func schema(props map[string]any, required ...string) json.RawMessage {
-	s := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // static maps of strings
-	}
-	return b
 }
 
 var (

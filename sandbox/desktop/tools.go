@@ -3,7 +3,6 @@ package desktop
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -20,18 +19,6 @@ const (
 	maxScroll   = 100
 	maxInterval = 1.0
 )
-
-func schema(props map[string]any, required ...string) json.RawMessage {
-	s := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // static maps
-	}
-	return b
-}
 
 func integer(desc string) map[string]any {
 	return map[string]any{"type": "integer", "description": desc}
@@ -60,37 +47,37 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":screenshot",
 			Description: "Take a screenshot of the desktop. Returns the PNG image (base64), its size [width, height] and the list of open windows.",
-			Parameters:  schema(map[string]any{}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{}),
 			Run:         b.run(screenshot),
 		},
 		{
 			Name:        Name + ":click",
 			Description: "Move the mouse to (x, y) and click a button.",
-			Parameters:  schema(with(xy, "button", buttonSchema), "x", "y"),
+			Parameters:  sandbox.ObjectSchema(with(xy, "button", buttonSchema), "x", "y"),
 			Run:         b.run(click),
 		},
 		{
 			Name:        Name + ":double_click",
 			Description: "Move the mouse to (x, y) and double-click the left button.",
-			Parameters:  schema(xy, "x", "y"),
+			Parameters:  sandbox.ObjectSchema(xy, "x", "y"),
 			Run:         b.run(doubleClick),
 		},
 		{
 			Name:        Name + ":right_click",
 			Description: "Right-click at (x, y), or where the mouse is when both are omitted.",
-			Parameters:  schema(xy),
+			Parameters:  sandbox.ObjectSchema(xy),
 			Run:         b.run(rightClick),
 		},
 		{
 			Name:        Name + ":move",
 			Description: "Move the mouse to (x, y).",
-			Parameters:  schema(xy, "x", "y"),
+			Parameters:  sandbox.ObjectSchema(xy, "x", "y"),
 			Run:         b.run(move),
 		},
 		{
 			Name:        Name + ":drag",
 			Description: "Drag with the left button held from (start_x, start_y) to (end_x, end_y).",
-			Parameters: schema(map[string]any{
+			Parameters: sandbox.ObjectSchema(map[string]any{
 				"start_x": integer("Start X."), "start_y": integer("Start Y."), "end_x": integer("End X."), "end_y": integer("End Y."),
 			}, "start_x", "start_y", "end_x", "end_y"),
 			Run: b.run(drag),
@@ -98,82 +85,82 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":scroll",
 			Description: "Move the mouse to (x, y) and scroll the wheel: positive clicks scroll up, negative down.",
-			Parameters:  schema(with(xy, "clicks", integer("Wheel clicks, -100 to 100; positive scrolls up.")), "x", "y", "clicks"),
+			Parameters:  sandbox.ObjectSchema(with(xy, "clicks", integer("Wheel clicks, -100 to 100; positive scrolls up.")), "x", "y", "clicks"),
 			Run:         b.run(scroll),
 		},
 		{
 			Name:        Name + ":type",
 			Description: "Type text with the keyboard into the focused window (\"\\n\" presses Enter).",
-			Parameters: schema(map[string]any{"text": str("The text to type."),
+			Parameters: sandbox.ObjectSchema(map[string]any{"text": str("The text to type."),
 				"interval": map[string]any{"type": "number", "description": "Seconds between keys, 0 to 1 (default 0)."}}, "text"),
 			Run: b.run(typeText),
 		},
 		{
 			Name:        Name + ":key",
 			Description: "Press and release one key.",
-			Parameters:  schema(key, "key"),
+			Parameters:  sandbox.ObjectSchema(key, "key"),
 			Run:         b.run(pressKey),
 		},
 		{
 			Name:        Name + ":hotkey",
 			Description: "Press keys together, e.g. [\"ctrl\", \"c\"]: pressed in order, released in reverse.",
-			Parameters: schema(map[string]any{"keys": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
+			Parameters: sandbox.ObjectSchema(map[string]any{"keys": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
 				"description": "The keys, as for key."}}, "keys"),
 			Run: b.run(hotkey),
 		},
 		{
 			Name:        Name + ":key_down",
 			Description: "Press a key and keep it down (until key_up).",
-			Parameters:  schema(key, "key"),
+			Parameters:  sandbox.ObjectSchema(key, "key"),
 			Run:         b.run(keyUpDown(true)),
 		},
 		{
 			Name:        Name + ":key_up",
 			Description: "Release a key pressed with key_down.",
-			Parameters:  schema(key, "key"),
+			Parameters:  sandbox.ObjectSchema(key, "key"),
 			Run:         b.run(keyUpDown(false)),
 		},
 		{
 			Name:        Name + ":mouse_down",
 			Description: "Press a mouse button where the mouse is and keep it down (until mouse_up).",
-			Parameters:  schema(map[string]any{"button": buttonSchema}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"button": buttonSchema}),
 			Run:         b.run(mouseUpDown(true)),
 		},
 		{
 			Name:        Name + ":mouse_up",
 			Description: "Release a mouse button where the mouse is.",
-			Parameters:  schema(map[string]any{"button": buttonSchema}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"button": buttonSchema}),
 			Run:         b.run(mouseUpDown(false)),
 		},
 		{
 			Name:        Name + ":wait",
 			Description: "Wait some seconds (default 1, at most 60) for the screen to change.",
-			Parameters:  schema(map[string]any{"seconds": map[string]any{"type": "number", "description": "Seconds to wait, 0 to 60 (default 1)."}}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"seconds": map[string]any{"type": "number", "description": "Seconds to wait, 0 to 60 (default 1)."}}),
 			Run:         b.run(wait),
 		},
 		{
 			Name:        Name + ":done",
 			Description: "Declare the task done.",
-			Parameters:  schema(map[string]any{}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{}),
 			Run:         b.run(func(context.Context, *Display, *sandbox.Call) (any, error) { return map[string]any{"done": true}, nil }),
 		},
 		{
 			Name:        Name + ":fail",
 			Description: "Declare the task infeasible, with the reason.",
-			Parameters:  schema(map[string]any{"reason": str("Why the task cannot be done.")}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"reason": str("Why the task cannot be done.")}),
 			Run:         b.run(fail),
 		},
 		{
 			Name:        Name + ":pyautogui",
 			Description: "Not supported by flock's desktop: use the other vm tools.",
-			Parameters:  schema(map[string]any{"command": str("A pyautogui command."), "commands": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"command": str("A pyautogui command."), "commands": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}),
 			Hidden:      true,
 			Run:         notSupported("vm:pyautogui runs Python inside AgentFlow's VM image; flock's desktop has no Python controller, use the vm tools (click, type, key, hotkey, scroll, drag)"),
 		},
 		{
 			Name:        Name + ":evaluate",
 			Description: "Not supported by flock's desktop: OSWorld's evaluators need its VM image.",
-			Parameters:  schema(map[string]any{"evaluator": map[string]any{"type": "object"}}, "evaluator"),
+			Parameters:  sandbox.ObjectSchema(map[string]any{"evaluator": map[string]any{"type": "object"}}, "evaluator"),
 			Hidden:      true,
 			Run:         notSupported("vm:evaluate runs OSWorld's evaluators inside AgentFlow's VM image; flock's desktop has none, grade with a flock grader instead"),
 		},

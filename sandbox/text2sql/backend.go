@@ -153,14 +153,14 @@ func (b *Backend) Tools() []sandbox.Tool {
 		{
 			Name:        Name + ":list_databases",
 			Description: "List the ids of the SQLite databases you can query.",
-			Parameters:  schema(map[string]any{}),
+			Parameters:  sandbox.ObjectSchema(map[string]any{}),
 			Stateless:   true,
 			Run:         b.listDatabases,
 		},
 		{
 			Name:        Name + ":get_schema",
 			Description: "Show the tables of a database: columns (name, type, primary key) and foreign keys.",
-			Parameters: schema(map[string]any{
+			Parameters: sandbox.ObjectSchema(map[string]any{
 				"db_id": dbID,
 				"table_names": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
 					"description": "Only these tables (default: all); unknown names are skipped."},
@@ -172,7 +172,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 			Name: Name + ":execute",
 			Description: fmt.Sprintf("Run one read-only SQL query (SQLite dialect; SELECT, WITH or PRAGMA) on a database "+
 				"and return its columns and at most %d rows; truncated is true when there were more.", MaxRows),
-			Parameters: schema(map[string]any{
+			Parameters: sandbox.ObjectSchema(map[string]any{
 				"db_id": dbID,
 				"query": map[string]any{"type": "string", "description": "One SELECT, WITH or PRAGMA statement."},
 			}, "db_id", "query"),
@@ -180,18 +180,6 @@ func (b *Backend) Tools() []sandbox.Tool {
 			Run:       b.execute,
 		},
 	}
-}
-
-func schema(props map[string]any, required ...string) json.RawMessage {
-	s := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // static maps of strings
-	}
-	return b
 }
 
 func (b *Backend) listDatabases(_ context.Context, c *sandbox.Call) (any, error) {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/flockrun/flock/sandbox"
@@ -50,7 +49,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 			Name: Name + ":search",
 			Description: "Search the web. Give one query or several; each answers with its top results " +
 				"(title, link, snippet) as markdown.",
-			Parameters: schema(map[string]any{
+			Parameters: sandbox.ObjectSchema(map[string]any{
 				"query": map[string]any{
 					"description": "A search query, or an array of queries run together.",
 					"anyOf": []any{
@@ -66,7 +65,7 @@ func (b *Backend) Tools() []sandbox.Tool {
 			Name: Name + ":visit",
 			Description: "Read web pages (http or https) and return their text as markdown, " +
 				"each cut at the configured content limit.",
-			Parameters: schema(map[string]any{
+			Parameters: sandbox.ObjectSchema(map[string]any{
 				"urls": map[string]any{
 					"description": "A page URL, or an array of URLs.",
 					"anyOf": []any{
@@ -80,15 +79,6 @@ func (b *Backend) Tools() []sandbox.Tool {
 			Run:       b.visit,
 		},
 	}
-}
-
-func schema(props map[string]any, required ...string) json.RawMessage {
-	s := map[string]any{"type": "object", "properties": props, "required": required}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // static maps of strings
-	}
-	return b
 }
 
 func (b *Backend) search(ctx context.Context, c *sandbox.Call) (any, error) {
