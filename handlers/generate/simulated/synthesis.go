@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,7 +173,7 @@ func databases(desc, text string) []string {
 	var out []string
 	add := func(s string) {
 		s = strings.Trim(strings.TrimSpace(s), `"`)
-		if s != "" && !strings.Contains(s, " ") && !contains(out, s) {
+		if s != "" && !strings.Contains(s, " ") && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
@@ -193,7 +194,7 @@ func tableNames(text string) []string {
 	var out []string
 	for _, m := range reTableName.FindAllStringSubmatch(text, -1) {
 		t := m[1] + m[2]
-		if t != "" && t != "sqlite_sequence" && !contains(out, t) {
+		if t != "" && t != "sqlite_sequence" && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
@@ -205,12 +206,12 @@ func tableNames(text string) []string {
 func entities(text string) []string {
 	var out []string
 	for _, m := range reQuoted.FindAllStringSubmatch(text, -1) {
-		if !contains(out, m[1]) {
+		if !slices.Contains(out, m[1]) {
 			out = append(out, m[1])
 		}
 	}
 	for _, e := range reEntity.FindAllString(text, -1) {
-		if !contains(out, e) {
+		if !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
@@ -226,7 +227,7 @@ func keywords(text string) []string {
 	var out []string
 	for _, w := range wordsOf(text) {
 		w = strings.ToLower(w)
-		if len(w) >= 6 && !contains(out, w) {
+		if len(w) >= 6 && !slices.Contains(out, w) {
 			out = append(out, w)
 		}
 	}
@@ -234,15 +235,6 @@ func keywords(text string) []string {
 		out = out[:8]
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func lastUser(g *operations.GenerateRequest) string {
@@ -417,7 +409,7 @@ func synthesizer(g *operations.GenerateRequest) operations.Output {
 		last := ev[len(ev)-1]
 		var cands []int
 		for i, w := range last {
-			if i >= 2 && (reNumber.MatchString(w) || len(w) >= 4 && unicode.IsUpper([]rune(w)[0]) && !contains(stopwords, strings.ToLower(w))) {
+			if i >= 2 && (reNumber.MatchString(w) || len(w) >= 4 && unicode.IsUpper([]rune(w)[0]) && !slices.Contains(stopwords, strings.ToLower(w))) {
 				cands = append(cands, i)
 			}
 		}
