@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/flockrun/flock/internal/editdist"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -478,32 +479,11 @@ func unknownKeys(raw map[string]json.RawMessage) error {
 func closest(k string, keys []string) string {
 	best, bestD := "", 4
 	for _, c := range keys {
-		if d := distance(k, c); d < bestD {
+		if d := editdist.Distance([]byte(k), []byte(c)); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-// distance is the Levenshtein distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // describe makes a decode error name the key.

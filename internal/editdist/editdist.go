@@ -1,6 +1,6 @@
 // Package editdist computes the Levenshtein edit distance, shared by the
-// settings checker's "did you mean" (configs) and the similarity metric
-// (grading).
+// "did you mean" of the settings checker (configs) and of the synthesis
+// config (synthesis), and by the similarity metric (grading).
 package editdist
 
 // Distance is the Levenshtein distance between a and b: the least number
