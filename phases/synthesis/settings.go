@@ -3,8 +3,9 @@ package synthesis
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/flockrun/flock/operations"
@@ -47,16 +48,6 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 func CheckSettings(doc json.RawMessage) error {
 	_, err := ParseSettings(doc)
 	return err
-}
-
-// Tools returns the concrete tool names, sorted.
-func (s *Settings) Tools() []string {
-	out := make([]string, 0, len(s.SandboxTools))
-	for n := range s.SandboxTools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // PerSeed is how many model and tool calls one seed run may have in
@@ -103,14 +94,7 @@ func ParseSeedSettings(doc json.RawMessage) (SeedSettings, error) {
 }
 
 // Tools returns the concrete tool names, sorted.
-func (s *SeedSettings) Tools() []string {
-	out := make([]string, 0, len(s.SandboxTools))
-	for n := range s.SandboxTools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func (s *SeedSettings) Tools() []string { return slices.Sorted(maps.Keys(s.SandboxTools)) }
 
 // LaneSettings are the settings of one lane (workflow synthesis.lane):
 // the seed runs' settings without the seed, and the lane's seeds.
