@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -52,13 +53,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // sanitize is AgentFlow's name sanitizer: every character outside
 // [A-Za-z0-9_-] becomes "-", and "-" and "_" are trimmed from the ends.
 func sanitize(s string, max int) string {
-	out := unsafeName.ReplaceAllString(s, "-")
-	for len(out) > 0 && (out[0] == '-' || out[0] == '_') {
-		out = out[1:]
-	}
-	for len(out) > 0 && (out[len(out)-1] == '-' || out[len(out)-1] == '_') {
-		out = out[:len(out)-1]
-	}
+	out := strings.Trim(unsafeName.ReplaceAllString(s, "-"), "-_")
 	if len(out) > max {
 		out = out[:max]
 	}
