@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,13 +58,12 @@ type Watch struct {
 	quiet bool
 	bar   *progressbar.ProgressBar
 	// lanes maps a lane run id to the last entry seq read.
-	lanes        map[string]uint64
-	total, done  int
-	correct      int
-	graded       int
-	tokens       int
-	lastPrinted  int
-	planReported bool
+	lanes       map[string]uint64
+	total, done int
+	correct     int
+	graded      int
+	tokens      int
+	lastPrinted int
 }
 
 // New returns a Watch of rollout run id that reads store and writes to
@@ -129,13 +130,10 @@ func (w *Watch) poll(ctx context.Context) {
 		if !st.PlanMade {
 			return // not planned yet
 		}
-		w.total = max(st.Planned, 1)
-		if !w.planReported {
-			w.planReported = true
-			fmt.Fprintf(w.out, "%d samples to run, re-grade %d (%d finished earlier)\n", st.Planned-st.Regrade, st.Regrade, st.Previous)
-			if st.Notice != "" {
-				fmt.Fprintf(w.out, "note: %s\n", st.Notice)
-			}
+		w.total = max(st.Planned, 1) // not 0 again: the plan is reported once
+		fmt.Fprintf(w.out, "%d samples to run, re-grade %d (%d finished earlier)\n", st.Planned-st.Regrade, st.Regrade, st.Previous)
+		if st.Notice != "" {
+			fmt.Fprintf(w.out, "note: %s\n", st.Notice)
 		}
 		if w.tty {
 			w.bar = progressbar.NewOptions(w.total, progressbar.OptionSetWriter(w.out), progressbar.OptionShowCount(),
@@ -228,43 +226,23 @@ func PrintSummary(w io.Writer, h state.Run) {
 	row("correct", fmt.Sprintf("%d of %d graded", s.Correct, s.Samples))
 	row("success rate", fmt.Sprintf("%.4f (%d agent runs failed)", s.SuccessRate, s.Failed))
 	if len(s.FailedBy) > 0 {
-		codes := make([]string, 0, len(s.FailedBy))
-		for c, n := range s.FailedBy {
-			codes = append(codes, fmt.Sprintf("%s %d", c, n))
-		}
-		sort.Strings(codes)
-		row("failed by", strings.Join(codes, ", "))
+		row("failed by", counts(s.FailedBy))
 	}
 	for k, v := range s.PassAtK {
 		row(fmt.Sprintf("pass@%d", k+1), fmt.Sprintf("%.4f", v))
 	}
-	sorted := func(m map[string]float64) []string {
-		names := make([]string, 0, len(m))
-		for n := range m {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return names
-	}
-	for _, n := range sorted(s.ScoreMeans) {
+	for _, n := range slices.Sorted(maps.Keys(s.ScoreMeans)) {
 		label := "score " + n
 		if n == s.Primary {
 			label += " (primary)"
 		}
 		row(label, fmt.Sprintf("%.4f", s.ScoreMeans[n]))
 	}
-	for _, n := range sorted(s.Reduced) {
+	for _, n := range slices.Sorted(maps.Keys(s.Reduced)) {
 		row("reduced "+n, fmt.Sprintf("%.4f", s.Reduced[n]))
 	}
-	if len(s.SignalMeans) > 0 {
-		names := make([]string, 0, len(s.SignalMeans))
-		for n := range s.SignalMeans {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			row("signal "+n, fmt.Sprintf("%.4f", s.SignalMeans[n]))
-		}
+	for _, n := range slices.Sorted(maps.Keys(s.SignalMeans)) {
+		row("signal "+n, fmt.Sprintf("%.4f", s.SignalMeans[n]))
 	}
 	if s.NotEvaluated > 0 {
 		row("not graded", strconv.Itoa(s.NotEvaluated))
@@ -273,12 +251,7 @@ func PrintSummary(w io.Writer, h state.Run) {
 		row("note", s.Notice)
 	}
 	if len(s.Errors) > 0 {
-		kinds := make([]string, 0, len(s.Errors))
-		for k, n := range s.Errors {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-		}
-		sort.Strings(kinds)
-		row("errors", strings.Join(kinds, ", "))
+		row("errors", counts(s.Errors))
 	}
 	row("tokens", fmt.Sprintf("%d ($%.4f)", s.Tokens, s.Cost))
 	row("time", fmt.Sprintf("%.1fs (mean agent %.2fs)", s.TotalTimeSeconds, s.MeanAgentSeconds))
@@ -291,4 +264,14 @@ func PrintSummary(w io.Writer, h state.Run) {
 		row("groups", s.Groups)
 	}
 	_ = t.Flush()
+}
+
+// counts writes m as "key n" pairs, sorted, joined by ", ".
+func counts(m map[string]int) string {
+	pairs := make([]string, 0, len(m))
+	for k, n := range m {
+		pairs = append(pairs, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ", ")
 }
