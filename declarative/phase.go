@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -175,21 +176,12 @@ func (p *phaseDoc) compile(fw *fileWorkflow, declared map[string]pos) (*filePhas
 			if _, ok := declared[t.Next.name]; !ok {
 				return nil, nil, errAt(t.Next.at, nil, "phase %q: transition to undeclared phase %q", p.Name, t.Next.name)
 			}
-			if !contains(next, t.Next.name) {
+			if !slices.Contains(next, t.Next.name) {
 				next = append(next, t.Next.name)
 			}
 		}
 	}
 	return fp, next, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // check validates an op declaration: known kind, known params, literal
