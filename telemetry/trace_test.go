@@ -21,6 +21,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/cli"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/telemetry"
 	"github.com/flockrun/flock/workflows"
@@ -123,17 +124,18 @@ const task = "Create a file hello.txt containing the word flock, then submit the
 
 func waitRun(t *testing.T, a *app.App, id string, done func(state.Run) bool) state.Run {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		h, err := a.Store.Run(context.Background(), id)
-		if err == nil && done(h) {
-			return h
+	var h state.Run
+	testkit.CheckFor(t, 30*time.Second, func() error {
+		var err error
+		if h, err = a.Store.Run(context.Background(), id); err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s: waited 30s; last head %+v (err %v)", id, h, err)
+		if !done(h) {
+			return fmt.Errorf("run %s: last head %+v", id, h)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return h
 }
 
 func ended(h state.Run) bool { return h.Status.Terminal() }
