@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -195,11 +196,7 @@ func (s *Settings) applyAgentFlow() error {
 	}
 	wf := s.Agent.Workflow
 	if wf != "" && wf != react.Name {
-		names := make([]string, 0, len(agentKeys))
-		for k := range agentKeys {
-			names = append(names, k)
-		}
-		slices.Sort(names)
+		names := slices.Sorted(maps.Keys(agentKeys))
 		return fmt.Errorf("%w: model_name, max_turns, available_tools and system_prompt set react's %s, but agent.workflow is %q: "+
 			"set them in agent.settings", ErrSettings, strings.Join(names, ", "), wf)
 	}

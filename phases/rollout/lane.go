@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -209,12 +210,7 @@ func gradeOps(l Lane, it Item, a agentRun) []operations.Request {
 		m.N = 1
 		ops = append(ops, operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge"))
 	}
-	names := make([]string, 0, len(l.Extras.Verifiers))
-	for name := range l.Extras.Verifiers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(l.Extras.Verifiers)) {
 		ops = append(ops, operations.NewBash(verifierCommand(l.Extras.Verifiers[name], a.WorkDir, it, a.Answer), l.Verifier.TimeoutS).
 			WithMeta("purpose", "verifier").WithMeta("scorer", name))
 	}
