@@ -69,8 +69,11 @@ async function* parseSSE(body) {
   }
 }
 
+// terminal reports whether a run status is an end (no event follows it).
+export const terminal = s => ['succeeded', 'failed', 'cancelled'].includes(s);
+
 function isFinal(ev) {
-  return ev.type === 'run' && ['succeeded', 'failed', 'cancelled'].includes(ev.status);
+  return ev.type === 'run' && terminal(ev.status);
 }
 
 // follow streams a run's events to onEvent until the run's terminal event
@@ -100,7 +103,7 @@ export async function follow(runID, {onEvent, onState, signal, after = 0}) {
       // client has seen everything; otherwise this was a dropped
       // connection.
       const head = await api('/runs/' + encodeURIComponent(runID), {signal});
-      if (['succeeded', 'failed', 'cancelled'].includes(head.status)) { onState('ended'); return; }
+      if (terminal(head.status)) { onState('ended'); return; }
     } catch (err) {
       if (signal.aborted) return;
       if (err instanceof Unauthorized) throw err;

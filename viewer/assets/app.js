@@ -1,14 +1,13 @@
 // flock's run viewer: a single page with two views, the runs list (#/)
 // and a run (#/runs/ID). Plain ES modules, no build step.
 
-import {api, follow, token, setToken, Unauthorized, APIError} from './api.js';
+import {api, follow, token, setToken, terminal, Unauthorized, APIError} from './api.js';
 import {h, fill, fold, lazyJSON, fmtTime, fmtDur, fmtNum, badge} from './dom.js';
 import {Transcript} from './transcript.js';
 
 const app = document.getElementById('app');
 const live = document.getElementById('live');
 const logout = document.getElementById('logout');
-const terminal = s => ['succeeded', 'failed', 'cancelled'].includes(s);
 
 // view is the current page; its stop() ends its timers and streams.
 let view = null;
