@@ -291,11 +291,16 @@ func ParseRunSettings(doc json.RawMessage) (*RunSettings, error) {
 			return nil, fmt.Errorf("%w: %s", ErrInvalid, describeJSONError(err))
 		}
 	}
-	if err := rejectInlineKeys(doc); err != nil {
-		return nil, err
-	}
-	if err := checkSandboxAlias(doc); err != nil {
-		return nil, err
+	// The checks below read the top-level keys, decoded once; a malformed
+	// document was reported by the typed decode above.
+	var top map[string]json.RawMessage
+	if json.Unmarshal(doc, &top) == nil {
+		if err := rejectInlineKeys(doc, top); err != nil {
+			return nil, err
+		}
+		if err := checkSandboxAlias(top); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -310,11 +315,7 @@ func ParseRunSettings(doc json.RawMessage) (*RunSettings, error) {
 // checkSandboxAlias refuses a document that sets both "isolation" and
 // its deprecated name "sandbox" (even to null or {}): which one wins
 // would be a guess.
-func checkSandboxAlias(doc json.RawMessage) error {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(doc, &top) != nil {
-		return nil // the typed decode reports malformed documents
-	}
+func checkSandboxAlias(top map[string]json.RawMessage) error {
 	_, hasSandbox := top["sandbox"]
 	_, hasIsolation := top["isolation"]
 	if hasSandbox && hasIsolation {
@@ -325,31 +326,30 @@ func checkSandboxAlias(doc json.RawMessage) error {
 
 // rejectInlineKeys refuses API keys written into a settings document:
 // settings are stored with the run, and keys must never reach the store.
-func rejectInlineKeys(doc json.RawMessage) error {
-	var top struct {
+// top is doc's top level.
+func rejectInlineKeys(doc json.RawMessage, top map[string]json.RawMessage) error {
+	// Decoded as the typed decode does (its key matched case-insensitively).
+	var typed struct {
 		Models map[string]map[string]json.RawMessage `json:"models"`
 	}
-	if json.Unmarshal(doc, &top) != nil {
+	if json.Unmarshal(doc, &typed) != nil {
 		return nil // the typed decode reports malformed documents
 	}
-	names := make([]string, 0, len(top.Models))
-	for n := range top.Models {
+	names := make([]string, 0, len(typed.Models))
+	for n := range typed.Models {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
 		for _, k := range []string{"api_key", "key", "token", "authorization"} {
-			if _, ok := top.Models[n][k]; ok {
+			if _, ok := typed.Models[n][k]; ok {
 				return fieldErr("models."+n+"."+k, "API keys do not belong in settings (they are stored with the run): export the key and name the variable in api_key_env")
 			}
 		}
 	}
-	var sb map[string]json.RawMessage
-	if json.Unmarshal(doc, &sb) == nil {
-		for _, k := range []string{"sandbox_token", "sandbox_auth_token", "sandbox_api_key"} {
-			if _, ok := sb[k]; ok {
-				return fieldErr(k, "tokens do not belong in settings (they are stored with the run): export the token and name the variable in sandbox_token_env")
-			}
+	for _, k := range []string{"sandbox_token", "sandbox_auth_token", "sandbox_api_key"} {
+		if _, ok := top[k]; ok {
+			return fieldErr(k, "tokens do not belong in settings (they are stored with the run): export the token and name the variable in sandbox_token_env")
 		}
 	}
 	return nil
