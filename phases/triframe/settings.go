@@ -173,16 +173,9 @@ func (s *Settings) check() error {
 			return fmt.Errorf("usage_warnings[%d]: must be in (0, 1]", i)
 		}
 	}
-	for i, n := range s.Tools {
-		if !agent.IsSandboxTool(n) {
-			return fmt.Errorf("tools[%d]: %q is not a sandbox tool (\"resource:tool\"); triframe's own tools are always offered", i, n)
-		}
-	}
-	if _, err := agent.SandboxNames(s.Tools); err != nil {
-		return fmt.Errorf("tools: %w", err)
-	}
-	if len(s.Tools) > 0 && s.EnableToolUse != nil && !*s.EnableToolUse {
-		return errors.New("tools: sandbox tools need native tool calls; enable_tool_use: false (text tool modes) cannot offer them")
+	// Before applyDefaults: enable_tool_use unset is its default, true.
+	if err := agent.CheckSandboxTools(s.Tools, agent.ModeOf(s.EnableToolUse == nil || *s.EnableToolUse, s.EnableXML)); err != nil {
+		return err
 	}
 	if s.Subagents.Judge != nil {
 		if err := s.Subagents.Judge.Validate("subagents.judge"); err != nil {
