@@ -3,8 +3,9 @@ package react
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -109,13 +110,8 @@ func kwargsOps(s *Settings) []operations.Request {
 	var ops []operations.Request
 	tools := s.ToolNames()
 	if contains(tools, agent.ToolBash) {
-		keys := make([]string, 0, len(s.TaskKwargs))
-		for k := range s.TaskKwargs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		cmd := "export FLOCK_TASK_KWARGS=" + shellQuote(string(all))
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(s.TaskKwargs)) {
 			if !shellName.MatchString(k) {
 				continue
 			}
