@@ -58,8 +58,9 @@ type AgentFlowKeys struct {
 	SaveTrajectories *bool `json:"save_trajectories,omitempty"`
 	SaveResults      *bool `json:"save_results,omitempty"`
 	SaveSummary      *bool `json:"save_summary,omitempty"`
-	// The sandbox keys are accepted; flock has no AgentFlow sandbox yet, so
-	// available_tools may name only flock's tools.
+	// The sandbox keys are accepted and not read here: available_tools may
+	// name flock's tools and sandbox tools ("rag:search"), served by the
+	// sandbox of flock serve --sandbox-config or of the run's sandbox_url.
 	ResourceTypes       []string        `json:"resource_types,omitempty"`
 	ResourceInitConfigs json.RawMessage `json:"resource_init_configs,omitempty"`
 	SandboxServerURL    string          `json:"sandbox_server_url,omitempty"`
@@ -180,7 +181,7 @@ func (s *Settings) applyAgentFlow() error {
 		for _, name := range a.AvailableTools {
 			if _, err := react.ParseSettings(json.RawMessage(fmt.Sprintf(`{"model": "m", "tools": [%q]}`, name))); err != nil {
 				return fmt.Errorf("%w: available_tools: flock has no tool %q (its tools: bash, python, submit, summarize; "+
-					"AgentFlow's sandbox tools need a sandbox flock does not have yet)", ErrSettings, name)
+					"sandbox tools are named \"resource:tool\", as \"rag:search\")", ErrSettings, name)
 			}
 		}
 		agentKeys["tools"] = a.AvailableTools
