@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -61,19 +60,10 @@ func (s *BoltStore) Release(ctx context.Context, id, owner string) error {
 	return nil
 }
 
-// checkLease checks a lease call's arguments.
+// checkLease checks a lease call's context and arguments.
 func checkLease(ctx context.Context, id, owner string, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := CheckRunID(id); err != nil {
-		return err
-	}
-	switch {
-	case owner == "":
-		return errors.New("empty owner")
-	case ttl <= 0:
-		return fmt.Errorf("lease duration %v is not positive", ttl)
-	}
-	return nil
+	return CheckLease(id, owner, ttl)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/flockrun/flock/record"
 )
@@ -13,9 +14,9 @@ import (
 // subjects stay far below their limits.
 const MaxRunIDLen = 1024
 
-// The checks below are what any Store verifies of a Commit before it
-// touches stored state, so that both stores refuse the same commits with
-// the same words.
+// The checks below are what any Store verifies of a Commit (or a lease
+// call) before it touches stored state, so that both stores refuse the
+// same commits with the same words.
 
 // CheckRunID reports an id no run can have: empty, longer than
 // MaxRunIDLen bytes, or holding a NUL byte.
@@ -27,6 +28,22 @@ func CheckRunID(id string) error {
 		return fmt.Errorf("run id longer than %d bytes", MaxRunIDLen)
 	case strings.IndexByte(id, 0) >= 0:
 		return fmt.Errorf("run id %q contains a NUL byte", id)
+	}
+	return nil
+}
+
+// CheckLease reports arguments of a Leaser call (Claim, Renew) that no
+// lease can have: a bad run id, an empty owner, a ttl that is not
+// positive. Both stores call it, so they refuse the same calls.
+func CheckLease(id, owner string, ttl time.Duration) error {
+	if err := CheckRunID(id); err != nil {
+		return err
+	}
+	switch {
+	case owner == "":
+		return errors.New("empty owner")
+	case ttl <= 0:
+		return fmt.Errorf("lease duration %v is not positive", ttl)
 	}
 	return nil
 }

@@ -155,14 +155,5 @@ func (s *Store) checkLease(ctx context.Context, id, owner string, ttl time.Durat
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := state.CheckRunID(id); err != nil {
-		return err
-	}
-	switch {
-	case owner == "":
-		return errors.New("empty owner")
-	case ttl <= 0:
-		return fmt.Errorf("lease duration %v is not positive", ttl)
-	}
-	return nil
+	return state.CheckLease(id, owner, ttl)
 }
