@@ -12,22 +12,6 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// Page sizes of the readers.
-const (
-	defaultRunsLimit = 50
-	maxRunsLimit     = 1000
-	defaultLogLimit  = 1000
-	maxLogLimit      = 10000
-)
-
-// clampLimit returns n, or def if n <= 0, capped at maxN.
-func clampLimit(n, def, maxN int) int {
-	if n <= 0 {
-		return def
-	}
-	return min(n, maxN)
-}
-
 // view runs fn in a read transaction. Values are decoded with
 // encoding/json inside fn, which copies them out of the mmap.
 func (s *BoltStore) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
@@ -98,7 +82,7 @@ func (s *BoltStore) Spec(ctx context.Context, id string) (Spec, error) {
 // A ParentID filter walks the children index and a running/paused Status
 // filter walks the unfinished index; other filters scan the heads.
 func (s *BoltStore) Runs(ctx context.Context, f RunFilter) ([]Run, string, error) {
-	limit := clampLimit(f.Limit, defaultRunsLimit, maxRunsLimit)
+	limit := RunsLimit(f.Limit)
 	var (
 		runs []Run
 		next string
@@ -250,7 +234,7 @@ func (s *BoltStore) Entries(ctx context.Context, id string, after uint64, limit 
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		out, err = scanLog[record.Entry](tx.Bucket(bucketEntries), runPrefix(id), seqKey(id, after+1), nil,
-			clampLimit(limit, defaultLogLimit, maxLogLimit))
+			LogLimit(limit))
 		return err
 	})
 	return out, err
@@ -266,7 +250,7 @@ func (s *BoltStore) Events(ctx context.Context, id string, after uint64, limit i
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		out, err = scanLog[Event](tx.Bucket(bucketEvents), runPrefix(id), seqKey(id, after+1), nil,
-			clampLimit(limit, defaultLogLimit, maxLogLimit))
+			LogLimit(limit))
 		return err
 	})
 	return out, err
@@ -308,7 +292,7 @@ func (s *BoltStore) Ops(ctx context.Context, id string, after string, limit int)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		out, err = scanOps(tx, p, start, skip,
-			clampLimit(limit, defaultLogLimit, maxLogLimit))
+			LogLimit(limit))
 		return err
 	})
 	return out, err

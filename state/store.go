@@ -64,6 +64,22 @@ type Reader interface {
 	Events(ctx context.Context, id string, after uint64, limit int) ([]Event, error)
 }
 
+// RunsLimit is the page size of Reader.Runs for a RunFilter.Limit of n:
+// 50 when n <= 0, at most 1000. Every Store pages by it.
+func RunsLimit(n int) int { return clampLimit(n, 50, 1000) }
+
+// LogLimit is the page size of Reader.Entries, Ops and Events for a limit
+// of n: 1000 when n <= 0, at most 10000. Every Store pages by it.
+func LogLimit(n int) int { return clampLimit(n, 1000, 10000) }
+
+// clampLimit returns n, or def if n <= 0, capped at maxN.
+func clampLimit(n, def, maxN int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, maxN)
+}
+
 // Lease is an owner's claim on a run: while it lasts, no other owner may
 // claim the run.
 type Lease struct {

@@ -17,21 +17,6 @@ import (
 	"github.com/flockrun/flock/state"
 )
 
-// Page sizes of the readers (those of the bbolt store).
-const (
-	defaultRunsLimit = 50
-	maxRunsLimit     = 1000
-	defaultLogLimit  = 1000
-	maxLogLimit      = 10000
-)
-
-func clampLimit(n, def, maxN int) int {
-	if n <= 0 {
-		return def
-	}
-	return min(n, maxN)
-}
-
 // envelope reads run id's envelope from the leader (nil for an unknown run).
 func (s *Store) envelope(ctx context.Context, id string) (*envelope, error) {
 	if err := s.check(ctx); err != nil {
@@ -179,7 +164,7 @@ func (s *Store) Entries(ctx context.Context, id string, after uint64, limit int)
 		return nil, err
 	}
 	return scanItems[record.Entry](ctx, s, id, kindEntry, &env.EntryMarks, env.tip(kindEntry), env.Entries, after,
-		clampLimit(limit, defaultLogLimit, maxLogLimit))
+		state.LogLimit(limit))
 }
 
 // Events returns up to limit events of run id with Seq > after, oldest
@@ -193,7 +178,7 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 		return nil, err
 	}
 	return scanItems[state.Event](ctx, s, id, kindEvent, &env.EventMarks, env.tip(kindEvent), env.Events, after,
-		clampLimit(limit, defaultLogLimit, maxLogLimit))
+		state.LogLimit(limit))
 }
 
 // StepOps returns every op of step of run id, ordered by index. The
@@ -235,7 +220,7 @@ func (s *Store) Ops(ctx context.Context, id string, after string, limit int) ([]
 	if err != nil {
 		return nil, err
 	}
-	if n := clampLimit(limit, defaultLogLimit, maxLogLimit); len(ops) > n {
+	if n := state.LogLimit(limit); len(ops) > n {
 		ops = ops[:n]
 	}
 	return ops, nil
@@ -383,7 +368,7 @@ func (s *Store) allHeads(ctx context.Context) ([]state.Run, []error, error) {
 // paused Status filter the unfinished index; other filters read every
 // head (see the package doc's caveats).
 func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, string, error) {
-	limit := clampLimit(f.Limit, defaultRunsLimit, maxRunsLimit)
+	limit := state.RunsLimit(f.Limit)
 	var (
 		all []state.Run
 		bad []error
