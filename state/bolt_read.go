@@ -135,9 +135,7 @@ func (s *BoltStore) Runs(ctx context.Context, f RunFilter) ([]Run, string, error
 			if err != nil {
 				return err
 			}
-			if (f.Status != "" && r.Status != f.Status) ||
-				(f.Workflow != "" && r.Workflow != f.Workflow) ||
-				(f.ParentID != "" && r.ParentID != f.ParentID) {
+			if !f.Matches(r) {
 				continue
 			}
 			runs = append(runs, r)

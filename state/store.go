@@ -174,3 +174,11 @@ type RunFilter struct {
 	// Limit caps the page size (default 50, max 1000).
 	Limit int
 }
+
+// Matches reports whether r passes f's Status, Workflow and ParentID
+// (After and Limit page the listing; they do not select).
+func (f RunFilter) Matches(r Run) bool {
+	return (f.Status == "" || r.Status == f.Status) &&
+		(f.Workflow == "" || r.Workflow == f.Workflow) &&
+		(f.ParentID == "" || r.ParentID == f.ParentID)
+}

@@ -394,10 +394,7 @@ func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, strin
 	)
 	for i := len(all) - 1; i >= 0; i-- {
 		r := all[i]
-		if (f.After != "" && r.ID >= f.After) ||
-			(f.Status != "" && r.Status != f.Status) ||
-			(f.Workflow != "" && r.Workflow != f.Workflow) ||
-			(f.ParentID != "" && r.ParentID != f.ParentID) {
+		if (f.After != "" && r.ID >= f.After) || !f.Matches(r) {
 			continue
 		}
 		runs = append(runs, r)
