@@ -56,7 +56,8 @@ func transitionCommit(id string, step, expect uint64) *state.Commit {
 
 // benchStores runs fn against the bbolt store (fsync on every commit),
 // the JetStream store on one server (R1) and on a three-node in-process
-// cluster (R3), every server syncing every write. Each call of fn gets a
+// cluster (R3), every server syncing every write, and R1 on a server that
+// does not sync (to show what the syncs cost). Each call of fn gets a
 // fresh store.
 func benchStores(b *testing.B, fn func(b *testing.B, s state.Store)) {
 	b.Run("bolt", func(b *testing.B) {
@@ -69,6 +70,12 @@ func benchStores(b *testing.B, fn func(b *testing.B, s state.Store)) {
 	})
 	solo := []*server.Server{startServer(b)}
 	b.Run("R1", func(b *testing.B) { fn(b, openStore(b, solo, Options{Replicas: 1})) })
+	// Not durable: what the store costs without the server's fsyncs
+	// (docs/benchmarks.md), never how flock runs.
+	opts := soloOptions(b)
+	opts.SyncAlways = false
+	nosync := []*server.Server{runServer(b, opts)}
+	b.Run("R1-nosync", func(b *testing.B) { fn(b, openStore(b, nosync, Options{Replicas: 1})) })
 	cluster := startCluster(b, 3)
 	b.Run("R3", func(b *testing.B) { fn(b, openStore(b, cluster, Options{Replicas: 3})) })
 }

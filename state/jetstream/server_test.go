@@ -21,7 +21,12 @@ import (
 // as production must run) with its store in a temp dir, stopped at cleanup.
 func startServer(tb testing.TB) *server.Server {
 	tb.Helper()
-	opts := &server.Options{
+	return runServer(tb, soloOptions(tb))
+}
+
+// soloOptions are startServer's server options.
+func soloOptions(tb testing.TB) *server.Options {
+	return &server.Options{
 		ServerName: "solo",
 		Host:       "127.0.0.1",
 		Port:       -1,
@@ -31,7 +36,6 @@ func startServer(tb testing.TB) *server.Server {
 		NoLog:      true,
 		NoSigs:     true,
 	}
-	return runServer(tb, opts)
 }
 
 func runServer(tb testing.TB, opts *server.Options) *server.Server {
