@@ -314,23 +314,17 @@ func (e *Executor) copyEntries(ctx context.Context, id string, n uint64) ([]reco
 // copyOps reads the ops of run id's steps 1..step, renamed into run to.
 func (e *Executor) copyOps(ctx context.Context, id, to string, step uint64) ([]state.Op, error) {
 	var out []state.Op
-	for after := ""; ; {
-		page, err := e.store.Ops(ctx, id, after, 1000)
+	for op, err := range state.AllOps(ctx, e.store, id) {
 		if err != nil {
 			return nil, fmt.Errorf("read ops of run %s: %w", id, err)
 		}
-		for _, op := range page {
-			if op.Step > step {
-				return out, nil
-			}
-			op.ID, op.RunID = state.OpID(to, op.Step, op.Index), to
-			out = append(out, op)
+		if op.Step > step {
+			break
 		}
-		if len(page) < 1000 {
-			return out, nil
-		}
-		after = page[len(page)-1].ID
+		op.ID, op.RunID = state.OpID(to, op.Step, op.Index), to
+		out = append(out, op)
 	}
+	return out, nil
 }
 
 func countStep(ops []state.Op, step uint64) int {

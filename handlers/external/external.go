@@ -167,23 +167,16 @@ func (h *Handler) sessionRun(ctx context.Context, env handlers.Env) (state.Run, 
 // recorded reads the answered calls of a session run from its journal.
 func (h *Handler) recorded(ctx context.Context, runID string) ([]gateway.Recorded, error) {
 	var out []gateway.Recorded
-	after := ""
-	for {
-		ops, err := h.store.Ops(ctx, runID, after, 500)
+	for op, err := range state.AllOps(ctx, h.store, runID) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the journal of session run %s: %w", runID, err)
 		}
-		for _, op := range ops {
-			if op.Request.Kind == operations.KindGenerate && op.Status == state.OpDone && op.Result != nil &&
-				op.Result.Error == "" && op.Result.Generate != nil && op.Request.Generate != nil {
-				out = append(out, gateway.Recorded{OpID: op.ID, Request: *op.Request.Generate, Result: *op.Result.Generate})
-			}
+		if op.Request.Kind == operations.KindGenerate && op.Status == state.OpDone && op.Result != nil &&
+			op.Result.Error == "" && op.Result.Generate != nil && op.Request.Generate != nil {
+			out = append(out, gateway.Recorded{OpID: op.ID, Request: *op.Request.Generate, Result: *op.Result.Generate})
 		}
-		if len(ops) < 500 {
-			return out, nil
-		}
-		after = ops[len(ops)-1].ID
 	}
+	return out, nil
 }
 
 // sessionSettings are the session run's settings: the external run's

@@ -68,21 +68,15 @@ func newReplays() *replays {
 
 // scanOps calls fn with every op of run id, in step order.
 func scanOps(ctx context.Context, j Journal, id string, fn func(state.Op) error) error {
-	for after := ""; ; {
-		ops, err := j.Ops(ctx, id, after, 1000)
+	for op, err := range state.AllOps(ctx, j, id) {
 		if err != nil {
 			return err
 		}
-		for _, op := range ops {
-			if err := fn(op); err != nil {
-				return err
-			}
+		if err := fn(op); err != nil {
+			return err
 		}
-		if len(ops) < 1000 {
-			return nil
-		}
-		after = ops[len(ops)-1].ID
 	}
+	return nil
 }
 
 // reply answers g from the recorded run src, if it holds the request:
