@@ -22,7 +22,10 @@ const DefaultHandoffDelay = 10 * time.Second
 type Dispatcher interface {
 	// Enqueue asks that some executor of the cluster drive run id (its
 	// Drive), at once, or not before wake when wake is later than now.
-	// Enqueueing a run that is already queued is not an error.
+	// Enqueueing a run that is already queued is not an error. The run is
+	// written before Enqueue is called; a Dispatcher must eventually queue
+	// a running run that no executor drives and no claim holds (a sweep),
+	// since a failed Enqueue is only logged.
 	Enqueue(ctx context.Context, id string, wake time.Time) error
 	// Unloaded is told, on the run's goroutine, that this executor no
 	// longer drives run id, after its lease was released. It must not
@@ -209,11 +212,17 @@ func (e *Executor) retryFenced(ctx context.Context, action func() error) error {
 }
 
 // enqueue hands run id to the dispatcher, due at wake.
-func (e *Executor) enqueue(ctx context.Context, id string, wake time.Time) error {
+//
+// It is called once the run is written (started, resumed, forked): the
+// run exists whatever happens here, so a failed enqueue (the claim stream
+// electing a leader) is not the caller's failure. A client told "500"
+// would start the run again, a second run. The run stays running with no
+// claim, which the dispatcher's sweep queues (Dispatcher); the failure is
+// logged.
+func (e *Executor) enqueue(ctx context.Context, id string, wake time.Time) {
 	if err := e.cfg.Dispatcher.Enqueue(ctx, id, wake); err != nil {
-		return fmt.Errorf("enqueue run %s: %w", id, err)
+		e.log.Warn("enqueue run; the dispatcher's sweep queues it later", "run", id, "err", err)
 	}
-	return nil
 }
 
 // dispatched reports whether the executor runs in cluster mode.

@@ -414,9 +414,7 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 		if p := publisherOf(e.cfg.Dispatcher); p != nil {
 			p.PublishEvent(id, c.Events[0])
 		}
-		if err := e.enqueue(ctx, id, time.Time{}); err != nil {
-			return head, warnings, err
-		}
+		e.enqueue(ctx, id, time.Time{})
 		return head, warnings, nil
 	}
 	r := e.newRunner(head, spec, rs, wf)
@@ -690,7 +688,8 @@ func (e *Executor) Resume(ctx context.Context, id string) error {
 		if p := publisherOf(e.cfg.Dispatcher); p != nil {
 			p.PublishEvent(id, c.Events[0])
 		}
-		return e.enqueue(ctx, id, time.Time{})
+		e.enqueue(ctx, id, time.Time{})
+		return nil
 	}
 	return e.resume(ctx, head)
 }

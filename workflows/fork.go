@@ -282,7 +282,8 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 		if p := publisherOf(e.cfg.Dispatcher); p != nil {
 			p.PublishEvent(newID, c.Events[0])
 		}
-		return head, e.enqueue(ctx, newID, time.Time{})
+		e.enqueue(ctx, newID, time.Time{})
+		return head, nil
 	}
 	r := e.newRunner(head, spec, rs, wf)
 	r.resumed = true // the copied pending ops may have run in the source
