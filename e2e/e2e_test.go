@@ -155,7 +155,7 @@ func (p *proc) start(workflow string, settings map[string]any) string {
 	}
 	started, err := p.c.Start(context.Background(), api.StartRequest{Workflow: workflow, Settings: b})
 	if err != nil {
-		p.t.Fatalf("start %s: %v", workflow, err)
+		p.t.Fatalf("start %s: %v\nserver log:\n%s", workflow, err, p.out.String())
 	}
 	if started.Status != "running" {
 		p.t.Fatalf("start %s: %+v", workflow, started)
