@@ -133,6 +133,7 @@ type OpRequest struct {
 type OpResult struct {
 	Type  string            `json:"type"`
 	Error string            `json:"error,omitempty"`
+	Code  string            `json:"code,omitempty" doc:"why the operation failed, when known: model_error, rate_limited, timeout, unavailable"`
 	Meta  map[string]string `json:"meta,omitempty"`
 	Data  json.RawMessage   `json:"data,omitempty" doc:"the kind's result (a JSON object)"`
 }

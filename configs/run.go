@@ -97,6 +97,18 @@ type Model struct {
 	// reaches it as an image. Without it the model gets a short text
 	// placeholder instead.
 	Vision bool `json:"vision,omitempty"`
+	// TokenIDs asks the endpoint, on every call through this model (the
+	// run's generates and an external agent's gateway calls), for the
+	// prompt's and the completion's token ids: return_token_ids, which
+	// vLLM and SGLang answer with prompt_token_ids and token_ids. The
+	// results and episode steps then carry them. An endpoint without the
+	// field (OpenAI's API) may refuse requests that have it.
+	TokenIDs bool `json:"token_ids,omitempty"`
+	// Logprobs asks, on every call through this model, for the log
+	// probability of each completion token; TopLogprobs > 0 also for that
+	// many alternatives per token (and implies Logprobs).
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
 	// Script is the JSONL file of replies for the scripted provider:
 	// relative to the run's work directory, and beneath it or a read root
 	// of the server (see package handlers/files).
@@ -252,6 +264,9 @@ func (s *RunSettings) Validate() error {
 		}
 		if m.MaxConcurrency < 0 {
 			return fieldErr(p+".max_concurrency", "must be >= 0")
+		}
+		if m.TopLogprobs < 0 {
+			return fieldErr(p+".top_logprobs", "must be >= 0")
 		}
 		if m.MaxRetryWaitS < 0 || math.IsNaN(m.MaxRetryWaitS) || math.IsInf(m.MaxRetryWaitS, 0) {
 			return fieldErr(p+".max_retry_wait_s", "must be a number of seconds >= 0")

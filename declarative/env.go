@@ -58,8 +58,9 @@ type LimitsView struct {
 	Cost    float64 `expr:"cost" json:"cost"`
 }
 
-// ResultView is a flat view of one operation result: kind, error, ok and
-// meta, then the fields every registered operation kind declares
+// ResultView is a flat view of one operation result: kind, error,
+// failure (the failure code, e.g. "model_error"), ok and meta, then the
+// fields every registered operation kind declares
 // (operations.KindInfo.View), zero unless they are the result's own kind's.
 // The compiler learns the fields from the kinds' registrations, so a kind
 // added by a handler package is visible to workflow files without change

@@ -76,6 +76,26 @@ type GenerateRequest struct {
 	// for that many alternatives per token.
 	Logprobs    bool `json:"logprobs,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
+	// TokenIDs asks the endpoint for the prompt's and the completion's
+	// token ids (sent as vLLM's and SGLang's return_token_ids: true; an
+	// endpoint without the field may refuse it). A model whose settings
+	// say token_ids asks on every call without it.
+	TokenIDs bool `json:"token_ids,omitempty"`
+	// Extra holds request fields flock does not interpret (seed, top_p,
+	// top_k, response_format, chat_template_kwargs, other vendor
+	// extensions), each sent as it is as a top-level field of the chat
+	// completion request. A key flock writes itself is refused (the op
+	// fails naming it; see ReservedGenerateFields): use the field above.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
+}
+
+// ReservedGenerateFields are the chat completion request fields flock
+// writes itself from a GenerateRequest (or never sends: streaming); a
+// GenerateRequest.Extra key among them is refused.
+var ReservedGenerateFields = []string{
+	"model", "messages", "tools", "tool_choice", "functions", "function_call", "n", "temperature",
+	"max_tokens", "max_completion_tokens", "stop", "reasoning_effort", "logprobs", "top_logprobs",
+	"return_token_ids", "stream", "stream_options",
 }
 
 // GenerateResult is what the model answered.
@@ -91,7 +111,8 @@ type GenerateResult struct {
 	// had the same request and the live model answered.
 	Replay string `json:"replay,omitempty"`
 	// PromptTokenIDs are the prompt's token ids when the endpoint returned
-	// them (vLLM's prompt_token_ids with return_token_ids).
+	// them (vLLM's prompt_token_ids, with return_token_ids; see
+	// GenerateRequest.TokenIDs), exactly as returned.
 	PromptTokenIDs []int `json:"prompt_token_ids,omitempty"`
 }
 
@@ -107,8 +128,12 @@ type Output struct {
 	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
 	Reasoning    string     `json:"reasoning,omitempty"`
 	FinishReason string     `json:"finish_reason,omitempty"`
-	Logprobs     []Logprob  `json:"logprobs,omitempty"`
-	// TokenIDs are the completion's token ids when the endpoint returned them.
+	// Logprobs are the completion's tokens with their log probabilities,
+	// one per token in the endpoint's order, when it returned them.
+	Logprobs []Logprob `json:"logprobs,omitempty"`
+	// TokenIDs are the completion's token ids when the endpoint returned
+	// them (vLLM's choices[i].token_ids), exactly as returned: one per
+	// generated token, so Logprobs[k] is the log probability of TokenIDs[k].
 	TokenIDs []int `json:"token_ids,omitempty"`
 }
 

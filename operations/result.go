@@ -15,6 +15,9 @@ import (
 type Result struct {
 	Kind  Kind
 	Error string
+	// Code classifies a failure (see Code); empty when Error is, and when
+	// the handler knows no more than the message.
+	Code Code
 	// Meta is copied from the request.
 	Meta Meta
 
@@ -183,17 +186,18 @@ func (r *Result) alloc() (any, error) { return payloadOf(r, r.Kind, true) }
 type wireResult struct {
 	Type  Kind            `json:"type"`
 	Error string          `json:"error,omitempty"`
+	Code  Code            `json:"code,omitempty"`
 	Meta  Meta            `json:"meta,omitempty"`
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
-// MarshalJSON encodes r as {"type", "error", "meta", "data"}.
+// MarshalJSON encodes r as {"type", "error", "code", "meta", "data"}.
 func (r Result) MarshalJSON() ([]byte, error) {
 	p, err := r.payload()
 	if err != nil {
 		return nil, err
 	}
-	w := wireResult{Type: r.Kind, Error: r.Error, Meta: r.Meta}
+	w := wireResult{Type: r.Kind, Error: r.Error, Code: r.Code, Meta: r.Meta}
 	if !isNilPayload(p) {
 		if w.Data, err = json.Marshal(p); err != nil {
 			return nil, fmt.Errorf("encode %s result: %w", r.Kind, err)
@@ -202,13 +206,13 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON decodes {"type", "error", "meta", "data"}.
+// UnmarshalJSON decodes {"type", "error", "code", "meta", "data"}.
 func (r *Result) UnmarshalJSON(b []byte) error {
 	var w wireResult
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*r = Result{Kind: w.Type, Error: w.Error, Meta: w.Meta}
+	*r = Result{Kind: w.Type, Error: w.Error, Code: w.Code, Meta: w.Meta}
 	if len(w.Data) == 0 || string(w.Data) == "null" {
 		return nil
 	}

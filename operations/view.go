@@ -7,13 +7,13 @@ import (
 )
 
 // View flattens r into the fields a workflow file's expressions read as
-// results[i].NAME: kind, error, ok and meta, the fields of every
+// results[i].NAME: kind, error, failure (Result.Code), ok and meta, the fields of every
 // registered kind (zero unless they are r's kind's), then r's kind's own
 // (KindInfo.View). ok is true when the operation did its job: no error and
 // whatever its kind's view requires.
 func (r Result) View() map[string]any {
 	kinds.RLock()
-	v := make(map[string]any, len(kinds.fields)+4)
+	v := make(map[string]any, len(kinds.fields)+5)
 	for k, z := range kinds.fields {
 		v[k] = z
 	}
@@ -23,7 +23,7 @@ func (r Result) View() map[string]any {
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	v["kind"], v["error"], v["meta"] = string(r.Kind), r.Error, meta
+	v["kind"], v["error"], v["failure"], v["meta"] = string(r.Kind), r.Error, string(r.Code), meta
 	ok := r.Error == ""
 	if info.View != nil {
 		fields, kindOK := info.View(r)
@@ -42,11 +42,11 @@ func (r Result) View() map[string]any {
 func ViewFields() map[string]any {
 	kinds.RLock()
 	defer kinds.RUnlock()
-	out := make(map[string]any, len(kinds.fields)+4)
+	out := make(map[string]any, len(kinds.fields)+5)
 	for k, z := range kinds.fields {
 		out[k] = z
 	}
-	out["kind"], out["error"], out["ok"], out["meta"] = "", "", false, map[string]string{}
+	out["kind"], out["error"], out["failure"], out["ok"], out["meta"] = "", "", "", false, map[string]string{}
 	return out
 }
 

@@ -28,6 +28,24 @@
 // vLLM token_ids (and the prompt's prompt_token_ids). When the endpoint reports no usage it is estimated
 // (chars/4). Cost is prompt*input_price/1e6 + completion*output_price/1e6.
 //
+// # Token ids and logprobs
+//
+// vLLM and SGLang return the prompt's and the completion's token ids only
+// when a request asks (return_token_ids: true), and logprobs only with
+// logprobs / top_logprobs. A model declared with "token_ids": true,
+// "logprobs": true or "top_logprobs": K asks for them on every call through
+// it (the run's generates and, through the generate op, an external
+// agent's gateway calls); a request's own TokenIDs, Logprobs and
+// TopLogprobs ask for that call. The result keeps them as returned:
+// GenerateResult.PromptTokenIDs, Output.TokenIDs and Output.Logprobs, one
+// logprob per completion token.
+//
+// GenerateRequest.Extra carries request fields flock does not interpret
+// (seed, top_p, top_k, response_format, chat_template_kwargs, ...): they
+// are added to the request body as they are. A key flock writes itself
+// (operations.ReservedGenerateFields) fails the op, naming it
+// (ErrBadRequest).
+//
 // # Images
 //
 // A message's Images (a screenshot a sandbox tool returned, attached by

@@ -21,4 +21,8 @@ var (
 	ErrWaitTooLong = errors.New("wait too long")
 	// ErrScript is returned when a script file cannot be read or parsed.
 	ErrScript = errors.New("invalid script")
+	// ErrBadRequest is returned for a generate request flock cannot send:
+	// an extra field that names one flock writes itself, or that is not
+	// JSON. The message names the field.
+	ErrBadRequest = errors.New("bad generate request")
 )

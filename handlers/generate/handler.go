@@ -277,6 +277,10 @@ type model struct {
 	maxRetryWait time.Duration
 	// vision: the model accepts image content parts (configs.Model.Vision).
 	vision bool
+	// tokenIDs, logprobs and topLogprobs ask for token data on every call
+	// (configs.Model.TokenIDs, Logprobs, TopLogprobs).
+	tokenIDs, logprobs bool
+	topLogprobs        int
 }
 
 func (m *model) cost(prompt, completion int) float64 {
@@ -325,6 +329,7 @@ func (h *Handler) resolve(s *configs.RunSettings, name string) (*model, error) {
 		}
 		m.script = decl.Script
 		m.vision = decl.Vision
+		m.tokenIDs, m.logprobs, m.topLogprobs = decl.TokenIDs, decl.Logprobs, decl.TopLogprobs
 		m.maxRetryWait = time.Duration(decl.MaxRetryWaitS * float64(time.Second))
 	case name == ProviderSimulated:
 		m.provider = ProviderSimulated

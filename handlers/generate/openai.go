@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -64,8 +66,12 @@ func (h *Handler) callOpenAI(ctx context.Context, env handlers.Env, m *model, g 
 	if apiKey == "" {
 		return nil, m.missingKey()
 	}
+	extra, err := requestExtra(m, g)
+	if err != nil {
+		return nil, err
+	}
 	c := &call{h: h, m: m, client: h.client(m, apiKey), apiKey: apiKey, lims: h.limiters(env.RunID, m),
-		host: endpointHost(m.baseURL), waiting: env.Waiting}
+		host: endpointHost(m.baseURL), waiting: env.Waiting, extra: extra}
 	c.setDeadline(env)
 	creq := chatRequest(m, g)
 	first, err := c.do(ctx, creq)
@@ -111,6 +117,34 @@ func endpointHost(base string) string {
 		return "the endpoint"
 	}
 	return u.Host
+}
+
+// requestExtra returns the fields sent beside those go-openai writes:
+// g.Extra, and return_token_ids when g or the model asks for token ids.
+// A key of g.Extra that flock writes itself, or a value that is not
+// JSON, is refused, naming it.
+func requestExtra(m *model, g *operations.GenerateRequest) (map[string]json.RawMessage, error) {
+	var out map[string]json.RawMessage
+	if len(g.Extra) > 0 {
+		out = make(map[string]json.RawMessage, len(g.Extra)+1)
+		for _, k := range slices.Sorted(maps.Keys(g.Extra)) {
+			v := g.Extra[k]
+			if slices.Contains(operations.ReservedGenerateFields, k) {
+				return nil, fmt.Errorf("%w: extra.%s: flock sets %s itself; use the request's own field", ErrBadRequest, k, k)
+			}
+			if !json.Valid(v) {
+				return nil, fmt.Errorf("%w: extra.%s: not a JSON value", ErrBadRequest, k)
+			}
+			out[k] = v
+		}
+	}
+	if g.TokenIDs || m.tokenIDs {
+		if out == nil {
+			out = map[string]json.RawMessage{}
+		}
+		out["return_token_ids"] = json.RawMessage("true")
+	}
+	return out, nil
 }
 
 // reasoningPrefixes are model-name prefixes of OpenAI reasoning models,
@@ -171,8 +205,8 @@ func chatRequest(m *model, g *operations.GenerateRequest) openai.ChatCompletionR
 		Model:           m.name,
 		Stop:            g.Stop,
 		ReasoningEffort: g.ReasoningEffort,
-		LogProbs:        g.Logprobs || g.TopLogprobs > 0,
-		TopLogProbs:     g.TopLogprobs,
+		LogProbs:        g.Logprobs || g.TopLogprobs > 0 || m.logprobs || m.topLogprobs > 0,
+		TopLogProbs:     max(g.TopLogprobs, m.topLogprobs),
 	}
 	if g.N > 1 {
 		r.N = g.N

@@ -3,6 +3,7 @@ package generate
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ const maxBody = 64 << 20
 // does not expose response headers on errors, so the transport writes them
 // here (found through the request context).
 type exchange struct {
+	// extra are fields to add to the request body (see withExtra).
+	extra map[string]json.RawMessage
+
 	status     int
 	retryAfter time.Duration
 	hasRetry   bool
@@ -40,11 +44,17 @@ type exchangeKey struct{}
 type captureTransport struct{ base http.RoundTripper }
 
 func (t *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ex, ok := r.Context().Value(exchangeKey{}).(*exchange)
+	if ok && len(ex.extra) > 0 {
+		var err error
+		if r, err = withExtra(r, ex.extra); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
 		return nil, err
 	}
-	ex, ok := r.Context().Value(exchangeKey{}).(*exchange)
 	if !ok {
 		return resp, nil
 	}
@@ -61,6 +71,37 @@ func (t *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.ContentLength = int64(len(b))
 	}
 	return resp, nil
+}
+
+// withExtra returns a copy of r whose JSON body also has the fields of
+// extra (go-openai's request type has no place for fields it does not
+// know). A field the body already has keeps its value.
+func withExtra(r *http.Request, extra map[string]json.RawMessage) (*http.Request, error) {
+	if r.Body == nil {
+		return r, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, fmt.Errorf("request body: %w", err)
+	}
+	for k, v := range extra {
+		if _, set := fields[k]; !set {
+			fields[k] = v
+		}
+	}
+	if b, err = json.Marshal(fields); err != nil {
+		return nil, fmt.Errorf("request body: %w", err)
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(b))
+	r2.ContentLength = int64(len(b))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return r2, nil
 }
 
 // parseRetryAfter reads retry-after-ms (OpenAI, Azure) or Retry-After
@@ -96,6 +137,8 @@ type call struct {
 	// lims are the limiters every attempt goes through, the run's own first.
 	lims []*limiter
 	host string
+	// extra are the request fields added to the body (requestExtra).
+	extra map[string]json.RawMessage
 	// waiting is the run's Env.Waiting; nil when the run does not listen.
 	waiting func(reason string, until time.Time)
 	// deadline is when the run's time limit runs out, taken from Env.Usage
@@ -270,7 +313,7 @@ func (c *call) attempt(ctx context.Context, creq openai.ChatCompletionRequest) (
 	defer release()
 	actx, cancel := context.WithTimeout(ctx, c.m.timeout)
 	defer cancel()
-	ex := &exchange{}
+	ex := &exchange{extra: c.extra}
 	actx = context.WithValue(actx, exchangeKey{}, ex)
 	resp, err := c.client.CreateChatCompletion(actx, creq)
 	if err == nil {
