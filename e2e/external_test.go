@@ -170,7 +170,8 @@ func TestExternalRolloutKill9(t *testing.T) {
 	if len(ext.Runs) != 8 || replayed != 4 {
 		t.Fatalf("%d external runs, %d calls replayed; want 8 and 4", len(ext.Runs), replayed)
 	}
-	// Paid once: the endpoint's calls are exactly the journal's generates.
+	// Paid once: the endpoint's calls are exactly the calls the journal
+	// holds answered (in the session runs' gateway_wait results).
 	var sessions struct {
 		Runs []api.Run `json:"runs"`
 	}
@@ -178,8 +179,21 @@ func TestExternalRolloutKill9(t *testing.T) {
 	journaled := 0
 	for _, r := range sessions.Runs {
 		for _, op := range p.ops(r.ID) {
-			if op.Request.Type == "generate" && op.Status == "done" {
-				journaled++
+			if op.Request.Type != "gateway_wait" || op.Status != "done" || op.Result == nil {
+				continue
+			}
+			var w struct {
+				Calls []struct {
+					Result json.RawMessage `json:"result"`
+				} `json:"calls"`
+			}
+			if err := json.Unmarshal(op.Result.Data, &w); err != nil {
+				t.Fatalf("gateway_wait result %s: %v", op.Result.Data, err)
+			}
+			for _, c := range w.Calls {
+				if len(c.Result) > 0 {
+					journaled++
+				}
 			}
 		}
 	}

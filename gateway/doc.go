@@ -47,23 +47,30 @@
 // A session belongs to an external op (package handlers/external). That
 // op starts a child run of workflow "external.session" (package
 // phases/external) whose id is derived from the op's and which is the
-// session's id. The session run loops over two phases:
+// session's id. The session run has one phase, wait, which asks for one
+// gateway_wait op per step. That op
 //
-//	wait: one gateway_wait op, whose handler hands the previous step's
-//	      generate results to their callers (Deliver) and then blocks until
-//	      calls are queued (Take), returning them as data
-//	call: one generate op per queued call (Meta gateway_call = call id)
+//   - hands the answers of the previous step to their callers (Deliver):
+//     they are on disk by then, since the commit of the phase that asked
+//     for this op carried them;
+//   - blocks until calls are queued (Take);
+//   - answers them, in parallel, each as a generate (Meta gateway_call =
+//     the call's id) run by the generate handler, with its retries and
+//     the per-model rate and concurrency limits;
+//   - returns each call's id, request and answer as its result.
 //
-// So every model call is an ordinary generate op of the session run:
-// journaled with its request, reply, usage, cost, token ids and logprobs,
-// run by the generate handler under the per-model rate and concurrency
-// limits, counted in the run's usage, visible in GET /runs/{id}/ops and
-// the event stream. Phases stay pure: the calls reach them as the wait
-// op's result. A reply reaches its caller only after the commit that
-// journals it (the next wait op reads it back from the store), so an
-// agent never sees an answer a crash could lose. Calls that arrive while
-// a step runs wait for the next one; calls that arrive together run in
-// parallel in one step.
+// So each call is journaled once, request (the prompt) and answer
+// together, in the gateway_wait op's result: with its reply, usage, cost,
+// token ids and logprobs, counted in the run's usage, visible in GET
+// /runs/{id}/ops and the event stream. That result completes its step
+// and rides in the commit of the next phase's output: one commit per
+// batch of calls, and a lone agent's call costs exactly one. Phases stay
+// pure: the calls reach them as the op's result. A reply reaches its
+// caller only after that commit, so an agent never sees an answer a crash
+// could lose. Calls that arrive while a batch is answered wait for the
+// next one; calls that arrive together are answered in parallel in one
+// batch. operations.Generates lists the calls an op holds, for the
+// journal's readers (replay, the scripted model's cursor).
 //
 // The session run's limits are the external run's, less what it has used
 // when the op starts; the executor ends it when they are spent (after its
@@ -79,8 +86,11 @@
 // ended) holds. A call whose request equals a recorded one (the k-th
 // identical request of this attempt gets the k-th recorded answer) is
 // answered from the journal without a model call, marked replayed: no
-// token is paid twice for a finished call. A call that was in flight at
-// the crash is dispatched again (at-least-once, like every op).
+// token is paid twice for a finished call. Calls that were being answered
+// at the crash were never journaled: the program sends them again and
+// they are answered anew (at-least-once, like every op). A gateway_wait
+// interrupted by a pause or a stop puts its calls back in the queue, and
+// the next one answers them.
 //
 // # Traces and episodes
 //
@@ -108,11 +118,14 @@
 //
 // # Caveats
 //
-//   - Each call costs two commits of the session run (the wait op's result
-//     with the generate ops, then the generate results with the next wait);
-//     see docs/benchmarks.md, Issue 16.
-//   - The wait op's result holds the calls' requests, which the generate
-//     ops hold again: a session's journal stores each prompt twice.
+//   - Calls of one batch are delivered together, once the slowest of
+//     them is answered and the batch is journaled.
+//   - The prompt is journaled in the gateway_wait op's result, which the
+//     op codec does not cut into content-addressed chunks as it does
+//     generate requests: each call stores its whole prompt once.
+//   - Gateway calls are not generate ops: the server's concurrency cap of
+//     the generate kind (configs.Server.Concurrency) does not count them;
+//     the per-model limits do.
 //   - Token ids are captured when the endpoint returns them; the gateway
 //     does not add vLLM's return_token_ids to requests (OpenAI's API
 //     refuses unknown fields).

@@ -120,7 +120,11 @@ func (g *Gateway) Close() error {
 // Recorded is a model call answered before, in an earlier attempt of the
 // same agent: its journaled request and result.
 type Recorded struct {
+	// OpID is the op that answered: a gateway_wait op (CallID names the
+	// call among its calls) or, in session runs journaled before
+	// gateway_wait answered calls, a generate op.
 	OpID    string
+	CallID  string
 	Request operations.GenerateRequest
 	Result  operations.GenerateResult
 }
@@ -149,7 +153,7 @@ func (g *Gateway) Open(id string, cfg SessionConfig) (*Session, error) {
 	s := &Session{ID: id, gw: g, token: TokenPrefix + hex.EncodeToString(b[:]), model: cfg.Model,
 		models: map[string]bool{cfg.Model: true}, notify: make(chan struct{}, 1),
 		waiting: map[string]*call{}, recorded: map[string][]Recorded{}, recordedOps: map[string]bool{},
-		seen: map[string]int{}, nonce: hex.EncodeToString(b[:4])}
+		answered: map[string][]operations.GatewayCall{}, seen: map[string]int{}, nonce: hex.EncodeToString(b[:4])}
 	s.order = append(s.order, cfg.Model)
 	for _, m := range cfg.Models {
 		if !s.models[m] {
@@ -221,9 +225,11 @@ type Trace struct {
 	Seq int    `json:"seq"`
 	// StepID is the client's X-Flock-Step-Id header, if it sent one.
 	StepID string `json:"step_id,omitempty"`
-	// OpID is the generate op that answered (in this session run or, when
-	// Replayed, an earlier attempt's).
+	// OpID is the op that answered (in this session run or, when
+	// Replayed, an earlier attempt's): the gateway_wait op, whose call
+	// CallID it was.
 	OpID     string                     `json:"op_id"`
+	CallID   string                     `json:"call_id,omitempty"`
 	Replayed bool                       `json:"replayed,omitempty"`
 	Time     time.Time                  `json:"time"`
 	Request  operations.GenerateRequest `json:"request"`
@@ -243,6 +249,11 @@ type call struct {
 	opID string
 	res  operations.Result
 	err  error
+}
+
+// gatewayCall returns the call as the gateway_wait op takes it.
+func (c *call) gatewayCall() operations.GatewayCall {
+	return operations.GatewayCall{ID: c.id, Request: c.req}
 }
 
 // Session is one agent's gateway session: the calls it sends wait in a
@@ -266,14 +277,18 @@ type Session struct {
 	queue   []*call
 	waiting map[string]*call
 	// recorded are earlier answers by request key, consumed in order;
-	// recordedOps the op ids among them; seen counts this attempt's calls
-	// per key; guarded by mu.
+	// recordedOps the op and call ids among them; seen counts this
+	// attempt's calls per key; guarded by mu.
 	recorded    map[string][]Recorded
 	recordedOps map[string]bool
 	seen        map[string]int
-	seq         int
-	trace       []Trace
-	closed      bool
+	// answered are the answers of gateway_wait ops by op id, kept from
+	// Answered until DeliverAnswered (the op's next wait, once they are
+	// journaled); guarded by mu.
+	answered map[string][]operations.GatewayCall
+	seq      int
+	trace    []Trace
+	closed   bool
 	// failed, once set, answers every call (the run reached a limit).
 	failed error
 }
@@ -293,10 +308,11 @@ func requestKey(g operations.GenerateRequest) string {
 }
 
 func (s *Session) recordLocked(r Recorded) {
-	if r.OpID != "" && s.recordedOps[r.OpID] {
+	ref := r.OpID + "\x00" + r.CallID
+	if r.OpID != "" && s.recordedOps[ref] {
 		return
 	}
-	s.recordedOps[r.OpID] = true
+	s.recordedOps[ref] = true
 	k := requestKey(r.Request)
 	s.recorded[k] = append(s.recorded[k], r)
 }
@@ -322,8 +338,8 @@ func (s *Session) Do(ctx context.Context, req operations.GenerateRequest, stepID
 	s.seen[key] = n + 1
 	if rec := s.recorded[key]; n < len(rec) {
 		r := rec[n]
-		t := Trace{ID: s.ID + ":" + strconv.Itoa(seq), Seq: seq, StepID: stepID, OpID: r.OpID, Replayed: true,
-			Time: time.Now().UTC(), Request: req, Result: r.Result}
+		t := Trace{ID: s.ID + ":" + strconv.Itoa(seq), Seq: seq, StepID: stepID, OpID: r.OpID, CallID: r.CallID,
+			Replayed: true, Time: time.Now().UTC(), Request: req, Result: r.Result}
 		s.trace = append(s.trace, t)
 		s.mu.Unlock()
 		return &t, nil
@@ -352,8 +368,8 @@ func (s *Session) Do(ctx context.Context, req operations.GenerateRequest, stepID
 	if c.res.Generate != nil {
 		gr = *c.res.Generate
 	}
-	t := Trace{ID: s.ID + ":" + strconv.Itoa(seq), Seq: seq, StepID: stepID, OpID: c.opID, Time: time.Now().UTC(),
-		Request: req, Result: gr}
+	t := Trace{ID: s.ID + ":" + strconv.Itoa(seq), Seq: seq, StepID: stepID, OpID: c.opID, CallID: c.id,
+		Time: time.Now().UTC(), Request: req, Result: gr}
 	s.mu.Lock()
 	s.trace = append(s.trace, t)
 	s.mu.Unlock()
@@ -375,7 +391,7 @@ func (s *Session) Take(ctx context.Context) (calls []operations.GatewayCall, clo
 		if len(s.queue) > 0 {
 			for _, c := range s.queue {
 				s.waiting[c.id] = c
-				calls = append(calls, operations.GatewayCall{ID: c.id, Request: c.req})
+				calls = append(calls, c.gatewayCall())
 			}
 			s.queue = nil
 			s.mu.Unlock()
@@ -394,15 +410,74 @@ func (s *Session) Take(ctx context.Context) (calls []operations.GatewayCall, clo
 	}
 }
 
-// Deliver hands a journaled generate result to the call it answers
-// (Meta gateway_call). A result no call waits for (an op of an earlier
-// attempt, dispatched again after a restart) is kept for replay.
+// Requeue puts calls that Take returned back at the head of the queue,
+// in order: the gateway_wait op that took them was interrupted (a pause,
+// a stop) before its result could be journaled, and the next one answers
+// them.
+func (s *Session) Requeue(calls []operations.GatewayCall) {
+	s.mu.Lock()
+	var back []*call
+	for _, gc := range calls {
+		if c := s.waiting[gc.ID]; c != nil {
+			delete(s.waiting, gc.ID)
+			back = append(back, c)
+		}
+	}
+	closed := s.closed || s.failed != nil
+	if !closed {
+		s.queue = append(back, s.queue...)
+	}
+	err := s.failed
+	s.mu.Unlock()
+	if closed {
+		if err == nil {
+			err = ErrClosed
+		}
+		for _, c := range back {
+			c.err = err
+			close(c.done)
+		}
+		return
+	}
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Answered keeps the answers of gateway_wait op opID until
+// DeliverAnswered: they may reach their callers only once the commit
+// that journals them is done.
+func (s *Session) Answered(opID string, calls []operations.GatewayCall) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answered[opID] = calls
+}
+
+// DeliverAnswered hands the answers Answered kept for op opID to their
+// callers and reports whether it kept any (after a restart it holds none:
+// the journal has them). Call it only once the op's result is journaled.
+func (s *Session) DeliverAnswered(opID string) bool {
+	s.mu.Lock()
+	calls, ok := s.answered[opID]
+	delete(s.answered, opID)
+	s.mu.Unlock()
+	for i := range calls {
+		c := &calls[i]
+		s.Deliver(c.ID, opID, c.Request, operations.Result{Kind: operations.KindGenerate, Error: c.Error, Generate: c.Result})
+	}
+	return ok
+}
+
+// Deliver hands a journaled answer to the call it answers (by the call's
+// id). An answer no call waits for (an answer of an earlier attempt,
+// journaled after its caller was gone) is kept for replay.
 func (s *Session) Deliver(callID, opID string, req operations.GenerateRequest, res operations.Result) {
 	s.mu.Lock()
 	c := s.waiting[callID]
 	delete(s.waiting, callID)
 	if c == nil && res.Error == "" && res.Generate != nil {
-		s.recordLocked(Recorded{OpID: opID, Request: req, Result: *res.Generate})
+		s.recordLocked(Recorded{OpID: opID, CallID: callID, Request: req, Result: *res.Generate})
 	}
 	s.mu.Unlock()
 	if c != nil {

@@ -85,6 +85,11 @@ type Deps struct {
 	Log *slog.Logger
 	// Runs starts and waits for child runs; the executor sets it.
 	Runs Runs
+	// Ops runs an operation of any kind the server serves, inside the
+	// operation being handled (the gateway_wait handler answers an agent's
+	// calls as generates through it); its result is the caller's to
+	// journal. The executor sets it to the server's Set.
+	Ops Handler
 	// Open opens a file a run reads, by the server's access rules
 	// (files.Access.Open); nil opens the path as it is.
 	Open func(workDir, path string) (*os.File, error)
@@ -233,6 +238,32 @@ func (s *Set) Provision(ctx context.Context, deps Deps) error {
 
 // Handler returns the handler of kind, or nil.
 func (s *Set) Handler(kind operations.Kind) Handler { return s.byKind[kind] }
+
+// Handle runs req with the handler of its kind: an error result for a
+// kind the set does not serve, or for a handler that panicked. Operations
+// a person answers (Asker) are refused: they cannot run inside another.
+func (s *Set) Handle(ctx context.Context, env Env, req operations.Request) (res operations.Result) {
+	h := s.byKind[req.Kind]
+	if h == nil {
+		return operations.Failed(req, "no handler for operation kind %q on this server", req.Kind)
+	}
+	if _, ok := h.(Asker); ok {
+		return operations.Failed(req, "%s is answered by a person; it cannot run inside another operation", req.Kind)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res = operations.Failed(req, "%s handler panicked: %v", req.Kind, p)
+		}
+	}()
+	res = h.Handle(ctx, env, req)
+	if res.Kind == "" {
+		res.Kind = req.Kind
+	}
+	if res.Meta == nil {
+		res.Meta = req.Meta
+	}
+	return res
+}
 
 // Kinds lists the kinds the set serves, sorted.
 func (s *Set) Kinds() []operations.Kind {

@@ -8,13 +8,14 @@ const (
 	// KindExternal runs a user's agent program with a model gateway session.
 	KindExternal Kind = "external"
 	// KindGatewayWait waits for the model calls an external agent sends to
-	// its gateway session (the session run's only op besides generate).
+	// its gateway session and answers them: the session run's only op.
 	KindGatewayWait Kind = "gateway_wait"
 )
 
 // MetaGatewayCall is the Meta key of a generate that answers a gateway
-// call: its value is the call's id, by which the gateway hands the
-// journaled result back to the waiting HTTP request.
+// call: its value is the call's id. The gateway_wait handler runs each
+// call as such a generate; session runs journaled before gateway_wait
+// answered its calls itself hold them as generate ops of their own.
 const MetaGatewayCall = "gateway_call"
 
 // ExternalRequest runs an agent program in the run's work directory with
@@ -81,23 +82,50 @@ func (r *ExternalResult) Effects(in EffectInput) Effects {
 }
 
 // GatewayWaitRequest waits for the next calls of the session run's
-// gateway session. DeliverStep, when not 0, is the step whose generate
-// results are handed to their callers first.
+// gateway session and answers them. DeliverStep, when not 0, is the
+// step whose answers (journaled by now) are handed to their callers
+// first.
 type GatewayWaitRequest struct {
 	DeliverStep uint64 `json:"deliver_step,omitempty"`
 }
 
-// GatewayCall is one model call waiting in a gateway session.
+// GatewayCall is one model call of a gateway session: its id, its
+// request (the prompt, stored here only) and the generate's answer.
 type GatewayCall struct {
 	ID      string          `json:"id"`
 	Request GenerateRequest `json:"request"`
+	// Result is the model's answer (with Error, what the failed generate
+	// still reported, if anything). Nil in the calls of session runs
+	// journaled before gateway_wait answered its calls: their generate
+	// ops hold the answers.
+	Result *GenerateResult `json:"result,omitempty"`
+	// Error is the generate's error, when it failed.
+	Error string `json:"error,omitempty"`
 }
 
-// GatewayWaitResult is the next batch of calls, or Closed when the agent
-// program has ended.
+// GatewayWaitResult is the calls of one batch with their answers, or
+// Closed when the agent program has ended.
 type GatewayWaitResult struct {
 	Calls  []GatewayCall `json:"calls,omitempty"`
 	Closed bool          `json:"closed,omitempty"`
+}
+
+// Effects adds the tokens and cost of every answered call (and counts
+// replay hits and misses) as the calls' generate results would.
+func (r *GatewayWaitResult) Effects(in EffectInput) Effects {
+	var e Effects
+	for i := range r.Calls {
+		g := r.Calls[i].Result
+		if g == nil {
+			continue
+		}
+		u := g.Effects(in).Usage
+		e.Usage.Tokens += u.Tokens
+		e.Usage.Cost += u.Cost
+		e.Usage.ReplayHits += u.ReplayHits
+		e.Usage.ReplayMisses += u.ReplayMisses
+	}
+	return e
 }
 
 // NewExternal returns an external request.
@@ -124,4 +152,53 @@ func init() {
 	RegisterKind(KindInfo{Kind: KindGatewayWait,
 		NewParams: func() any { return &GatewayWaitRequest{} },
 		NewResult: func() any { return &GatewayWaitResult{} }})
+}
+
+// Generated is one generate an operation answered: its request and its
+// result (Kind generate; Generate and Error set as a generate op's are).
+type Generated struct {
+	// CallID is the gateway call's id, "" for a generate op of its own.
+	CallID  string
+	Request *GenerateRequest
+	Result  Result
+}
+
+// Generates returns the generates the operation req answered with res: a
+// generate op's own, or each call a gateway_wait answered (with its id).
+// Readers of the journal that look for a run's model calls (the scripted
+// model's cursor, the gateway's replay) use it, so that a call is found
+// wherever it is journaled. A generate op without a result gives its
+// request with a zero Result; a gateway_wait without one, nothing; other
+// kinds, nil.
+func Generates(req Request, res *Result) []Generated {
+	switch req.Kind {
+	case KindGenerate:
+		if req.Generate == nil {
+			return nil
+		}
+		g := Generated{CallID: req.Meta[MetaGatewayCall], Request: req.Generate}
+		if res != nil {
+			g.Result = *res
+		}
+		return []Generated{g}
+	case KindGatewayWait:
+		if res == nil {
+			return nil
+		}
+		w, _ := res.Ext.(*GatewayWaitResult)
+		if w == nil {
+			return nil
+		}
+		out := make([]Generated, 0, len(w.Calls))
+		for i := range w.Calls {
+			c := &w.Calls[i]
+			if c.Result == nil && c.Error == "" {
+				continue // a call of a session run journaled before gateway_wait answered calls
+			}
+			out = append(out, Generated{CallID: c.ID, Request: &c.Request,
+				Result: Result{Kind: KindGenerate, Meta: Meta{MetaGatewayCall: c.ID}, Error: c.Error, Generate: c.Result}})
+		}
+		return out
+	}
+	return nil
 }

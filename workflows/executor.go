@@ -223,7 +223,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.started = true
 	e.mu.Unlock()
 	deps := e.cfg.HandlerDeps
-	deps.Runs, deps.Store = children{e}, e.store
+	deps.Runs, deps.Store, deps.Ops = children{e}, e.store, e.hs
 	if deps.Log == nil {
 		deps.Log = e.log
 	}

@@ -3,30 +3,59 @@ package external_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
-	"sort"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/state"
 )
 
 // BenchmarkGatewayOverhead measures one chat completion through the
-// gateway (HTTP in, a journaled generate op of the session run with its
+// gateway (HTTP in, the call journaled in the session run with its
 // commits, HTTP out) against the same request sent to the fake endpoint
 // directly; the difference is the gateway's overhead per call. It reports
-// p50 and p99 latencies besides ns/op.
+// p50 and p99 latencies besides ns/op and, through the gateway, the
+// store's commits and logical bytes written per call.
+//
+// "gateway" sends the same short prompt each time; "gateway-agent" sends
+// what an agent sends: a conversation that grows by the previous reply
+// and a new user message each call (a 1 KB system prompt, ~200-byte turns,
+// restarted every 32 calls), so bytes per call show how the prompt is
+// journaled.
 func BenchmarkGatewayOverhead(b *testing.B) {
 	_, srv := newFakeOpenAI(b)
 	b.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-bench")
-	body := func(i int) []byte {
+	short := func(i int) []byte {
 		raw, _ := json.Marshal(map[string]any{"model": "fake", "messages": []any{
 			map[string]any{"role": "system", "content": "You are a benchmark."},
 			map[string]any{"role": "user", "content": "call " + string(rune('a'+i%26))}}})
 		return raw
 	}
-	run := func(b *testing.B, url, token string) {
+	system := strings.Repeat("You are a careful agent. ", 40)
+	agent := func(i int) []byte {
+		turn := i % 32
+		msgs := []any{map[string]any{"role": "system", "content": system}}
+		for t := 0; t <= turn; t++ {
+			user := fmt.Sprintf("step %d of episode %d: %s", t, i/32, strings.Repeat("observation ", 15))
+			msgs = append(msgs, map[string]any{"role": "user", "content": user})
+			if t < turn {
+				msgs = append(msgs, map[string]any{"role": "assistant", "content": "echo: " + user})
+			}
+		}
+		raw, _ := json.Marshal(map[string]any{"model": "fake", "messages": msgs})
+		return raw
+	}
+	run := func(b *testing.B, url, token string, body func(int) []byte, stats func() state.Stats) {
 		client := &http.Client{}
 		lat := make([]time.Duration, 0, b.N)
+		var before state.Stats
+		if stats != nil {
+			before = stats()
+		}
 		i := 0
 		for b.Loop() {
 			req, _ := http.NewRequest("POST", url, bytes.NewReader(body(i)))
@@ -45,17 +74,30 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 			}
 			i++
 		}
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		slices.Sort(lat)
 		if len(lat) > 0 {
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		}
+		if stats != nil && i > 0 {
+			after := stats()
+			b.ReportMetric(float64(after.Commits-before.Commits)/float64(i), "commits/call")
+			b.ReportMetric(float64(after.Txs-before.Txs)/float64(i), "txs/call")
+			b.ReportMetric(float64(after.Bytes-before.Bytes)/float64(i), "journal-B/call")
+		}
 	}
-	b.Run("direct", func(b *testing.B) { run(b, srv.URL+"/v1/chat/completions", "sk-bench") })
-	b.Run("gateway", func(b *testing.B) {
+	through := func(b *testing.B, body func(int) []byte) {
 		f := newFlock(b)
 		s := openSession(b, f, map[string]any{"model": "fake",
 			"models": map[string]any{"fake": map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0}}})
-		run(b, s.url+"/chat/completions", s.token)
-	})
+		sr, ok := f.app.Store.(state.StatsReporter)
+		if !ok {
+			b.Fatalf("the store %T reports no stats", f.app.Store)
+		}
+		run(b, s.url+"/chat/completions", s.token, body, sr.Stats)
+	}
+	b.Run("direct", func(b *testing.B) { run(b, srv.URL+"/v1/chat/completions", "sk-bench", short, nil) })
+	b.Run("gateway", func(b *testing.B) { through(b, short) })
+	b.Run("direct-agent", func(b *testing.B) { run(b, srv.URL+"/v1/chat/completions", "sk-bench", agent, nil) })
+	b.Run("gateway-agent", func(b *testing.B) { through(b, agent) })
 }

@@ -51,9 +51,13 @@
 // # gateway_wait
 //
 // Waits (after a restart, first for the external op to reopen the
-// session), hands the generate results of the step named in the request
-// to the calls they answer, then returns the calls queued since, or
-// closed once the program has ended.
+// session), hands the answers of the step named in the request to their
+// callers (kept in memory since that step's op answered them, or read
+// from the journal after a restart), then takes the calls queued since
+// and answers them in parallel through the server's generate handler
+// (handlers.Deps.Ops), returning each call's request and answer; or
+// returns closed once the program has ended. Its result is the calls'
+// only journal record (one commit per batch; see package gateway).
 //
 // # Caveats
 //

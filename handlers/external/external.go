@@ -44,19 +44,21 @@ func init() {
 }
 
 // Handler runs external and gateway_wait operations. Its zero value
-// refuses them until provisioned with the gateway, the run starter and the
-// store.
+// refuses them until provisioned with the gateway, the run starter, the
+// store and the server's operations (which answer the calls).
 type Handler struct {
 	gw    *gateway.Gateway
 	runs  handlers.Runs
 	store state.Reader
+	ops   handlers.Handler
 	// environ reads the server's environment (tests replace it).
 	environ func() []string
 }
 
-// Provision takes the gateway, the run starter and the journal from deps.
+// Provision takes the gateway, the run starter, the journal and the
+// server's operations from deps.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
-	h.gw, h.runs, h.store = deps.Gateway, deps.Runs, deps.Store
+	h.gw, h.runs, h.store, h.ops = deps.Gateway, deps.Runs, deps.Store, deps.Ops
 	h.environ = os.Environ
 	return nil
 }
@@ -68,7 +70,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 			res = operations.Failed(req, "%s: internal error: %v\n%s", req.Kind, p, debug.Stack())
 		}
 	}()
-	if h.gw == nil || h.runs == nil || h.store == nil {
+	if h.gw == nil || h.runs == nil || h.store == nil || h.ops == nil {
 		return operations.Failed(req, "%s: this server has no model gateway", req.Kind)
 	}
 	switch p := req.Ext.(type) {
@@ -80,8 +82,12 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	return operations.Failed(req, "%s: %v", req.Kind, operations.ErrMissingParams)
 }
 
-// wait hands the previous step's generate results to their callers, then
-// waits for the next calls of the session (the run's id).
+// wait hands the previous step's answers to their callers, then waits for
+// the next calls of the session (the run's id) and answers them, each as
+// a generate op would be (the generate handler, its retries and the
+// per-model limits). Its result holds each call's prompt and answer: the
+// commit that journals it is the call's only one, and the next wait hands
+// the answers over once that commit is done.
 func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Request, p *operations.GatewayWaitRequest) operations.Result {
 	if h.gw.Lookup(env.RunID) == nil {
 		// Only an external op starts session runs (as its children); one
@@ -107,22 +113,58 @@ func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Req
 	if err != nil {
 		return operations.Failed(req, "gateway_wait: %v", err)
 	}
-	return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: &operations.GatewayWaitResult{Calls: calls, Closed: closed}}
+	if closed {
+		return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: &operations.GatewayWaitResult{Closed: true}}
+	}
+	h.answer(ctx, env, calls)
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		// Interrupted by a pause or a stop: this result is not journaled,
+		// so the calls go back to the queue for the next wait (one paid
+		// here is paid again there). The run's time limit (a deadline)
+		// ends the run with this result journaled, its answers delivered.
+		s.Requeue(calls)
+		return operations.Failed(req, "gateway_wait: interrupted: %v", context.Cause(ctx))
+	}
+	s.Answered(env.OpID, calls)
+	return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: &operations.GatewayWaitResult{Calls: calls}}
 }
 
-// deliver hands the journaled generate results of a session run's step
-// to the calls they answer.
+// answer runs each call as a generate, in parallel, and sets its result.
+func (h *Handler) answer(ctx context.Context, env handlers.Env, calls []operations.GatewayCall) {
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func(c *operations.GatewayCall) {
+			defer wg.Done()
+			g := c.Request
+			res := h.ops.Handle(ctx, env, operations.Request{Kind: operations.KindGenerate, Generate: &g,
+				Meta: operations.Meta{operations.MetaGatewayCall: c.ID}})
+			c.Result, c.Error = res.Generate, res.Error
+			if c.Result == nil && c.Error == "" {
+				c.Error = "generate returned no result"
+			}
+		}(&calls[i])
+	}
+	wg.Wait()
+}
+
+// deliver hands the answers of a session run's step, journaled by now, to
+// the calls they answer: from memory (Session.Answered), or after a
+// restart from the journal.
 func (h *Handler) deliver(ctx context.Context, s *gateway.Session, runID string, step uint64) error {
+	if s.DeliverAnswered(state.OpID(runID, step, 0)) {
+		return nil
+	}
 	ops, err := h.store.StepOps(ctx, runID, step)
 	if err != nil {
 		return fmt.Errorf("reading step %d of %s: %w", step, runID, err)
 	}
 	for _, op := range ops {
-		id := op.Request.Meta[operations.MetaGatewayCall]
-		if op.Request.Kind != operations.KindGenerate || id == "" || op.Result == nil || op.Request.Generate == nil {
-			continue
+		for _, g := range operations.Generates(op.Request, op.Result) {
+			if g.CallID != "" {
+				s.Deliver(g.CallID, op.ID, *g.Request, g.Result)
+			}
 		}
-		s.Deliver(id, op.ID, *op.Request.Generate, *op.Result)
 	}
 	return nil
 }
@@ -171,9 +213,13 @@ func (h *Handler) recorded(ctx context.Context, runID string) ([]gateway.Recorde
 		if err != nil {
 			return nil, fmt.Errorf("reading the journal of session run %s: %w", runID, err)
 		}
-		if op.Request.Kind == operations.KindGenerate && op.Status == state.OpDone && op.Result != nil &&
-			op.Result.Error == "" && op.Result.Generate != nil && op.Request.Generate != nil {
-			out = append(out, gateway.Recorded{OpID: op.ID, Request: *op.Request.Generate, Result: *op.Result.Generate})
+		if op.Status != state.OpDone {
+			continue
+		}
+		for _, g := range operations.Generates(op.Request, op.Result) {
+			if g.Result.Error == "" && g.Result.Generate != nil {
+				out = append(out, gateway.Recorded{OpID: op.ID, CallID: g.CallID, Request: *g.Request, Result: *g.Result.Generate})
+			}
 		}
 	}
 	return out, nil

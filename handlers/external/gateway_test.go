@@ -349,10 +349,10 @@ func TestGatewayTokenIDsAndLogprobs(t *testing.T) {
 		if bytes.Contains(raw, []byte("sk-provider-secret-key")) {
 			t.Fatalf("the journal holds the provider key: %s", raw)
 		}
-		if op.Request.Kind == operations.KindGenerate {
+		for _, g := range operations.Generates(op.Request, op.Result) {
 			gens++
-			if g := op.Result.Generate; g == nil || len(g.PromptTokenIDs) != 4 || len(g.Outputs[0].TokenIDs) != 3 {
-				t.Fatalf("journaled generate %s", raw)
+			if r := g.Result.Generate; r == nil || len(r.PromptTokenIDs) != 4 || len(r.Outputs[0].TokenIDs) != 3 {
+				t.Fatalf("journaled call %s", raw)
 			}
 		}
 	}
@@ -571,4 +571,75 @@ func TestGatewayModelLimits(t *testing.T) {
 	if code != 429 || !strings.Contains(string(b), "requests_per_minute") || !strings.Contains(string(b), `"type":"rate_limit_exceeded"`) {
 		t.Fatalf("second slow call: %d %s", code, b)
 	}
+}
+
+// TestGatewayOneCommitPerCall checks the cost of a call in the journal: a
+// sequential agent's call is one commit of the store (its prompt and
+// answer journaled together, in the gateway_wait op's result), and the
+// prompt is stored once: the session run's journal holds each call's
+// request in one place only.
+func TestGatewayOneCommitPerCall(t *testing.T) {
+	fake, srv := newFakeOpenAI(t)
+	t.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-test")
+	f := newFlock(t)
+	s := openSession(t, f, map[string]any{"model": "fake",
+		"models": map[string]any{"fake": map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0}}})
+	stats := f.app.Store.(state.StatsReporter).Stats
+	call := func(i int) {
+		body := map[string]any{"model": "fake", "messages": []any{
+			map[string]any{"role": "user", "content": fmt.Sprintf("unique prompt number %d", i)}}}
+		if code, b, _ := s.chat(t, body, nil); code != 200 {
+			t.Fatalf("call %d: %d %s", i, code, b)
+		}
+	}
+	call(0) // the session run is at its steady state after the first call
+	before := stats().Commits
+	const n = 5
+	for i := 1; i <= n; i++ {
+		call(i)
+	}
+	// The last reply is sent once its commit is done; nothing else of the
+	// session writes while the program waits.
+	if got := stats().Commits - before; got != n {
+		t.Fatalf("%d sequential calls made %d commits, want %d", n, got, n)
+	}
+	if fake.calls.Load() != n+1 {
+		t.Fatalf("endpoint calls %d", fake.calls.Load())
+	}
+	end := s.finish(t)
+	if end.Status != state.StatusSucceeded {
+		t.Fatalf("external run %s: %s", end.Status, end.Error)
+	}
+	var x operations.ExternalResult
+	for _, op := range mustOps(t, f, s.runID) {
+		if op.Request.Kind == operations.KindExternal && op.Result != nil {
+			raw, _ := json.Marshal(op.Result.Ext)
+			_ = json.Unmarshal(raw, &x)
+		}
+	}
+	if len(x.SessionRuns) != 1 {
+		t.Fatalf("session runs %v", x.SessionRuns)
+	}
+	for i := 0; i <= n; i++ {
+		// Quoted: the fake's reply ("echo: ...") holds the text too.
+		prompt := []byte(fmt.Sprintf("%q", fmt.Sprintf("unique prompt number %d", i)))
+		held := 0
+		for _, op := range mustOps(t, f, x.SessionRuns[0]) {
+			raw, _ := json.Marshal(op)
+			held += bytes.Count(raw, prompt)
+		}
+		if held != 1 {
+			t.Fatalf("prompt %d is journaled %d times, want once", i, held)
+		}
+	}
+}
+
+// mustOps reads the first page of run id's journal.
+func mustOps(t *testing.T, f *flock, id string) []state.Op {
+	t.Helper()
+	ops, err := f.app.Store.Ops(t.Context(), id, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops
 }

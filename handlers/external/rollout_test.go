@@ -113,10 +113,10 @@ func TestRolloutPythonAgentScripted(t *testing.T) {
 		}
 		gens := 0
 		for _, op := range ops {
-			if op.Request.Kind == operations.KindGenerate {
+			for _, g := range operations.Generates(op.Request, op.Result) {
 				gens++
-				if op.Request.Meta[operations.MetaGatewayCall] == "" {
-					t.Errorf("%s: generate without a gateway_call label", op.ID)
+				if g.CallID == "" || g.Result.Generate == nil {
+					t.Errorf("%s: a call without its id or answer: %+v", op.ID, g)
 				}
 			}
 		}

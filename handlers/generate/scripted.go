@@ -237,15 +237,21 @@ func (c *cursor) consume(g *operations.GenerateRequest) {
 	}
 }
 
-// replay rebuilds a fresh cursor from the generate ops of model key that
-// the run's journal holds as done (in step order), except the op being
-// answered now: after a crash, the script goes on where the run was.
+// replay rebuilds a fresh cursor from the generates of model key that the
+// run's journal holds as done (in step order: generate ops, and the calls
+// a gateway session's gateway_wait ops answered), except those of the op
+// being answered now: after a crash, the script goes on where the run
+// was.
 func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) error {
 	return scanOps(ctx, j, runID, func(op state.Op) error {
-		g := op.Request.Generate
-		replayed := op.Result != nil && op.Result.Generate != nil && op.Result.Generate.Replay == operations.ReplayHit
-		if op.Status == state.OpDone && op.ID != opID && g != nil && g.Model == key && !replayed {
-			c.consume(g)
+		if op.Status != state.OpDone || op.ID == opID {
+			return nil
+		}
+		for _, g := range operations.Generates(op.Request, op.Result) {
+			r := g.Result.Generate
+			if g.Request.Model == key && (r == nil || r.Replay != operations.ReplayHit) {
+				c.consume(g.Request)
+			}
 		}
 		return nil
 	})

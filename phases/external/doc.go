@@ -28,11 +28,20 @@
 //
 // # external.session
 //
-//	wait -> call -> wait ...
+//	wait -> wait ...
 //
-// wait asks for one gateway_wait op (with the previous step, whose
-// generate results it delivers); call turns the calls it returned into one
-// generate op each (Meta gateway_call = the call's id), or ends the run
-// with {"calls": N} once the session closed. The phases see the calls
-// only as results: they stay pure.
+// wait asks for one gateway_wait op, which waits for the agent's next
+// calls, answers them (each as a generate, Meta gateway_call = the call's
+// id) and returns prompts and answers as its result, so that a call costs
+// one commit: this phase's next output, which carries that result. The
+// op it asks for names the step just finished (deliver_step), whose
+// answers it hands to their callers first, once they are on disk. It ends
+// the run with {"calls": N} once the session closed. The phase sees the
+// calls only as results: it stays pure.
+//
+// A session run journaled before gateway_wait answered its calls (its
+// steps alternated "wait" and "call", with one generate op per call)
+// ends if resumed at "call", a phase this workflow no longer has; the
+// external op then starts a new session run that replays the old one's
+// answers.
 package external

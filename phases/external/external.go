@@ -205,58 +205,48 @@ type sessionState struct {
 	Calls int `json:"calls"`
 }
 
-// SessionWait asks for the next calls, handing the previous step's
-// generate results (if any) to their callers first.
+// SessionWait asks for the next gateway_wait op, which waits for the
+// agent's next calls and answers them. When the previous step answered
+// calls, the op first hands those answers (journaled by the commit of
+// this phase's output) to their callers. It ends the run once the
+// session closed, and fails it when the wait failed.
 func SessionWait(in phases.Input) (phases.Output, error) {
-	var deliver uint64
-	for _, r := range in.Results {
-		if r.Kind == operations.KindGenerate {
-			deliver = in.Run.Step - 1
-			break
-		}
-	}
-	return phases.Output{Ops: []operations.Request{operations.NewGatewayWait(deliver)}, Next: "call"}, nil
-}
-
-// SessionCall turns the waiting calls into generate ops (one per call,
-// labelled with its id), or ends the run when the session closed.
-func SessionCall(in phases.Input) (phases.Output, error) {
 	var st sessionState
 	if _, err := phases.GetVar(in.State, sessionVar, &st); err != nil {
 		return phases.Output{}, err
 	}
-	if len(in.Results) != 1 {
-		return phases.Output{}, fmt.Errorf("call: %d results, want the gateway_wait op's", len(in.Results))
-	}
-	r := in.Results[0]
-	w, _ := r.Ext.(*operations.GatewayWaitResult)
-	if r.Error != "" || w == nil {
-		msg := r.Error
-		if msg == "" {
-			msg = "gateway_wait returned no result"
-		}
-		return phases.Output{End: &phases.End{Failed: true, Reason: "gateway_failed: " + firstLine(msg)}}, nil
-	}
+	var deliver uint64
 	var out phases.Output
-	if w.Closed {
-		b, _ := json.Marshal(st)
-		out.End = &phases.End{Reason: "session_closed", Result: b}
-		return out, nil
+	for _, r := range in.Results {
+		switch r.Kind {
+		case operations.KindGenerate:
+			// A step of a session run journaled before gateway_wait answered
+			// its calls: its generate ops hold the answers.
+			deliver = in.Run.Step - 1
+		case operations.KindGatewayWait:
+			w, _ := r.Ext.(*operations.GatewayWaitResult)
+			if r.Error != "" || w == nil {
+				msg := r.Error
+				if msg == "" {
+					msg = "gateway_wait returned no result"
+				}
+				return phases.Output{End: &phases.End{Failed: true, Reason: "gateway_failed: " + firstLine(msg)}}, nil
+			}
+			if w.Closed {
+				b, _ := json.Marshal(st)
+				out.End = &phases.End{Reason: "session_closed", Result: b}
+				return out, nil
+			}
+			if len(w.Calls) > 0 {
+				deliver = in.Run.Step - 1
+				st.Calls += len(w.Calls)
+				if err := out.SetVar(sessionVar, st); err != nil {
+					return out, err
+				}
+			}
+		}
 	}
-	for _, c := range w.Calls {
-		g := c.Request
-		out.Ops = append(out.Ops, operations.Request{Kind: operations.KindGenerate, Generate: &g,
-			Meta: operations.Meta{operations.MetaGatewayCall: c.ID}})
-	}
-	st.Calls += len(w.Calls)
-	if err := out.SetVar(sessionVar, st); err != nil {
-		return out, err
-	}
-	if len(out.Ops) == 0 {
-		out.Ops = []operations.Request{operations.NewGatewayWait(0)}
-		out.Next = "call"
-		return out, nil
-	}
+	out.Ops = []operations.Request{operations.NewGatewayWait(deliver)}
 	out.Next = "wait"
 	return out, nil
 }
@@ -283,11 +273,10 @@ func Workflow() phases.Workflow {
 func SessionWorkflow() phases.Workflow {
 	return phases.Workflow{
 		Name:        SessionName,
-		Description: "A model gateway session of an external agent: each model call the agent sends is a journaled generate op of this run.",
+		Description: "A model gateway session of an external agent: each batch of model calls the agent sends is one gateway_wait op of this run, which answers them as generates and journals prompts and answers in one commit.",
 		Start:       "wait",
 		Phases: []phases.PhaseSpec{
-			{Name: "wait", Run: SessionWait, Next: []string{"call"}},
-			{Name: "call", Run: SessionCall, Next: []string{"wait", "call"}},
+			{Name: "wait", Run: SessionWait, Next: []string{"wait"}},
 		},
 		Settings: SessionSettings{},
 	}
