@@ -19,14 +19,26 @@
 // Requests take OpenAI's fields model, messages (string or text-part
 // content; developer is system), tools, tool_choice, n, temperature,
 // max_tokens / max_completion_tokens, stop, reasoning_effort, logprobs,
-// top_logprobs, stream and stream_options.include_usage; other fields
-// (top_p, seed, user, ...) are accepted and not forwarded. A request may
-// name any model of the run's settings; any other name gets the session's
+// top_logprobs, stream and stream_options.include_usage, and vLLM's
+// return_token_ids. Every other field (seed, top_p, top_k, user,
+// response_format, chat_template_kwargs, any vendor extension) is
+// forwarded to the endpoint as it was sent (operations.GenerateRequest
+// Extra), journaled with the call and part of its replay key. Refused
+// with 400 naming the field, because what they ask for could not be
+// journaled or replayed as the agent would see it: functions and
+// function_call (the legacy API; use tools), modalities and audio (only
+// text replies are journaled), and any stream_options key but
+// include_usage (the upstream call is not streamed). A request may name
+// any model of the run's settings; any other name gets the session's
 // default model (the gateway pins the model, as rLLM's does).
 //
 // Answers are OpenAI's chat.completion (or chat.completion.chunk events
 // ending with [DONE]) plus, when the endpoint returned them, token_ids per
-// choice and prompt_token_ids (vLLM's names); logprobs only when asked.
+// choice and prompt_token_ids (vLLM's names; streamed, the prompt's in the
+// first chunk and the completion's with the content); logprobs only when
+// asked. A model whose settings ask for token data on every call
+// (models.NAME.token_ids, logprobs, top_logprobs) journals it whatever
+// the agent asked.
 // The completion id is "chatcmpl-" + the trace id, which the header
 // X-Flock-Trace-Id and the "flock" object also carry. A client may send
 // X-Flock-Step-Id with its own step id. A streamed answer is the journaled
@@ -126,7 +138,4 @@
 //   - Gateway calls are not generate ops: the server's concurrency cap of
 //     the generate kind (configs.Server.Concurrency) does not count them;
 //     the per-model limits do.
-//   - Token ids are captured when the endpoint returns them; the gateway
-//     does not add vLLM's return_token_ids to requests (OpenAI's API
-//     refuses unknown fields).
 package gateway

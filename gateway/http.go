@@ -109,33 +109,48 @@ func validToken(r *http.Request, want string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-func (g *Gateway) complete(w http.ResponseWriter, r *http.Request, s *Session) error {
+// readBody reads a JSON request body under the gateway's size cap.
+func readBody(r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return newAPIError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			return nil, newAPIError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
 				"Content-Type must be application/json")
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		return newAPIError(http.StatusBadRequest, "invalid_request_error", "", "reading the body: "+err.Error())
+		return nil, newAPIError(http.StatusBadRequest, "invalid_request_error", "", "reading the body: "+err.Error())
 	}
 	if len(body) > maxBody {
-		return newAPIError(http.StatusRequestEntityTooLarge, "invalid_request_error", "", fmt.Sprintf("body larger than %d bytes", maxBody))
+		return nil, newAPIError(http.StatusRequestEntityTooLarge, "invalid_request_error", "", fmt.Sprintf("body larger than %d bytes", maxBody))
 	}
-	var cr chatRequest
-	if err := json.Unmarshal(body, &cr); err != nil {
-		return newAPIError(http.StatusBadRequest, "invalid_request_error", "", "the body is not a chat completion request: "+err.Error())
+	return body, nil
+}
+
+// badRequestError maps a request the gateway cannot take to its 400
+// answer, naming the field when it knows it; what names the expected body.
+func badRequestError(err error, what string) error {
+	var br *badRequest
+	if errors.As(err, &br) {
+		ae := newAPIError(http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		ae.Param = &br.field
+		return ae
+	}
+	return newAPIError(http.StatusBadRequest, "invalid_request_error", "", "the body is not "+what+": "+err.Error())
+}
+
+func (g *Gateway) complete(w http.ResponseWriter, r *http.Request, s *Session) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	cr, err := parseChat(body)
+	if err != nil {
+		return badRequestError(err, "a chat completion request")
 	}
 	req, err := cr.toGenerate(s.resolveModel(cr.Model))
 	if err != nil {
-		var br *badRequest
-		if errors.As(err, &br) {
-			ae := newAPIError(http.StatusBadRequest, "invalid_request_error", "", err.Error())
-			ae.Param = &br.field
-			return ae
-		}
-		return err
+		return badRequestError(err, "a chat completion request")
 	}
 	t, err := s.Do(r.Context(), req, r.Header.Get(HeaderStepID))
 	if err != nil {
@@ -153,7 +168,7 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request, s *Session) e
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
-	for _, c := range toChunks(t, cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage) {
+	for _, c := range toChunks(t, cr.includeUsage) {
 		b, _ := json.Marshal(c)
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return nil // the client went away; the call is journaled

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,7 +13,8 @@ import (
 
 // chatRequest is the body of POST .../v1/chat/completions: the fields of
 // OpenAI's chat-completions request that the gateway maps onto a generate.
-// Others (top_p, seed, user, ...) are accepted and not forwarded.
+// The others (seed, top_p, vendor extensions...) are kept in extra and
+// forwarded as they are (see chatExtra).
 type chatRequest struct {
 	Model               string          `json:"model"`
 	Messages            []chatMessage   `json:"messages"`
@@ -26,10 +28,75 @@ type chatRequest struct {
 	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
 	Logprobs            *bool           `json:"logprobs,omitempty"`
 	TopLogprobs         *int            `json:"top_logprobs,omitempty"`
-	Stream              bool            `json:"stream,omitempty"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
+	// ReturnTokenIDs is vLLM's and SGLang's ask for token ids.
+	ReturnTokenIDs *bool           `json:"return_token_ids,omitempty"`
+	Stream         bool            `json:"stream,omitempty"`
+	StreamOptions  json.RawMessage `json:"stream_options,omitempty"`
+
+	// includeUsage is stream_options.include_usage; extra the fields the
+	// gateway does not interpret (set by parseChat).
+	includeUsage bool
+	extra        map[string]json.RawMessage
+}
+
+// chatFields are the chat-completion fields the gateway interprets; every
+// other field of a request is forwarded to the endpoint as it is
+// (GenerateRequest.Extra), except those of refusedFields.
+var chatFields = []string{"model", "messages", "tools", "tool_choice", "n", "temperature", "max_tokens",
+	"max_completion_tokens", "stop", "reasoning_effort", "logprobs", "top_logprobs", "return_token_ids",
+	"stream", "stream_options"}
+
+// refusedFields are request fields the gateway refuses, because what they
+// ask for could not be journaled or replayed as the agent would see it,
+// with why.
+var refusedFields = map[string]string{
+	"functions":     "the legacy functions API is not supported; use tools",
+	"function_call": "the legacy functions API is not supported; use tool_choice",
+	"modalities":    "only text replies are journaled (no audio output)",
+	"audio":         "only text replies are journaled (no audio output)",
+}
+
+// parseChat decodes a chat-completion body: the fields the gateway
+// interprets, and the others as extra.
+func parseChat(body []byte) (*chatRequest, error) {
+	var cr chatRequest
+	if err := json.Unmarshal(body, &cr); err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(body, &all); err != nil {
+		return nil, err
+	}
+	for k, v := range all {
+		if slices.Contains(chatFields, k) {
+			continue
+		}
+		if why, refused := refusedFields[k]; refused {
+			if string(bytes.TrimSpace(v)) == "null" {
+				continue
+			}
+			return nil, &badRequest{k, why}
+		}
+		if cr.extra == nil {
+			cr.extra = map[string]json.RawMessage{}
+		}
+		cr.extra[k] = v
+	}
+	if so := bytes.TrimSpace(cr.StreamOptions); len(so) > 0 && string(so) != "null" {
+		var opts map[string]json.RawMessage
+		if err := json.Unmarshal(so, &opts); err != nil {
+			return nil, &badRequest{"stream_options", "must be an object"}
+		}
+		for k, v := range opts {
+			if k != "include_usage" {
+				return nil, &badRequest{"stream_options." + k, "is not supported: the gateway answers a stream from the journaled reply, so only include_usage applies"}
+			}
+			if err := json.Unmarshal(v, &cr.includeUsage); err != nil {
+				return nil, &badRequest{"stream_options.include_usage", "must be a boolean"}
+			}
+		}
+	}
+	return &cr, nil
 }
 
 type chatMessage struct {
@@ -156,7 +223,29 @@ func (c *chatRequest) toGenerate(model string) (operations.GenerateRequest, erro
 		}
 		g.TopLogprobs = *c.TopLogprobs
 	}
+	if c.ReturnTokenIDs != nil {
+		g.TokenIDs = *c.ReturnTokenIDs
+	}
+	for k, v := range c.extra {
+		if slices.Contains(operations.ReservedGenerateFields, k) {
+			return g, &badRequest{k, "is not supported by the gateway"}
+		}
+		if g.Extra == nil {
+			g.Extra = map[string]json.RawMessage{}
+		}
+		g.Extra[k] = compactJSON(v)
+	}
 	return g, nil
+}
+
+// compactJSON returns v without insignificant space, so that two requests
+// that differ only in spacing are the same request (for replay).
+func compactJSON(v json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return v
+	}
+	return b.Bytes()
 }
 
 // contentText returns a message content as text: a string, null, or a
@@ -316,6 +405,9 @@ func toChunks(t *Trace, includeUsage bool) []completion {
 	for _, ch := range full.Choices {
 		first := base()
 		first.Choices = []choice{{Index: ch.Index, Delta: &respMessage{Role: "assistant", Content: &empty}}}
+		if ch.Index == 0 {
+			first.PromptTokenIDs = full.PromptTokenIDs // as vLLM streams them: in the first chunk
+		}
 		out = append(out, first)
 		if r := ch.Message.ReasoningContent; r != "" {
 			c := base()
