@@ -95,7 +95,7 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 			"session_ttl": &cfg.Server.SessionTTL, "cleanup_interval": &cfg.Server.CleanupInterval, "default_timeout": &cfg.Server.DefaultTimeout,
 		} {
 			if v, ok := srv[key]; ok {
-				d, err := seconds(v)
+				d, err := seconds(v, MinSeconds, MaxSeconds)
 				if err != nil {
 					return nil, cfgErr("server."+key, err.Error())
 				}
@@ -223,17 +223,6 @@ func (c *Config) enabled() []string {
 
 func cfgErr(path, reason string) error {
 	return fmt.Errorf("%w: %w", ErrConfig, &ConfigError{Path: path, Reason: reason})
-}
-
-func seconds(v any) (time.Duration, error) {
-	f, ok := v.(float64)
-	if !ok {
-		return 0, fmt.Errorf("must be a number of seconds")
-	}
-	if f <= 0 || f > 1e7 {
-		return 0, fmt.Errorf("must be a positive number of seconds")
-	}
-	return time.Duration(f * float64(time.Second)), nil
 }
 
 // expand replaces ${VAR} and ${VAR:-default} in every string of v, and

@@ -21,7 +21,11 @@
 // registered names sorted. New must be free of side effects; set-up goes in
 // the optional Provision (config section, data dir, logger), global loading in
 // WarmUp, per-session state in Initialize, teardown in Cleanup and Shutdown.
-// Optional capabilities are found by type assertion (Provisioner, WarmUpper,
+// Provision reads durations and counts with SecondsSetting and
+// IntSetting, which refuse a value out of range (one that rounds to a zero
+// duration, one that overflows) with the setting's path, so that nothing
+// checked at load fails later. Optional capabilities are found by type
+// assertion (Provisioner, WarmUpper,
 // Initializer, Cleaner, Shutdowner, Forker). A Forker's sessions can be
 // forked (Service.ForkSession, POST /api/v1/session/fork, flock's own
 // route): bash and code copy the source's workspace into the new session.

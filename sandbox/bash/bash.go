@@ -40,20 +40,16 @@ type Backend struct {
 func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	opts := bashh.Options{}
 	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
-	if v, ok := env.Config["timeout"]; ok {
-		f, ok := v.(float64)
-		if !ok || f <= 0 {
-			return &sandbox.ConfigError{Path: "timeout", Reason: "must be a positive number of seconds"}
-		}
-		opts.DefaultTimeout = time.Duration(f * float64(time.Second))
+	d, _, err := sandbox.SecondsSetting(env.Config, "", "timeout", sandbox.MinSeconds, sandbox.MaxSeconds)
+	if err != nil {
+		return err
 	}
-	if v, ok := env.Config["output_limit"]; ok {
-		f, ok := v.(float64)
-		if !ok || f < 1 {
-			return &sandbox.ConfigError{Path: "output_limit", Reason: "must be a positive number of bytes"}
-		}
-		opts.OutputLimit = int(f)
+	opts.DefaultTimeout = d
+	limit, _, err := sandbox.IntSetting(env.Config, "", "output_limit", 1, sandbox.MaxOutputLimit)
+	if err != nil {
+		return err
 	}
+	opts.OutputLimit = int(limit)
 	if v, ok := env.Config["isolation"]; ok {
 		s, _ := v.(string)
 		switch s {

@@ -24,8 +24,12 @@ func init() {
 	sandbox.RegisterBackend(sandbox.BackendInfo{Name: "code", New: func() sandbox.Backend { return new(Backend) }})
 }
 
-// DefaultMaxFileSize bounds what code:read returns and code:write accepts.
-const DefaultMaxFileSize = 10 << 20
+// DefaultMaxFileSize bounds what code:read returns and code:write accepts;
+// max_file_size sets it, up to MaxFileSizeLimit.
+const (
+	DefaultMaxFileSize = 10 << 20
+	MaxFileSizeLimit   = 1 << 30
+)
 
 // Backend is the code backend.
 type Backend struct {
@@ -42,27 +46,20 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	var bopts bashh.Options
 	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
 	b.maxFile = DefaultMaxFileSize
-	if v, ok := env.Config["timeout"]; ok {
-		f, ok := v.(float64)
-		if !ok || f <= 0 {
-			return &sandbox.ConfigError{Path: "timeout", Reason: "must be a positive number of seconds"}
-		}
-		popts.DefaultTimeout = time.Duration(f * float64(time.Second))
-		bopts.DefaultTimeout = popts.DefaultTimeout
+	d, _, err := sandbox.SecondsSetting(env.Config, "", "timeout", sandbox.MinSeconds, sandbox.MaxSeconds)
+	if err != nil {
+		return err
 	}
-	if v, ok := env.Config["output_limit"]; ok {
-		f, ok := v.(float64)
-		if !ok || f < 1 {
-			return &sandbox.ConfigError{Path: "output_limit", Reason: "must be a positive number of bytes"}
-		}
-		popts.OutputLimit, bopts.OutputLimit = int(f), int(f)
+	popts.DefaultTimeout, bopts.DefaultTimeout = d, d
+	limit, _, err := sandbox.IntSetting(env.Config, "", "output_limit", 1, sandbox.MaxOutputLimit)
+	if err != nil {
+		return err
 	}
-	if v, ok := env.Config["max_file_size"]; ok {
-		f, ok := v.(float64)
-		if !ok || f < 1 {
-			return &sandbox.ConfigError{Path: "max_file_size", Reason: "must be a positive number of bytes"}
-		}
-		b.maxFile = int64(f)
+	popts.OutputLimit, bopts.OutputLimit = int(limit), int(limit)
+	if n, ok, err := sandbox.IntSetting(env.Config, "", "max_file_size", 1, MaxFileSizeLimit); err != nil {
+		return err
+	} else if ok {
+		b.maxFile = n
 	}
 	if v, ok := env.Config["isolation"]; ok {
 		s, _ := v.(string)

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/flockrun/flock/sandbox"
 )
 
 // configPath is the JSON path of the backend's section in the sandbox config file; config
@@ -66,12 +68,10 @@ var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // Errors name the JSON path of the bad value.
 func parseConfig(raw map[string]any) (Config, error) {
 	cfg := Config{StartupTimeout: DefaultStartupTimeout}
-	if v, ok := raw["startup_timeout_s"]; ok {
-		f, ok := v.(float64)
-		if !ok || f <= 0 {
-			return cfg, fmt.Errorf("%s.startup_timeout_s: want a positive number of seconds", configPath)
-		}
-		cfg.StartupTimeout = time.Duration(f * float64(time.Second))
+	if d, ok, err := sandbox.SecondsSetting(raw, configPath, "startup_timeout_s", sandbox.MinSeconds, sandbox.MaxSeconds); err != nil {
+		return cfg, err
+	} else if ok {
+		cfg.StartupTimeout = d
 	}
 
 	servers := map[string]any{}

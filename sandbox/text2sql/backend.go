@@ -2,7 +2,6 @@ package text2sql
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,12 +43,10 @@ func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
 		return err
 	}
 	b.timeout = DefaultQueryTimeout
-	if v, ok := env.Config["query_timeout_s"]; ok && v != nil {
-		f, ok := seconds(v)
-		if !ok || f <= 0 {
-			return &sandbox.ConfigError{Path: "apis.text2sql.query_timeout_s", Reason: "must be a positive number of seconds"}
-		}
-		b.timeout = time.Duration(f * float64(time.Second))
+	if d, ok, err := sandbox.SecondsSetting(env.Config, "apis.text2sql", "query_timeout_s", sandbox.MinSeconds, sandbox.MaxSeconds); err != nil {
+		return err
+	} else if ok {
+		b.timeout = d
 	}
 	dbs, err := Open(ctx, paths)
 	if err != nil {
@@ -64,21 +61,6 @@ func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
 		env.Logger.Info("text2sql databases opened", "databases", dbs.IDs())
 	}
 	return nil
-}
-
-// seconds reads a config number: the core decodes with UseNumber (json.Number);
-// float64 and int come from configs built in Go.
-func seconds(v any) (float64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	}
-	return 0, false
 }
 
 // databasePaths merges apis.text2sql.databases and db_paths into id → path, and

@@ -224,7 +224,7 @@ func TestProvisionErrors(t *testing.T) {
 		{"conflicting ids", map[string]any{"databases": map[string]any{"a": sampleDB}, "db_paths": map[string]any{"a": junk}},
 			"apis.text2sql.db_paths.a", "another path"},
 		{"bad timeout", map[string]any{"databases": map[string]any{"a": sampleDB}, "query_timeout_s": "soon"},
-			"apis.text2sql.query_timeout_s", "positive number"},
+			"apis.text2sql.query_timeout_s", "want a number of seconds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

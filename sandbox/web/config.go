@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -87,40 +86,18 @@ func ParseConfig(path string, m map[string]any) (Config, error) {
 			*dst = s
 		}
 	}
-	num := func(key string, min int, dst *int) {
+	num := func(key string, min, max int, dst *int) {
 		if err != nil {
 			return
 		}
-		v, ok := m[key]
-		if !ok || v == nil {
+		n, ok, nerr := sandbox.IntSetting(m, path, key, int64(min), int64(max))
+		if nerr != nil {
+			err = nerr
 			return
 		}
-		var n int
-		switch x := v.(type) {
-		case json.Number:
-			i, perr := x.Int64()
-			if perr != nil {
-				err = &sandbox.ConfigError{Path: path + "." + key, Reason: fmt.Sprintf("want an integer, got %s", x)}
-				return
-			}
-			n = int(i)
-		case float64:
-			n = int(x)
-			if float64(n) != x {
-				err = &sandbox.ConfigError{Path: path + "." + key, Reason: fmt.Sprintf("want an integer, got %v", x)}
-				return
-			}
-		case int:
-			n = x
-		default:
-			err = &sandbox.ConfigError{Path: path + "." + key, Reason: "want a number"}
-			return
+		if ok {
+			*dst = int(n)
 		}
-		if n < min {
-			err = &sandbox.ConfigError{Path: path + "." + key, Reason: fmt.Sprintf("must be at least %d, got %d", min, n)}
-			return
-		}
-		*dst = n
 	}
 	str("search_provider", &c.SearchProvider)
 	str("search_url", &c.SearchURL)
@@ -128,13 +105,14 @@ func ParseConfig(path string, m map[string]any) (Config, error) {
 	str("reader_provider", &c.ReaderProvider)
 	str("reader_url", &c.ReaderURL)
 	str("jina_api_key", &c.ReaderKey)
-	num("max_results", 1, &c.MaxResults)
-	num("content_limit", 1, &c.ContentLimit)
-	num("retries", 0, &c.Retries)
-	num("parallel", 1, &c.Parallel)
+	const maxSecs = int(sandbox.MaxSeconds / time.Second)
+	num("max_results", 1, 100, &c.MaxResults)
+	num("content_limit", 1, sandbox.MaxOutputLimit, &c.ContentLimit)
+	num("retries", 0, 10, &c.Retries)
+	num("parallel", 1, 64, &c.Parallel)
 	ttl, timeout := int(c.CacheTTL/time.Second), int(c.Timeout/time.Second)
-	num("cache_ttl_s", 0, &ttl)
-	num("timeout_s", 1, &timeout)
+	num("cache_ttl_s", 0, maxSecs, &ttl)
+	num("timeout_s", 1, maxSecs, &timeout)
 	if err != nil {
 		return Config{}, err
 	}

@@ -26,10 +26,11 @@
 // key, when set, as a bearer token. Keys come from serper_api_key and
 // jina_api_key (write them as ${SERPER_API_KEY}) or from the environment
 // variables SERPER_API_KEY and JINA_API_KEY; without a search key Provision
-// fails naming apis.web.serper_api_key. Other settings: max_results (10),
-// content_limit (50000), timeout_s (30) per request, retries (2; network
-// errors, 429 and 5xx only, after 0.5 s, 1 s, ...), parallel (5) requests per
-// call, cache_ttl_s (86400; 0 turns the cache off), allow_hosts and
+// fails naming apis.web.serper_api_key. Other settings, whole numbers
+// checked at load: max_results (10, at most 100), content_limit (50000),
+// timeout_s (30) per request, retries (2, at most 10; network errors, 429
+// and 5xx only, after 0.5 s, 1 s, ...), parallel (5, at most 64) requests
+// per call, cache_ttl_s (86400; 0 turns the cache off), allow_hosts and
 // allow_private (below). A new provider is one
 // entry in the searchers or readers map.
 //

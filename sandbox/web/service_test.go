@@ -120,7 +120,7 @@ func TestServiceConfigErrorNamesThePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "apis.web.content_limit: want a number") {
+	if err == nil || !strings.Contains(err.Error(), "apis.web.content_limit: want a whole number") {
 		t.Fatalf("err = %v", err)
 	}
 	cfg, _ = sandbox.ParseConfig([]byte(`{"apis": {"web": {}}}`), func(string) (string, bool) { return "", false })

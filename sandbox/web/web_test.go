@@ -375,10 +375,10 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{"defaults with key from env", map[string]any{}, "envkey", ""},
 		{"no key", map[string]any{}, "", "apis.web.serper_api_key: not set"},
-		{"bad type", map[string]any{"serper_api_key": "k", "content_limit": "big"}, "", "apis.web.content_limit: want a number"},
-		{"fraction", map[string]any{"serper_api_key": "k", "max_results": 2.5}, "", "apis.web.max_results: want an integer"},
-		{"json number", map[string]any{"serper_api_key": "k", "max_results": json.Number("2.5")}, "", "apis.web.max_results: want an integer"},
-		{"too small", map[string]any{"serper_api_key": "k", "timeout_s": 0.0}, "", "apis.web.timeout_s: must be at least 1"},
+		{"bad type", map[string]any{"serper_api_key": "k", "content_limit": "big"}, "", "apis.web.content_limit: want a whole number"},
+		{"fraction", map[string]any{"serper_api_key": "k", "max_results": 2.5}, "", "apis.web.max_results: want a whole number from 1 to 100, got 2.5"},
+		{"json number", map[string]any{"serper_api_key": "k", "max_results": json.Number("2.5")}, "", "apis.web.max_results: want a whole number from 1 to 100, got 2.5"},
+		{"too small", map[string]any{"serper_api_key": "k", "timeout_s": 0.0}, "", "apis.web.timeout_s: want a whole number from 1 to"},
 		{"bad url", map[string]any{"serper_api_key": "k", "reader_url": "file:///tmp/"}, "", "apis.web.reader_url: want an http(s) URL"},
 		{"unknown provider", map[string]any{"serper_api_key": "k", "search_provider": "bing"}, "", `apis.web.search_provider: unknown provider "bing"`},
 	}
