@@ -32,10 +32,12 @@ func init() {
 type Backend struct {
 	dbs     *Databases
 	timeout time.Duration
+	limits  Limits
 }
 
 // Provision reads apis.text2sql ({databases: {id: path}}, AgentFlow's db_paths
-// too, query_timeout_s) and opens every database read-only. Errors name the JSON
+// too, query_timeout_s, max_answer_bytes, max_cell_bytes) and opens every
+// database read-only. Errors name the JSON
 // path of the setting at fault.
 func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
 	paths, sources, err := databasePaths(env.Config)
@@ -47,6 +49,17 @@ func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
 		return err
 	} else if ok {
 		b.timeout = d
+	}
+	b.limits = Limits{MaxAnswerBytes: DefaultMaxAnswerBytes, MaxCellBytes: DefaultMaxCellBytes}
+	for _, l := range []struct {
+		key string
+		dst *int
+	}{{"max_answer_bytes", &b.limits.MaxAnswerBytes}, {"max_cell_bytes", &b.limits.MaxCellBytes}} {
+		if n, ok, err := sandbox.IntSetting(env.Config, "apis.text2sql", l.key, 256, maxRowBytes); err != nil {
+			return err
+		} else if ok {
+			*l.dst = int(n)
+		}
 	}
 	dbs, err := Open(ctx, paths)
 	if err != nil {
@@ -208,7 +221,7 @@ func (b *Backend) execute(ctx context.Context, c *sandbox.Call) (any, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	res, err := b.dbs.Execute(ctx, id, query)
+	res, err := b.dbs.Execute(ctx, id, query, b.limits)
 	if err != nil {
 		return nil, b.toolError(id, err)
 	}

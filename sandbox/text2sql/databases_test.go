@@ -80,7 +80,7 @@ func FuzzCheckStatement(f *testing.F) {
 func TestExecute(t *testing.T) {
 	d := openSet(t, map[string]string{"concert": sampleDB})
 	res, err := d.Execute(context.Background(), "concert",
-		"SELECT s.name, count(*) AS n FROM singer s JOIN singer_in_concert sc USING (singer_id) GROUP BY s.singer_id ORDER BY n DESC, s.name LIMIT 3")
+		"SELECT s.name, count(*) AS n FROM singer s JOIN singer_in_concert sc USING (singer_id) GROUP BY s.singer_id ORDER BY n DESC, s.name LIMIT 3", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestExecute(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", res, want)
 	}
 	// A query with no rows answers empty arrays, not null.
-	res, err = d.Execute(context.Background(), "concert", "SELECT name FROM singer WHERE age > 100")
+	res, err = d.Execute(context.Background(), "concert", "SELECT name FROM singer WHERE age > 100", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestExecute(t *testing.T) {
 		t.Fatalf("empty result encodes as %s", b)
 	}
 	// PRAGMA reads are allowed.
-	res, err = d.Execute(context.Background(), "concert", "PRAGMA table_info(concert)")
+	res, err = d.Execute(context.Background(), "concert", "PRAGMA table_info(concert)", Limits{})
 	if err != nil || res.RowCount != 5 {
 		t.Fatalf("PRAGMA table_info: %+v, %v", res, err)
 	}
@@ -147,7 +147,7 @@ func TestExecuteRejectsWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := d.Execute(context.Background(), "c", tt.query)
+			res, err := d.Execute(context.Background(), "c", tt.query, Limits{})
 			if err == nil {
 				t.Fatalf("%q succeeded: %+v", tt.query, res)
 			}
@@ -158,7 +158,7 @@ func TestExecuteRejectsWrites(t *testing.T) {
 	}
 	// query_only is still on for every pooled connection, and the data is intact.
 	for range 8 {
-		res, err := d.Execute(context.Background(), "c", "SELECT count(*) FROM singer")
+		res, err := d.Execute(context.Background(), "c", "SELECT count(*) FROM singer", Limits{})
 		if err != nil || res.Rows[0][0] != int64(6) {
 			t.Fatalf("after the attempts: %+v, %v", res, err)
 		}
@@ -187,7 +187,7 @@ func TestExecuteTruncates(t *testing.T) {
 	for _, tt := range tests {
 		q := "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < " +
 			itoa(tt.n) + ") SELECT i FROM c"
-		res, err := d.Execute(context.Background(), "concert", q)
+		res, err := d.Execute(context.Background(), "concert", q, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestExecuteErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := d.Execute(context.Background(), tt.db, tt.query)
+			_, err := d.Execute(context.Background(), tt.db, tt.query, Limits{})
 			if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("%v, want %v containing %q", err, tt.is, tt.want)
 			}
@@ -237,14 +237,14 @@ func TestExecuteTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := d.Execute(ctx, "concert", "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c")
+	_, err := d.Execute(ctx, "concert", "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c", Limits{})
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("%v, want ErrTimeout", err)
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("interrupted after %v", el)
 	}
-	if _, err := d.Execute(context.Background(), "concert", "SELECT 1"); err != nil {
+	if _, err := d.Execute(context.Background(), "concert", "SELECT 1", Limits{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -254,7 +254,7 @@ func TestExecuteValues(t *testing.T) {
 INSERT INTO v VALUES ('2024-03-01', '2024-03-01 12:30:05', x'00ff', 'plain');
 INSERT INTO v VALUES (NULL, NULL, CAST('text' AS BLOB), NULL);`)
 	d := openSet(t, map[string]string{"v": path})
-	res, err := d.Execute(context.Background(), "v", "SELECT d, ts, b, t, 1e999, -1e999, 2.5 FROM v ORDER BY rowid")
+	res, err := d.Execute(context.Background(), "v", "SELECT d, ts, b, t, 1e999, -1e999, 2.5 FROM v ORDER BY rowid", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 //
 //	text2sql:list_databases {}                       → {result: {databases: [id…]}, inputs}
 //	text2sql:get_schema     {db_id★, table_names?}   → {result: {db_id, schema: {table: {columns: [{name, type, pk}], foreign_keys: [{to_table, from_col, to_col}]}}}, inputs}
-//	text2sql:execute        {db_id★, query★}         → {result: {columns, rows, row_count, truncated}, inputs}
+//	text2sql:execute        {db_id★, query★}         → {result: {columns, rows, row_count, truncated, truncation?}, inputs}
 //
 // inputs echoes the call's params plus worker_id, as AgentFlow's BaseApiTool does.
 //
@@ -14,7 +14,9 @@
 //
 //	"apis": {"text2sql": {
 //	    "databases": {"concert": "configs/sandbox/data/concert.sqlite"},
-//	    "query_timeout_s": 30
+//	    "query_timeout_s": 30,
+//	    "max_answer_bytes": 1048576,
+//	    "max_cell_bytes": 65536
 //	}}
 //
 // databases maps an id to a SQLite file; AgentFlow's db_paths is read too (the two
@@ -22,7 +24,8 @@
 // working directory. Every file is opened at Provision, so a missing or unreadable
 // file fails start-up with its path named (apis.text2sql.databases.<id>: file not
 // found); at least one database is required. query_timeout_s (default 30) bounds a
-// query when the call's own timeout is later.
+// query when the call's own timeout is later; max_answer_bytes (1 MiB) and
+// max_cell_bytes (64 KiB) bound an answer (below).
 //
 // # Read-only, three times over
 //
@@ -37,8 +40,16 @@
 //
 // # Results and errors
 //
-// execute returns at most MaxRows (100) rows; truncated is true only when the query
-// had more (AgentFlow sets it whenever exactly 100 rows come back). Values are JSON's:
+// execute returns at most MaxRows (100) rows and at most max_answer_bytes of JSON
+// rows: reading stops, and the query with it, before the row that would pass
+// either. A text or blob cell longer than max_cell_bytes keeps its head (whole
+// characters) and ends with "…[N bytes cut]". truncated is true when any of these
+// cut the answer (AgentFlow sets it whenever exactly 100 rows come back), and
+// truncation then says which, naming the setting. So that neither SQLite nor the
+// driver builds a huge row before it can be cut, each value of a query with n
+// result columns may hold at most max(max_cell_bytes, 64 MiB / n) bytes
+// (SQLITE_LIMIT_LENGTH on the query's connection): a longer one, computed or
+// stored, fails the query with 4000 naming the limit. Values are JSON's:
 // integers, floats, text, null; a blob is its text when it is UTF-8, else x'hex';
 // ±Inf is "Infinity"/"-Infinity"; DATE/DATETIME/TIMESTAMP text comes back in
 // SQLite's form. get_schema skips unknown table names, as AgentFlow does, and
