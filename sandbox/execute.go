@@ -53,6 +53,8 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Close ends the calls still running.
+	defer context.AfterFunc(s.stopCtx, cancel)()
 	if err := s.warm(ctx, t.backend); err != nil {
 		if ctx.Err() != nil {
 			return done(timedOut(timeout, meta))
@@ -69,7 +71,7 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 		meta.SessionID = &id
 		call.Session = &e.s
 		s.touch(e)
-		env := s.run(ctx, t, call, timeout, meta, e)
+		env := s.run(ctx, t, call, timeout, meta, func() { s.unlockSession(e) })
 		s.touch(e)
 		return done(env)
 	}
@@ -91,7 +93,7 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 		return done(fail(CodeResourceNotInitialized, "Session creation failed: "+err.Error(), nil, meta))
 	}
 	call.Session = &e.s
-	env := s.run(ctx, t, call, timeout, meta, e)
+	env := s.run(ctx, t, call, timeout, meta, e.mu.Unlock)
 	// run has released e.mu; destroy once the run is really over.
 	s.destroyEntry(context.WithoutCancel(ctx), e)
 	return done(env)
@@ -99,9 +101,9 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 
 // run calls t.Run and answers at the latest when ctx ends. Its goroutine
 // outlives a call that timed out until Run returns, holding the session's
-// lock (e, when not nil, is locked by the caller and unlocked here when the
-// run ends), so the session's next call waits for it.
-func (s *Service) run(ctx context.Context, t *toolEntry, call *Call, timeout time.Duration, meta Meta, e *entry) Envelope {
+// lock (unlock, when not nil, releases the session the caller locked; it
+// is called when the run ends), so the session's next call waits for it.
+func (s *Service) run(ctx context.Context, t *toolEntry, call *Call, timeout time.Duration, meta Meta, unlock func()) Envelope {
 	type outcome struct {
 		data any
 		err  error
@@ -110,8 +112,8 @@ func (s *Service) run(ctx context.Context, t *toolEntry, call *Call, timeout tim
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		if e != nil {
-			defer e.mu.Unlock()
+		if unlock != nil {
+			defer unlock()
 		}
 		var o outcome
 		func() {

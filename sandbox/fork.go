@@ -122,7 +122,7 @@ func (s *Service) ForkSession(ctx context.Context, c Caller, from, rt string) En
 	if dst == nil {
 		return fail(CodeResourceNotInitialized, "Session fork failed: the new session is gone", nil, meta(""))
 	}
-	defer dst.mu.Unlock()
+	defer s.unlockSession(dst)
 	if src = s.lockSession(sessionKey{caller: c.Caller, worker: from, rt: rt}); src == nil {
 		m, _ := env.Data.(map[string]any)
 		if m != nil {
@@ -131,7 +131,7 @@ func (s *Service) ForkSession(ctx context.Context, c Caller, from, rt string) En
 		return env
 	}
 	err := forker.Fork(ctx, &src.s, &dst.s)
-	src.mu.Unlock()
+	s.unlockSession(src)
 	if err != nil {
 		s.mu.Lock()
 		if s.sessions[c.key(rt)] == dst {

@@ -323,9 +323,12 @@ func (s *Service) Ready() Readiness {
 	return Readiness{Status: "ready", ToolsCount: len(s.tools), ActiveWorkers: len(workers), TotalSessions: len(s.sessions)}
 }
 
-// Close stops the sweeper and the warm-up, destroys every session (running
-// each backend's Cleanup), waits for tool runs still going, and shuts the
-// backends down. It is idempotent; ctx bounds the clean-ups.
+// Close stops the sweeper and the warm-up, cancels the calls still running,
+// destroys every session (running each backend's Cleanup) once its call is
+// over, waits for tool runs still going, and shuts the backends down. It is
+// idempotent. ctx bounds the wait: when it ends first, Close shuts the
+// backends down anyway and returns an error saying what was left running
+// (a tool that ignores its context cannot be stopped from here).
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -342,12 +345,25 @@ func (s *Service) Close(ctx context.Context) error {
 	close(s.stop)
 	s.cancel()
 	s.bg.Wait()
+	var left sync.WaitGroup
 	for _, e := range all {
-		s.destroyEntry(ctx, e)
+		left.Go(func() { s.destroyEntry(ctx, e) })
 	}
-	s.calls.Wait()
+	left.Go(s.calls.Wait)
+	finished := make(chan struct{})
+	go func() { // owned: Close waits for it below or gives up with ctx
+		left.Wait()
+		close(finished)
+	}()
+	var err error
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		err = fmt.Errorf("sandbox: close: tool calls still running after %w", ctx.Err())
+		s.log.Warn("sandbox: closing with tool calls still running", "err", ctx.Err())
+	}
 	s.shutdownBackends(ctx)
-	return nil
+	return err
 }
 
 func (s *Service) shutdownBackends(ctx context.Context) {
@@ -383,7 +399,7 @@ func (s *Service) sweepOnce(now time.Time) int {
 	s.mu.Lock()
 	var expired []*entry
 	for k, e := range s.sessions {
-		if e.status == statusActive && now.After(e.expiresAt) {
+		if e.status == statusActive && e.busy == 0 && now.After(e.expiresAt) {
 			expired = append(expired, e)
 			delete(s.sessions, k)
 		}

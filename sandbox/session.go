@@ -46,6 +46,11 @@ type entry struct {
 	status       string    // guarded by Service.mu
 	lastActivity time.Time // guarded by Service.mu
 	expiresAt    time.Time // guarded by Service.mu
+	// busy counts the holders and waiters of mu that found the entry in
+	// the table (lockSession); guarded by Service.mu. The sweeper passes
+	// over a busy session, so it never waits for a call: a call that does
+	// not return holds only its own session.
+	busy int
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -141,12 +146,16 @@ func (s *Service) destroyEntry(ctx context.Context, e *entry) {
 	s.tearDown(ctx, e)
 }
 
-// lockSession returns the active session of key locked, or nil when there is
-// none. It waits for a session being initialised.
+// lockSession returns the active session of key locked and marked busy, or
+// nil when there is none. It waits for a session being initialised.
+// Release it with unlockSession.
 func (s *Service) lockSession(key sessionKey) *entry {
 	for {
 		s.mu.Lock()
 		e := s.sessions[key]
+		if e != nil {
+			e.busy++
+		}
 		s.mu.Unlock()
 		if e == nil {
 			return nil
@@ -155,8 +164,16 @@ func (s *Service) lockSession(key sessionKey) *entry {
 		if !e.gone {
 			return e
 		}
-		e.mu.Unlock()
+		s.unlockSession(e)
 	}
+}
+
+// unlockSession releases an entry lockSession returned.
+func (s *Service) unlockSession(e *entry) {
+	s.mu.Lock()
+	e.busy--
+	s.mu.Unlock()
+	e.mu.Unlock()
 }
 
 // touch refreshes e's activity and TTL.

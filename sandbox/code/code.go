@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flockrun/flock/configs"
@@ -320,30 +321,86 @@ func (b *Backend) open(c *sandbox.Call) (*os.Root, string, string, error) {
 	return root, p, r, nil
 }
 
+// openRegular opens name beneath root for flag and returns it only when
+// it is a regular file: the open never waits (O_NONBLOCK, so a FIFO or a
+// device opens at once, or fails for writing a FIFO without a reader),
+// and the check is fstat of what was opened, so nothing can be swapped in
+// between. Anything else is 4000 naming client, the path the caller gave.
+func openRegular(root *os.Root, client, name string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
+	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ENXIO) {
+			return nil, nil, notRegular(client)
+		}
+		return nil, nil, fileErr(client, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fileErr(client, err)
+	}
+	switch {
+	case st.IsDir():
+		f.Close()
+		return nil, nil, sandbox.Errorf(sandbox.CodeInvalidInput, "%s is a directory", client)
+	case !st.Mode().IsRegular():
+		f.Close()
+		return nil, nil, notRegular(client)
+	}
+	return f, st, nil
+}
+
+func notRegular(client string) error {
+	return sandbox.Errorf(sandbox.CodeInvalidInput, "%s is not a regular file (a FIFO, socket or device): the file tools read and write regular files only", client)
+}
+
+// readRegular reads the regular file name, at most max bytes; a larger
+// one is 4000.
+func readRegular(root *os.Root, client, name string, max int64) ([]byte, fs.FileInfo, error) {
+	f, st, err := openRegular(root, client, name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if st.Size() > max {
+		return nil, nil, sandbox.Errorf(sandbox.CodeInvalidInput, "%s is larger than %d bytes", client, max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, nil, fileErr(client, err)
+	}
+	if int64(len(data)) > max {
+		return nil, nil, sandbox.Errorf(sandbox.CodeInvalidInput, "%s is larger than %d bytes", client, max)
+	}
+	return data, st, nil
+}
+
+// writeRegular replaces (or creates with perm) the regular file name with
+// data.
+func writeRegular(root *os.Root, client, name string, data []byte, perm fs.FileMode) error {
+	f, _, err := openRegular(root, client, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fileErr(client, err)
+	}
+	if err := f.Close(); err != nil {
+		return fileErr(client, err)
+	}
+	return nil
+}
+
 func (b *Backend) read(_ context.Context, c *sandbox.Call) (any, error) {
 	root, p, r, err := b.open(c)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	f, err := root.Open(r)
+	data, _, err := readRegular(root, p, r, b.maxFile)
 	if err != nil {
-		return nil, fileErr(p, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fileErr(p, err)
-	}
-	if st.IsDir() {
-		return nil, sandbox.Errorf(sandbox.CodeInvalidInput, "%s is a directory", p)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, b.maxFile+1))
-	if err != nil {
-		return nil, fileErr(p, err)
-	}
-	if int64(len(data)) > b.maxFile {
-		return nil, sandbox.Errorf(sandbox.CodeInvalidInput, "%s is larger than %d bytes", p, b.maxFile)
+		return nil, err
 	}
 	return map[string]any{"path": p, "content": string(data), "size": len(data)}, nil
 }
@@ -366,8 +423,8 @@ func (b *Backend) write(_ context.Context, c *sandbox.Call) (any, error) {
 			return nil, fileErr(p, err)
 		}
 	}
-	if err := root.WriteFile(r, []byte(content), 0o644); err != nil {
-		return nil, fileErr(p, err)
+	if err := writeRegular(root, p, r, []byte(content), 0o644); err != nil {
+		return nil, err
 	}
 	return map[string]any{"path": p, "size": len(content)}, nil
 }

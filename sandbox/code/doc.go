@@ -47,7 +47,11 @@
 // tree through the same root: a link to a file inside counts as a file, a
 // link to a directory is not descended (no loops), and a link leading out
 // of the workspace is skipped, never read; a glob pattern may not be
-// absolute or hold "..".
+// absolute or hold "..". read, write, edit and grep open regular files
+// only: the open never waits (O_NONBLOCK) and what was opened is checked
+// with fstat, so a FIFO, socket or device (mkfifo works under bwrap too)
+// is refused with 4000 at once instead of blocking the session, and grep
+// skips it.
 //
 // Destroying the session (or its expiry) kills the interpreter and the
 // shell with every process they started (internal/reaper); the core

@@ -320,12 +320,8 @@ func (b *Backend) grep(ctx context.Context, c *sandbox.Call) (any, error) {
 // textFile reads a file of at most max_file_size bytes that has no NUL
 // byte in its first binaryProbe bytes; ok is false for any other.
 func (b *Backend) textFile(root *os.Root, p string) ([]byte, bool) {
-	st, err := root.Stat(p)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > b.maxFile {
-		return nil, false
-	}
-	data, err := root.ReadFile(p)
-	if err != nil || int64(len(data)) > b.maxFile {
+	data, _, err := readRegular(root, p, p, b.maxFile)
+	if err != nil {
 		return nil, false
 	}
 	if bytes.IndexByte(data[:min(len(data), binaryProbe)], 0) >= 0 {
@@ -376,19 +372,9 @@ func (b *Backend) edit(_ context.Context, c *sandbox.Call) (any, error) {
 		return nil, err
 	}
 	defer root.Close()
-	st, err := root.Stat(r)
+	data, st, err := readRegular(root, p, r, b.maxFile)
 	if err != nil {
-		return nil, fileErr(p, err)
-	}
-	if st.IsDir() {
-		return nil, invalid("%s is a directory", p)
-	}
-	if st.Size() > b.maxFile {
-		return nil, invalid("%s is larger than %d bytes", p, b.maxFile)
-	}
-	data, err := root.ReadFile(r)
-	if err != nil {
-		return nil, fileErr(p, err)
+		return nil, err
 	}
 	text := string(data)
 	n := strings.Count(text, oldS)
@@ -406,8 +392,8 @@ func (b *Backend) edit(_ context.Context, c *sandbox.Call) (any, error) {
 	if int64(len(text)) > b.maxFile {
 		return nil, invalid("%s would be larger than %d bytes after the edit", p, b.maxFile)
 	}
-	if err := root.WriteFile(r, []byte(text), st.Mode().Perm()); err != nil {
-		return nil, fileErr(p, err)
+	if err := writeRegular(root, p, r, []byte(text), st.Mode().Perm()); err != nil {
+		return nil, err
 	}
 	return map[string]any{"path": p, "replacements": n, "size": len(text)}, nil
 }
