@@ -52,6 +52,15 @@ type Run struct {
 	// a rate limit. Absent when nothing does.
 	Stalled string `json:"stalled,omitempty" doc:"why the run's commits are failing and being retried"`
 	Waiting []Wait `json:"waiting,omitempty" doc:"operations waiting on something outside their control, oldest first"`
+	// Task, Children and Questions describe the run in a list: its
+	// task's first line, how many child runs it has, how many questions
+	// it waits on a person for.
+	Task      string `json:"task,omitempty" doc:"the first line of the run's task, at most 200 characters"`
+	Children  int    `json:"children,omitempty" doc:"the number of the run's child runs"`
+	Questions int    `json:"questions,omitempty" doc:"the questions the run waits on a person for (GET /runs/{id}/human)"`
+	// Vars are the run's variables as of its last step (GET /runs/{id}
+	// only).
+	Vars map[string]json.RawMessage `json:"vars,omitempty" doc:"GET /runs/{id} only: the run's variables as of its last step"`
 }
 
 // Usage is what a run has consumed.
@@ -88,7 +97,7 @@ type Wait struct {
 // Runs is a page of GET /runs.
 type Runs struct {
 	Runs []Run  `json:"runs"`
-	Next string `json:"next" doc:"the cursor for the next page (after=); empty when there was no more"`
+	Next string `json:"next" doc:"the cursor for the next page (after=); empty when there was no more. A search (q=) reads a bounded number of runs per request: its page may hold fewer runs than the limit, or none, and still have a next"`
 }
 
 // Entry is one record of a run's entry log.
@@ -103,7 +112,24 @@ type Entry struct {
 // Entries is a page of GET /runs/{id}/entries.
 type Entries struct {
 	Entries []Entry `json:"entries"`
-	Next    string  `json:"next" doc:"the cursor for the next page (after=); empty when there was no more"`
+	Next    string  `json:"next" doc:"the cursor for the next page (after=); empty when there was no more. With type= a request reads a bounded number of entries: its page may hold fewer entries than the limit, or none, and still have a next"`
+}
+
+// ModelUsage is what one model's generate operations used.
+type ModelUsage struct {
+	Model            string  `json:"model" doc:"the model named in the requests"`
+	Calls            int     `json:"calls" doc:"finished generate operations"`
+	Errors           int     `json:"errors" doc:"of those, the ones that failed"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	Cost             float64 `json:"cost"`
+}
+
+// UsageByModel answers GET /runs/{id}/usage.
+type UsageByModel struct {
+	Models    []ModelUsage `json:"models" doc:"by model name"`
+	Runs      int          `json:"runs" doc:"the runs counted: the run, and its descendants when asked"`
+	Truncated bool         `json:"truncated,omitempty" doc:"the run has more descendants than one request counts (1,000); those past them are left out"`
 }
 
 // Op is one operation of a run's journal.

@@ -16,10 +16,11 @@
 //	GET  /health               {"status":"ok"}, or "degraded" with the stalled runs; never needs a token
 //	GET  /openapi.json         the OpenAPI 3.1 document of these routes
 //	POST /start_workflow       {"workflow","settings","task"} -> 201 {"run_id","status"}
-//	GET  /runs                 ?status=&workflow=&parent_id=&after=&limit= -> {"runs","next"}
-//	GET  /runs/:id             the run head; a live run's says what holds it ("stalled", "waiting")
-//	GET  /runs/:id/entries     ?after=&limit= -> {"entries","next"}
+//	GET  /runs                 ?status=&workflow=&parent_id=&top=&q=&after=&limit= -> {"runs","next"}; each run with "task" (first line), "children", "questions"
+//	GET  /runs/:id             the run head with its "vars"; a live run's says what holds it ("stalled", "waiting")
+//	GET  /runs/:id/entries     ?after=&limit=&type= -> {"entries","next"}
 //	GET  /runs/:id/ops         ?after=&limit= -> {"ops","next"}
+//	GET  /runs/:id/usage       ?descendants= -> {"models":[{"model","calls","errors","prompt_tokens","completion_tokens","cost"}],"runs"}
 //	GET  /runs/:id/events      Server-Sent Events, resumable with Last-Event-ID
 //	POST /runs/:id/cancel      -> {"run_id","status"}; 409 once the run has ended
 //	POST /runs/:id/pause       -> {"run_id","status":"paused"}; 409 once the run has ended
@@ -41,6 +42,11 @@
 // Paginated lists return "next", the cursor to pass as "after" for the next
 // page; it is empty when there was nothing more at the time of the call.
 // "limit" is 1 to 1000 (default 50 for runs, 100 for entries and ops).
+// Two filters read a bounded part of the store per request and may answer
+// a short (even empty) page with a "next" to go on from: a search of the
+// runs by task text (q=, case-insensitive; 2,000 runs a request) and the
+// entries of some types (type=row or type=qa,qa_rejected; 20,000 entries a
+// request).
 //
 // # OpenAPI
 //

@@ -45,11 +45,9 @@ func (s *Server) streamEvents(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tree := false
-	if v := c.QueryParam("descendants"); v != "" {
-		if tree, err = strconv.ParseBool(v); err != nil {
-			return badInput("descendants", "must be true or false (got %q)", v)
-		}
+	tree, err := queryBool(c, "descendants")
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	st := &eventStream{s: s, id: id, last: after, tree: tree}

@@ -149,6 +149,8 @@ type envSetup struct {
 	dir string
 	// operator registers the operator tests' workflows too.
 	operator bool
+	// extra registers a test's own workflows and handlers.
+	extra func(reg *phases.Registry, hs map[operations.Kind]handlers.Handler)
 }
 
 // stop shuts the env down (server, executor, store) before the test ends,
@@ -199,6 +201,9 @@ func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *
 	reg := testRegistry(tb)
 	if setup.operator {
 		registerOperatorWorkflows(reg)
+	}
+	if setup.extra != nil {
+		setup.extra(reg, hs)
 	}
 	ex, err := workflows.New(workflows.Config{
 		Store:    st,

@@ -116,7 +116,10 @@ func jsonKind(v []byte) string {
 	return "number"
 }
 
-// listRuns answers GET /runs: heads newest first, filtered, paginated.
+// listRuns answers GET /runs: heads newest first, filtered, paginated,
+// each with its task's first line, its number of children and of
+// questions. top=true keeps the runs without a parent; q keeps those
+// whose task contains q (see searchRuns).
 func (s *Server) listRuns(c *echo.Context) error {
 	f := state.RunFilter{
 		Status:   state.Status(c.QueryParam("status")),
@@ -127,29 +130,58 @@ func (s *Server) listRuns(c *echo.Context) error {
 	if f.Status != "" && !f.Status.Valid() {
 		return badInput("status", "must be one of running, paused, succeeded, failed, cancelled (got %q)", f.Status)
 	}
+	top, err := queryBool(c, "top")
+	if err != nil {
+		return err
+	}
+	if top && f.ParentID != "" {
+		return badInput("top", "top=true lists runs without a parent; it cannot be combined with parent_id")
+	}
+	f.TopLevel = top
+	q := strings.TrimSpace(c.QueryParam("q"))
+	if len(q) > maxQuery {
+		return badInput("q", "is %d bytes long; at most %d", len(q), maxQuery)
+	}
 	limit, err := queryLimit(c, defaultRunsLimit)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	if q != "" {
+		views, next, err := s.searchRuns(ctx, f, q, limit)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, api.Runs{Runs: views, Next: next})
+	}
 	f.Limit = limit
-	runs, next, err := s.store.Runs(c.Request().Context(), f)
+	runs, next, err := s.store.Runs(ctx, f)
 	if err != nil {
 		return err
 	}
 	views := make([]api.Run, 0, len(runs))
 	for _, r := range runs {
-		views = append(views, viewRun(r))
+		v, err := s.runView(ctx, r, nil)
+		if err != nil {
+			return err
+		}
+		views = append(views, v)
 	}
 	return c.JSON(http.StatusOK, api.Runs{Runs: views, Next: next})
 }
 
-// getRun answers GET /runs/:id with the run's head.
+// getRun answers GET /runs/:id with the run's head, its vars and what
+// describe adds.
 func (s *Server) getRun(c *echo.Context) error {
 	head, err := s.run(c)
 	if err != nil {
 		return err
 	}
-	v := viewRun(head)
+	v, err := s.runView(c.Request().Context(), head, nil)
+	if err != nil {
+		return err
+	}
+	v.Vars = head.Vars
 	if !head.Status.Terminal() {
 		v = withLive(v, s.eng.Live(head.ID))
 	}
@@ -157,7 +189,8 @@ func (s *Server) getRun(c *echo.Context) error {
 }
 
 // listEntries answers GET /runs/:id/entries: the entry log oldest first,
-// after the entry seq given as "after".
+// after the entry seq given as "after"; with type, only the entries of
+// those types (see filteredEntries).
 func (s *Server) listEntries(c *echo.Context) error {
 	after, err := queryUint(c, "after")
 	if err != nil {
@@ -167,16 +200,28 @@ func (s *Server) listEntries(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	types, err := entryTypes(c)
+	if err != nil {
+		return err
+	}
 	head, err := s.run(c)
 	if err != nil {
 		return err
 	}
-	// One more than asked tells whether there is a next page.
-	entries, err := s.store.Entries(c.Request().Context(), head.ID, after, limit+1)
+	var (
+		entries []phases.Entry
+		next    string
+	)
+	if types != nil {
+		entries, next, err = s.filteredEntries(c.Request().Context(), head.ID, after, limit, types)
+	} else {
+		// One more than asked tells whether there is a next page.
+		entries, err = s.store.Entries(c.Request().Context(), head.ID, after, limit+1)
+		entries, next = page(entries, limit, func(e phases.Entry) string { return strconv.FormatUint(e.Seq, 10) })
+	}
 	if err != nil {
 		return &runError{id: head.ID, err: err}
 	}
-	entries, next := page(entries, limit, func(e phases.Entry) string { return strconv.FormatUint(e.Seq, 10) })
 	views := make([]api.Entry, 0, len(entries))
 	for _, e := range entries {
 		views = append(views, viewEntry(e))

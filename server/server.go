@@ -228,6 +228,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/runs/:id", s.getRun)
 	e.GET("/runs/:id/entries", s.listEntries)
 	e.GET("/runs/:id/ops", s.listOps)
+	e.GET("/runs/:id/usage", s.runUsage)
 	e.GET("/runs/:id/events", s.streamEvents)
 	e.POST("/runs/:id/cancel", s.cancelRun)
 	e.POST("/runs/:id/pause", s.pauseRun)

@@ -169,16 +169,19 @@ type RunFilter struct {
 	Status   Status
 	Workflow string
 	ParentID string
+	// TopLevel keeps only runs without a parent (no child runs).
+	TopLevel bool
 	// After is the cursor returned by the previous page ("" = first page).
 	After string
 	// Limit caps the page size (default 50, max 1000).
 	Limit int
 }
 
-// Matches reports whether r passes f's Status, Workflow and ParentID
-// (After and Limit page the listing; they do not select).
+// Matches reports whether r passes f's Status, Workflow, ParentID and
+// TopLevel (After and Limit page the listing; they do not select).
 func (f RunFilter) Matches(r Run) bool {
 	return (f.Status == "" || r.Status == f.Status) &&
 		(f.Workflow == "" || r.Workflow == f.Workflow) &&
-		(f.ParentID == "" || r.ParentID == f.ParentID)
+		(f.ParentID == "" || r.ParentID == f.ParentID) &&
+		(!f.TopLevel || r.ParentID == "")
 }

@@ -394,6 +394,9 @@ func testRuns(t *testing.T, s state.Store) {
 		{"parent and workflow", state.RunFilter{ParentID: "r02", Workflow: "b"}, []string{"r04", "r03"}, ""},
 		{"parent and status", state.RunFilter{ParentID: "r02", Status: state.StatusRunning}, []string{"r03"}, ""},
 		{"unknown parent", state.RunFilter{ParentID: "r0"}, nil, ""},
+		{"top level", state.RunFilter{TopLevel: true}, []string{"r05", "r02", "r01"}, ""},
+		{"top level paged", state.RunFilter{TopLevel: true, Limit: 2}, []string{"r05", "r02"}, "r02"},
+		{"top level running", state.RunFilter{TopLevel: true, Status: state.StatusRunning}, []string{"r02"}, ""},
 		{"no match", state.RunFilter{Workflow: "zzz"}, nil, ""},
 	}
 	for _, tt := range tests {
