@@ -56,10 +56,13 @@ type env struct {
 	resumes []string // guarded by mu
 }
 
-func startEnv(t *testing.T, dataDir, token string) *env {
+func startEnv(t *testing.T, dataDir, token string, opts ...func(*configs.Server)) *env {
 	t.Helper()
 	ctx := context.Background()
 	cfg := configs.Server{DataDir: dataDir, AuthToken: token, Addr: "127.0.0.1:0"}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	a, err := app.Open(ctx, cfg, nil)
 	if err != nil {
 		t.Fatalf("app.Open: %v", err)

@@ -1,7 +1,9 @@
 // The transcript: a run's entry log rendered for people. Triframe's
 // entries (task, advice, options, ratings, choice, tool_output, warning,
-// subagents, tournament, conclusion, submission, operator_message) get their own layout;
-// any other entry shows its summary and its JSON.
+// subagents, tournament, conclusion, submission, operator_message), shell
+// commands (command), a rollout's samples (task, row) and a synthesis
+// seed's (node, qa, qa_rejected) get their own layout; any other entry
+// shows its summary and its JSON.
 
 import {h, fold, lazyJSON} from './dom.js';
 
@@ -33,8 +35,33 @@ function block(kind, title, ...body) {
 
 // renderers by entry type; each returns the entry's body.
 const renderers = {
-  task: d => block('task', 'Task', h('div.text', d.task || d.summary || ''),
+  // triframe's task ({task, tools}) and a rollout's ({id, question,
+  // references}).
+  task: d => block('task', 'Task' + (d.id != null && d.question != null ? ' ' + d.id : ''), h('div.text', d.task || d.question || d.summary || ''),
+    d.references && d.references.length ? h('div.muted', 'references: ' + d.references.join(' | ')) : null,
     d.tools && d.tools.length ? h('div.muted', 'tools: ' + d.tools.join(', ') + (d.mode ? ' · mode ' + d.mode : '')) : null),
+  // A shell command's result (script, parallel-commands).
+  command: d => block('tool' + (d.exit_code ? '.failed' : ''), 'Command' + (d.index != null ? ' ' + (d.index + 1) : '') +
+      ' · exit ' + (d.exit_code ?? '?') + (d.timed_out ? ' (timed out)' : ''),
+    h('code.call', '$ ' + (d.command || '')),
+    d.stdout ? fold(d.stdout, {cls: '.out'}) : null,
+    d.stderr ? fold(d.stderr, {cls: '.out.stderr'}) : null,
+    d.error ? h('div.warn', d.error) : null,
+    !d.stdout && !d.stderr && !d.error ? h('div.muted', '(no output)') : null),
+  // A rollout sample's graded row.
+  row: d => block('row' + (d.success ? '' : '.failed'), `Sample ${d.task_id} · chain ${d.chain}`,
+    h('div', h('span.muted', 'answer '), h('b', String(d.predicted_answer ?? '')),
+      d.ground_truth && d.ground_truth.length ? h('span.muted', ' · references ' + d.ground_truth.join(' | ')) : null),
+    h('div', !d.success ? h('span.bad', 'failed: ' + (d.end_reason || d.status || '')) :
+      d.evaluated ? h(d.correct ? 'span.ok' : 'span.bad', (d.correct ? '✓ correct' : '✗ incorrect') + ' · score ' + d.score) : h('span.muted', 'not graded'),
+    d.run_id ? [' · ', h('a', {href: '#/runs/' + d.run_id}, 'transcript')] : null),
+    d.error ? h('div.warn', d.error) : null, d.eval_error ? h('div.warn', d.eval_error) : null),
+  // A synthesis seed's tree node and QA.
+  node: d => block('tool' + (d.failed ? '.failed' : ''), `Node ${d.node_id}` + (d.tool ? ' · ' + d.tool : ' · seed'),
+    d.intent ? h('div.text', d.intent) : null, fold(d.observation || '', {cls: '.out'})),
+  qa: d => block('submission', 'QA kept', h('div.text', d.question), h('div', h('span.muted', 'answer '), h('b', d.answer)),
+    h('div.muted', 'checks: ' + (d.checks_passed || []).join(', '))),
+  qa_rejected: d => block('warning', 'QA rejected · ' + d.check, h('div.text', d.reason || '')),
   advice: d => block('advice', 'Advice' + (d.advisor != null ? ' (advisor ' + d.advisor + ')' : ''),
     d.advice ? h('div.text', d.advice) : h('div.warn', 'no usable advice: ' + (d.invalid || ''))),
   options: d => block('options', 'Options',
@@ -84,6 +111,13 @@ export class Transcript {
     this.el = el;
     this.lastOptions = null;
     this.count = 0;
+  }
+
+  // into renders entries into el (another element than the
+  // transcript's own, keeping its annotations) and returns el.
+  into(el, entries) {
+    for (const e of entries) el.append(this.render(e));
+    return el;
   }
 
   // add appends entries (in seq order) in one DOM update.
