@@ -56,14 +56,24 @@ type env struct {
 	resumes []string // guarded by mu
 }
 
-func startEnv(t *testing.T, dataDir, token string, opts ...func(*configs.Server)) *env {
+// envOpts adjust an env's server configuration and app.
+type envOpts struct {
+	cfg func(*configs.Server)
+	app []app.Option
+}
+
+func startEnv(t *testing.T, dataDir, token string, opts ...envOpts) *env {
 	t.Helper()
 	ctx := context.Background()
 	cfg := configs.Server{DataDir: dataDir, AuthToken: token, Addr: "127.0.0.1:0"}
+	var appOpts []app.Option
 	for _, o := range opts {
-		o(&cfg)
+		if o.cfg != nil {
+			o.cfg(&cfg)
+		}
+		appOpts = append(appOpts, o.app...)
 	}
-	a, err := app.Open(ctx, cfg, nil)
+	a, err := app.Open(ctx, cfg, nil, appOpts...)
 	if err != nil {
 		t.Fatalf("app.Open: %v", err)
 	}

@@ -44,7 +44,7 @@ func rolloutEnv(t *testing.T, token string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startEnv(t, filepath.Join(t.TempDir(), "data"), token, func(c *configs.Server) { c.ReadRoots = []string{testdata} })
+	return startEnv(t, filepath.Join(t.TempDir(), "data"), token, envOpts{cfg: func(c *configs.Server) { c.ReadRoots = []string{testdata} }})
 }
 
 // rolloutSettings is a rollout of testdata/rollout (3 tasks × 2 chains,

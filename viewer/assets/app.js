@@ -230,7 +230,7 @@ class RunsPage {
       h('td.idcell', pick, h('span.indent' + depth), toggle, h('a.run-link', {href: '#/runs/' + r.id}, r.id)),
       h('td', r.workflow), h('td.task', {title: r.task || ''}, r.task || ''),
       h('td', badge(r.status), r.questions ? h('span.badge.s-waiting', {title: r.questions + ' question(s)'}, 'waiting for you') : null),
-      h('td.reason', r.end_reason || ''), h('td.num.score', score),
+      h('td.reason', {title: r.end_reason || ''}, r.end_reason || ''), h('td.num.score', score),
       h('td.num', String(r.step)), h('td.num', fmtNum(r.usage.tokens)),
       h('td', fmtTime(r.created_at)),
       h('td.num', fmtDur((r.ended_at ? Date.parse(r.ended_at) : now) - Date.parse(r.created_at))),
@@ -423,7 +423,7 @@ class RunPage {
         r.error ? [h('dt', 'error'), h('dd.error', r.error)] : null,
         r.stalled ? [h('dt', 'stalled'), h('dd.warn', r.stalled)] : null,
         (r.waiting || []).length ? [h('dt', 'waiting'), h('dd', r.waiting.map(w => h('div', w.message)))] : null),
-      this.compareLinks(r));
+      this.cmpBox || (this.cmpBox = this.compareLinks(r)));
     const bar = (name, used, cap, fmt) => {
       // Widths are set through the CSSOM: the CSP forbids style attributes.
       const fill = h('div.fill' + (cap && used / cap > 0.9 ? '.hot' : ''));
@@ -459,15 +459,13 @@ class RunPage {
     }
     if (r.workflow === 'rollout') {
       const sel = h('select#cmp-rollout', h('option', {value: ''}, 'compare with another rollout…'));
-      sel.addEventListener('focus', async () => {
-        if (sel.dataset.loaded) return;
-        sel.dataset.loaded = '1';
-        const res = await api('/runs?workflow=rollout&top=true&limit=50');
+      api('/runs?workflow=rollout&top=true&limit=50', {signal: this.abort.signal}).then(res => {
         for (const o of res.runs) if (o.id !== r.id) {
           const bench = o.result && o.result.benchmark_name ? o.result.benchmark_name + ' · ' : '';
           sel.append(h('option', {value: o.id}, bench + o.id + ' · ' + o.status));
         }
-      });
+        sel.dataset.loaded = '1';
+      }).catch(showError);
       sel.addEventListener('change', () => { if (sel.value) location.hash = `#/compare?a=${encodeURIComponent(sel.value)}&b=${encodeURIComponent(r.id)}`; });
       box.append(sel);
     }

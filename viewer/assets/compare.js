@@ -120,9 +120,15 @@ export class ComparePage {
       return out;
     };
     const [ea, eb] = await Promise.all([read(a.id), read(b.id)]);
-    let shared = 0;
+    let shared = 0, forkA = true;
     if (b.forked_from && b.forked_from.run === a.id) shared = b.forked_from.step;
-    else if (a.forked_from && a.forked_from.run === b.id) shared = a.forked_from.step;
+    else if (a.forked_from && a.forked_from.run === b.id) { shared = a.forked_from.step; forkA = false; }
+    // The fork copied its origin's entries up to the fork step: those
+    // (the first n of both logs) are shown once; what either run has
+    // after them (the fork's injected message, then each run's own
+    // steps) is shown side by side, one row per step.
+    const origin = forkA ? ea : eb;
+    const n = shared ? origin.filter(e => (e.step || 0) <= shared).length : 0;
     const byStep = es => {
       const m = new Map();
       for (const e of es) {
@@ -131,20 +137,18 @@ export class ComparePage {
       }
       return m;
     };
-    const sa = byStep(ea), sb = byStep(eb);
+    const sa = byStep(ea.slice(n)), sb = byStep(eb.slice(n));
     const steps = [...new Set([...sa.keys(), ...sb.keys()])].sort((x, y) => x - y);
     const ta = new Transcript(h('div')), tb = new Transcript(h('div'));
     let head = null;
     if (shared) {
-      // Both runs hold the entries up to the fork step (the fork copied
-      // them): shown once.
-      const prefix = steps.filter(s => s <= shared).flatMap(s => sa.get(s) || []);
-      tb.into(h('div'), steps.filter(s => s <= shared).flatMap(s => sb.get(s) || [])); // b's annotations
-      head = h('details#cmp-shared', h('summary', `${prefix.length} entries shared up to step ${shared} (the fork step)`),
+      const prefix = ea.slice(0, n);
+      tb.into(h('div'), eb.slice(0, n)); // b's annotations
+      head = h('details#cmp-shared', h('summary', `${n} entries shared up to step ${shared} (the fork step)`),
         ta.into(h('div.transcript'), prefix));
     }
-    const rows = steps.filter(s => !shared || s > shared).map(s => h('div.cmp-step', {dataset: {step: String(s)}},
-      h('div.cmp-stepno', 'step ' + s),
+    const rows = steps.map(s => h('div.cmp-step', {dataset: {step: String(s)}},
+      h('div.cmp-stepno', 'step ' + s + (shared && s <= shared ? ' (the fork)' : '')),
       ta.into(h('div.cmp-cell.transcript', {dataset: {side: 'a'}}), sa.get(s) || []),
       tb.into(h('div.cmp-cell.transcript', {dataset: {side: 'b'}}), sb.get(s) || [])));
     fill(this.body, head,
