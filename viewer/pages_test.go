@@ -198,7 +198,7 @@ func TestViewerSynthesis(t *testing.T) {
 	if len(full) <= len(clipped) || !strings.HasPrefix(strings.Join(strings.Fields(full), " "), strings.TrimSuffix(clipped, "…")) {
 		t.Errorf("node %s: clipped %q, full %q", node, clipped, full)
 	}
-	sh.take(ctx, "synthesis")
+	sh.viewport(ctx, "synthesis")
 
 	// The seed run's own page draws its tree too.
 	seed := eval[string](t, ctx, `document.querySelector('#seeds details.seed').dataset.id`)

@@ -376,8 +376,6 @@ func TestViewerRolloutFirstRender(t *testing.T) {
 		})()`, 30*time.Second)
 		r.All = waitJS[float64](t, ctx, "all samples", `(performance.getEntriesByName('flock:samples-all')[0]||{}).startTime`, 60*time.Second)
 		rs = append(rs, r)
-		res := eval[[]string](t, ctx, `performance.getEntriesByType('mark').map(e => e.name + ' ' + Math.round(e.startTime)).concat(performance.getEntriesByType('resource').map(e => e.name.replace(location.origin, '') + ' ' + Math.round(e.startTime) + '+' + Math.round(e.duration)))`)
-		t.Logf("resources: %v", res)
 	}
 	med := func(f func(render) float64) float64 {
 		v := make([]float64, len(rs))

@@ -77,7 +77,7 @@ export class TreeView {
   }
 
   draw() {
-    const W = 150, H = 46, GX = 12, GY = 34, PAD = 8;
+    const W = 172, H = 46, GX = 12, GY = 34, PAD = 8;
     const byID = new Map(this.seed.nodes.map(n => [n.node_id, n]));
     const kids = new Map();
     for (const n of this.seed.nodes) {
@@ -117,7 +117,7 @@ export class TreeView {
       const g = s('g', {class: cls, tabindex: 0, dataset: {node: n.node_id}, onclick: () => this.show(n, g)},
         s('rect', {x, y, width: W, height: H, rx: 5}),
         s('text', {class: 'tool', x: x + 7, y: y + 16}, clip(n.depth === 0 ? 'seed' : (n.tool || '?'), 22) + '  ' + n.node_id),
-        s('text', {class: 'obs', x: x + 7, y: y + 34}, clip(n.observation || n.intent || '', 24)),
+        s('text', {class: 'obs', x: x + 7, y: y + 34}, clip(n.observation || n.intent || '', 28)),
         s('title', (n.tool || 'seed') + ': ' + clip(n.observation, 300)));
       g.addEventListener('keydown', ev => { if (ev.key === 'Enter') this.show(n, g); });
       return g;
