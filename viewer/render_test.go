@@ -31,16 +31,8 @@ const (
 // the id of a run deep in the list.
 func seedStore(t *testing.T, dataDir string) (big, deep string) {
 	t.Helper()
-	// NoSync: a bulk load that the test can rebuild; Close syncs.
-	st, err := state.OpenBolt(filepath.Join(dataDir, "flock.db"), state.BoltOptions{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	st := openSeed(t, dataDir)
+	defer closeSeed(t, st)
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	statuses := []state.Status{state.StatusSucceeded, state.StatusSucceeded, state.StatusFailed, state.StatusCancelled}
@@ -104,6 +96,24 @@ func seedStore(t *testing.T, dataDir string) (big, deep string) {
 		}
 	}
 	return big, id(seedRuns / 10)
+}
+
+// openSeed opens the bbolt store of dataDir for a bulk load (NoSync: the
+// test can rebuild it; closeSeed syncs).
+func openSeed(t *testing.T, dataDir string) *state.BoltStore {
+	t.Helper()
+	st, err := state.OpenBolt(filepath.Join(dataDir, "flock.db"), state.BoltOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func closeSeed(t *testing.T, st *state.BoltStore) {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // triframeEntry returns the i-th entry of a long triframe transcript:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,29 +38,35 @@ type sampleRow struct {
 func (r sampleRow) key() string { return fmt.Sprintf("%s/%d", r.TaskID, r.Chain) }
 func (r sampleRow) ok() bool    { return r.Success && r.Correct }
 
-// rolloutEnv is a server whose runs may read testdata/.
-func rolloutEnv(t *testing.T, token string) *env {
+// rolloutEnv is a server whose runs may read testdata/ and the other
+// directories given.
+func rolloutEnv(t *testing.T, token string, roots ...string) *env {
 	t.Helper()
 	testdata, err := filepath.Abs("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startEnv(t, filepath.Join(t.TempDir(), "data"), token, envOpts{cfg: func(c *configs.Server) { c.ReadRoots = []string{testdata} }})
+	roots = append(roots, testdata)
+	return startEnv(t, filepath.Join(t.TempDir(), "data"), token, envOpts{cfg: func(c *configs.Server) { c.ReadRoots = roots }})
 }
 
 // rolloutSettings is a rollout of testdata/rollout (3 tasks × 2 chains,
 // graded by exact_match and contains_answer) whose react agents read
-// the scripted model's replies from script.
+// the scripted model's replies from script (in testdata/rollout unless
+// absolute).
 func rolloutSettings(t *testing.T, script string) map[string]any {
 	t.Helper()
 	dir, err := filepath.Abs("testdata/rollout")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !filepath.IsAbs(script) {
+		script = filepath.Join(dir, script)
+	}
 	return map[string]any{
 		"data_path": filepath.Join(dir, "bench.jsonl"), "benchmark_name": "viewer", "output_dir": "results",
 		"num_chains": 2, "max_concurrency": 2, "evaluation_metric": "exact_match", "metrics": []string{"contains_answer"},
-		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": filepath.Join(dir, script)}},
+		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
 		"agent":  map[string]any{"workflow": "react", "settings": map[string]any{"model": "m", "max_turns": 4}},
 	}
 }
@@ -247,6 +254,51 @@ func TestViewerRollout(t *testing.T) {
 	waitJS[bool](t, ctx, "its answer", `document.getElementById('transcript').textContent.includes('Lyon')`, 10*time.Second)
 }
 
+// TestViewerRolloutLive opens a rollout while it runs: one sample's
+// agent waits on a gate, and the samples its lanes have finished are in
+// the table (read from the lanes: the rollout gets their rows when they
+// end); once the gate opens, the last one joins them and the cards come
+// from every row.
+func TestViewerRolloutLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test (scripts/test.sh runs it)")
+	}
+	ctx := newTab(t)
+	dir := t.TempDir()
+	gate, wait := gateFile(t)
+	script, err := os.ReadFile("testdata/rollout/script-a.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// mul, chain 1 waits on the gate, then answers right.
+	held := fmt.Sprintf(`{"match": "t00002-c1", "tool_calls": [{"name": "bash", "arguments": {"command": %q}}]}`+"\n"+
+		`{"match": "gate-opened", "tool_calls": [{"name": "submit", "arguments": {"answer": "56"}}]}`+"\n", wait+"; echo gate-opened")
+	lines := strings.Split(string(script), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, `"t00002-c1"`) {
+			lines[i] = held
+		}
+	}
+	path := filepath.Join(dir, "script-live.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := rolloutEnv(t, "", dir)
+	sh := newShots(t)
+	id := e.startRollout(t, path)
+	do(t, ctx, "open the rollout", chromedp.Navigate(e.base+"/#/runs/"+id))
+	waitJS[bool](t, ctx, "five samples while it runs", statusIs(id, "running")+` && document.getElementById('s-count').dataset.total === '5'`, 30*time.Second)
+	if k := eval[[]string](t, ctx, shownKeys); strings.Contains(strings.Join(k, ","), "mul/1") {
+		t.Fatalf("the held sample is shown before it ends: %v", k)
+	}
+	sh.viewport(ctx, "rollout-live")
+	open(t, gate)
+	waitJS[bool](t, ctx, "the sixth sample and the end", statusIs(id, "succeeded")+` && document.getElementById('s-count').dataset.total === '6' && !!document.querySelector('#s-table .vt-row[data-key="mul/1"][data-correct=true]')`, 30*time.Second)
+	head := e.waitRun(t, id, "succeeded")
+	want := fmt.Sprintf("%.4f", head["result"].(map[string]any)["mean_score"].(float64))
+	waitJS[bool](t, ctx, "the cards of every row", fmt.Sprintf(`document.querySelector('#c-means .big').dataset.v === %q`, want), 10*time.Second)
+}
+
 func mustFloat(t *testing.T, s string) float64 {
 	t.Helper()
 	var f float64
@@ -269,15 +321,8 @@ const (
 // 0) the page should show.
 func seedRollout(t *testing.T, dataDir string) (string, float64) {
 	t.Helper()
-	st, err := state.OpenBolt(filepath.Join(dataDir, "flock.db"), state.BoltOptions{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	st := openSeed(t, dataDir)
+	defer closeSeed(t, st)
 	ctx := context.Background()
 	const id = "01rolloutbench0001"
 	t0 := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)

@@ -6,15 +6,33 @@ import {s} from './charts.js';
 
 const NODE_W = 112, NODE_H = 26, GAP_X = 34, GAP_Y = 14, PAD = 10;
 
-// layers assigns each phase its distance from the start (breadth first);
-// phases the start does not reach go in a last layer.
+// layers puts each phase one layer right of every phase that leads to
+// it (the longest path from the start), not counting the transitions
+// that go back to a phase on the way (loops); phases the start does not
+// reach go in a last layer.
 function layers(g) {
+  const next = g.transitions || {};
+  const back = new Set(), state = new Map(); // 1: on the path, 2: done
+  const visit = p => {
+    state.set(p, 1);
+    for (const n of next[p] || []) {
+      if (state.get(n) === 1) back.add(p + '>' + n);
+      else if (!state.has(n)) visit(n);
+    }
+    state.set(p, 2);
+  };
+  visit(g.start);
   const depth = new Map([[g.start, 0]]);
-  const queue = [g.start];
-  while (queue.length) {
-    const p = queue.shift();
-    for (const n of (g.transitions || {})[p] || []) {
-      if (!depth.has(n)) { depth.set(n, depth.get(p) + 1); queue.push(n); }
+  // Relax forward edges until nothing moves (a DAG: at most |phases| rounds).
+  for (let round = 0, moved = true; moved && round <= (g.phases || []).length; round++) {
+    moved = false;
+    for (const [p, ns] of Object.entries(next)) {
+      if (!depth.has(p)) continue;
+      for (const n of ns) {
+        if (back.has(p + '>' + n)) continue;
+        const d = depth.get(p) + 1;
+        if (!(depth.get(n) >= d)) { depth.set(n, d); moved = true; }
+      }
     }
   }
   const last = Math.max(0, ...depth.values()) + 1;
@@ -35,10 +53,11 @@ export function drawGraph(g, {current = '', visited = new Set(), ended = false} 
   const pos = new Map();
   const rows = Math.max(...ls.map(l => l.length));
   const width = PAD * 2 + ls.length * NODE_W + (ls.length - 1) * GAP_X;
-  const height = PAD * 2 + rows * NODE_H + (rows - 1) * GAP_Y + 16;
+  const top = 16 + 6 * ls.length; // room for the arcs over a row
+  const height = PAD * 2 + rows * NODE_H + (rows - 1) * GAP_Y + top;
   ls.forEach((layer, i) => layer.forEach((p, j) => {
     const off = (rows - layer.length) * (NODE_H + GAP_Y) / 2;
-    pos.set(p, {x: PAD + i * (NODE_W + GAP_X), y: PAD + 16 + off + j * (NODE_H + GAP_Y)});
+    pos.set(p, {x: PAD + i * (NODE_W + GAP_X), y: PAD + top + off + j * (NODE_H + GAP_Y)});
   }));
   const edges = [];
   for (const [from, tos] of Object.entries(g.transitions || {})) {
@@ -52,9 +71,14 @@ export function drawGraph(g, {current = '', visited = new Set(), ended = false} 
         // A loop: an arc over the node.
         const x = a.x + NODE_W / 2;
         d = `M ${x - 12} ${a.y} C ${x - 22} ${a.y - 18}, ${x + 22} ${a.y - 18}, ${x + 12} ${a.y}`;
-      } else if (b.x > a.x) {
+      } else if (b.x > a.x && (b.x - a.x <= NODE_W + GAP_X || a.y !== b.y)) {
         const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2;
         d = `M ${x1} ${y1} C ${x1 + GAP_X / 2} ${y1}, ${x2 - GAP_X / 2} ${y2}, ${x2} ${y2}`;
+      } else if (b.x > a.x) {
+        // Forward past the phases between, on the same row: over them.
+        const x1 = a.x + NODE_W / 2 + 10, x2 = b.x + NODE_W / 2 - 10, y = a.y;
+        const lift = 10 + 6 * Math.round((b.x - a.x) / (NODE_W + GAP_X));
+        d = `M ${x1} ${y} C ${x1} ${y - lift}, ${x2} ${y - lift}, ${x2} ${y}`;
       } else {
         // Back (or sideways) to an earlier layer: under the nodes.
         const x1 = a.x + NODE_W / 2, y1 = a.y + NODE_H, x2 = b.x + NODE_W / 2 + 8, y2 = b.y + NODE_H;

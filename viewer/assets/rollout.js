@@ -213,6 +213,9 @@ export class RolloutView {
         (f === 'not evaluated' && !r.graded)) &&
       (!task || r.task_id === task) && (!q || r.hay.includes(q)));
     for (const r of rows) r.dataset = {key: r.task_id + '/' + r.chain, task: r.task_id, correct: String(!!(r.correct && !r.failed)), failed: String(r.failed)};
+    // Unsorted, the samples are in task order, then by chain (as the
+    // results file), whatever order their lanes finished in.
+    if (!this.table.sort) rows.sort((a, b) => (a.task_index ?? 0) - (b.task_index ?? 0) || a.chain - b.chain);
     this.table.setRows(this.table.sorted(rows));
     const total = this.head && this.head.result && this.head.result.total_samples;
     this.count.textContent = `${fmtNum(rows.length)} of ${fmtNum(all.length)} samples` + (total && total !== all.length ? ` (${fmtNum(total)} planned)` : '');
