@@ -113,7 +113,19 @@ type Model struct {
 	// relative to the run's work directory, and beneath it or a read root
 	// of the server (see package handlers/files).
 	Script string `json:"script,omitempty"`
+	// API is the endpoint's API flock calls: "chat_completions" (POST
+	// /chat/completions, the default, which every OpenAI-compatible
+	// endpoint has) or "responses" (POST /responses, OpenAI's Responses
+	// API, for an endpoint that has one). Either way a call is journaled
+	// as the same generate.
+	API string `json:"api,omitempty"`
 }
+
+// Model.API values.
+const (
+	APIChatCompletions = "chat_completions"
+	APIResponses       = "responses"
+)
 
 // Isolation selects how bash and python are isolated from the host (see
 // package isolation for what each kind does and does not protect).
@@ -267,6 +279,11 @@ func (s *RunSettings) Validate() error {
 		}
 		if m.TopLogprobs < 0 {
 			return fieldErr(p+".top_logprobs", "must be >= 0")
+		}
+		switch m.API {
+		case "", APIChatCompletions, APIResponses:
+		default:
+			return fieldErr(p+".api", fmt.Sprintf("%q is not %s or %s", m.API, APIChatCompletions, APIResponses))
 		}
 		if m.MaxRetryWaitS < 0 || math.IsNaN(m.MaxRetryWaitS) || math.IsInf(m.MaxRetryWaitS, 0) {
 			return fieldErr(p+".max_retry_wait_s", "must be a number of seconds >= 0")

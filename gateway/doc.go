@@ -1,5 +1,6 @@
 // Package gateway is flock's model gateway (rLLM's AgentFlow gateway): an
-// OpenAI-compatible chat-completions endpoint per session, through which
+// OpenAI-compatible endpoint per session (chat completions and the
+// Responses API), through which
 // an external agent program — any language, any OpenAI client — calls the
 // models declared in flock's settings, while flock journals every call,
 // applies its limits and keeps the provider keys.
@@ -7,6 +8,7 @@
 // # Routes
 //
 //	POST /gateway/{session}/v1/chat/completions   streaming (SSE) and not
+//	POST /gateway/{session}/v1/responses          OpenAI's Responses API, streaming (SSE) and not
 //	GET  /gateway/{session}/v1/models             the session's models
 //
 // flock serve mounts them on its API (server.MountGateway) and announces
@@ -45,6 +47,47 @@
 // reply cut into chunks (role, reasoning, content, each tool call with its
 // index, finish, usage): the upstream call itself is not streamed, since
 // the reply must be journaled before the agent sees it.
+//
+// # The Responses API
+//
+// POST .../v1/responses takes OpenAI's Responses API requests (the
+// default of the OpenAI Agents SDK): instructions (a system message),
+// input as a string or a list of items — messages (user, system,
+// developer, assistant; text parts), reasoning items (their summary is
+// the next assistant message's reasoning), function_call and
+// function_call_output items (an assistant's tool calls and the tool
+// messages answering them) —, function tools, tool_choice,
+// temperature, max_output_tokens, reasoning.effort, top_logprobs and the
+// include "message.output_text.logprobs", text.format (json_object and
+// json_schema become response_format) and previous_response_id: the
+// session keeps each response's conversation (its input and output,
+// without its instructions, as OpenAI does), and a request naming one
+// continues it; an unknown id is 400. Every response of a session can be
+// continued, whatever its store; store, metadata, truncation and the
+// prompt-cache fields are accepted and ignored; background, conversation
+// and prompt are refused; other fields are forwarded as for chat. Input
+// images and files, item references and tools other than functions are
+// refused with 400 naming the item.
+//
+// Each request becomes the same generate as the chat completion that
+// says the same (the conversation as chat messages), journaled, replayed
+// and recorded in the episode the same way: how the agent asked does not
+// change what flock journals. The answer is a response object (id
+// "resp_" + the trace id, which episodes also match) whose output is a
+// reasoning item (when the model reasoned), a message with output_text
+// (and its logprobs when asked), and one function_call item per tool
+// call (call_id the tool call's id); status "incomplete" when the model
+// stopped at its token cap. Streamed, it is the Responses API's events,
+// each with its sequence_number: response.created, response.in_progress,
+// per item response.output_item.added, its content
+// (response.reasoning_summary_part.added/.done with
+// response.reasoning_summary_text.delta/.done;
+// response.content_part.added/.done with
+// response.output_text.delta/.done; or
+// response.function_call_arguments.delta/.done) and
+// response.output_item.done, then response.completed (or
+// response.incomplete) with the whole response. As for chat, the
+// stream is cut from the journaled reply.
 //
 // Errors are OpenAI-shaped {"error": {"message", "type", "param", "code"}}:
 // 400 naming the bad field, 401 for a missing or wrong token (also for an
@@ -111,7 +154,7 @@
 // rLLM-shaped episode) into an rLLM Episode: one Step per call with
 // chat_completions, model_response, reasoning, prompt and completion token
 // ids and logprobs. Agent steps are matched to calls by id — the trace id,
-// the completion id or X-Flock-Step-Id — never by position (rLLM's
+// the completion id, the response id or X-Flock-Step-Id — never by position (rLLM's
 // positional matching breaks on parallel or retried calls); a trajectory
 // without steps takes the calls no step claimed.
 //

@@ -120,7 +120,8 @@ func StepFromTrace(t Trace) grading.Step {
 // Enrich builds the episode of an agent from its output and the gateway
 // trace of its session, as rLLM's engine does but matching by id, never by
 // position: an agent step whose id is a trace's id, completion id
-// ("chatcmpl-" + id) or X-Flock-Step-Id takes that trace's model data
+// ("chatcmpl-" + id), response id ("resp_" + id, ':' as '_') or
+// X-Flock-Step-Id takes that trace's model data
 // (keeping its own action, reward and done); a trajectory without steps
 // receives every trace no step claimed, in call order; with no
 // trajectories at all, one named name holds all traces. Agent steps that
@@ -147,6 +148,7 @@ func Enrich(id, name string, out AgentOutput, traces []Trace) grading.Episode {
 	for i, t := range traces {
 		byID[t.ID] = i
 		byID[t.completionID()] = i
+		byID[responseID(&traces[i])] = i
 		if t.StepID != "" {
 			byID[t.StepID] = i
 		}

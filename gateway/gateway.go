@@ -153,7 +153,8 @@ func (g *Gateway) Open(id string, cfg SessionConfig) (*Session, error) {
 	s := &Session{ID: id, gw: g, token: TokenPrefix + hex.EncodeToString(b[:]), model: cfg.Model,
 		models: map[string]bool{cfg.Model: true}, notify: make(chan struct{}, 1),
 		waiting: map[string]*call{}, recorded: map[string][]Recorded{}, recordedOps: map[string]bool{},
-		answered: map[string][]operations.GatewayCall{}, seen: map[string]int{}, nonce: hex.EncodeToString(b[:4])}
+		answered: map[string][]operations.GatewayCall{}, responses: map[string]responseChain{}, seen: map[string]int{},
+		nonce: hex.EncodeToString(b[:4])}
 	s.order = append(s.order, cfg.Model)
 	for _, m := range cfg.Models {
 		if !s.models[m] {
@@ -286,9 +287,12 @@ type Session struct {
 	// Answered until DeliverAnswered (the op's next wait, once they are
 	// journaled); guarded by mu.
 	answered map[string][]operations.GatewayCall
-	seq      int
-	trace    []Trace
-	closed   bool
+	// responses are the session's Responses API answers by response id,
+	// for previous_response_id; guarded by mu.
+	responses map[string]responseChain
+	seq       int
+	trace     []Trace
+	closed    bool
 	// failed, once set, answers every call (the run reached a limit).
 	failed error
 }

@@ -87,9 +87,14 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) error {
 			return methodNotAllowed(r, "POST")
 		}
 		return g.complete(w, r, s)
+	case "/v1/responses", "/responses":
+		if r.Method != http.MethodPost {
+			return methodNotAllowed(r, "POST")
+		}
+		return g.respond(w, r, s)
 	}
 	return newAPIError(http.StatusNotFound, "invalid_request_error", "not_found",
-		fmt.Sprintf("no such route: %s (the gateway serves /v1/chat/completions and /v1/models)", route))
+		fmt.Sprintf("no such route: %s (the gateway serves /v1/chat/completions, /v1/responses and /v1/models)", route))
 }
 
 func methodNotAllowed(r *http.Request, allow string) error {
@@ -227,4 +232,54 @@ func loopbackOnly(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// respond serves POST .../v1/responses: the request (with the
+// conversation of its previous_response_id) becomes a generate made like
+// a chat completion's, and its answer a response object or, streamed, the
+// Responses API's events.
+func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, s *Session) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	rr, err := parseResponses(body)
+	if err != nil {
+		return badRequestError(err, "a Responses API request")
+	}
+	history, err := s.history(rr.PreviousResponseID)
+	if err != nil {
+		return badRequestError(err, "a Responses API request")
+	}
+	req, input, err := rr.toGenerate(s.resolveModel(rr.Model), history)
+	if err != nil {
+		return badRequestError(err, "a Responses API request")
+	}
+	t, err := s.Do(r.Context(), req, r.Header.Get(HeaderStepID))
+	if err != nil {
+		return callFailure(err)
+	}
+	s.remember(responseID(t), rr.PreviousResponseID, append(input, answerMessage(t)...))
+	w.Header().Set(HeaderTraceID, t.ID)
+	if t.Replayed {
+		w.Header().Set(HeaderReplayed, "true")
+	}
+	if !rr.Stream {
+		writeJSON(w, http.StatusOK, toResponse(t, rr))
+		return nil
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	for _, ev := range responseEvents(t, rr) {
+		b, _ := json.Marshal(ev)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b); err != nil {
+			return nil // the client went away; the call is journaled
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	return nil
 }

@@ -34,8 +34,9 @@
 //	GET  /, GET /ui/*          the browser viewer (MountUI, package viewer); no token needed
 //
 // MountGateway adds the model gateway of external agents (package
-// gateway): POST /gateway/:session/v1/chat/completions and GET
-// /gateway/:session/v1/models, OpenAI-compatible, authenticated by the
+// gateway): POST /gateway/:session/v1/chat/completions, POST
+// /gateway/:session/v1/responses and GET /gateway/:session/v1/models,
+// OpenAI-compatible, authenticated by the
 // session's own token instead of the server's (which neither opens them
 // nor is needed there); the guard's checks apply to them as to every route.
 //

@@ -11,14 +11,15 @@ import (
 const gatewayPrefix = "/gateway/"
 
 // MountGateway serves the model gateway h (a *gateway.Gateway) at
-// POST /gateway/:session/v1/chat/completions and GET
-// /gateway/:session/v1/models. The guard's Host, Origin and Content-Type
+// POST /gateway/:session/v1/chat/completions, POST
+// /gateway/:session/v1/responses and GET /gateway/:session/v1/models. The guard's Host, Origin and Content-Type
 // checks apply as to every route; the server's bearer token does not: the
 // gateway checks the session's own token, the only one an agent holds.
 // Call it before Start.
 func (s *Server) MountGateway(h http.Handler) {
 	wrapped := echo.WrapHandler(h)
 	s.e.POST(gatewayPrefix+":session/v1/chat/completions", wrapped)
+	s.e.POST(gatewayPrefix+":session/v1/responses", wrapped)
 	s.e.GET(gatewayPrefix+":session/v1/models", wrapped)
 	s.gateway = true
 }
@@ -45,6 +46,13 @@ func (s *Server) gatewayOpenAPI(paths map[string]any) {
 	paths["/gateway/{session}/v1/chat/completions"] = map[string]any{"post": map[string]any{
 		"operationId": "gatewayChatCompletions",
 		"summary":     "OpenAI-compatible chat completions of an external agent's gateway session (streaming with stream: true); each call is a journaled generate op of the session run. Authorization: Bearer <session token>.",
+		"parameters":  param,
+		"security":    []any{},
+		"responses":   resp("application/json"),
+	}}
+	paths["/gateway/{session}/v1/responses"] = map[string]any{"post": map[string]any{
+		"operationId": "gatewayResponses",
+		"summary":     "OpenAI's Responses API for an external agent's gateway session (function tools, previous_response_id within the session, SSE events with stream: true); each call is journaled as a generate of the session run, as chat completions are. Authorization: Bearer <session token>.",
 		"parameters":  param,
 		"security":    []any{},
 		"responses":   resp("application/json"),

@@ -6,34 +6,44 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
 
 // installOpenAINode installs the official OpenAI SDK for Node in a temp
-// directory and returns its node_modules; it skips with a clear message
-// when node or npm is absent (or, under scripts/test.sh, fails).
+// directory and returns its node_modules (see installNode).
 func installOpenAINode(t *testing.T) (node, modules string) {
+	return installNode(t, "openai")
+}
+
+// installNode installs npm packages in a temp directory and returns node
+// and the directory's node_modules; it skips with a clear message when
+// node or npm is absent (or, under scripts/test.sh, fails).
+func installNode(t *testing.T, packages ...string) (node, modules string) {
 	t.Helper()
 	node, err1 := exec.LookPath("node")
 	npm, err2 := exec.LookPath("npm")
 	if err1 != nil || err2 != nil {
-		if os.Getenv("FLOCK_TEST_SCRIPT") != "" {
-			t.Fatal("node and npm are required for the OpenAI Node SDK check (scripts/test.sh installs nodejs and npm)")
+		if os.Getenv("FLOCK_TEST_SCRIPT") != "" || os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
+			t.Fatal("node and npm are required for the OpenAI Node SDK checks (scripts/test.sh installs nodejs and npm)")
 		}
-		t.Skip("node or npm not found: the OpenAI Node SDK check needs both (apt-get install nodejs npm)")
+		t.Skip("node or npm not found: the OpenAI Node SDK checks need both (apt-get install nodejs npm)")
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "openai", "--no-audit", "--no-fund", "--silent", "--prefix", dir)
+	args := append([]string{"install"}, packages...)
+	args = append(args, "--no-audit", "--no-fund", "--silent", "--prefix", dir)
+	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install openai: %v\n%s", err, out)
+		t.Fatalf("npm install %s: %v\n%s", strings.Join(packages, " "), err, out)
 	}
 	return node, filepath.Join(dir, "node_modules")
 }
@@ -118,6 +128,120 @@ func TestOpenAINodeSDK(t *testing.T) {
 	steps := ep.Trajectories[0].Steps
 	if ep.Artifacts.Answer != "The answer is 5." || len(steps) != 3 || steps[1].ModelResponse != "The answer is 5." ||
 		steps[0].ID != strings.TrimPrefix(got.First.ID, "chatcmpl-") {
+		t.Fatalf("episode %s", eb)
+	}
+}
+
+// TestOpenAIAgentsSDK is the Responses API's real-client check: an agent
+// written with the OpenAI Agents SDK for JavaScript (npm @openai/agents)
+// on its default settings, which call POST /v1/responses, runs as an
+// external agent: a function tool round trip (function_call, then
+// function_call_output) not streamed and streamed, then a run continuing
+// the first by previous_response_id. Each call is journaled as a
+// generate of the session run, and the episode holds one step per call.
+func TestOpenAIAgentsSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("npm install skipped in -short mode")
+	}
+	node, modules := installNode(t, "@openai/agents", "zod")
+	f := newFlock(t)
+	script := writeFile(t, f.dir, "script.jsonl", strings.Join([]string{
+		`{"match": "What is 2+3?", "tool_calls": [{"id": "call_a", "name": "calculator", "arguments": {"expression": "2+3"}}], "usage": {"prompt_tokens": 30, "completion_tokens": 8}}`,
+		`{"match": "5", "content": "The answer is 5.", "usage": {"prompt_tokens": 50, "completion_tokens": 5}}`,
+		`{"match": "4*5", "tool_calls": [{"id": "call_b", "name": "calculator", "arguments": {"expression": "4*5"}}]}`,
+		`{"match": "20", "content": "The answer is 20.", "reasoning": "the calculator said 20"}`,
+		`{"match": "doubled", "content": "Doubled, it is 10."}`,
+	}, "\n")+"\n")
+	_, file, _, _ := runtimeCaller()
+	agent := filepath.Join(filepath.Dir(file), "testdata", "agents_sdk_agent.js")
+	id := f.start("external", map[string]any{"command": []string{node, agent}, "model": "scripted",
+		// No tracing export: it would send the session's token to OpenAI.
+		"env":    map[string]string{"NODE_PATH": modules, "OPENAI_AGENTS_DISABLE_TRACING": "1"},
+		"models": map[string]any{"scripted": map[string]any{"provider": "scripted", "script": script}}}, "What is 2+3?")
+	end := f.wait(id, 90*time.Second)
+	dir := filepath.Join(f.app.Config.RunsDir(), id)
+	if end.Status != state.StatusSucceeded {
+		var x operations.ExternalResult
+		for _, op := range mustOps(t, f, id) {
+			if op.Result != nil && op.Request.Kind == operations.KindExternal {
+				raw, _ := json.Marshal(op.Result.Ext)
+				_ = json.Unmarshal(raw, &x)
+			}
+		}
+		t.Fatalf("external run %s: %s %s\n%s", end.Status, end.EndReason, end.Error, x.Stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "agents_sdk.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Plain struct {
+			Final          string
+			LastResponseID string `json:"lastResponseId"`
+			Items          []string
+		}
+		Stream struct {
+			Final, Text   string
+			Events, Items []string
+		}
+		Chained   struct{ Final string }
+		ToolCalls []string
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	wantItems := "tool_call_item tool_call_output_item message_output_item"
+	if got.Plain.Final != "The answer is 5." || !strings.HasPrefix(got.Plain.LastResponseID, "resp_") ||
+		strings.Join(got.Plain.Items, " ") != wantItems {
+		t.Errorf("not streamed: %+v", got.Plain)
+	}
+	if got.Stream.Final != "The answer is 20." || got.Stream.Text != "The answer is 20." ||
+		strings.Join(got.Stream.Items, " ") != "tool_call_item tool_call_output_item reasoning_item message_output_item" ||
+		!slices.Contains(got.Stream.Events, "response.completed") || !slices.Contains(got.Stream.Events, "response.function_call_arguments.done") ||
+		!slices.Contains(got.Stream.Events, "response.reasoning_summary_text.delta") {
+		t.Errorf("streamed: %+v", got.Stream)
+	}
+	if got.Chained.Final != "Doubled, it is 10." || strings.Join(got.ToolCalls, ",") != "2+3,4*5" {
+		t.Errorf("chained %+v, tool calls %v", got.Chained, got.ToolCalls)
+	}
+
+	// Journaled as generates of the session run, exactly as chat calls.
+	var x operations.ExternalResult
+	for _, op := range mustOps(t, f, id) {
+		if op.Request.Kind == operations.KindExternal && op.Result != nil {
+			raw, _ := json.Marshal(op.Result.Ext)
+			_ = json.Unmarshal(raw, &x)
+		}
+	}
+	var gens []operations.Generated
+	for _, op := range mustOps(t, f, x.SessionRuns[0]) {
+		gens = append(gens, operations.Generates(op.Request, op.Result)...)
+	}
+	if len(gens) != 5 || x.Calls != 5 {
+		t.Fatalf("%d calls journaled (%d in the result), want 5", len(gens), x.Calls)
+	}
+	second := gens[1].Request.Messages
+	if len(second) != 4 || second[0].Role != "system" || second[2].ToolCalls[0].ID != "call_a" || second[3].ToolCallID != "call_a" ||
+		second[3].Content != "5" || len(gens[1].Request.Tools) != 1 || gens[1].Request.Tools[0].Name != "calculator" {
+		t.Errorf("the tool round trip journaled as %+v", gens[1].Request)
+	}
+	// The chained run's prompt holds the first run's conversation.
+	chained := gens[4].Request.Messages
+	var roles []string
+	for _, m := range chained {
+		roles = append(roles, m.Role)
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,tool,assistant,user" || chained[4].Content != "The answer is 5." ||
+		chained[5].Content != "And doubled?" {
+		t.Errorf("previous_response_id gave the prompt %v: %+v", roles, chained)
+	}
+	var ep grading.Episode
+	eb, _ := os.ReadFile(filepath.Join(dir, "episode.json"))
+	if err := json.Unmarshal(eb, &ep); err != nil {
+		t.Fatal(err)
+	}
+	if steps := ep.Trajectories[0].Steps; len(steps) != 5 || steps[1].ModelResponse != "The answer is 5." ||
+		steps[3].Reasoning != "the calculator said 20" {
 		t.Fatalf("episode %s", eb)
 	}
 }

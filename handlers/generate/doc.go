@@ -28,6 +28,24 @@
 // vLLM token_ids (and the prompt's prompt_token_ids). When the endpoint reports no usage it is estimated
 // (chars/4). Cost is prompt*input_price/1e6 + completion*output_price/1e6.
 //
+// # The Responses API
+//
+// A model declared with "api": "responses" is called with OpenAI's
+// Responses API (POST {base_url}/responses, go-openai's CreateResponse)
+// instead of chat completions, for an endpoint that has it: the same
+// request, with the messages as input items (an assistant's tool calls as
+// function_call items, tool messages as function_call_output, images as
+// input_image parts), inline function tools, a reasoning effort with
+// summary "auto" (so the reasoning is journaled), logprobs through
+// include "message.output_text.logprobs" and top_logprobs, stop sequences
+// and extra fields as they are, and store false. The answer's message
+// text, reasoning summaries (or reasoning text), function calls, output
+// text logprobs and usage become the generate's one output; an answer
+// incomplete for max_output_tokens finishes with "length". The API has no
+// n: n > 1 is made of parallel calls, as for endpoints that ignore n. The
+// retries, limits and errors are those of chat completions. The journal
+// holds the same generate either way.
+//
 // # Token ids and logprobs
 //
 // vLLM and SGLang return the prompt's and the completion's token ids only

@@ -281,6 +281,9 @@ type model struct {
 	// (configs.Model.TokenIDs, Logprobs, TopLogprobs).
 	tokenIDs, logprobs bool
 	topLogprobs        int
+	// responses: the endpoint is called with the Responses API
+	// (configs.Model.API).
+	responses bool
 }
 
 func (m *model) cost(prompt, completion int) float64 {
@@ -330,6 +333,7 @@ func (h *Handler) resolve(s *configs.RunSettings, name string) (*model, error) {
 		m.script = decl.Script
 		m.vision = decl.Vision
 		m.tokenIDs, m.logprobs, m.topLogprobs = decl.TokenIDs, decl.Logprobs, decl.TopLogprobs
+		m.responses = decl.API == configs.APIResponses
 		m.maxRetryWait = time.Duration(decl.MaxRetryWaitS * float64(time.Second))
 	case name == ProviderSimulated:
 		m.provider = ProviderSimulated

@@ -315,9 +315,8 @@ func (c *call) attempt(ctx context.Context, creq openai.ChatCompletionRequest) (
 	defer cancel()
 	ex := &exchange{extra: c.extra}
 	actx = context.WithValue(actx, exchangeKey{}, ex)
-	resp, err := c.client.CreateChatCompletion(actx, creq)
+	r, merr, err := c.send(actx, creq, ex)
 	if err == nil {
-		r, merr := mapResponse(&resp, ex.body)
 		if merr != nil {
 			return nil, &failure{status: ex.status, what: fmt.Sprintf("HTTP %d", ex.status), err: merr}
 		}
