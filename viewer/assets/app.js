@@ -147,7 +147,7 @@ class RunsPage {
       h('section', h('h1', 'Runs'), this.counts,
         h('div.filters', this.status, this.workflow, this.parent, this.search,
           h('label.muted', this.all, ' child runs too'), this.compare)),
-      h('table#runs.runs', h('thead', h('tr', ['Run', 'Workflow', 'Task', 'Status', 'End reason', 'Score', 'Step', 'Tokens', 'Created', 'Duration', 'Parent'].map(t => h('th', t)))), this.tbody),
+      h('div.runs-box', h('table#runs.runs', h('thead', h('tr', ['Run', 'Workflow', 'Task', 'Status', 'End reason', 'Score', 'Step', 'Tokens', 'Created', 'Duration', 'Parent'].map(t => h('th', t)))), this.tbody)),
       h('div.pager', this.prev, this.pageLabel, this.next));
     const [, wfs] = await Promise.all([this.load(), workflows().catch(err => { if (err instanceof Unauthorized) throw err; return new Map(); })]);
     for (const name of wfs.keys()) this.workflow.append(h('option', {value: name}, name));
@@ -232,7 +232,7 @@ class RunsPage {
       h('td', badge(r.status), r.questions ? h('span.badge.s-waiting', {title: r.questions + ' question(s)'}, 'waiting for you') : null),
       h('td.reason', {title: r.end_reason || ''}, r.end_reason || ''), h('td.num.score', score),
       h('td.num', String(r.step)), h('td.num', fmtNum(r.usage.tokens)),
-      h('td', fmtTime(r.created_at)),
+      h('td', {title: fmtTime(r.created_at)}, fmtShort(r.created_at)),
       h('td.num', fmtDur((r.ended_at ? Date.parse(r.ended_at) : now) - Date.parse(r.created_at))),
       h('td', r.parent_id ? h('a', {href: '#/runs/' + r.parent_id}, r.parent_id) : '',
         r.forked_from ? h('span.muted', 'fork of ', h('a', {href: '#/runs/' + r.forked_from.run}, r.forked_from.run), ' @' + r.forked_from.step) : null));
@@ -748,6 +748,16 @@ class RunPage {
         h('button.link.show-res', {onclick: () => open('result', res)}, 'result')] : ''));
     return tr;
   }
+}
+
+// fmtShort is a time as the list shows it: the time of day for today's,
+// else the date and time, without seconds.
+function fmtShort(t) {
+  const d = new Date(t);
+  if (isNaN(d)) return '';
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString([], {hour: '2-digit', minute: '2-digit', second: '2-digit'})
+    : d.toLocaleString([], {year: '2-digit', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit'});
 }
 
 function clipText(t, n) {

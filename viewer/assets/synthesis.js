@@ -248,21 +248,36 @@ export class SynthesisView {
     fill(this.seedList, this.seeds.map(r => this.seedRow(r)));
   }
 
+  // seedRow is a seed's line, its tree drawn when opened. The same
+  // element is kept across refreshes (an open tree stays open); a live
+  // seed's tree is drawn again on each refresh while open.
   seedRow(r) {
+    this.rows = this.rows || new Map();
+    let row = this.rows.get(r.id);
+    if (!row) {
+      const box = h('div.seed-tree');
+      const label = h('span');
+      const d = h('details.seed', {dataset: {id: r.id}}, h('summary', label), box);
+      const draw = async () => {
+        const full = await readSeed(r.id, this.signal, 'node,ended,selection');
+        fill(box, full.nodes.length ? new TreeView(full).el : h('p.muted', 'No node yet.'));
+      };
+      d.addEventListener('toggle', () => {
+        if (!d.open || box.dataset.loaded) return;
+        box.dataset.loaded = '1';
+        box.append(h('p.muted', 'Loading…'));
+        draw().catch(() => { delete box.dataset.loaded; });
+      });
+      row = {d, label, box, draw, status: ''};
+      this.rows.set(r.id, row);
+    } else if (row.d.open && row.status !== r.status || (row.d.open && !['succeeded', 'failed', 'cancelled'].includes(r.status))) {
+      row.draw().catch(() => {});
+    }
+    row.status = r.status;
     const seed = this.read.get(r.id);
-    const box = h('div.seed-tree');
-    const d = h('details.seed', {dataset: {id: r.id}},
-      h('summary', h('span.mono', r.task || r.id), ' ', badge(r.status), ' ',
-        h('span.muted', seed ? `${seed.qa.length} kept, ${seed.rejected.length} rejected` : ''), ' ',
-        h('a.small', {href: '#/runs/' + enc(r.id)}, 'open')),
-      box);
-    d.addEventListener('toggle', async () => {
-      if (!d.open || box.dataset.loaded) return;
-      box.dataset.loaded = '1';
-      box.append(h('p.muted', 'Loading…'));
-      const full = await readSeed(r.id, this.signal, 'node,ended,selection');
-      fill(box, full.nodes.length ? new TreeView(full).el : h('p.muted', 'No node yet.'));
-    });
-    return d;
+    fill(row.label, h('span.mono', r.task || r.id), ' ', badge(r.status), ' ',
+      h('span.muted', seed ? `${seed.qa.length} kept, ${seed.rejected.length} rejected` : ''), ' ',
+      h('a.small', {href: '#/runs/' + enc(r.id)}, 'open'));
+    return row.d;
   }
 }
