@@ -91,9 +91,11 @@ Usage:
   flock db recover [--data DIR | --db FILE] --to FILE
         Copy every readable run, entry, op and event of a damaged database into
         a new FILE and report what could not be read.
-  flock serve --cluster --node NAME [--nats-listen ADDR] [--cluster-listen ADDR --routes URLS] [--jetstream-dir DIR] [serve flags]
+  flock serve --cluster --node NAME --nats-secret-file FILE [--nats-listen ADDR] [--cluster-listen ADDR --routes URLS]
+              [--nats-tls-cert FILE --nats-tls-key FILE --nats-tls-ca FILE] [--jetstream-dir DIR] [serve flags]
         Run as a node of a cluster on an embedded NATS JetStream (README, "Running a
-        cluster"); --nats URL joins an external NATS cluster instead.
+        cluster"); every NATS connection needs the secret, and TLS off loopback.
+        --nats URL [--nats-user NAME] joins an external NATS cluster instead.
   flock serve --sandbox-config FILE [serve flags]
         Also serve the sandbox service (AgentFlow's sandbox-server JSON) under /api/v1.
   flock sandbox --config FILE [--addr 127.0.0.1:18890] [--data DIR]

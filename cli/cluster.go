@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -29,6 +30,9 @@ type clusterFlags struct {
 	jetstreamDir  string
 	replicas      int
 	ackWait       time.Duration
+	secretFile    string
+	user          string
+	tls           cluster.TLSFiles
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -41,6 +45,11 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.jetstreamDir, "jetstream-dir", "", "with --cluster: JetStream's store directory (default DATA/jetstream)")
 	fs.IntVar(&c.replicas, "replicas", 0, "replicas of every stream (default 3 in a cluster or with --nats, 1 on a single embedded node)")
 	fs.DurationVar(&c.ackWait, "ack-wait", cluster.DefaultAckWait, "how long a silent node keeps its runs before another node takes them over")
+	fs.StringVar(&c.secretFile, "nats-secret-file", "", "file holding the cluster secret (mode 0600), the password of flock's NATS user and of the routes; required for a cluster (or env FLOCK_NATS_SECRET)")
+	fs.StringVar(&c.user, "nats-user", cluster.UserName, "with --nats: flock's user on the external NATS cluster")
+	fs.StringVar(&c.tls.Cert, "nats-tls-cert", "", "this node's TLS certificate (PEM): served on the NATS ports with --cluster, the client certificate with --nats")
+	fs.StringVar(&c.tls.Key, "nats-tls-key", "", "the private key of --nats-tls-cert (PEM)")
+	fs.StringVar(&c.tls.CA, "nats-tls-ca", "", "the CA certificate (PEM) that signed the nodes' certificates (--cluster) or the NATS servers' (--nats)")
 }
 
 // enabled reports whether serve runs as a cluster node.
@@ -69,15 +78,66 @@ func (c *clusterFlags) config(dataDir string, log *slog.Logger) (cluster.Config,
 			routes = append(routes, r)
 		}
 	}
+	secret, err := c.secret()
+	if err != nil {
+		return cluster.Config{}, err
+	}
 	return cluster.Config{
 		Name:     name,
 		NATSURL:  c.nats,
+		Secret:   secret,
+		User:     c.user,
+		TLS:      c.tls,
 		Replicas: c.replicas,
 		AckWait:  c.ackWait,
 		Logger:   log,
 		Node: cluster.NodeConfig{Name: name, Listen: c.natsListen, ClusterListen: c.clusterListen,
 			Routes: routes, StoreDir: dir},
 	}, nil
+}
+
+// secret returns the cluster secret: from --nats-secret-file, or from
+// FLOCK_NATS_SECRET ("" if neither is given). It is never taken from the
+// command line, where every local user sees it.
+func (c *clusterFlags) secret() (string, error) {
+	env := os.Getenv("FLOCK_NATS_SECRET")
+	if c.secretFile == "" {
+		return env, nil
+	}
+	if env != "" {
+		return "", fmt.Errorf("%w: both --nats-secret-file and FLOCK_NATS_SECRET are set: give one", errUsage)
+	}
+	return readSecretFile("--nats-secret-file", c.secretFile)
+}
+
+// readSecretFile reads a secret from path, which only its owner may read
+// or write; surrounding white space is dropped. flag names the setting in
+// errors, which never quote the secret.
+func readSecretFile(flag, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", errUsage, flag, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", errUsage, flag, err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s %s: not a regular file", errUsage, flag, path)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("%w: %s %s: other users may read or change it (mode %04o): chmod 600 %s", errUsage, flag, path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %s: %w", errUsage, flag, path, err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("%w: %s %s: empty", errUsage, flag, path)
+	}
+	return secret, nil
 }
 
 // clusterWriteTimeout bounds a commit of a cluster node. A write sent to

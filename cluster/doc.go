@@ -15,6 +15,38 @@
 // shared JetStream store (state/jetstream); a single node started
 // without --cluster or --nats keeps its bbolt file.
 //
+// # Authentication and TLS
+//
+// Every NATS connection a node accepts is authenticated. An embedded
+// node has one NATS user, UserName ("flock"), whose password is the
+// cluster secret (Config.Secret, at least MinSecretLen bytes; the CLI
+// reads it from --nats-secret-file, a file only its owner may read, or
+// FLOCK_NATS_SECRET, never from the command line), and its routes
+// authenticate both ways with the same name and secret: a client or a
+// server without them is refused before it can subscribe, publish or
+// join, so it reads nothing of flock.>, cannot cancel a run through its
+// control subject, cannot call the JetStream API and cannot queue a
+// forged run. The user's permissions cover flock's subjects only
+// (natsPermissions: flock.>, the JetStream API, acks and flow control,
+// flock's KV and object store subjects, reply inboxes). A node's own
+// flock process connects in process (Node.Connect): no socket, no TLS.
+// A single node (no ClusterListen) given no secret makes a random one
+// for its own process.
+//
+// With TLSFiles (--nats-tls-cert, --nats-tls-key, --nats-tls-ca) the
+// client and cluster ports speak TLS only and verify the peer's
+// certificate against the CA both ways (a route is a TLS client of the
+// node it dials). A listen address or a route that is not loopback is
+// refused (ErrInsecure) without TLS and the secret.
+//
+// With an external NATS (Config.NATSURL, --nats) flock connects as
+// Config.User (default UserName) with the secret as password, verifies
+// the servers against TLSFiles.CA (or the system's roots for tls://
+// URLs) and presents TLSFiles.Cert if asked; it refuses credentials in
+// the URL, a non-loopback URL in clear, and a server that does not
+// require authentication. Give flock's user an account of its own there,
+// with JetStream, so that no other user sees its subjects or streams.
+//
 // # Dispatch
 //
 // A run is handed to a node by a claim: one message on the work-queue

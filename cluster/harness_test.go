@@ -166,6 +166,66 @@ type testCluster struct {
 	nodes []*testNode
 	// stopping counts killed nodes whose executor is still stopping.
 	stopping sync.WaitGroup
+	// denied records the permission violations NATS reported to the
+	// nodes' connections: flock's user must be allowed all flock does.
+	denied natsWatch
+}
+
+// natsWatch records the permission violations NATS reports.
+type natsWatch struct {
+	mu     sync.Mutex
+	denied []string // guarded by mu
+}
+
+func (w *natsWatch) record(err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.denied = append(w.denied, err.Error())
+	}
+}
+
+// check fails tb if any permission was denied.
+func (w *natsWatch) check(tb testing.TB) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.denied) > 0 {
+		tb.Errorf("NATS denied flock's user %d times: %q", len(w.denied), w.denied)
+	}
+}
+
+// watchHandler passes a node's log on to its handler and records the
+// NATS errors of the member's connection (asyncErrors) in w.
+type watchHandler struct {
+	slog.Handler
+	w *natsWatch
+}
+
+func (h watchHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError || h.Handler.Enabled(ctx, l)
+}
+
+func (h watchHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "nats" {
+		r.Attrs(func(a slog.Attr) bool {
+			if err, ok := a.Value.Any().(error); ok {
+				h.w.record(err)
+			}
+			return true
+		})
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h watchHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return watchHandler{h.Handler.WithAttrs(as), h.w}
+}
+
+func (h watchHandler) WithGroup(name string) slog.Handler {
+	return watchHandler{h.Handler.WithGroup(name), h.w}
 }
 
 // clusterOpts configure startCluster.
@@ -180,7 +240,12 @@ type clusterOpts struct {
 	// bolt: every node shares one bbolt file instead (one process), to
 	// tell dispatch faults from store faults.
 	bolt bool
+	// tls, if set, gives node i TLS files tls[i] (see testPKI).
+	tls []TLSFiles
 }
+
+// testSecret is the cluster secret of the test clusters.
+const testSecret = "test-cluster-secret-not-for-production"
 
 // freePorts returns n distinct free loopback ports.
 func freePorts(t testing.TB, n int) []int {
@@ -230,6 +295,9 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		t.Cleanup(func() { shared.Close() })
 		o.open = func(context.Context, jetstream.JetStream, int) (state.Store, error) { return shared, nil }
 	}
+	if o.tls == nil {
+		o.tls = make([]TLSFiles, o.n)
+	}
 	ports := freePorts(t, o.n)
 	routes := make([]string, o.n)
 	for i, p := range ports {
@@ -244,8 +312,8 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		clustered := o.n > 1
 		n.start = func() error {
 			cfg := Config{Name: n.name, AckWait: o.ackWait, SweepInterval: o.sweep, ReadyTimeout: 30 * time.Second,
-				Logger: testLogger(n.name),
-				Node:   NodeConfig{Name: n.name, Listen: "127.0.0.1:0", StoreDir: filepath.Join(n.dir, "jetstream")}}
+				Logger: slog.New(watchHandler{testLogger(n.name).Handler(), &c.denied}), Secret: testSecret, TLS: o.tls[i],
+				Node: NodeConfig{Name: n.name, Listen: "127.0.0.1:0", StoreDir: filepath.Join(n.dir, "jetstream")}}
 			if clustered {
 				cfg.Node.ClusterListen = fmt.Sprintf("127.0.0.1:%d", ports[i])
 				cfg.Node.Routes = routes
@@ -263,7 +331,8 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 			}
 			n.m = m
 			// The dispatcher on a connection of its own.
-			if n.dispatch, err = nats.Connect(m.Node.ClientURL(), nats.Name("dispatch "+n.name)); err != nil {
+			if n.dispatch, err = m.Node.Connect("dispatch "+n.name,
+				nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { c.denied.record(err) })); err != nil {
 				return err
 			}
 			d, err := NewDispatcher(DispatchConfig{Conn: n.dispatch, Store: n.store, Node: n.name, Replicas: m.Replicas,
@@ -288,6 +357,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 		t.Fatal(err)
 	}
 	t.Logf("%d-node cluster up in %v", o.n, time.Since(began).Round(time.Millisecond))
+	t.Cleanup(func() { c.denied.check(t) }) // after close
 	t.Cleanup(c.close)
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,12 +17,26 @@ import (
 // Config configures a node's membership of a cluster: the NATS it uses
 // (an embedded node, or an external cluster at NATSURL) and dispatch.
 type Config struct {
-	// Node configures the embedded NATS server; unused with NATSURL.
+	// Node configures the embedded NATS server; unused with NATSURL. Its
+	// Secret and TLS are set from Secret and TLS.
 	Node NodeConfig
 	// NATSURL, if set, connects to an external NATS cluster (comma
-	// separated URLs) instead of embedding a node. Its JetStream must be
-	// configured with sync_interval: always.
+	// separated nats:// or tls:// URLs, without credentials) instead of
+	// embedding a node. Its JetStream must be configured with
+	// sync_interval: always, and it must require authentication.
 	NATSURL string
+	// Secret is the cluster secret: on embedded nodes, the password of
+	// flock's NATS user and of the routes (NodeConfig.Secret); with
+	// NATSURL, the password of User. Required, except on a single
+	// embedded node (no ClusterListen), which makes a random one for its
+	// own process when it is empty.
+	Secret string
+	// User is flock's user on an external NATS cluster (default
+	// UserName); embedded nodes always use UserName.
+	User string
+	// TLS names the TLS files (TLSFiles): of the embedded node, or to
+	// verify and authenticate to the external cluster.
+	TLS TLSFiles
 	// Name names this flock node (dispatch logs, the connection's name);
 	// default Node.Name.
 	Name string
@@ -91,6 +106,14 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 	url := cfg.NATSURL
 	replicas := cfg.Replicas
 	if url == "" {
+		cfg.Node.Secret, cfg.Node.TLS = cfg.Secret, cfg.TLS
+		if cfg.Node.Secret == "" && cfg.Node.ClusterListen == "" {
+			if cfg.Node.Secret, err = newSecret(); err != nil {
+				return nil, err
+			}
+			cfg.Logger.Info("no NATS secret given: this single node made one for its own process; its NATS port admits no other client",
+				"node", cfg.Name)
+		}
 		if m.Node, err = StartNode(cfg.Node); err != nil {
 			return nil, err
 		}
@@ -98,16 +121,16 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 		if replicas == 0 && !m.Node.Clustered() {
 			replicas = 1
 		}
+		if m.Conn, err = m.Node.Connect("flock "+cfg.Name, nats.MaxReconnects(-1), asyncErrors(cfg)); err != nil {
+			return nil, err
+		}
+	} else if m.Conn, err = connectExternal(cfg, asyncErrors(cfg)); err != nil {
+		return nil, err
 	}
 	if replicas == 0 {
 		replicas = 3
 	}
 	m.Replicas = replicas
-	m.Conn, err = nats.Connect(url, nats.Name("flock "+cfg.Name), nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(false))
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
-	}
 	if m.JS, err = jetstream.New(m.Conn); err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -165,6 +188,47 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 	}
 	cfg.Logger.Info("joined the cluster", "node", cfg.Name, "replicas", replicas, "after", time.Since(began))
 	return m, nil
+}
+
+// asyncErrors logs the errors NATS reports apart from any call: a
+// permission the user lacks, a subscriber too slow for its messages.
+func asyncErrors(cfg Config) nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		cfg.Logger.Error("nats", "node", cfg.Name, "subscription", subject, "err", err)
+	})
+}
+
+// connectExternal connects to the external NATS cluster at cfg.NATSURL as
+// flock's user, refusing a cluster that does not require authentication.
+func connectExternal(cfg Config, extra ...nats.Option) (*nats.Conn, error) {
+	urls, tlsURL, err := natsURLs(cfg.NATSURL, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSecret(cfg.Secret); err != nil {
+		return nil, err
+	}
+	user := cfg.User
+	if user == "" {
+		user = UserName
+	}
+	opts := append([]nats.Option{nats.Name("flock " + cfg.Name), nats.UserInfo(user, cfg.Secret),
+		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}, cfg.TLS.clientOptions(tlsURL)...)
+	opts = append(opts, extra...)
+	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s as %s: %w", strings.Join(urls, ","), user, err)
+	}
+	if !nc.AuthRequired() {
+		at := nc.ConnectedUrlRedacted()
+		nc.Close()
+		return nil, fmt.Errorf("%w: the NATS server at %s does not require authentication: anyone who reaches it reads and forges flock's runs; give flock a user of its own there (README, \"Running a cluster\")", ErrInsecure, at)
+	}
+	return nc, nil
 }
 
 // Close stops dispatch, closes the connection and shuts the embedded

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/flockrun/flock/configs"
 )
 
 // DefaultClusterName is NodeConfig.ClusterName's default.
@@ -23,9 +27,9 @@ type NodeConfig struct {
 	// ClusterName names the cluster; every node of one cluster uses the
 	// same (default DefaultClusterName).
 	ClusterName string
-	// Listen is the host:port clients (other flock processes with --nats,
-	// the nats CLI) connect to (default 127.0.0.1:4222; port 0 picks a free
-	// one).
+	// Listen is the host:port NATS clients (the nats CLI, other tools)
+	// connect to (default 127.0.0.1:4222; port 0 picks a free one). The
+	// node's own flock process connects in process (Connect).
 	Listen string
 	// ClusterListen is the host:port the other nodes' routes connect to.
 	// Empty: a single node, not clustered (JetStream streams R1).
@@ -35,6 +39,16 @@ type NodeConfig struct {
 	Routes []string
 	// StoreDir is where JetStream keeps its files (required).
 	StoreDir string
+	// Secret is the password of the node's only NATS user (UserName) and
+	// of its routes: every node of a cluster has the same one, at least
+	// MinSecretLen bytes (required). A client or a route without it is
+	// refused before it can subscribe or publish anything.
+	Secret string
+	// TLS, unless zero, makes the client and cluster ports TLS only,
+	// verified both ways against its CA (TLSFiles). Required, with
+	// Secret, when Listen, ClusterListen or a route is not a loopback
+	// address.
+	TLS TLSFiles
 }
 
 // Node is an embedded NATS server with JetStream. Its JetStream fsyncs
@@ -88,6 +102,12 @@ func (cfg NodeConfig) options() (*server.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSecret(cfg.Secret); err != nil {
+		return nil, err
+	}
+	if !configs.IsLoopback(host) && cfg.TLS.IsZero() {
+		return nil, insecure("NATS listen address (--nats-listen)", cfg.Listen)
+	}
 	opts := &server.Options{
 		ServerName: cfg.Name,
 		Host:       host,
@@ -100,9 +120,19 @@ func (cfg NodeConfig) options() (*server.Options, error) {
 		SyncAlways: true,
 		NoSigs:     true,
 		NoLog:      true,
+		// flock's user is the only one: a connection without the secret
+		// (or, with TLS, without a certificate of the CA) gets nothing.
+		Users: []*server.User{{Username: UserName, Password: cfg.Secret, Permissions: natsPermissions()}},
 	}
 	if port == 0 {
 		opts.Port = server.RANDOM_PORT
+	}
+	var tc *tls.Config
+	if !cfg.TLS.IsZero() {
+		if tc, err = cfg.TLS.serverConfig(); err != nil {
+			return nil, err
+		}
+		opts.TLS, opts.TLSVerify, opts.TLSConfig = true, true, tc
 	}
 	if cfg.ClusterListen == "" {
 		if len(cfg.Routes) > 0 {
@@ -117,12 +147,28 @@ func (cfg NodeConfig) options() (*server.Options, error) {
 	if cport == 0 {
 		return nil, fmt.Errorf("%w: cluster listen address %q: needs a fixed port, which the other nodes' routes name", ErrConfig, cfg.ClusterListen)
 	}
-	opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: chost, Port: cport}
+	if !configs.IsLoopback(chost) && cfg.TLS.IsZero() {
+		return nil, insecure("cluster listen address (--cluster-listen)", cfg.ClusterListen)
+	}
+	// Routes authenticate with flock's user and the secret, both ways: a
+	// server that dials a node without them is refused.
+	opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: chost, Port: cport,
+		Username: UserName, Password: cfg.Secret}
+	if tc != nil {
+		opts.Cluster.TLSConfig = tc.Clone()
+	}
 	for _, r := range cfg.Routes {
 		u, err := url.Parse(strings.TrimSpace(r))
 		if err != nil || u.Scheme != "nats" || u.Host == "" || u.Port() == "" {
-			return nil, fmt.Errorf("%w: route %q: want nats://host:port", ErrConfig, r)
+			return nil, fmt.Errorf("%w: route %q: want nats://host:port", ErrConfig, redact(r))
 		}
+		if u.User != nil {
+			return nil, fmt.Errorf("%w: route %s: holds credentials, which every local user sees on the command line; routes authenticate with the cluster secret", ErrConfig, u.Redacted())
+		}
+		if !configs.IsLoopback(u.Hostname()) && cfg.TLS.IsZero() {
+			return nil, insecure("route (--routes)", u.String())
+		}
+		u.User = url.UserPassword(UserName, cfg.Secret)
 		opts.Routes = append(opts.Routes, u)
 	}
 	return opts, nil
@@ -148,6 +194,20 @@ func (n *Node) Name() string { return n.cfg.Name }
 
 // ClientURL returns the URL clients of this node connect to.
 func (n *Node) ClientURL() string { return n.srv.ClientURL() }
+
+// Connect opens a connection to the node from within its process (no
+// socket, no TLS), authenticated as flock's user. name names the
+// connection; opts add to the defaults.
+func (n *Node) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
+	all := append([]nats.Option{nats.InProcessServer(n.srv), nats.UserInfo(UserName, n.cfg.Secret), nats.Name(name)}, opts...)
+	// The URL only names the server: the connection is a pipe into it,
+	// which needs no TLS (a tls:// URL would ask for it).
+	nc, err := nats.Connect("nats://in-process", all...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS node %s: %w", n.cfg.Name, err)
+	}
+	return nc, nil
+}
 
 // Clustered reports whether the node has routes to other nodes configured.
 func (n *Node) Clustered() bool { return n.cfg.ClusterListen != "" }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,18 +17,53 @@ import (
 	"github.com/flockrun/flock/client"
 )
 
-// clusterNode is one `flock serve --cluster` process's fixed addresses.
+// clusterNode is one `flock serve --cluster` process's fixed addresses,
+// its secret file and its extra flags (TLS).
 type clusterNode struct {
 	name, data, addr, natsAddr, routeAddr string
+	secretFile                            string
+	extra                                 []string
+}
+
+// clusterSecretFile writes a cluster secret into a file only its owner
+// reads, as the README says to make one.
+func clusterSecretFile(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nats.secret")
+	if err := os.WriteFile(path, []byte("e2e-cluster-secret-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// newClusterNodes returns n nodes' addresses on loopback, sharing one
+// secret file, and their routes flag.
+func newClusterNodes(t testing.TB, n int) ([]clusterNode, string) {
+	t.Helper()
+	base, secret := t.TempDir(), clusterSecretFile(t)
+	nodes := make([]clusterNode, n)
+	var routes []string
+	for i := range nodes {
+		nodes[i] = clusterNode{name: fmt.Sprintf("n%d", i+1), data: filepath.Join(base, fmt.Sprintf("n%d", i+1)),
+			addr: freePort(t), natsAddr: freePort(t), routeAddr: freePort(t), secretFile: secret}
+		routes = append(routes, "nats://"+nodes[i].routeAddr)
+	}
+	return nodes, strings.Join(routes, ",")
+}
+
+// clusterArgs are the flags of node n's `flock serve --cluster`.
+func clusterArgs(n clusterNode, routes string) []string {
+	args := []string{"serve", "--cluster", "--node", n.name, "--addr", n.addr, "--data", n.data,
+		"--nats-listen", n.natsAddr, "--cluster-listen", n.routeAddr, "--routes", routes,
+		"--nats-secret-file", n.secretFile, "--ack-wait", "1s", "--log-level", "warn"}
+	return append(args, n.extra...)
 }
 
 // startClusterProc starts the node's process without waiting for it: a
 // node is healthy only once a majority of the cluster is up.
 func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--cluster", "--node", n.name, "--addr", n.addr, "--data", n.data,
-		"--nats-listen", n.natsAddr, "--cluster-listen", n.routeAddr, "--routes", routes,
-		"--ack-wait", "1s", "--log-level", "warn")
+	cmd := exec.Command(binary, clusterArgs(n, routes)...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -75,15 +111,8 @@ func TestClusterCrashResume(t *testing.T) {
 		t.Skip("cluster crash test skipped in -short mode")
 	}
 	began := time.Now()
-	base, marks := t.TempDir(), t.TempDir()
-	nodes := make([]clusterNode, 3)
-	var routes []string
-	for i := range nodes {
-		nodes[i] = clusterNode{name: fmt.Sprintf("n%d", i+1), data: filepath.Join(base, fmt.Sprintf("n%d", i+1)),
-			addr: freePort(t), natsAddr: freePort(t), routeAddr: freePort(t)}
-		routes = append(routes, "nats://"+nodes[i].routeAddr)
-	}
-	rs := strings.Join(routes, ",")
+	marks := t.TempDir()
+	nodes, rs := newClusterNodes(t, 3)
 	procs := make([]*proc, 3)
 	for i, n := range nodes {
 		procs[i] = startClusterProc(t, n, rs)
@@ -192,15 +221,8 @@ func readDoneOps(p *proc, ids []string) ([]int, error) {
 func BenchmarkClusterKill9Takeover(b *testing.B) {
 	const kills = 20
 	for range b.N {
-		base, marks := b.TempDir(), b.TempDir()
-		nodes := make([]clusterNode, 3)
-		var routes []string
-		for i := range nodes {
-			nodes[i] = clusterNode{name: fmt.Sprintf("n%d", i+1), data: filepath.Join(base, fmt.Sprintf("n%d", i+1)),
-				addr: freePort(b), natsAddr: freePort(b), routeAddr: freePort(b)}
-			routes = append(routes, "nats://"+nodes[i].routeAddr)
-		}
-		rs := strings.Join(routes, ",")
+		marks := b.TempDir()
+		nodes, rs := newClusterNodes(b, 3)
 		procs := make([]*proc, 3)
 		for i, n := range nodes {
 			procs[i] = startClusterProc(b, n, rs)

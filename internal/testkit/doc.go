@@ -1,8 +1,9 @@
 // Package testkit holds flock's test support: polling with a deadline in
-// place of bare sleeps, and CountLines for the marker files of crash
-// tests. It imports only the standard library so that the
-// tests of every package, state's own included, can use it; opening a
-// real store for a test is in the subpackage teststore.
+// place of bare sleeps, CountLines for the marker files of crash tests,
+// and a throwaway certificate authority for TLS tests. It imports only
+// the standard library so that the tests of every package, state's own
+// included, can use it; opening a real store for a test is in the
+// subpackage teststore.
 //
 // # Polling
 //
@@ -12,6 +13,12 @@
 // last one, so a timeout says why the condition still did not hold. Polls
 // start at 1 ms and back off to 20 ms, so a condition that holds at once
 // costs nothing and a slow one does not spin.
+//
+// # Certificates
+//
+// NewCA makes a certificate authority for one test and Issue signs
+// certificates for hosts with it (TLS tests of the cluster's NATS ports);
+// the keys live in the test's temporary directory, never in the tree.
 //
 // # Caveats
 //
