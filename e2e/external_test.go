@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/api"
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 // arithModel is an OpenAI-compatible endpoint playing the example agent's
@@ -228,4 +229,71 @@ func evalSimple(expr string) string {
 		return fmt.Sprint(a - b)
 	}
 	return fmt.Sprint(a * b)
+}
+
+// TestAgentsSDKThroughFlockRun runs an agent written with the OpenAI
+// Agents SDK for JavaScript (npm @openai/agents) on its default settings,
+// the Responses API, as `flock run --workflow external` with the real
+// binary: the gateway answers on flock run's private loopback listener, a
+// function tool round trip goes through it streamed and not, and a run
+// continues the first by previous_response_id. The command exits 0 with
+// the agent's answer and the episode holds one step per call.
+func TestAgentsSDKThroughFlockRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("npm install skipped in -short mode")
+	}
+	node, modules := testkit.NPMInstall(t, "@openai/agents", "zod")
+	_, file, _, _ := runtime.Caller(0)
+	agent, _ := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "handlers", "external", "testdata", "agents_sdk_agent.js"))
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.jsonl")
+	if err := os.WriteFile(script, []byte(strings.Join([]string{
+		`{"match": "What is 2+3?", "tool_calls": [{"id": "call_a", "name": "calculator", "arguments": {"expression": "2+3"}}]}`,
+		`{"match": "5", "content": "The answer is 5."}`,
+		`{"match": "4*5", "tool_calls": [{"id": "call_b", "name": "calculator", "arguments": {"expression": "4*5"}}]}`,
+		`{"match": "20", "content": "The answer is 20."}`,
+		`{"match": "doubled", "content": "Doubled, it is 10."}`,
+	}, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settings, _ := json.Marshal(map[string]any{"command": []string{node, agent}, "model": "scripted",
+		"env":    map[string]string{"NODE_PATH": modules, "OPENAI_AGENTS_DISABLE_TRACING": "1"},
+		"models": map[string]any{"scripted": map[string]any{"provider": "scripted", "script": script}}})
+	sf := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(sf, settings, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	cmd := exec.Command(binary, "run", "--workflow", "external", "--settings", sf, "--task", "What is 2+3?", "--data", data)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("flock run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "The answer is 5.") {
+		t.Fatalf("flock run printed no answer:\n%s", out)
+	}
+	seen, _ := filepath.Glob(filepath.Join(data, "runs", "*", "agents_sdk.json"))
+	if len(seen) != 1 {
+		t.Fatalf("agents_sdk.json: %v\n%s", seen, out)
+	}
+	b, _ := os.ReadFile(seen[0])
+	var got struct {
+		Stream  struct{ Final string }
+		Chained struct{ Final string }
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.Stream.Final != "The answer is 20." || got.Chained.Final != "Doubled, it is 10." {
+		t.Fatalf("the agent saw %s", b)
+	}
+	eb, _ := os.ReadFile(filepath.Join(filepath.Dir(seen[0]), "episode.json"))
+	var ep struct {
+		Trajectories []struct {
+			Steps []struct {
+				ModelResponse string `json:"model_response"`
+			}
+		}
+	}
+	if err := json.Unmarshal(eb, &ep); err != nil || len(ep.Trajectories) != 1 || len(ep.Trajectories[0].Steps) != 5 ||
+		ep.Trajectories[0].Steps[4].ModelResponse != "Doubled, it is 10." {
+		t.Fatalf("episode %s", eb)
+	}
 }

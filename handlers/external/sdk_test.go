@@ -1,10 +1,8 @@
 package external_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,41 +10,10 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
-
-// installOpenAINode installs the official OpenAI SDK for Node in a temp
-// directory and returns its node_modules (see installNode).
-func installOpenAINode(t *testing.T) (node, modules string) {
-	return installNode(t, "openai")
-}
-
-// installNode installs npm packages in a temp directory and returns node
-// and the directory's node_modules; it skips with a clear message when
-// node or npm is absent (or, under scripts/test.sh, fails).
-func installNode(t *testing.T, packages ...string) (node, modules string) {
-	t.Helper()
-	node, err1 := exec.LookPath("node")
-	npm, err2 := exec.LookPath("npm")
-	if err1 != nil || err2 != nil {
-		if os.Getenv("FLOCK_TEST_SCRIPT") != "" || os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
-			t.Fatal("node and npm are required for the OpenAI Node SDK checks (scripts/test.sh installs nodejs and npm)")
-		}
-		t.Skip("node or npm not found: the OpenAI Node SDK checks need both (apt-get install nodejs npm)")
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	args := append([]string{"install"}, packages...)
-	args = append(args, "--no-audit", "--no-fund", "--silent", "--prefix", dir)
-	cmd := exec.CommandContext(ctx, npm, args...)
-	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install %s: %v\n%s", strings.Join(packages, " "), err, out)
-	}
-	return node, filepath.Join(dir, "node_modules")
-}
 
 // TestOpenAINodeSDK is the real-client check: an agent written with the
 // official OpenAI SDK for Node (npm install openai) runs as an external
@@ -57,7 +24,7 @@ func TestOpenAINodeSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("npm install skipped in -short mode")
 	}
-	node, modules := installOpenAINode(t)
+	node, modules := testkit.NPMInstall(t, "openai")
 	f := newFlock(t)
 	script := writeFile(t, f.dir, "script.jsonl", strings.Join([]string{
 		`{"match": "2+3? (again)", "tool_calls": [{"id": "call_h", "name": "calculator", "arguments": {"expression": "2+3"}}]}`,
@@ -143,7 +110,7 @@ func TestOpenAIAgentsSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("npm install skipped in -short mode")
 	}
-	node, modules := installNode(t, "@openai/agents", "zod")
+	node, modules := testkit.NPMInstall(t, "@openai/agents", "zod")
 	f := newFlock(t)
 	script := writeFile(t, f.dir, "script.jsonl", strings.Join([]string{
 		`{"match": "What is 2+3?", "tool_calls": [{"id": "call_a", "name": "calculator", "arguments": {"expression": "2+3"}}], "usage": {"prompt_tokens": 30, "completion_tokens": 8}}`,
