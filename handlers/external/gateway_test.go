@@ -38,6 +38,11 @@ type fakeOpenAI struct {
 	// being answered at once.
 	delay                 time.Duration
 	inflight, maxInflight atomic.Int64
+	// gate, when set, holds each answer until it is closed or the request
+	// is cancelled (then it answers nothing); arrived gets each request as
+	// it arrives.
+	gate    chan struct{}
+	arrived chan struct{}
 }
 
 func newFakeOpenAI(t testing.TB) (*fakeOpenAI, *httptest.Server) {
@@ -72,6 +77,16 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	time.Sleep(f.delay)
+	if f.arrived != nil {
+		f.arrived <- struct{}{}
+	}
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	f.mu.Lock()
 	f.keys[r.Header.Get("Authorization")]++
 	f.bodies[string(body)]++
@@ -642,4 +657,59 @@ func mustOps(t *testing.T, f *flock, id string) []state.Op {
 		t.Fatal(err)
 	}
 	return ops
+}
+
+// TestGatewayPauseRequeues pauses a session run while its gateway_wait
+// op is answering a call: the op's result is not journaled, so the call
+// goes back to the session's queue, and once the run is resumed the next
+// op answers it: the agent gets its answer instead of waiting forever.
+func TestGatewayPauseRequeues(t *testing.T) {
+	fake, srv := newFakeOpenAI(t)
+	fake.gate, fake.arrived = make(chan struct{}), make(chan struct{}, 4)
+	t.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-test")
+	f := newFlock(t)
+	s := openSession(t, f, map[string]any{"model": "fake",
+		"models": map[string]any{"fake": map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0}}})
+	type answer struct {
+		code int
+		body []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		code, b, _ := post(t, s.url+"/chat/completions", map[string]any{"model": "fake",
+			"messages": []any{map[string]any{"role": "user", "content": "held call"}}}, map[string]string{"Authorization": "Bearer " + s.token})
+		done <- answer{code, b}
+	}()
+	within := func(what string, c <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	within("the call to reach the endpoint", fake.arrived)
+	sessionRun := s.url[len(f.base+"/gateway/") : len(s.url)-len("/v1")]
+	ctx := t.Context()
+	if err := f.app.Executor.Pause(ctx, sessionRun); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the session run to be paused", func() bool {
+		r, err := f.app.Store.Run(ctx, sessionRun)
+		return err == nil && r.Status == state.StatusPaused
+	})
+	if err := f.app.Executor.Resume(ctx, sessionRun); err != nil {
+		t.Fatal(err)
+	}
+	within("the resumed run's op to answer the call again", fake.arrived)
+	close(fake.gate)
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held call was never answered after the resume")
+	}
+	if a.code != 200 || !bytes.Contains(a.body, []byte("echo: held call")) {
+		t.Fatalf("the held call got %d %s", a.code, a.body)
+	}
 }
