@@ -86,14 +86,32 @@
 // # Retries, limits, secrets
 //
 // Each HTTP attempt is bounded by the model's timeout_s (through the
-// context) and retried, up to max_retries times, on 408, 429, 5xx, the
-// per-request timeout and transport errors (refused, reset, DNS, a body cut
-// short), waiting the endpoint's Retry-After / retry-after-ms when given,
-// else a jittered exponential backoff (Options.BackoffBase doubling up to
-// BackoffMax). Other 4xx, requests go-openai rejects client-side and
-// malformed 2xx replies (invalid JSON, HTML, no choices) fail at once. The
-// final error names the model, the endpoint host, the failure and the
-// attempt count. The op's context ending stops everything at once.
+// context) and retried, up to max_retries times, on what may get better:
+// 408, 429, 5xx, the per-request timeout and a connection reset or a body
+// cut short, waiting the endpoint's Retry-After / retry-after-ms when
+// given, else a jittered exponential backoff (Options.BackoffBase doubling
+// up to BackoffMax). What cannot get better fails at once, after one
+// request: a host that does not resolve, a refused connection, a TLS
+// failure, 401 and 403 (the key), 404 (the model or the path), 400 and the
+// other 4xx, a 429 saying the quota is spent, requests go-openai rejects
+// client-side and malformed 2xx replies (invalid JSON, HTML, no choices).
+// The final error is one line naming the model, the endpoint host, the
+// cause and the attempt count (`model "gpt-4o-mini" at api.openai.com:
+// HTTP 401 (the endpoint refused the API key in $OPENAI_API_KEY) (after 1
+// attempt, not retried): Incorrect API key provided`). The op's context
+// ending stops everything at once.
+//
+// # Failure codes
+//
+// A failed result carries operations.Result.Code, set here where the
+// failure is known: model_error for what cannot get better (above, a
+// missing key, an unknown provider, an endpoint's Retry-After beyond the
+// bound below), rate_limited for a rate limit the run cannot outwait (a
+// 429 whose Retry-After is beyond the bound, 429s through every retry, a
+// spent quota, a requests_per_minute token too far away), timeout and
+// unavailable for transient failures that lasted through the retries.
+// Agents end their run on the first two (operations.Code.Fatal) and go on
+// after the others.
 //
 // # Bounded, visible waits
 //
@@ -187,11 +205,13 @@
 //
 //	{"content": "...", "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
 //	 "reasoning": "...", "finish_reason": "...", "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-//	 "error": "...", "match": "substring", "n": 1}
+//	 "error": "...", "code": "model_error", "match": "substring", "n": 1}
 //
 // all fields optional. Arguments may be an object (sent compacted) or a
 // string (sent as is, even invalid JSON). A line with "error" makes the
-// generate fail with that message. Lines are consumed in order per (run ID,
+// generate fail with that message, and "code" gives the failure its code
+// (model_error, rate_limited, timeout, unavailable), so a script can play
+// an endpoint that fails for good or for a while. Lines are consumed in order per (run ID,
 // model name): each output takes the first unused line that has no "match"
 // or whose match occurs in the last user or tool message, which lets a test
 // script parallel calls. A line with "n": k stands for k identical outputs

@@ -152,7 +152,9 @@ func (h *Handler) init(opts Options) {
 
 // Handle runs one generate operation. Failures (unknown model, missing key,
 // endpoint errors after retries, malformed replies, an exhausted script) are
-// reported in Result.Error; the error text never contains an API key.
+// reported in Result.Error, on one line that names the model and the
+// endpoint's host, with Result.Code saying what kind of failure it is (see
+// classify); the error text never contains an API key.
 func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) (res operations.Result) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -165,7 +167,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	g := req.Generate
 	m, err := h.resolve(env.Settings, g.Model)
 	if err != nil {
-		return operations.Failed(req, "generate: %v", err)
+		return operations.FailedWith(req, operations.CodeModelError, "generate: %v", err)
 	}
 	start := time.Now()
 	var out *operations.GenerateResult
@@ -192,12 +194,26 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		out, err = h.callOpenAI(ctx, env, m, g)
 	}
 	if err != nil {
-		return operations.Failed(req, "%s", err.Error())
+		return operations.FailedWith(req, failureCode(err), "%s", err.Error())
 	}
 	out.Usage.Cost = m.cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	out.DurationMS = time.Since(start).Milliseconds()
 	out.Replay = replay
 	return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Generate: out}
+}
+
+// failureCode is the op's failure code for err: the code of an endpoint
+// failure (callError), model_error for a live model without its key, none
+// for anything else (a cancelled call, a scripted reply's error).
+func failureCode(err error) operations.Code {
+	var ce *callError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, ErrMissingKey):
+		return operations.CodeModelError
+	}
+	return ""
 }
 
 // replayFrom is the run's replay_from setting.

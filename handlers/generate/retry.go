@@ -3,6 +3,8 @@ package generate
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +15,14 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
 )
 
 // maxBody bounds the success body kept for decoding extras (64 MiB).
@@ -157,7 +162,10 @@ const waitingNotice = time.Second
 type failure struct {
 	retry  bool
 	status int
-	// what is a short description: "HTTP 503", "timeout", "connection error".
+	// code is the op's failure code should the failure be final.
+	code operations.Code
+	// what is a short description: "HTTP 503", "timeout", "connection
+	// refused", "HTTP 401 (the endpoint refused the API key in $KEY)".
 	what string
 	err  error
 	// retryAfter is the endpoint's Retry-After, when it sent one.
@@ -224,6 +232,12 @@ func (c *call) do(ctx context.Context, creq openai.ChatCompletionRequest) (*repl
 		var wait time.Duration
 		if f.hasRetryAfter {
 			if f.retryAfter > bound {
+				// The endpoint says it cannot answer sooner than the run
+				// may wait: that cannot get better within the run.
+				f.code = operations.CodeModelError
+				if f.status == http.StatusTooManyRequests {
+					f.code = operations.CodeRateLimited
+				}
 				return nil, c.finalError(f, attempt, fmt.Sprintf("the endpoint asked to wait %s, more than %s allows", fmtSeconds(f.retryAfter), what))
 			}
 			wait = f.retryAfter
@@ -278,7 +292,7 @@ func (c *call) acquire(ctx context.Context) (release func(), err error) {
 			if !ok {
 				release()
 				msg := fmt.Sprintf("model %q: the next request %s.requests_per_minute (%d) allows is %s away, more than %s allows", c.m.key, l.what, l.rpm, fmtSeconds(d), what)
-				return nil, &callError{msg: msg, sentinel: ErrWaitTooLong}
+				return nil, &callError{msg: msg, sentinel: ErrWaitTooLong, code: operations.CodeRateLimited}
 			}
 			if d >= c.h.notice {
 				err = c.pause(ctx, d, fmt.Sprintf("queued by %s.requests_per_minute (%d) for %s, sending", l.what, l.rpm, c.m.key))
@@ -318,14 +332,14 @@ func (c *call) attempt(ctx context.Context, creq openai.ChatCompletionRequest) (
 	r, merr, err := c.send(actx, creq, ex)
 	if err == nil {
 		if merr != nil {
-			return nil, &failure{status: ex.status, what: fmt.Sprintf("HTTP %d", ex.status), err: merr}
+			return nil, &failure{status: ex.status, code: operations.CodeModelError, what: fmt.Sprintf("HTTP %d", ex.status), err: merr}
 		}
 		if r.usage.PromptTokens == 0 && r.usage.CompletionTokens == 0 {
 			r.usage = estimateUsage(creq.Messages, r.outputs)
 		}
 		return r, nil
 	}
-	f := classify(ctx, actx, err, ex, c.m.timeout)
+	f := c.classify(ctx, actx, err, ex)
 	if f.status != 0 {
 		f.retryAfter, f.hasRetryAfter = ex.retryAfter, ex.hasRetry
 	}
@@ -340,12 +354,17 @@ func fmtSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64) + " s"
 }
 
-// classify decides whether a failed attempt is worth retrying: 408, 429
-// and 5xx statuses, the per-request timeout, and transport errors
-// (connection refused or reset, DNS, a body cut short) are; other 4xx,
-// client-side request validation and malformed 2xx bodies are not. The
-// op's own ctx ending is never retried.
-func classify(opCtx, attemptCtx context.Context, err error, ex *exchange, timeout time.Duration) *failure {
+// classify decides whether a failed attempt is worth retrying, and what
+// it is should it be the last. Transient failures are retried: 408, 429
+// and 5xx statuses, the per-request timeout, a connection reset or a body
+// cut short. Failures that cannot get better are not, and are
+// operations.CodeModelError: a host that does not resolve, a refused
+// connection, a TLS failure, any other 4xx (401 and 403: the key; 404:
+// the model or the path; 400: the request), a malformed 2xx body and a
+// request go-openai rejects client-side. A 429 whose error says the quota
+// is spent is CodeRateLimited at once. The op's own ctx ending is never
+// retried.
+func (c *call) classify(opCtx, attemptCtx context.Context, err error, ex *exchange) *failure {
 	if opCtx.Err() != nil {
 		return &failure{what: "cancelled", err: err}
 	}
@@ -359,21 +378,96 @@ func classify(opCtx, attemptCtx context.Context, err error, ex *exchange, timeou
 		status = reqErr.HTTPStatusCode
 	}
 	if status != 0 {
-		retry := status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
-		return &failure{retry: retry, status: status, what: fmt.Sprintf("HTTP %d", status), err: err}
+		return c.statusFailure(status, apiErr, err)
 	}
 	if errors.Is(attemptCtx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		return &failure{retry: true, what: fmt.Sprintf("timeout after %s", timeout), err: err}
+		return &failure{retry: true, code: operations.CodeTimeout, what: fmt.Sprintf("timeout after %s", c.m.timeout), err: err}
+	}
+	if f := connectFailure(err, c.host); f != nil {
+		return f
 	}
 	var netErr net.Error
 	var urlErr *url.Error
 	if errors.As(err, &netErr) || errors.As(err, &urlErr) || errors.Is(err, io.ErrUnexpectedEOF) && ex.status == 0 {
-		return &failure{retry: true, what: "connection error", err: err}
+		return &failure{retry: true, code: operations.CodeUnavailable, what: "connection error", err: err}
 	}
 	if ex.status/100 == 2 {
-		return &failure{status: ex.status, what: fmt.Sprintf("HTTP %d", ex.status), err: fmt.Errorf("%w: %v (%s)", ErrMalformedReply, err, bodySnippet(ex.body))}
+		return &failure{status: ex.status, code: operations.CodeModelError, what: fmt.Sprintf("HTTP %d", ex.status),
+			err: fmt.Errorf("%w: %v (%s)", ErrMalformedReply, err, bodySnippet(ex.body))}
 	}
-	return &failure{what: "request rejected", err: err}
+	return &failure{code: operations.CodeModelError, what: "request rejected", err: err}
+}
+
+// statusFailure classifies an HTTP error status.
+func (c *call) statusFailure(status int, apiErr *openai.APIError, err error) *failure {
+	f := &failure{status: status, err: err, what: fmt.Sprintf("HTTP %d", status)}
+	switch {
+	case status == http.StatusTooManyRequests && quotaSpent(apiErr):
+		f.code, f.what = operations.CodeRateLimited, "HTTP 429 (the account's quota is spent)"
+	case status == http.StatusTooManyRequests:
+		f.retry, f.code = true, operations.CodeRateLimited
+	case status == http.StatusRequestTimeout:
+		f.retry, f.code = true, operations.CodeTimeout
+	case status >= 500:
+		f.retry, f.code = true, operations.CodeUnavailable
+	case status == http.StatusUnauthorized:
+		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 401 (the endpoint refused the API key in $%s)", c.m.keyEnv)
+	case status == http.StatusForbidden:
+		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 403 (the API key in $%s may not use model %q)", c.m.keyEnv, c.m.name)
+	case status == http.StatusNotFound:
+		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 404 (no model %q or no chat completions at base_url)", c.m.name)
+	case status == http.StatusBadRequest:
+		f.code, f.what = operations.CodeModelError, "HTTP 400 (the endpoint rejected the request)"
+	default:
+		f.code = operations.CodeModelError
+	}
+	return f
+}
+
+// quotaSpent reports whether a 429's error says the account's quota (not
+// its rate) is exhausted (OpenAI's insufficient_quota): no wait helps.
+func quotaSpent(e *openai.APIError) bool {
+	if e == nil {
+		return false
+	}
+	code, _ := e.Code.(string)
+	return code == "insufficient_quota" || e.Type == "insufficient_quota"
+}
+
+// connectFailure classifies an attempt that never reached the endpoint
+// for a reason retrying does not mend: the host does not resolve, the
+// connection is refused, TLS fails. Nil for anything else. Its err is the
+// cause alone (the URL of the request, which go-openai's error quotes,
+// is left out).
+func connectFailure(err error, host string) *failure {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var alert tls.AlertError
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
+	var badCert x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &dnsErr):
+		return &failure{code: operations.CodeModelError, what: "cannot resolve host " + dnsErr.Name, err: errors.New(dnsErr.Err)}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &failure{code: operations.CodeModelError, what: "connection refused", err: fmt.Errorf("nothing listens at %s", host)}
+	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &badCert):
+		return &failure{code: operations.CodeModelError, what: "TLS failure", err: tlsCause(err)}
+	case errors.As(err, &recErr), errors.As(err, &alert):
+		return &failure{code: operations.CodeModelError, what: "TLS failure", err: tlsCause(err)}
+	}
+	return nil
+}
+
+// tlsCause is err without the request's method and URL (url.Error's
+// prefix).
+func tlsCause(err error) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err
+	}
+	return err
 }
 
 // bodySnippet quotes the start of a reply body for error messages.
@@ -426,16 +520,40 @@ func (c *call) finalError(f *failure, attempts int, why string) error {
 	case !f.retry:
 		tries += ", not retried"
 	}
-	return &callError{msg: c.redact(fmt.Sprintf("model %q at %s: %s (%s): %s", c.m.key, c.host, f.what, tries, msg)), err: f.err, sentinel: sentinel}
+	line := oneLine(fmt.Sprintf("model %q at %s: %s (%s): %s", c.m.key, c.host, f.what, tries, oneLine(msg, maxCause)), maxErrorLine)
+	return &callError{msg: c.redact(line), err: f.err, sentinel: sentinel, code: f.code}
 }
 
-// callError is a final endpoint failure; its text is already redacted. It
-// unwraps to the sentinel (ErrWaitTooLong, ErrMalformedReply) but not to
-// the raw error, whose text may hold the key.
+// Bounds of a final error's text: the endpoint's own message (maxCause)
+// and the whole line.
+const (
+	maxCause     = 300
+	maxErrorLine = 600
+)
+
+// oneLine folds s onto one line (runs of white space become one space)
+// and cuts it to at most n bytes, at a rune boundary, marking the cut.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// callError is a final endpoint failure; its text is already redacted and
+// on one line. It unwraps to the sentinel (ErrWaitTooLong,
+// ErrMalformedReply) but not to the raw error, whose text may hold the
+// key. code is the op's failure code.
 type callError struct {
 	msg      string
 	err      error
 	sentinel error
+	code     operations.Code
 }
 
 func (e *callError) Error() string { return e.msg }

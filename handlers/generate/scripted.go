@@ -28,8 +28,11 @@ type scriptLine struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
-	// Error makes the generate fail with this message.
-	Error string `json:"error"`
+	// Error makes the generate fail with this message, and Code with that
+	// failure code (operations.Code: model_error, rate_limited, timeout,
+	// unavailable; none when empty).
+	Error string          `json:"error"`
+	Code  operations.Code `json:"code"`
 	// Match restricts the line to requests whose last user or tool message
 	// contains this substring.
 	Match string `json:"match"`
@@ -148,7 +151,7 @@ func (s *scripts) load(open func(workDir, path string) (*os.File, error), workDi
 }
 
 // scriptKeys are the keys a script line may have.
-var scriptKeys = []string{"content", "tool_calls", "reasoning", "finish_reason", "usage", "error", "match", "n"}
+var scriptKeys = []string{"content", "tool_calls", "reasoning", "finish_reason", "usage", "error", "code", "match", "n"}
 
 // parseLine parses one script line. Its errors say what is wrong without
 // quoting any of the line: it may hold anything (a key pasted by mistake),
@@ -182,6 +185,14 @@ func parseLine(line string) (scriptLine, error) {
 		}
 		// The top-level keys are known: the unknown one is nested.
 		return l, errors.New("unknown key in usage (known: prompt_tokens, completion_tokens) or in a tool call (known: id, name, arguments)")
+	}
+	switch l.Code {
+	case "", operations.CodeModelError, operations.CodeRateLimited, operations.CodeTimeout, operations.CodeUnavailable:
+	default:
+		return l, errors.New("code is not one of model_error, rate_limited, timeout, unavailable")
+	}
+	if l.Code != "" && l.Error == "" {
+		return l, errors.New("code needs an error")
 	}
 	return l, nil
 }
@@ -292,7 +303,7 @@ func (s *scripts) reply(ctx context.Context, j Journal, open func(workDir, path 
 		c.count++
 		l := f.lines[idx]
 		if l.Error != "" {
-			return nil, fmt.Errorf("scripted model %q: %s", m.key, l.Error)
+			return nil, &callError{msg: fmt.Sprintf("scripted model %q: %s", m.key, l.Error), code: l.Code}
 		}
 		o := operations.Output{Content: l.Content, Reasoning: l.Reasoning, FinishReason: l.FinishReason}
 		for j, tc := range l.ToolCalls {
