@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
 )
 
@@ -57,4 +58,35 @@ func Last(s State, typ string) int {
 		}
 	}
 	return -1
+}
+
+// FatalEnd returns how a run ends when one of results is a failure no
+// later step can fix (operations.Result.Fatal: the model's endpoint will
+// not serve the call, a rate limit the run cannot outwait, or a child run
+// that ended on one): failed, with the failure code as end reason
+// (record.ReasonModelError, ReasonRateLimited) and its message as the
+// run's error. It is nil when there is none. The first such result, in
+// request order, decides.
+func FatalEnd(results []operations.Result) *End {
+	for _, r := range results {
+		if code, msg, ok := r.Fatal(); ok {
+			if msg == "" {
+				msg = string(code)
+			}
+			return &End{Failed: true, Reason: string(code), Error: msg}
+		}
+	}
+	return nil
+}
+
+// EndOnFatal wraps p for an agent that does not re-plan around a failure
+// that cannot get better: when the previous step's results hold one
+// (FatalEnd), the run ends with it at once and p is not called.
+func EndOnFatal(p Phase) Phase {
+	return func(in Input) (Output, error) {
+		if end := FatalEnd(in.Results); end != nil {
+			return Output{End: end}, nil
+		}
+		return p(in)
+	}
 }

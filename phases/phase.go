@@ -61,6 +61,9 @@ type End struct {
 	Failed bool `json:"failed,omitempty"`
 	// Reason is the end_reason (for example "submitted" or "command_failed: make test").
 	Reason string `json:"reason,omitempty"`
+	// Error is the run's error when Failed, one line saying what went
+	// wrong (for example a model failure's message); "" uses Reason.
+	Error string `json:"error,omitempty"`
 	// Result replaces the run's result (JSON). Nil keeps the result recorded so far.
 	Result json.RawMessage `json:"result,omitempty"`
 }

@@ -40,3 +40,12 @@ const (
 	// database was recovered.
 	ReasonStoreDamaged = "store_damaged"
 )
+
+// End reasons of a run that met a failure no later step can fix, equal to
+// the failure codes of package operations (operations.CodeModelError,
+// CodeRateLimited): the agents (and the rollout) end with them, the run's
+// error saying which model, which endpoint and why.
+const (
+	ReasonModelError  = "model_error"
+	ReasonRateLimited = "rate_limited"
+)

@@ -97,6 +97,7 @@ type ForkRef struct {
 type PendingEnd struct {
 	Failed bool            `json:"failed,omitempty"`
 	Reason string          `json:"reason,omitempty"`
+	Error  string          `json:"error,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -427,10 +428,11 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		replay = operations.ReplayMiss
 	}
 	data, _ := json.Marshal(struct {
-		DurationMS int64  `json:"duration_ms"`
-		Error      string `json:"error,omitempty"`
-		Replay     string `json:"replay,omitempty"`
-	}{end.Sub(start).Milliseconds(), res.Error, replay})
+		DurationMS int64           `json:"duration_ms"`
+		Error      string          `json:"error,omitempty"`
+		Code       operations.Code `json:"code,omitempty"`
+		Replay     string          `json:"replay,omitempty"`
+	}{end.Sub(start).Milliseconds(), res.Error, res.Code, replay})
 	ev := state.Event{Time: end, Type: "op", Status: status, Phase: op.Phase, Step: op.Step,
 		OpID: op.ID, Kind: string(kind), Data: data}
 	if r.outstanding.Add(-1) == 0 {
@@ -649,7 +651,7 @@ func (r *runner) commitPhase(out phases.Output) error {
 	}
 	h.PendingEnd = nil
 	if out.Next == "" && out.End != nil {
-		h.PendingEnd = &state.PendingEnd{Failed: out.End.Failed, Reason: out.End.Reason, Result: out.End.Result}
+		h.PendingEnd = &state.PendingEnd{Failed: out.End.Failed, Reason: out.End.Reason, Error: out.End.Error, Result: out.End.Result}
 	}
 	if len(out.Set) > 0 {
 		vars := make(map[string]json.RawMessage, len(h.Vars)+len(out.Set))
@@ -766,7 +768,7 @@ func (r *runner) finishPending() {
 	}
 	msg := ""
 	if pe.Failed {
-		msg = reason
+		msg = cmp.Or(pe.Error, reason)
 	}
 	r.finish(status, reason, msg)
 }
@@ -789,8 +791,15 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	h.UpdatedAt = now
 	h.EndedAt = &now
 	entries := appendEntries(&h, h.Phase, r.absorbed)
-	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(status), Message: reason}}}
+	end := state.Event{Time: now, Type: "run", Status: string(status), Message: reason}
+	if h.Error != "" && h.Error != reason {
+		// The final event says why, as the head does: a client of the
+		// event stream needs no second read.
+		end.Data, _ = json.Marshal(struct {
+			Error string `json:"error"`
+		}{h.Error})
+	}
+	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries, Events: []state.Event{end}}
 	r.takeCarry(c)
 	if err := r.commit(c); err != nil {
 		r.e.log.Error("commit run end; it resumes on the next start", "run", h.ID, "err", err)

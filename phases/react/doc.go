@@ -4,7 +4,11 @@
 // every tool call of the reply is executed — all of them, in parallel, each
 // answered by its own tool message carrying its tool_call_id. The run ends
 // when the model calls submit, replies without a tool call, or reaches
-// max_turns.
+// max_turns. A failed model call ends it as failed (there is no turn to
+// go on from), with the failure's code as end reason: model_error or
+// rate_limited for what cannot get better, timeout or unavailable for a
+// transient failure that lasted through the retries, generate_failed when
+// the call gave no code; the run's error is the call's.
 //
 // # Settings
 //

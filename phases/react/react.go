@@ -1,6 +1,7 @@
 package react
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -24,6 +25,12 @@ const (
 	PhaseAct     = "act"
 	PhaseObserve = "observe"
 )
+
+// ReasonGenerateFailed ends a run whose model call failed without a
+// failure code (a scripted error line, a journal from before codes). A
+// call that failed with one ends the run with the code as its reason:
+// model_error, rate_limited, timeout, unavailable (operations.Code).
+const ReasonGenerateFailed = "generate_failed"
 
 func init() { phases.Register(Workflow()) }
 
@@ -207,7 +214,9 @@ func Act(in phases.Input, s *Settings) (phases.Output, error) {
 		if msg == "" {
 			msg = "the model returned no output"
 		}
-		return fail(in, s, l, nil, "generate: "+msg)
+		// The run ends on any failed model call; its end reason is the
+		// failure's code (ReasonGenerateFailed when the handler gave none).
+		return failWith(in, s, l, nil, cmp.Or(string(r.Code), ReasonGenerateFailed), "generate: "+msg, msg)
 	}
 	o := r.Generate.Outputs[0]
 	l.Turns++
@@ -516,10 +525,17 @@ func lastAnswer(st phases.State, added []Message) (string, string) {
 // fail ends the run as failed with the reason, after writing the
 // trajectory so far.
 func fail(in phases.Input, s *Settings, l loop, added []Message, reason string) (phases.Output, error) {
-	out, err := finish(in, s, l, added, Result{TerminationReason: "error", AnswerSource: SourceNone, Error: reason})
+	return failWith(in, s, l, added, "error: "+agent.Line(reason, 200), reason, "")
+}
+
+// failWith is fail with the end reason given apart from the message (the
+// result's error) and the run's error (runErr; "" is the reason).
+func failWith(in phases.Input, s *Settings, l loop, added []Message, reason, msg, runErr string) (phases.Output, error) {
+	out, err := finish(in, s, l, added, Result{TerminationReason: "error", AnswerSource: SourceNone, Error: msg})
 	if out.End != nil {
 		out.End.Failed = true
-		out.End.Reason = "error: " + agent.Line(reason, 200)
+		out.End.Reason = reason
+		out.End.Error = runErr
 	}
 	return out, err
 }

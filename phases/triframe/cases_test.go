@@ -565,5 +565,17 @@ func goldenCases(t *testing.T) []goldenCase {
 	add("sandbox_tool_output", "tool_output", chosen("text2sql-execute", sqlArgs), withVars(v), sbx,
 		results(o("type", "sandbox", "data", o("code", 0, "message", "success", "data", o("columns", []string{"count(*)"}, "rows", [][]int{{6}})))))
 	add("sandbox_text_mode_refused", "init", withSettings(settings("enable_tool_use", false, "tools", []string{"text2sql:execute"})))
+
+	// A model failure that cannot get better ends the run at once, in
+	// any phase: the actors' own calls, or a subagent that met it.
+	keyRefused := `model "act" at llm.example:8000: HTTP 401 (the endpoint refused the API key in $OPENAI_API_KEY) (after 1 attempt, not retried): Incorrect API key provided`
+	add("options_model_error_ends", "advisor_ratings", entries(hist), withVars(vars(60, 2, nil)),
+		results(failed("generate", keyRefused, "role", "actor", "index", "0", "advice", "with").with("code", "model_error"),
+			failed("generate", keyRefused, "role", "actor", "index", "0", "advice", "without").with("code", "model_error")))
+	limited := spawn("agent_40_1", "1", "failed", nil, "rate_limited")
+	limited[2].v = limited[2].v.(obj).with("error", `model "act" at llm.example:8000: HTTP 429 (after 1 attempt, not retried: the endpoint asked to wait 3600 s, more than models.act.max_retry_wait_s (60 s) allows): slow down`)
+	add("subagent_rate_limited_ends", "subagents", launch, withVars(v), sub, results(
+		spawn("agent_40_0", "0", "succeeded", "5 bytes", "concluded"), limited,
+		spawn("agent_40_2", "2", "succeeded", "it exists", "concluded")))
 	return cases
 }
