@@ -27,7 +27,7 @@ const handScript = `{"match": "What is 2+2?", "tool_calls": [{"name": "submit", 
 {"match": "What is 3+1?", "tool_calls": [{"name": "submit", "arguments": {"answer": "4"}}]}
 {"match": "capital of France", "tool_calls": [{"name": "submit", "arguments": {"answer": "Paris is the capital"}}]}
 {"match": "colour is the sky", "tool_calls": [{"name": "submit", "arguments": {"answer": "blue"}}]}
-{"match": "7*8", "error": "upstream 500 after 6 attempts"}
+{"match": "7*8", "error": "upstream 500 after 6 attempts", "code": "unavailable"}
 {"match": "Say anything", "tool_calls": [{"name": "submit", "arguments": {"answer": "anything"}}]}
 `
 
@@ -447,13 +447,13 @@ func TestRolloutEndReasons(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	man, sum, rows, _ := h.state()
-	if r := rows["q4"]; r.EndReason != "model_error" || !strings.Contains(r.Error, "upstream 500 after 6 attempts") || r.Success {
+	if r := rows["q4"]; r.EndReason != "unavailable" || !strings.Contains(r.Error, "upstream 500 after 6 attempts") || r.Success {
 		t.Fatalf("q4 end_reason %q error %q", r.EndReason, r.Error)
 	}
 	if r := rows["q1"]; r.EndReason != "submitted" || r.Error != "" {
 		t.Fatalf("q1 end_reason %q error %q", r.EndReason, r.Error)
 	}
-	if sum.FailedBy["model_error"] != 1 || len(sum.FailedBy) != 1 {
+	if sum.FailedBy["unavailable"] != 1 || len(sum.FailedBy) != 1 {
 		t.Fatalf("failed_by %v", sum.FailedBy)
 	}
 	raw := mustRead(t, man.Summary)

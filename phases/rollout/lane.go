@@ -118,6 +118,25 @@ type laneVar struct {
 	Agent *agentRun `json:"agent,omitempty"`
 	// WriteErrors counts failed appends.
 	WriteErrors int `json:"write_errors,omitempty"`
+	// Fatal is the failure no later sample can escape (an agent or the
+	// judge met a model failure that cannot get better): the lane stops
+	// after the sample that met it and ends with it.
+	Fatal *Fatal `json:"fatal,omitempty"`
+}
+
+// Fatal is a failure that ends a lane and the rollout: the failure code
+// (operations.Code: model_error, rate_limited) and its message.
+type Fatal struct {
+	Code  string `json:"code"`
+	Error string `json:"error"`
+}
+
+// fatalOf returns the failure of results that ends the lane, if any.
+func fatalOf(results ...operations.Result) *Fatal {
+	if end := phases.FatalEnd(results); end != nil {
+		return &Fatal{Code: end.Reason, Error: end.Error}
+	}
+	return nil
 }
 
 // agentRun is what a lane keeps of a finished agent run.
@@ -266,6 +285,7 @@ func LaneAgentDonePhase(in phases.Input, ls *LaneSettings) (phases.Output, error
 	it := l.Items[v.Item]
 	a := readAgent(*spawn, in.Run.Now.Sub(v.Started))
 	v.Agent = &a
+	v.Fatal = fatalOf(*spawn)
 	var out phases.Output
 	out.Ops = gradeOps(l, it, a)
 	if l.EpisodesFile != "" && a.WorkDir != "" {
@@ -341,20 +361,24 @@ func readAgent(r operations.Result, took time.Duration) agentRun {
 
 // End reasons of a failed sample (Row.EndReason) besides the engine's
 // (limit_tokens, limit_actions, limit_time, limit_cost, cancelled,
-// phase_error).
+// phase_error) and the agents' own short ones (model_error and
+// rate_limited for a model failure, the failure codes of package
+// operations; no_valid_action, ...).
 const (
-	// EndAgentFailed: the agent ended itself as failed.
+	// EndAgentFailed: the agent ended itself as failed, with a message.
 	EndAgentFailed = "agent_failed"
-	// EndModelError: a model call failed (after the handler's retries).
-	EndModelError = "model_error"
+	// EndModelError: a model call failed in a way that cannot get better
+	// (record.ReasonModelError); react also ends with it when a call
+	// failed for a reason the handler did not name.
+	EndModelError = record.ReasonModelError
 	// EndSpawnError: the agent run could not be started or read.
 	EndSpawnError = "spawn_error"
 )
 
 // endCode turns an agent run's end into a short code and a message: the
 // engine's reasons and an agent's own short reasons ("submitted",
-// "max_turns") stay as they are; a reason that is a message ("error:
-// generate: upstream 500") becomes model_error or agent_failed, the
+// "max_turns", "model_error") stay as they are; a reason that is a
+// message ("error: system_prompt_file: ...") becomes agent_failed, the
 // message going to the second result.
 func endCode(status record.Status, reason, errMsg string) (string, string) {
 	msg := errMsg
@@ -371,9 +395,6 @@ func endCode(status record.Status, reason, errMsg string) (string, string) {
 	}
 	if msg == "" {
 		msg = detail
-	}
-	if strings.HasPrefix(detail, "generate:") || strings.HasPrefix(msg, "generate:") {
-		return EndModelError, msg
 	}
 	return EndAgentFailed, msg
 }
@@ -428,6 +449,9 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + 
 func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []operations.Result) (phases.Output, error) {
 	it := l.Items[v.Item]
 	a := *v.Agent
+	if v.Fatal == nil {
+		v.Fatal = fatalOf(results...) // the judge's call
+	}
 	row := Row{SchemaVersion: SchemaVersion, TaskID: it.Task.ID, TaskIndex: it.Task.Index, Chain: it.Chain,
 		EpisodeID: grading.EpisodeID(it.Task.ID, it.Chain), Question: it.Task.Question, GroundTruth: it.Task.References,
 		PredictedAnswer: a.Answer, Metric: l.Metric, Success: a.Status == record.StatusSucceeded, Status: string(a.Status),
@@ -487,7 +511,7 @@ func complete(in phases.Input, l Lane, v laneVar, out phases.Output, results []o
 		}
 		out.Ops = append(out.Ops, operations.NewWriteFile(l.EpisodesFile, string(eb)+"\n", true).WithMeta("purpose", "episode"))
 	}
-	if v.Item+1 < len(l.Items) {
+	if v.Item+1 < len(l.Items) && v.Fatal == nil {
 		return spawnItem(in, l, v, out, v.Item+1)
 	}
 	v.Agent = nil
@@ -782,5 +806,10 @@ func LaneFinishPhase(in phases.Input) (phases.Output, error) {
 	if err != nil {
 		return phases.Output{}, err
 	}
-	return phases.Output{End: &phases.End{Result: b}}, nil
+	end := &phases.End{Result: b}
+	if f := v.Fatal; f != nil {
+		// The rollout reads the rows of the samples done from the result.
+		end.Failed, end.Reason, end.Error = true, f.Code, f.Error
+	}
+	return phases.Output{End: end}, nil
 }

@@ -125,6 +125,11 @@ type runState struct {
 	PlanMade bool   `json:"plan_made,omitempty"`
 	Rerun    int    `json:"rerun,omitempty"`
 	Notice   string `json:"notice,omitempty"`
+	// Fatal is the model failure that stopped the rollout (a lane's agent
+	// or judge met one that cannot get better): no further round starts,
+	// the reports are written for the samples done and the run ends with
+	// it.
+	Fatal *Fatal `json:"fatal,omitempty"`
 }
 
 const varState = "rollout"
@@ -541,6 +546,16 @@ func Run(in phases.Input, s *Settings) (phases.Output, error) {
 		case operations.KindSpawn:
 			var lr LaneResult
 			ok := r.Error == "" && r.Spawn != nil && r.Spawn.Status == record.StatusSucceeded && json.Unmarshal(r.Spawn.Result, &lr) == nil
+			if f := fatalOf(r); f != nil && json.Unmarshal(r.Spawn.Result, &lr) == nil {
+				// The lane stopped on a model failure: its rows are
+				// good, and no further sample can do better.
+				ok = true
+				if st.Fatal == nil {
+					st.Fatal = f
+					out.Append = append(out.Append, phases.MustEntry("warning", agent.NewWarning(
+						fmt.Sprintf("stopping: %s: %s", f.Code, agent.Line(f.Error, 300)))))
+				}
+			}
 			if !ok {
 				st.LaneFailed++
 				le := LaneError{Error: r.Error}
@@ -562,7 +577,7 @@ func Run(in phases.Input, s *Settings) (phases.Output, error) {
 			}
 		}
 	}
-	if st.Next < st.Planned {
+	if st.Next < st.Planned && st.Fatal == nil {
 		tasks, err := tasksOf(in.State)
 		if err != nil {
 			return out, err
@@ -867,6 +882,8 @@ func Done(in phases.Input, s *Settings) (phases.Output, error) {
 	}
 	end := &phases.End{Result: b, Reason: record.ReasonCompleted}
 	switch {
+	case st.Fatal != nil:
+		end.Failed, end.Reason, end.Error = true, st.Fatal.Code, st.Fatal.Error
 	case st.LaneFailed > 0:
 		end.Failed, end.Reason = true, fmt.Sprintf("lanes_failed: %d of %d", st.LaneFailed, st.Lanes)
 	case st.WriteErrors > 0:

@@ -38,9 +38,11 @@ type Row struct {
 	// Success is true when the agent run succeeded.
 	Success bool `json:"success"`
 	// Status is the agent run's. EndReason is a short code: the agent's
-	// own ("submitted", "answered", "max_turns"), the engine's
-	// ("limit_tokens", "limit_time", "cancelled", "phase_error"...) or
-	// model_error, agent_failed, spawn_error; Error is the message.
+	// own ("submitted", "answered", "max_turns"), a model call's failure
+	// code ("model_error", "rate_limited", "timeout", "unavailable",
+	// react's "generate_failed"), the engine's ("limit_tokens",
+	// "limit_time", "cancelled", "phase_error"...) or agent_failed,
+	// spawn_error; Error is the message.
 	Status            string `json:"status"`
 	EndReason         string `json:"end_reason,omitempty"`
 	Error             string `json:"error,omitempty"`
