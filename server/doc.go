@@ -83,6 +83,14 @@
 //	event: <type>
 //	data: <event JSON>
 //
+// The terminal "run" event's message is the run's end reason; its data
+// holds {"error": ...} when the run's error says more than the reason (a
+// model failure names the model, the endpoint's host and the cause). An
+// "op" event's data holds the op's error and failure code (model_error,
+// rate_limited, timeout, unavailable) when it failed. A client that
+// connects while the run waits on a retry or a stalled commit first gets
+// the live-only "waiting" / "stalled" events that say so.
+//
 // A comment line is sent every 15 s while nothing happens. The stream ends
 // after the run's terminal "run" event, when the client goes away, or when
 // the server shuts down.

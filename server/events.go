@@ -34,6 +34,10 @@ const (
 // when the run has ended and the client has seen everything), when the
 // client disconnects, or when the server shuts down.
 //
+// A client that connects while the run is held (a retry's wait, a commit
+// stalled for disk space) first gets the live-only "waiting" and "stalled"
+// events that say so, as of now: they were sent when the wait began.
+//
 // With ?descendants=true the stream also carries live-only events (no id:
 // line; their data has seq 0 and run_id): the run's operations starting
 // and every event of its descendant runs (spawned children, their
@@ -119,13 +123,23 @@ func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan sta
 	heartbeat := time.NewTicker(st.s.heartbeat)
 	defer heartbeat.Stop()
 	backoff := minResubscribe
-	for {
+	for first := true; ; first = false {
 		start := st.last
 		done, err := st.replay(ctx)
 		if err != nil || done || head.Status.Terminal() {
 			// A terminal head is committed with its final event, so the
 			// replay that followed the head read has sent everything.
 			return err
+		}
+		if first {
+			// What holds the run now was announced live, before this
+			// client came: say it again (subscribed already, so a wait
+			// that begins meanwhile is not missed; one may come twice).
+			for _, ev := range st.s.eng.Live(st.id).Notices(st.id, time.Now().UTC()) {
+				if err := st.sendLive(ev); err != nil {
+					return err
+				}
+			}
 		}
 		done, err = st.live(ctx, ch, heartbeat.C)
 		if err != nil || done {

@@ -39,6 +39,32 @@ type Wait struct {
 // Empty reports whether nothing holds the run.
 func (l Live) Empty() bool { return l.Stalled == "" && len(l.Waiting) == 0 }
 
+// Notices returns what holds run as the live-only events that announced
+// it when it began ("stalled" run events, "waiting" op events, as of
+// now), for an event-stream client that connects after they were sent.
+func (l Live) Notices(run string, now time.Time) []state.Event {
+	var out []state.Event
+	if l.Stalled != "" {
+		out = append(out, state.Event{RunID: run, Time: now, Type: "run", Status: "stalled", Message: l.Stalled})
+	}
+	for _, w := range l.Waiting {
+		ev := waitEvent(w.OpID, w.Reason, w.Until, now)
+		ev.RunID = run
+		out = append(out, ev)
+	}
+	return out
+}
+
+// waitEvent is the live-only event that says op waits for reason until
+// then: "waiting", the message with the time left, and the end in its
+// data.
+func waitEvent(op, reason string, until, now time.Time) state.Event {
+	data, _ := json.Marshal(struct {
+		Until time.Time `json:"until"`
+	}{until.UTC()})
+	return state.Event{Time: now, Type: "op", Status: "waiting", OpID: op, Message: waitMessage(reason, until, now), Data: data}
+}
+
 // Health is the executor's condition as a whole.
 type Health struct {
 	// Status is "ok" or "degraded".
@@ -217,11 +243,6 @@ func (r *runner) waiting(op string) func(reason string, until time.Time) {
 		if !r.live.setWait(op, reason, until) {
 			return
 		}
-		now := r.e.now().UTC()
-		data, _ := json.Marshal(struct {
-			Until time.Time `json:"until"`
-		}{until.UTC()})
-		r.e.broker.notice(r.head.ID, state.Event{Time: now, Type: "op", Status: "waiting", OpID: op,
-			Message: waitMessage(reason, until, now), Data: data})
+		r.e.broker.notice(r.head.ID, waitEvent(op, reason, until, r.e.now().UTC()))
 	}
 }
