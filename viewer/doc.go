@@ -101,7 +101,9 @@
 // rows, after the first page of 100 rows) and flock:samples-all (every row
 // read), measured on 10,000 samples (docs/benchmarks.md, "Issue 26").
 // A rollout's page reads its rows before the rest of the page asks for
-// its ops, children and usage.
+// its ops, children and usage, starts past its task entries (every row
+// follows them; the var "rollout" counts them), and lays out its samples
+// section alone before the rest of the page.
 //
 // # Screenshots
 //

@@ -376,7 +376,8 @@ func seedRollout(t *testing.T, dataDir string) (string, float64) {
 	summary, _ := json.Marshal(map[string]any{"benchmark_name": "bench", "metric": "exact_match", "num_chains": benchChains,
 		"total_tasks": benchTasks, "total_samples": benchTasks * benchChains, "samples": graded, "mean_score": mean})
 	ended := t0.Add(3 * time.Hour)
-	head := &state.Run{ID: id, Workflow: "rollout", Status: state.StatusSucceeded, Phase: "done", Step: 9, Entries: uint64(len(entries)),
+	vars := map[string]json.RawMessage{"rollout": json.RawMessage(fmt.Sprintf(`{"tasks": %d, "samples": %d}`, benchTasks, benchTasks*benchChains))}
+	head := &state.Run{ID: id, Workflow: "rollout", Status: state.StatusSucceeded, Phase: "done", Step: 9, Entries: uint64(len(entries)), Vars: vars,
 		EndReason: "done", Result: summary, Usage: operations.RunUsage{Tokens: 10_000_000}, CreatedAt: t0, UpdatedAt: ended, EndedAt: &ended}
 	for i := 0; i < len(entries); i += 1000 {
 		c := &state.Commit{RunID: id, Entries: entries[i:min(i+1000, len(entries))]}

@@ -309,9 +309,7 @@ class RunPage {
     const transcriptBox = lazyLog
       ? h('details#transcript-box.card', h('summary', h('h3.inline', `Entry log (${fmtNum(head.entries)} entries)`)), this.transcriptEl)
       : h('section.card', h('h3', 'Transcript'), this.transcriptEl);
-    fill(app,
-      this.special ? this.special.el : null,
-      h('div.run-grid',
+    const grid = h('div.run-grid',
         h('div.side', this.headEl, this.controls, this.humanEl, this.usageEl, this.modelsEl, this.varsEl, this.childrenEl,
           h('section.card', h('h3', 'Phase timeline'), h('p.muted.small', 'Click a step to see the vars as it left them.'), this.timelineEl)),
         h('div.mainc',
@@ -319,10 +317,18 @@ class RunPage {
           transcriptBox,
           h('section.card', h('h3', 'Operation journal'),
             h('table#ops.ops', h('thead', h('tr', ['Op', 'Phase', 'Kind', 'Status', 'Attempts', 'Queued', 'Ran', 'Request', 'Result'].map(t => h('th', t)))), this.opsBody),
-            this.opsMore))));
+            this.opsMore)));
     this.renderControls();
     this.renderHead(head, true);
-    if (first) await first;
+    // A rollout's or synthesis's section is laid out alone first; the
+    // rest of the page follows its first screen.
+    if (this.special) {
+      fill(app, this.special.el);
+      await first;
+      app.append(grid);
+    } else {
+      fill(app, grid);
+    }
     if (lazyLog) {
       transcriptBox.addEventListener('toggle', () => { if (transcriptBox.open && !this.logOpened) { this.logOpened = true; this.loadEntries(500).then(() => this.loadRest()); } });
     } else {

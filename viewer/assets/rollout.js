@@ -133,6 +133,11 @@ export class RolloutView {
   // is on screen before the rest is read.
   async start(head) {
     this.head = head;
+    // Every row comes after every task entry (the load step appends the
+    // tasks first), so the read may start past as many entries as the
+    // rollout has tasks (its var "rollout").
+    const tasks = head.vars && head.vars.rollout && head.vars.rollout.tasks;
+    if (Number.isInteger(tasks) && tasks > 0) this.samples.own.after = tasks;
     this.build();
     // The first page is drawn at once, the rest once a frame.
     let pages = 0;
