@@ -85,11 +85,11 @@ func (s *Server) runView(ctx context.Context, r state.Run, task *string) (api.Ru
 		task = &t
 	}
 	v.Task = firstLine(*task)
-	kids, err := s.store.Children(ctx, r.ID)
+	kids, err := s.countChildren(ctx, r.ID)
 	if err != nil {
 		return v, &runError{id: r.ID, err: err}
 	}
-	v.Children = len(kids)
+	v.Children = kids
 	if !r.Status.Terminal() && r.NumOps > 0 {
 		qs, err := s.eng.Questions(ctx, r.ID)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
@@ -98,6 +98,16 @@ func (s *Server) runView(ctx context.Context, r state.Run, task *string) (api.Ru
 		v.Questions = len(qs)
 	}
 	return v, nil
+}
+
+// countChildren counts run id's children, without reading them where
+// the store can (state.ChildCounter).
+func (s *Server) countChildren(ctx context.Context, id string) (int, error) {
+	if cc, ok := s.store.(state.ChildCounter); ok {
+		return cc.CountChildren(ctx, id)
+	}
+	kids, err := s.store.Children(ctx, id)
+	return len(kids), err
 }
 
 // searchRuns lists the runs of f whose task contains q (case-insensitive),

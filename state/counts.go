@@ -76,3 +76,27 @@ func (s *BoltStore) CountRuns(ctx context.Context) (RunCounts, error) {
 }
 
 var _ RunCounter = (*BoltStore)(nil)
+
+// ChildCounter is implemented by stores that count a run's direct
+// children without reading their heads (a list of runs shows how many
+// each has). It is an optional capability of a Reader, found by type
+// assertion; CountChildren of an unknown run is 0.
+type ChildCounter interface {
+	CountChildren(ctx context.Context, id string) (int, error)
+}
+
+// CountChildren counts run id's direct children in the children index.
+func (s *BoltStore) CountChildren(ctx context.Context, id string) (int, error) {
+	n := 0
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		p := runPrefix(id)
+		c := tx.Bucket(bucketChildren).Cursor()
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+var _ ChildCounter = (*BoltStore)(nil)

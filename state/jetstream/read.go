@@ -463,6 +463,19 @@ func (s *Store) Unfinished(ctx context.Context) ([]state.Run, error) {
 	return runs, errors.Join(bad...)
 }
 
+// CountChildren counts run id's direct children from the children
+// index, without reading their heads (a child whose head is not written
+// yet is counted).
+func (s *Store) CountChildren(ctx context.Context, id string) (int, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	keys, err := s.indexed(ctx, "c."+runKey(id)+".")
+	return len(keys), err
+}
+
+var _ state.ChildCounter = (*Store)(nil)
+
 // Children lists the IDs of run id's direct children in ID order, from
 // the children index.
 func (s *Store) Children(ctx context.Context, id string) ([]string, error) {

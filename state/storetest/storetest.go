@@ -515,6 +515,11 @@ func testChildren(t *testing.T, s state.Store) {
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
+			if cc, ok := s.(state.ChildCounter); ok {
+				if n, err := cc.CountChildren(ctx, tt.id); err != nil || n != len(tt.want) {
+					t.Fatalf("CountChildren = %d, %v; want %d", n, err, len(tt.want))
+				}
+			}
 		})
 	}
 }
