@@ -53,6 +53,10 @@ type Session struct {
 	// Workspace is a per-session directory created by the core beneath the
 	// service's data dir (sanitized names); the core removes it on destroy.
 	Workspace string
+	// MaxWorkspaceBytes is the most disk a copy into Workspace may take
+	// (server.max_workspace_bytes; CopyWorkspace keeps to it); 0 is no
+	// limit.
+	MaxWorkspaceBytes int64
 	// State is what the backend's Initialize returned.
 	State any
 }

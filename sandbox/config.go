@@ -44,7 +44,14 @@ type ServerConfig struct {
 	// DataDir, when set, is the service's data dir (relative to the config
 	// file's directory); Options.DataDir overrides it.
 	DataDir string
+	// MaxWorkspaceBytes bounds the disk a session's workspace may take for
+	// a fork (2 GiB): a larger source is not forked, and a copy stops
+	// there. Holes of sparse files take none.
+	MaxWorkspaceBytes int64
 }
+
+// DefaultMaxWorkspaceBytes is server.max_workspace_bytes's default.
+const DefaultMaxWorkspaceBytes = 2 << 30
 
 // WarmupConfig is the config's warmup section.
 type WarmupConfig struct {
@@ -82,7 +89,8 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 	}
 	raw = expanded.(map[string]any)
 	cfg := &Config{
-		Server:    ServerConfig{SessionTTL: 300 * time.Second, CleanupInterval: 60 * time.Second, DefaultTimeout: 600 * time.Second},
+		Server: ServerConfig{SessionTTL: 300 * time.Second, CleanupInterval: 60 * time.Second, DefaultTimeout: 600 * time.Second,
+			MaxWorkspaceBytes: DefaultMaxWorkspaceBytes},
 		Resources: map[string]map[string]any{},
 		APIs:      map[string]map[string]any{},
 	}
@@ -101,6 +109,11 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 				}
 				*dst = d
 			}
+		}
+		if n, ok, err := IntSetting(srv, "server", "max_workspace_bytes", 1, 1<<50); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		} else if ok {
+			cfg.Server.MaxWorkspaceBytes = n
 		}
 		if v, ok := srv["data_dir"]; ok {
 			s, ok := v.(string)

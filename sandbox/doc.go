@@ -25,10 +25,14 @@
 // IntSetting, which refuse a value out of range (one that rounds to a zero
 // duration, one that overflows) with the setting's path, so that nothing
 // checked at load fails later. Optional capabilities are found by type
-// assertion (Provisioner, WarmUpper,
-// Initializer, Cleaner, Shutdowner, Forker). A Forker's sessions can be
-// forked (Service.ForkSession, POST /api/v1/session/fork, flock's own
-// route): bash and code copy the source's workspace into the new session.
+// assertion (Provisioner, WarmUpper, Initializer, Cleaner, Shutdowner,
+// Forker). A Forker's sessions can be forked (Service.ForkSession, POST
+// /api/v1/session/fork, flock's own route): bash and code copy the
+// source's workspace into the new session with CopyWorkspace, which keeps
+// the holes of sparse files (SEEK_DATA/SEEK_HOLE, a reflink where the file
+// system has them). A source whose workspace takes more disk than
+// server.max_workspace_bytes (2 GiB) is not forked (4001, nothing
+// created), and a copy stops at that many bytes of data.
 //
 // # Where backends are linked in
 //

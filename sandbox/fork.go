@@ -2,9 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,23 +21,32 @@ type Forker interface {
 	Fork(ctx context.Context, src, dst *Session) error
 }
 
-// CopyWorkspace copies the tree of directory src into directory dst
-// (which exists): directories, regular files (mode kept) and symbolic
-// links (as links). Other files (sockets, devices) are skipped. It is the
+// CopyWorkspace copies the tree of src's workspace into dst's (which
+// exists): directories, regular files (mode kept) and symbolic links (as
+// links). Other files (FIFOs, sockets, devices) are skipped. It is the
 // Fork of backends whose session state is their workspace (bash, code).
-func CopyWorkspace(ctx context.Context, src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+// Sparse files stay sparse: only their data is copied (a reflink where the
+// file system shares blocks), so a terabyte of holes costs nothing. The
+// data copied may total at most dst.MaxWorkspaceBytes; past it the copy
+// stops with ErrWorkspaceTooLarge.
+func CopyWorkspace(ctx context.Context, src, dst *Session) error {
+	budget := dst.MaxWorkspaceBytes
+	if budget <= 0 {
+		budget = math.MaxInt64
+	}
+	var used int64
+	return filepath.WalkDir(src.Workspace, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
+		rel, err := filepath.Rel(src.Workspace, p)
 		if err != nil {
 			return err
 		}
-		to := filepath.Join(dst, rel)
+		to := filepath.Join(dst.Workspace, rel)
 		switch {
 		case rel == ".":
 			return nil
@@ -53,31 +63,36 @@ func CopyWorkspace(ctx context.Context, src, dst string) error {
 			}
 			return os.Symlink(target, to)
 		case d.Type().IsRegular():
-			return copyFile(p, to)
+			n, err := copySparse(ctx, p, to, budget-used)
+			used += n
+			if errors.Is(err, ErrWorkspaceTooLarge) {
+				return fmt.Errorf("%w: its files hold more than %d bytes of data (server.max_workspace_bytes)", ErrWorkspaceTooLarge, budget)
+			}
+			return err
 		}
 		return nil
 	})
 }
 
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+// WorkspaceUsage is the disk the files and directories beneath dir take
+// (allocated blocks: the holes of sparse files count for nothing).
+func WorkspaceUsage(ctx context.Context, dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		total += diskUsage(info)
+		return nil
+	})
+	return total, err
 }
 
 // ForkSession creates c's session of rt as a fork of the session of
@@ -111,6 +126,11 @@ func (s *Service) ForkSession(ctx context.Context, c Caller, from, rt string) En
 			note = "the " + rt + " backend cannot fork sessions"
 		}
 	}
+	if forker != nil {
+		if refused := s.forkTooLarge(ctx, src, from, meta); refused != nil {
+			return *refused
+		}
+	}
 	env := s.CreateSession(ctx, c, rt, nil, "")
 	if env.Code != 0 || forker == nil {
 		if m, ok := env.Data.(map[string]any); ok && env.Code == 0 {
@@ -132,17 +152,47 @@ func (s *Service) ForkSession(ctx context.Context, c Caller, from, rt string) En
 	}
 	err := forker.Fork(ctx, &src.s, &dst.s)
 	s.unlockSession(src)
+	if errors.Is(err, ErrWorkspaceTooLarge) {
+		s.dropFork(ctx, c.key(rt), dst)
+		return fail(CodeBusinessFailure, "Session fork refused: the workspace of worker "+from+": "+err.Error(),
+			map[string]any{"resource_type": rt, "from_worker": from, "max_workspace_bytes": s.cfg.Server.MaxWorkspaceBytes}, meta(""))
+	}
 	if err != nil {
-		s.mu.Lock()
-		if s.sessions[c.key(rt)] == dst {
-			delete(s.sessions, c.key(rt))
-		}
-		s.mu.Unlock()
-		dst.gone = true
-		s.tearDown(context.WithoutCancel(ctx), dst)
+		s.dropFork(ctx, c.key(rt), dst)
 		return fail(CodeResourceNotInitialized, "Session fork failed: "+err.Error(),
 			map[string]any{"resource_type": rt, "from_worker": from, "error": err.Error()}, meta(""))
 	}
 	return ok(map[string]any{"session_id": dst.s.ID, "session_name": dst.s.Name, "resource_type": rt,
 		"session_status": statusActive, "forked": true, "from_session_id": src.s.ID}, meta(dst.s.ID))
+}
+
+// dropFork removes dst, a new session whose fork failed, from the table and
+// tears it down. The caller holds dst.mu.
+func (s *Service) dropFork(ctx context.Context, key sessionKey, dst *entry) {
+	s.mu.Lock()
+	if s.sessions[key] == dst {
+		delete(s.sessions, key)
+	}
+	s.mu.Unlock()
+	dst.gone = true
+	s.tearDown(context.WithoutCancel(ctx), dst)
+}
+
+// forkTooLarge answers the refusal of a fork whose source workspace takes
+// more disk than server.max_workspace_bytes, before anything is created;
+// nil when it fits (the copy itself keeps to the limit too, should the
+// workspace grow meanwhile).
+func (s *Service) forkTooLarge(ctx context.Context, src *entry, from string, meta func(string) Meta) *Envelope {
+	limit := s.cfg.Server.MaxWorkspaceBytes
+	if limit <= 0 || src.s.Workspace == "" {
+		return nil
+	}
+	used, err := WorkspaceUsage(ctx, src.s.Workspace)
+	if err != nil || used <= limit {
+		return nil // a walk error shows again, clearer, in the copy
+	}
+	env := fail(CodeBusinessFailure,
+		fmt.Sprintf("Session fork refused: the workspace of worker %s takes %d bytes of disk, more than server.max_workspace_bytes (%d)", from, used, limit),
+		map[string]any{"resource_type": src.key.rt, "from_worker": from, "workspace_bytes": used, "max_workspace_bytes": limit}, meta(""))
+	return &env
 }

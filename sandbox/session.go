@@ -95,7 +95,7 @@ func (s *Service) setUp(ctx context.Context, e *entry, cfg map[string]any) error
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	e.s.Workspace = ws
+	e.s.Workspace, e.s.MaxWorkspaceBytes = ws, s.cfg.Server.MaxWorkspaceBytes
 	be, ok := s.backends[e.key.rt]
 	if !ok {
 		return nil

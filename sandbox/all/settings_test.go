@@ -62,11 +62,12 @@ func TestConfigNumbersValidatedAtLoad(t *testing.T) {
 		"web":      {"timeout_s"},
 	}
 	counts := map[string][]string{
-		"bash": {"output_limit"},
-		"code": {"output_limit", "max_file_size"},
-		"web":  {"max_results", "content_limit", "parallel", "cache_ttl_s"},
-		"rag":  {"default_top_k", "max_top_k", "passage_chars"},
-		"doc":  {"max_search_results", "max_text_token"},
+		"server": {"max_workspace_bytes"},
+		"bash":   {"output_limit"},
+		"code":   {"output_limit", "max_file_size"},
+		"web":    {"max_results", "content_limit", "parallel", "cache_ttl_s"},
+		"rag":    {"default_top_k", "max_top_k", "passage_chars"},
+		"doc":    {"max_search_results", "max_text_token"},
 	}
 	path := func(backend, key string) string {
 		switch {

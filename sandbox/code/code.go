@@ -433,7 +433,7 @@ func (b *Backend) write(_ context.Context, c *sandbox.Call) (any, error) {
 // files; its shell (and interpreter) start fresh in its own workspace,
 // so the working directory, variables and globals are not carried over.
 func (b *Backend) Fork(ctx context.Context, src, dst *sandbox.Session) error {
-	return sandbox.CopyWorkspace(ctx, src.Workspace, dst.Workspace)
+	return sandbox.CopyWorkspace(ctx, src, dst)
 }
 
 // Cleanup kills the session's interpreter and shell with every process
