@@ -48,6 +48,12 @@ type ServerConfig struct {
 	// a fork (2 GiB): a larger source is not forked, and a copy stops
 	// there. Holes of sparse files take none.
 	MaxWorkspaceBytes int64
+	// MaxBatchParallel bounds the actions of one parallel batch running at
+	// once (8); the others wait their turn.
+	MaxBatchParallel int
+	// MaxWorkerParallel bounds the calls of one worker (caller and
+	// worker_id) running at once, batches and single calls alike (16).
+	MaxWorkerParallel int
 }
 
 // DefaultMaxWorkspaceBytes is server.max_workspace_bytes's default.
@@ -90,7 +96,7 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 	raw = expanded.(map[string]any)
 	cfg := &Config{
 		Server: ServerConfig{SessionTTL: 300 * time.Second, CleanupInterval: 60 * time.Second, DefaultTimeout: 600 * time.Second,
-			MaxWorkspaceBytes: DefaultMaxWorkspaceBytes},
+			MaxWorkspaceBytes: DefaultMaxWorkspaceBytes, MaxBatchParallel: 8, MaxWorkerParallel: 16},
 		Resources: map[string]map[string]any{},
 		APIs:      map[string]map[string]any{},
 	}
@@ -114,6 +120,13 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		} else if ok {
 			cfg.Server.MaxWorkspaceBytes = n
+		}
+		for key, dst := range map[string]*int{"max_batch_parallel": &cfg.Server.MaxBatchParallel, "max_worker_parallel": &cfg.Server.MaxWorkerParallel} {
+			if n, ok, err := IntSetting(srv, "server", key, 1, 1024); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+			} else if ok {
+				*dst = int(n)
+			}
 		}
 		if v, ok := srv["data_dir"]; ok {
 			s, ok := v.(string)

@@ -54,7 +54,10 @@
 // code, or any other error (answered 5000). Stateless tools run without a
 // session (Call.Session is nil); stateful tools run on the caller's session
 // for their resource type, or on a temporary session destroyed after the
-// call. Calls on one session are serialised by the core.
+// call. Calls on one session are serialised by the core; a worker (caller
+// and worker_id) runs at most server.max_worker_parallel calls at once and
+// a parallel batch at most server.max_batch_parallel actions at a time,
+// the others waiting their turn.
 //
 // Backends keep their files inside Session.Workspace and Env.DataDir and
 // sanitize any client-sent name before it touches a path (the code

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,6 +48,18 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 			return done(fail(CodeMissingRequiredField, "Missing required parameter: "+p, map[string]any{"parameter": p}, meta))
 		}
 	}
+	// The worker's slot is held until the tool's Run returns, a timed-out
+	// one included: what it started still runs.
+	release, err := s.acquireWorker(ctx, c)
+	if err != nil {
+		return done(fail(CodeUnexpectedError, err.Error(), nil, meta))
+	}
+	handed := false
+	defer func() {
+		if !handed {
+			release()
+		}
+	}()
 	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = s.cfg.Server.DefaultTimeout
@@ -63,7 +76,8 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 	}
 	call := &Call{WorkerID: c.Worker, Params: a.Params}
 	if t.Stateless {
-		return done(s.run(ctx, t, call, timeout, meta, nil))
+		handed = true
+		return done(s.run(ctx, t, call, timeout, meta, release))
 	}
 	key := c.key(t.backend.name)
 	if e := s.lockSession(key); e != nil {
@@ -71,7 +85,8 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 		meta.SessionID = &id
 		call.Session = &e.s
 		s.touch(e)
-		env := s.run(ctx, t, call, timeout, meta, func() { s.unlockSession(e) })
+		handed = true
+		env := s.run(ctx, t, call, timeout, meta, func() { s.unlockSession(e); release() })
 		s.touch(e)
 		return done(env)
 	}
@@ -93,7 +108,8 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 		return done(fail(CodeResourceNotInitialized, "Session creation failed: "+err.Error(), nil, meta))
 	}
 	call.Session = &e.s
-	env := s.run(ctx, t, call, timeout, meta, e.mu.Unlock)
+	handed = true
+	env := s.run(ctx, t, call, timeout, meta, func() { e.mu.Unlock(); release() })
 	// run has released e.mu; destroy once the run is really over.
 	s.destroyEntry(context.WithoutCancel(ctx), e)
 	return done(env)
@@ -170,18 +186,25 @@ type BatchResult struct {
 }
 
 // Batch runs actions for c: in order, stopping after the first failure when
-// stopOnError, or all at once when parallel (stopOnError is then ignored, as
-// in AgentFlow); results keep the request's order. The envelope's code is 0
-// when every action ran and succeeded (an empty batch too), 5009 when none
-// succeeded, 5010 otherwise.
+// stopOnError, or concurrently when parallel (stopOnError is then ignored,
+// as in AgentFlow), at most server.max_batch_parallel at a time (and, as
+// every call, at most server.max_worker_parallel of the worker's at once);
+// results keep the request's order. The envelope's code is 0 when every
+// action ran and succeeded (an empty batch too), 5009 when none succeeded,
+// 5010 otherwise.
 func (s *Service) Batch(ctx context.Context, c Caller, actions []Action, parallel, stopOnError bool) Envelope {
 	start, trace := time.Now(), c.trace()
 	var results []Envelope
 	if parallel {
 		results = make([]Envelope, len(actions))
+		var next atomic.Int64
 		var wg sync.WaitGroup
-		for i, a := range actions {
-			wg.Go(func() { results[i] = s.execute(ctx, c, a, trace) })
+		for range min(len(actions), s.cfg.Server.MaxBatchParallel) {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < len(actions); i = int(next.Add(1) - 1) {
+					results[i] = s.execute(ctx, c, actions[i], trace)
+				}
+			})
 		}
 		wg.Wait()
 	} else {
@@ -210,5 +233,42 @@ func (s *Service) Batch(ctx context.Context, c Caller, actions []Action, paralle
 		return fail(CodeAllRequestsFailed, "All actions failed", r, meta)
 	default:
 		return fail(CodePartialFailure, fmt.Sprintf("%d out of %d actions failed", failed, r.Executed), r, meta)
+	}
+}
+
+// workerSlots bounds the calls of one worker running at once.
+type workerSlots struct {
+	ch   chan struct{} // one token per call running
+	refs int           // calls holding or waiting for a token; guarded by Service.mu
+}
+
+// acquireWorker waits for one of c's worker's server.max_worker_parallel
+// slots (until ctx ends or the service closes) and returns its release.
+func (s *Service) acquireWorker(ctx context.Context, c Caller) (func(), error) {
+	key := [2]string{c.Caller, c.Worker}
+	s.mu.Lock()
+	w := s.workers[key]
+	if w == nil {
+		w = &workerSlots{ch: make(chan struct{}, s.cfg.Server.MaxWorkerParallel)}
+		s.workers[key] = w
+	}
+	w.refs++
+	s.mu.Unlock()
+	drop := func() {
+		s.mu.Lock()
+		if w.refs--; w.refs == 0 {
+			delete(s.workers, key)
+		}
+		s.mu.Unlock()
+	}
+	select {
+	case w.ch <- struct{}{}:
+		return func() { <-w.ch; drop() }, nil
+	case <-ctx.Done():
+		drop()
+		return nil, fmt.Errorf("waiting for one of the worker's %d call slots (server.max_worker_parallel): %w", cap(w.ch), ctx.Err())
+	case <-s.stop:
+		drop()
+		return nil, ErrClosed
 	}
 }

@@ -38,9 +38,10 @@ type Service struct {
 	simple    map[string][]string // simple name → full names, sorted
 
 	mu       sync.Mutex
-	sessions map[sessionKey]*entry // guarded by mu
-	counters map[sessionKey]int    // guarded by mu; per (caller, worker, type), never reset
-	closed   bool                  // guarded by mu
+	sessions map[sessionKey]*entry      // guarded by mu
+	counters map[sessionKey]int         // guarded by mu; per (caller, worker, type), never reset
+	workers  map[[2]string]*workerSlots // guarded by mu; (caller, worker) with calls running or waiting
+	closed   bool                       // guarded by mu
 
 	calls   sync.WaitGroup // tool runs still going (a timed-out Run may outlive its call)
 	bg      sync.WaitGroup // the sweeper and the start-up warm-up
@@ -81,6 +82,12 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Service, err error)
 	if dataDir, err = filepath.Abs(dataDir); err != nil {
 		return nil, fmt.Errorf("sandbox: data dir: %w", err)
 	}
+	if cfg.Server.MaxBatchParallel <= 0 {
+		cfg.Server.MaxBatchParallel = 8
+	}
+	if cfg.Server.MaxWorkerParallel <= 0 {
+		cfg.Server.MaxWorkerParallel = 16
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -88,7 +95,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Service, err error)
 	s := &Service{
 		cfg: cfg, dataDir: dataDir, log: log,
 		backends: map[string]*backendEntry{}, tools: map[string]*toolEntry{}, simple: map[string][]string{},
-		sessions: map[sessionKey]*entry{}, counters: map[sessionKey]int{},
+		sessions: map[sessionKey]*entry{}, counters: map[sessionKey]int{}, workers: map[[2]string]*workerSlots{},
 		stop: make(chan struct{}),
 	}
 	s.stopCtx, s.cancel = context.WithCancel(context.Background())
