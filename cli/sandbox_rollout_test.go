@@ -82,12 +82,16 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 	}
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 
-	script := strings.Join([]string{
-		`{"match": "How many singers", "tool_calls": [{"name": "text2sql-execute", "arguments": {"db_id": "concert", "query": "SELECT count(*) AS n FROM singer"}}]}`,
-		`{"match": "[[6]]", "tool_calls": [{"name": "submit", "arguments": {"answer": "6"}}]}`,
-		`{"match": "Somerset Park", "tool_calls": [{"name": "rag-search", "arguments": {"query": "Somerset Park concerts end noise agreement"}}]}`,
-		`{"match": "noise agreement", "tool_calls": [{"name": "submit", "arguments": {"answer": "22:00"}}]}`,
-	}, "\n")
+	// The benchmark and the scripted model's replies are README's, shipped
+	// in examples/sandbox.
+	bench, err := os.ReadFile(filepath.Join(root, "examples/sandbox/bench.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "examples/sandbox/script.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	settings, _ := json.Marshal(map[string]any{
 		"data_path": "bench.jsonl", "benchmark_name": "sbx", "num_chains": 1,
 		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": "script.jsonl"}},
@@ -95,10 +99,8 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 	})
 	writeFiles(t, dir, map[string]string{
 		"rollout.json": string(settings),
-		"bench.jsonl": `{"id": "singers", "question": "How many singers are in the concert database?", "answer": "6"}
-{"id": "curfew", "question": "By what time must concerts at Somerset Park end?", "answer": "22:00"}
-`,
-		"script.jsonl": script,
+		"bench.jsonl":  string(bench),
+		"script.jsonl": string(script),
 	})
 	code, out, errs := run(t, "rollout", "--config", filepath.Join(dir, "rollout.json"), "--data", filepath.Join(dir, "flock-data"),
 		"--output-dir", filepath.Join(dir, "out"), "--quiet")
