@@ -112,7 +112,8 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		return out.Encode(f)
+		_, err = fmt.Fprintln(stdout, f.RunID)
+		return err
 	case "questions":
 		qs, err := c.Questions(ctx, id)
 		if err != nil {
