@@ -53,7 +53,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "flock %s: %v\n", cmd, err)
 		return 2
-	case errors.Is(err, errRunFailed):
+	case errors.Is(err, errRunFailed), errors.Is(err, errReported):
 		return 1
 	default:
 		fmt.Fprintf(stderr, "flock %s: %v\n", cmd, err)

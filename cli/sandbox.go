@@ -62,7 +62,12 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	svc, err := openSandbox(ctx, *path, filepath.Join(cfg.DataDir, "sandbox"), log)
+	return reported(log, level, serveSandbox(ctx, log, cfg, *path, newNotices(stdout, level)))
+}
+
+// serveSandbox is sandboxCmd once its flags are read.
+func serveSandbox(ctx context.Context, log *slog.Logger, cfg configs.Server, path string, say notices) error {
+	svc, err := openSandbox(ctx, path, filepath.Join(cfg.DataDir, "sandbox"), log)
 	if err != nil {
 		return err
 	}
@@ -76,7 +81,9 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return errors.Join(err, svc.Close(context.Background()))
 	}
-	fmt.Fprintf(stdout, "flock sandbox listening on http://%s (backends %v, %d tools)\n", addr, svc.Backends(), len(svc.Tools(true)))
+	url, tools := "http://"+addr.String(), len(svc.Tools(true))
+	say.say(fmt.Sprintf("flock sandbox listening on %s (backends %v, %d tools)", url, svc.Backends(), tools),
+		"flock sandbox listening", "url", url, "backends", svc.Backends(), "tools", tools)
 	select {
 	case <-ctx.Done():
 	case <-stop:

@@ -127,13 +127,14 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	cfg.ReadRoots = append(cfg.ReadRoots, roots...)
+	say, warn := newNotices(stdout, level), newNotices(stderr, level)
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) (<-chan error, error) {
 		h, warnings, err := a.Executor.StartRunWithWarnings(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		printWarnings(stderr, "flock", warnings)
-		fmt.Fprintf(stdout, "started run %s (workflow %s)\n", h.ID, h.Workflow)
+		warn.warn("flock", warnings)
+		say.say(fmt.Sprintf("started run %s (workflow %s)", h.ID, h.Workflow), "started run", "run", h.ID, "workflow", h.Workflow)
 		if !*exit {
 			return nil, nil
 		}
@@ -141,7 +142,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		go func() { // owned: serveUntilDone waits for done or for ctx, which ends Wait
 			end, err := a.Executor.Wait(ctx, h.ID)
 			if err == nil {
-				printResult(stdout, end)
+				say.result(end)
 				if end.Status != state.StatusSucceeded {
 					err = errRunFailed
 				}
@@ -183,6 +184,13 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 	if err != nil {
 		return err
 	}
+	return reported(log, level, serveWith(ctx, log, cfg, level, stdout, stderr, after, sandboxConfig, cl))
+}
+
+// serveWith is serveUntilDone with its logger.
+func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level logOpts, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error), sandboxConfig string, cl *clusterFlags) error {
+	var err error
+	say := newNotices(stdout, level)
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -233,22 +241,31 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 		return errors.Join(err, closeSandbox(context.Background()), closeApp(context.Background()))
 	}
 	a.Gateway.SetBaseURL("http://" + agentAddr(addr))
+	url := "http://" + addr.String()
 	if node != nil {
-		fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, cluster node %s, NATS %s, %d replicas)\n",
-			addr, a.Config.DataDir, a.Config.Mode, node.name, node.url, node.member.Replicas)
+		say.say(fmt.Sprintf("flock listening on %s (data %s, mode %s, cluster node %s, NATS %s, %d replicas)",
+			url, a.Config.DataDir, a.Config.Mode, node.name, node.url, node.member.Replicas),
+			"flock listening", "url", url, "data", a.Config.DataDir, "mode", a.Config.Mode,
+			"node", node.name, "nats", node.url, "replicas", node.member.Replicas)
 	} else {
-		fmt.Fprintf(stdout, "flock listening on http://%s (data %s, mode %s, %d runs resumed)\n", addr, a.Config.DataDir, a.Config.Mode, len(a.Executor.Active()))
+		resumed := len(a.Executor.Active())
+		say.say(fmt.Sprintf("flock listening on %s (data %s, mode %s, %d runs resumed)", url, a.Config.DataDir, a.Config.Mode, resumed),
+			"flock listening", "url", url, "data", a.Config.DataDir, "mode", a.Config.Mode, "runs_resumed", resumed)
 	}
 	var done <-chan error
 	if after != nil {
 		if done, err = after(ctx, a); err != nil {
-			fmt.Fprintf(stderr, "flock: %v\n", err)
+			newNotices(stderr, level).fail("flock", err)
 		}
 	}
 	var runErr error
 	select {
 	case <-ctx.Done():
-		fmt.Fprintln(stdout, "flock: shutting down; unfinished runs resume on the next start")
+		if node != nil {
+			say.say("flock: shutting down; this node's runs go to the other nodes", "flock shutting down")
+		} else {
+			say.say("flock: shutting down; unfinished runs resume on the next start", "flock shutting down")
+		}
 		if done != nil {
 			<-done // the waiter returns as soon as ctx is done
 		}
