@@ -160,6 +160,11 @@ export class SeedView {
 
   async refresh() {
     const seed = await readSeed(this.id, this.signal);
+    // Drawn again only when something was recorded (a node opened by a
+    // click stays open while the seed waits on its calls).
+    const size = [seed.nodes.length, seed.ended.length, !!seed.selection, seed.qa.length, seed.rejected.length].join();
+    if (size === this.size) return;
+    this.size = size;
     const tree = new TreeView(seed);
     fill(this.el, h('h3', `Trajectory tree · ${seed.nodes.length} nodes` + (seed.ended.length ? ` · ${seed.ended.length} children not grown` : '')),
       seed.nodes.length ? tree.el : h('p.muted', 'No node yet.'),
