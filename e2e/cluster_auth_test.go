@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/internal/testkit"
 )
 
@@ -121,6 +122,17 @@ func TestClusterTLSProcesses(t *testing.T) {
 		checkEntries(t, p, id, 0, 3)
 	}
 	checkRanOnce(t, procs[2], id, 0, marks, 3)
+	// Every node counts the runs (the viewer's runs list polls this),
+	// without an error in its log.
+	for _, p := range procs {
+		var counts api.RunCounts
+		if code := p.do("GET", "/stats/runs", nil, &counts); code != 200 || counts.Total != 1 || counts.Succeeded != 1 {
+			t.Fatalf("GET /stats/runs on %s: %d %+v", p.base, code, counts)
+		}
+		if strings.Contains(p.out.String(), "level=ERROR") {
+			t.Fatalf("%s logged an error:\n%s", p.base, p.out.String())
+		}
+	}
 
 	url := "tls://" + nodes[0].natsAddr
 	cert, key := ca.Issue(t, "intruder", "127.0.0.1")

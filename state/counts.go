@@ -18,8 +18,8 @@ type RunCounts struct {
 }
 
 // RunCounter is implemented by stores that count their runs by status
-// (the bbolt store). It is an optional capability of a Reader, found by
-// type assertion.
+// (both of flock's stores; the contract suite requires it). It is an
+// optional capability of a Reader, found by type assertion.
 type RunCounter interface {
 	// CountRuns counts every stored run by status.
 	CountRuns(ctx context.Context) (RunCounts, error)

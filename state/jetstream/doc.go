@@ -119,6 +119,8 @@
 // runs listed, not the runs stored. Runs with other filters reads every
 // head (a KV watch of the heads bucket, which a replica may serve) and
 // filters in memory: fine for thousands of runs, not for millions.
+// CountRuns (GET /stats/runs) reads every head the same way and decodes
+// only its status.
 //
 // # Leases
 //

@@ -316,48 +316,103 @@ func (s *Store) chunk(ctx context.Context, key []byte) ([]byte, error) {
 	return b, err
 }
 
-// allHeads reads every run head, in ID order. Unreadable heads are returned
-// as errors beside the others.
-func (s *Store) allHeads(ctx context.Context) ([]state.Run, []error, error) {
+// eachHead calls fn with the key and value of every entry of the heads
+// bucket (its latest values, read through one watcher).
+func (s *Store) eachHead(ctx context.Context, fn func(key string, value []byte)) error {
 	if err := s.check(ctx); err != nil {
-		return nil, nil, err
+		return err
 	}
 	w, err := s.heads.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, nil, fmt.Errorf("list runs: %w", err)
+		return err
 	}
 	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("heads watcher closed")
+			}
+			if e == nil { // every current value was delivered
+				return nil
+			}
+			fn(e.Key(), e.Value())
+		}
+	}
+}
+
+// allHeads reads every run head, in ID order. Unreadable heads are returned
+// as errors beside the others.
+func (s *Store) allHeads(ctx context.Context) ([]state.Run, []error, error) {
 	var (
 		runs []state.Run
 		bad  []error
 	)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, nil, fmt.Errorf("list runs: watcher closed")
-			}
-			if e == nil { // every current value was delivered
-				slices.SortFunc(runs, func(a, b state.Run) int { return cmp.Compare(a.ID, b.ID) })
-				return runs, bad, nil
-			}
-			env, err := decodeEnvelope(e.Key(), e.Value())
-			if err != nil {
-				bad = append(bad, err)
-				continue
-			}
-			r, ok, err := env.head(e.Key())
-			if err != nil {
-				bad = append(bad, err)
-				continue
-			}
-			if ok {
-				runs = append(runs, r)
-			}
+	err := s.eachHead(ctx, func(key string, value []byte) {
+		env, err := decodeEnvelope(key, value)
+		if err != nil {
+			bad = append(bad, err)
+			return
 		}
+		r, ok, err := env.head(key)
+		if err != nil {
+			bad = append(bad, err)
+			return
+		}
+		if ok {
+			runs = append(runs, r)
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list runs: %w", err)
 	}
+	slices.SortFunc(runs, func(a, b state.Run) int { return cmp.Compare(a.ID, b.ID) })
+	return runs, bad, nil
+}
+
+// statusOnly decodes a heads bucket value as far as CountRuns needs.
+type statusOnly struct {
+	Run *struct {
+		Status state.Status `json:"status"`
+	} `json:"run"`
+}
+
+// CountRuns counts every run by status (state.RunCounter), reading each
+// head's status without decoding the rest of the head. It reads every
+// head, like an unfiltered listing: a caller that shows live counts
+// should cache the answer for a second or so. An unreadable head counts
+// in Total only.
+func (s *Store) CountRuns(ctx context.Context) (state.RunCounts, error) {
+	var c state.RunCounts
+	err := s.eachHead(ctx, func(_ string, value []byte) {
+		var h statusOnly
+		if json.Unmarshal(value, &h) != nil {
+			c.Total++
+			return
+		}
+		if h.Run == nil {
+			return // logs without a head: not a run yet
+		}
+		c.Total++
+		switch h.Run.Status {
+		case state.StatusRunning:
+			c.Running++
+		case state.StatusPaused:
+			c.Paused++
+		case state.StatusSucceeded:
+			c.Succeeded++
+		case state.StatusFailed:
+			c.Failed++
+		case state.StatusCancelled:
+			c.Cancelled++
+		}
+	})
+	if err != nil {
+		return state.RunCounts{}, fmt.Errorf("count runs: %w", err)
+	}
+	return c, nil
 }
 
 // Runs lists heads newest first (descending ID order, as run IDs sort by

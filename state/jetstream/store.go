@@ -299,4 +299,5 @@ func isWrongLast(err error) bool {
 var (
 	_ state.Store         = (*Store)(nil)
 	_ state.StatsReporter = (*Store)(nil)
+	_ state.RunCounter    = (*Store)(nil)
 )

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"ReadPaging", testReadPaging},
 		{"NotFound", testNotFound},
 		{"Runs", testRuns},
+		{"Counts", testCounts},
 		{"UnfinishedFollowsStatus", testUnfinishedFollowsStatus},
 		{"Children", testChildren},
 		{"CommitRejected", testCommitRejected},
@@ -449,6 +450,48 @@ func testRuns(t *testing.T, s state.Store) {
 			t.Fatalf("default limit: got %d, want 50", len(got))
 		}
 	})
+}
+
+// testCounts: every flock store counts its runs by status (GET
+// /stats/runs), including a run whose result and vars hold a "status" key
+// of their own and a run whose status changed; a run with logs but no
+// head is not counted.
+func testCounts(t *testing.T, s state.Store) {
+	counter, ok := s.(state.RunCounter)
+	if !ok {
+		t.Fatalf("%T does not count runs (state.RunCounter): GET /stats/runs would answer 501", s)
+	}
+	ctx := context.Background()
+	if c, err := counter.CountRuns(ctx); err != nil || c != (state.RunCounts{}) {
+		t.Fatalf("empty store: %+v, %v", c, err)
+	}
+	statuses := []state.Status{state.StatusRunning, state.StatusRunning, state.StatusPaused, state.StatusSucceeded,
+		state.StatusFailed, state.StatusFailed, state.StatusCancelled}
+	for i, st := range statuses {
+		h := testHead(fmt.Sprintf("run%02d", i), "wf", "", st)
+		if st == state.StatusSucceeded {
+			h.Result = json.RawMessage(`{"status":"failed"}`)
+			h.Vars = map[string]json.RawMessage{"v": json.RawMessage(`{"status":"running"}`)}
+		}
+		mustCommit(t, s, &state.Commit{RunID: h.ID, Run: h})
+	}
+	mustCommit(t, s, &state.Commit{RunID: "run99", Events: testEvents(1)})
+	// run00 ends: running -> succeeded.
+	h := testHead("run00", "wf", "", state.StatusSucceeded)
+	mustCommit(t, s, &state.Commit{RunID: h.ID, Run: h, ExpectRevision: 1})
+	got, err := counter.CountRuns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := state.RunCounts{Total: 7, Running: 1, Paused: 1, Succeeded: 2, Failed: 2, Cancelled: 1}
+	if got != want {
+		t.Fatalf("CountRuns = %+v, want %+v", got, want)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := counter.CountRuns(cctx); err == nil {
+		t.Fatal("CountRuns with a cancelled context succeeded")
+	}
 }
 
 func testUnfinishedFollowsStatus(t *testing.T, s state.Store) {
