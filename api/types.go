@@ -213,7 +213,7 @@ type Workflows struct {
 
 // Health answers GET /health.
 type Health struct {
-	Status  string `json:"status" doc:"ok or degraded"`
+	Status  string `json:"status" doc:"ok, degraded, or unavailable (answered with 503)"`
 	Stalled int    `json:"stalled_runs,omitempty" doc:"runs whose commits are being retried"`
 	Reason  string `json:"reason,omitempty" doc:"why (the first stalled run found)"`
 }

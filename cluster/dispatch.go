@@ -274,6 +274,15 @@ func (d *Dispatcher) Close() {
 	d.wg.Wait()
 }
 
+// Check reports whether the claim stream and its consumer still exist
+// and answer (their leaders give their info).
+func (d *Dispatcher) Check(ctx context.Context) error {
+	if _, err := d.js.Consumer(ctx, ClaimStream, ClaimConsumer); err != nil {
+		return fmt.Errorf("stream %s, consumer %s: %w", ClaimStream, ClaimConsumer, err)
+	}
+	return nil
+}
+
 // Stats counts the claims this node received and, of them, those
 // delivered more than once (taken over from a node that died or let go).
 func (d *Dispatcher) Stats() (delivered, redelivered int64) {

@@ -107,6 +107,13 @@
 // final event still ends the stream. Live-only events of descendant runs
 // (?descendants=true) are not forwarded between nodes.
 //
+// # Health
+//
+// Engine.Health adds to the executor's health a check of the shared
+// store and the claim queue (every stream's info, at most one check a
+// second): a node whose store does not answer or lost a stream is
+// "unavailable", and its /health answers 503.
+//
 // # Caveats
 //
 // Run work directories are node-local paths under each node's data

@@ -20,19 +20,70 @@ const subBuffer = 256
 // when the run has ended or paused even if its last event was missed.
 const headPoll = time.Second
 
+// healthTTL is how long Health answers from its last check of the store:
+// /health needs no token, and a check asks every stream for its info.
+const healthTTL = time.Second
+
+// healthTimeout bounds a check of the store.
+const healthTimeout = 2 * time.Second
+
+// StoreChecker is implemented by stores that can tell whether they are
+// still usable (state/jetstream's Store): a cluster node's /health asks.
+type StoreChecker interface {
+	Check(ctx context.Context) error
+}
+
 // Engine is the executor as the HTTP server sees it on a cluster node
 // (server.Engine): everything is the executor's, except that event
 // subscriptions follow the run's event subject, so that a node streams
-// the events of runs driven by any node (package doc, "Events").
+// the events of runs driven by any node (package doc, "Events"), and
+// Health checks the shared store and the claim queue too.
 type Engine struct {
 	*workflows.Executor
 	d *Dispatcher
+
+	mu        sync.Mutex // held while checking; see LOCKS.md
+	checkedAt time.Time  // guarded by mu
+	checkErr  error      // guarded by mu
 }
 
 // NewEngine returns the engine of a node whose executor is ex and whose
 // dispatcher is d.
 func NewEngine(ex *workflows.Executor, d *Dispatcher) *Engine {
 	return &Engine{Executor: ex, d: d}
+}
+
+// Health is the executor's health, "unavailable" (the server answers
+// 503) when the shared store or the claim queue does not answer or lost
+// a stream: a node that cannot read or write runs is not healthy. The
+// check is at most healthTTL old; concurrent callers share one.
+func (e *Engine) Health() workflows.Health {
+	h := e.Executor.Health()
+	if err := e.checkStore(); err != nil {
+		h.Status, h.Reason = workflows.HealthUnavailable, "the cluster store does not answer: "+err.Error()
+	}
+	return h
+}
+
+// checkStore checks the store and the claim queue, or returns the last
+// check's result while it is fresh.
+func (e *Engine) checkStore() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.checkedAt.IsZero() && time.Since(e.checkedAt) < healthTTL {
+		return e.checkErr
+	}
+	ctx, cancel := context.WithTimeout(e.d.ctx, healthTimeout)
+	defer cancel()
+	var err error
+	if c, ok := e.d.cfg.Store.(StoreChecker); ok {
+		err = c.Check(ctx)
+	}
+	if err == nil {
+		err = e.d.Check(ctx)
+	}
+	e.checkedAt, e.checkErr = time.Now(), err
+	return err
 }
 
 // Subscribe follows the committed events of run id, wherever it is

@@ -137,6 +137,14 @@ func (g *gateStore) Release(ctx context.Context, id, owner string) error {
 	return g.Store.Release(ctx, id, owner)
 }
 
+// Check passes the store's health check on (Engine.Health).
+func (g *gateStore) Check(ctx context.Context) error {
+	if c, ok := g.Store.(StoreChecker); ok {
+		return c.Check(ctx)
+	}
+	return nil
+}
+
 func (g *gateStore) Close() error {
 	if g.own {
 		return g.Store.Close()

@@ -159,3 +159,42 @@ func TestClusterHTTPFromEveryNode(t *testing.T) {
 	t.Logf("%d events streamed by each of %d nodes; run driven by %s", len(streams[d]), len(srvs), c.nodes[d].name)
 
 }
+
+// TestClusterHealthFollowsStore: /health answers 503 "unavailable",
+// naming what is missing, once a stream the node needs was deleted, and
+// 200 "ok" while they are all there.
+func TestClusterHealthFollowsStore(t *testing.T) {
+	for _, stream := range []string{"FLOCK_RUNS", "KV_FLOCK_HEADS", "OBJ_FLOCK_BLOBS", ClaimStream} {
+		t.Run(stream, func(t *testing.T) {
+			c := startCluster(t, clusterOpts{n: 1})
+			srv := serve(t, c.nodes[0])
+			health := func() (int, api.Health) {
+				resp, err := http.Get(srv.URL + "/health")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var h api.Health
+				if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+					t.Fatal(err)
+				}
+				return resp.StatusCode, h
+			}
+			if code, h := health(); code != http.StatusOK || h.Status != "ok" {
+				t.Fatalf("healthy node: %d %+v", code, h)
+			}
+			if err := c.nodes[0].m.JS.DeleteStream(context.Background(), stream); err != nil {
+				t.Fatal(err)
+			}
+			var code int
+			var h api.Health
+			testkit.WaitFor(t, "/health to say unavailable", func() bool {
+				code, h = health()
+				return code == http.StatusServiceUnavailable
+			})
+			if h.Status != "unavailable" || !strings.Contains(h.Reason, stream) {
+				t.Fatalf("after deleting %s: %d %+v", stream, code, h)
+			}
+		})
+	}
+}

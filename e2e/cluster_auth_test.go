@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/internal/testkit"
@@ -94,7 +96,8 @@ func TestClusterRefusesInsecureFlags(t *testing.T) {
 // started on one node is read, with its entries, from the others), and
 // their NATS ports refuse a client without credentials, one with a
 // certificate but a wrong secret, and one with the secret but no
-// certificate.
+// certificate. Every node counts the runs (GET /stats/runs) and, once the
+// runs stream is deleted, says on /health that its store is unusable.
 func TestClusterTLSProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
@@ -160,5 +163,23 @@ func TestClusterTLSProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("flock's user: %v", err)
 	}
-	nc.Close()
+	defer nc.Close()
+	// With the secret, the runs can be deleted (which is why it must be
+	// kept secret): every node's /health then says the store is unusable.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(context.Background(), "FLOCK_RUNS"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		var h api.Health
+		testkit.WaitFor(t, p.base+"/health to say unavailable", func() bool {
+			return p.do("GET", "/health", nil, &h) == http.StatusServiceUnavailable
+		})
+		if h.Status != "unavailable" || !strings.Contains(h.Reason, "FLOCK_RUNS") {
+			t.Fatalf("%s/health after the runs stream was deleted: %+v", p.base, h)
+		}
+	}
 }

@@ -13,7 +13,7 @@
 //
 // # Routes
 //
-//	GET  /health               {"status":"ok"}, or "degraded" with the stalled runs; never needs a token
+//	GET  /health               {"status":"ok"}, or "degraded" with the stalled runs; 503 "unavailable" when runs cannot be read or written (a cluster node's store); never needs a token
 //	GET  /openapi.json         the OpenAPI 3.1 document of these routes
 //	POST /start_workflow       {"workflow","settings","task"} -> 201 {"run_id","status"}
 //	GET  /runs                 ?status=&workflow=&parent_id=&top=&q=&after=&limit= -> {"runs","next"}; each run with "task" (first line), "children", "questions"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/phases"
@@ -122,6 +123,15 @@ func viewEvent(ev state.Event) api.Event {
 func viewGraph(g phases.Graph) api.Graph {
 	return api.Graph{Name: g.Name, Description: g.Description, Source: g.Source, Start: g.Start,
 		Phases: g.Phases, Transitions: g.Transitions}
+}
+
+// healthCode is /health's status: 503 when the engine cannot read or
+// write runs (a load balancer then sends no request there), else 200.
+func healthCode(h workflows.Health) int {
+	if h.Status == workflows.HealthUnavailable {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusOK
 }
 
 func viewHealth(h workflows.Health) api.Health {

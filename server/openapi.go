@@ -42,7 +42,7 @@ var (
 // apiRoutes are the API's routes, in the order of the package doc.
 var apiRoutes = []apiRoute{
 	{method: http.MethodGet, path: "/health", id: "health", status: http.StatusOK, resp: api.Health{},
-		summary: "The server's condition: ok, or degraded while some run cannot commit (still 200). Needs no token."},
+		summary: "The server's condition: ok; degraded while some run cannot commit (still 200); unavailable (503, the same body) when it cannot read or write runs, as a cluster node whose store does not answer. Needs no token."},
 	{method: http.MethodGet, path: "/openapi.json", id: "openapi", status: http.StatusOK, resp: map[string]any{},
 		summary: "This document."},
 	{method: http.MethodPost, path: "/start_workflow", id: "startWorkflow", status: http.StatusCreated,

@@ -287,5 +287,6 @@ func (s *Server) health(c *echo.Context) error {
 	if s.eng == nil {
 		return c.JSON(http.StatusOK, map[string]any{"status": "healthy", "timestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000000")})
 	}
-	return c.JSON(http.StatusOK, viewHealth(s.eng.Health()))
+	h := s.eng.Health()
+	return c.JSON(healthCode(h), viewHealth(h))
 }

@@ -67,13 +67,19 @@ func waitEvent(op, reason string, until, now time.Time) state.Event {
 
 // Health is the executor's condition as a whole.
 type Health struct {
-	// Status is "ok" or "degraded".
+	// Status is "ok", "degraded" (some runs stall) or HealthUnavailable
+	// (the engine cannot read or write runs: a cluster node whose store
+	// does not answer).
 	Status string `json:"status"`
 	// Stalled counts the runs whose commits are being retried, and Reason
 	// says why (the first one found).
 	Stalled int    `json:"stalled_runs,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 }
+
+// HealthUnavailable is Health.Status of an engine that cannot read or
+// write runs; the server answers /health with 503.
+const HealthUnavailable = "unavailable"
 
 // liveState is a runner's Live, shared between the drive goroutine, the
 // op goroutines and readers.

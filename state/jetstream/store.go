@@ -301,3 +301,31 @@ var (
 	_ state.StatsReporter = (*Store)(nil)
 	_ state.RunCounter    = (*Store)(nil)
 )
+
+// Check reports whether every stream of the store (the runs and index
+// streams, the heads and leases buckets, the object store) still exists
+// and answers, asking each for its info; the error names the first that
+// does not. A store whose streams were deleted under it refuses every
+// commit and finds no run: Check is how a node's /health learns it.
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	up := strings.ToUpper(s.opts.Prefix)
+	checks := []struct {
+		name string
+		info func(context.Context) error
+	}{
+		{s.runsName, func(ctx context.Context) error { _, err := s.runs.Info(ctx); return err }},
+		{up + "_INDEX", func(ctx context.Context) error { _, err := s.index.Info(ctx); return err }},
+		{"KV_" + up + "_HEADS", func(ctx context.Context) error { _, err := s.heads.Status(ctx); return err }},
+		{"KV_" + up + "_LEASES", func(ctx context.Context) error { _, err := s.leases.Status(ctx); return err }},
+		{"OBJ_" + up + "_BLOBS", func(ctx context.Context) error { _, err := s.blobs.Status(ctx); return err }},
+	}
+	for _, c := range checks {
+		if err := c.info(ctx); err != nil {
+			return fmt.Errorf("stream %s: %w", c.name, err)
+		}
+	}
+	return nil
+}

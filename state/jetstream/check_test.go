@@ -1,0 +1,36 @@
+package jetstream
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// TestCheckNamesALostStream: Check passes on an open store and, once any
+// of its streams was deleted under it, fails naming that stream.
+func TestCheckNamesALostStream(t *testing.T) {
+	servers := []*server.Server{startServer(t)}
+	for _, name := range []string{"RUNS", "INDEX", "KV_HEADS", "KV_LEASES", "OBJ_BLOBS"} {
+		t.Run(name, func(t *testing.T) {
+			s := openStore(t, servers, Options{})
+			ctx := context.Background()
+			if err := s.Check(ctx); err != nil {
+				t.Fatalf("open store: %v", err)
+			}
+			up := strings.ToUpper(s.opts.Prefix)
+			stream := up + "_" + name
+			if i := strings.Index(name, "_"); i > 0 {
+				stream = name[:i] + "_" + up + name[i:]
+			}
+			if err := s.js.DeleteStream(ctx, stream); err != nil {
+				t.Fatal(err)
+			}
+			err := s.Check(ctx)
+			if err == nil || !strings.Contains(err.Error(), stream) {
+				t.Fatalf("after deleting %s: %v", stream, err)
+			}
+		})
+	}
+}
