@@ -94,8 +94,10 @@
 // unknown or ended session), 403 for a request from a web page (an Origin
 // header), 415 for a body that is not JSON, 429 when the run reached one
 // of its limits (code run_limit_exceeded, naming limits.tokens, .cost or
-// .seconds) or a rate limit held the call too long, 502 when the model
-// failed after its retries.
+// .seconds) or the call's generate failed with the failure code
+// rate_limited (a rate limit it could not outwait: operations.Code), 502
+// when the model failed otherwise. The status comes from the code, never
+// from the wording of the error.
 //
 // # Journaling: a session is a run
 //

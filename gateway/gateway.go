@@ -366,7 +366,7 @@ func (s *Session) Do(ctx context.Context, req operations.GenerateRequest, stepID
 		return nil, c.err
 	}
 	if c.res.Error != "" {
-		return nil, &callError{msg: c.res.Error}
+		return nil, &callError{msg: c.res.Error, code: c.res.Code}
 	}
 	var gr operations.GenerateResult
 	if c.res.Generate != nil {
@@ -380,9 +380,12 @@ func (s *Session) Do(ctx context.Context, req operations.GenerateRequest, stepID
 	return &t, nil
 }
 
-// callError is a generate op that failed (the model's error, after its
-// retries), as its result says.
-type callError struct{ msg string }
+// callError is a call whose generate failed (the model's error, after its
+// retries), as its result says, with the result's failure code.
+type callError struct {
+	msg  string
+	code operations.Code
+}
 
 func (e *callError) Error() string { return e.msg }
 
@@ -468,7 +471,7 @@ func (s *Session) DeliverAnswered(opID string) bool {
 	s.mu.Unlock()
 	for i := range calls {
 		c := &calls[i]
-		s.Deliver(c.ID, opID, c.Request, operations.Result{Kind: operations.KindGenerate, Error: c.Error, Generate: c.Result})
+		s.Deliver(c.ID, opID, c.Request, operations.Result{Kind: operations.KindGenerate, Error: c.Error, Code: c.Code, Generate: c.Result})
 	}
 	return ok
 }

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/flockrun/flock/operations"
 )
 
 // Prefix is the path under which the gateway's routes live:
@@ -190,8 +192,9 @@ func (g *Gateway) complete(w http.ResponseWriter, r *http.Request, s *Session) e
 }
 
 // callFailure maps a failed call to its OpenAI-shaped answer: 429 for a
-// run limit or a rate limit, 410 for a closed session, 502 for the
-// model's own failure (its text names the model and never a key).
+// run limit or a rate limit (the generate's failure code rate_limited),
+// 410 for a closed session, 502 for the model's own failure (its text
+// names the model and never a key).
 func callFailure(err error) error {
 	var ce *callError
 	switch {
@@ -201,8 +204,7 @@ func callFailure(err error) error {
 		return newAPIError(http.StatusGone, "invalid_request_error", "session_closed", err.Error())
 	case errors.As(err, &ce):
 		msg := "model call failed: " + ce.msg
-		if strings.Contains(ce.msg, "requests_per_minute") || strings.Contains(ce.msg, "max_retry_wait_s") ||
-			strings.Contains(ce.msg, "HTTP 429") {
+		if ce.code == operations.CodeRateLimited {
 			return newAPIError(http.StatusTooManyRequests, "rate_limit_exceeded", "rate_limit_exceeded", msg)
 		}
 		return newAPIError(http.StatusBadGateway, "api_error", "upstream_error", msg)

@@ -99,8 +99,10 @@ type GatewayCall struct {
 	// journaled before gateway_wait answered its calls: their generate
 	// ops hold the answers.
 	Result *GenerateResult `json:"result,omitempty"`
-	// Error is the generate's error, when it failed.
+	// Error is the generate's error, when it failed, and Code its failure
+	// code (Result.Code).
 	Error string `json:"error,omitempty"`
+	Code  Code   `json:"code,omitempty"`
 }
 
 // GatewayWaitResult is the calls of one batch with their answers, or
@@ -196,7 +198,7 @@ func Generates(req Request, res *Result) []Generated {
 				continue // a call of a session run journaled before gateway_wait answered calls
 			}
 			out = append(out, Generated{CallID: c.ID, Request: &c.Request,
-				Result: Result{Kind: KindGenerate, Meta: Meta{MetaGatewayCall: c.ID}, Error: c.Error, Generate: c.Result}})
+				Result: Result{Kind: KindGenerate, Meta: Meta{MetaGatewayCall: c.ID}, Error: c.Error, Code: c.Code, Generate: c.Result}})
 		}
 		return out
 	}

@@ -139,7 +139,7 @@ func (h *Handler) answer(ctx context.Context, env handlers.Env, calls []operatio
 			g := c.Request
 			res := h.ops.Handle(ctx, env, operations.Request{Kind: operations.KindGenerate, Generate: &g,
 				Meta: operations.Meta{operations.MetaGatewayCall: c.ID}})
-			c.Result, c.Error = res.Generate, res.Error
+			c.Result, c.Error, c.Code = res.Generate, res.Error, res.Code
 			if c.Result == nil && c.Error == "" {
 				c.Error = "generate returned no result"
 			}
