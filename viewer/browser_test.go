@@ -340,7 +340,7 @@ func TestViewerLiveRun(t *testing.T) {
 	if st := eval[string](t, ctx, `document.getElementById('run-status').dataset.status`); st != "running" {
 		t.Fatalf("run status %q before the gate opens, want running", st)
 	}
-	sh.take(ctx, "run-live")
+	sh.viewport(ctx, "run-live")
 
 	// Pause and resume through the buttons.
 	do(t, ctx, "pause", chromedp.Click(chromedp.CSS("#btn-pause")))
@@ -426,7 +426,7 @@ func TestViewerLiveRun(t *testing.T) {
 	if !eval[bool](t, ctx, `[...document.querySelectorAll('#transcript .k-operator')].some(b => b.textContent.includes('Check the file'))`) {
 		t.Error("the fork's transcript does not show the injected message")
 	}
-	sh.take(ctx, "fork-done")
+	sh.viewport(ctx, "fork-done")
 
 	// A run that asks a person to approve each action: answer in the page.
 	s := triframeSettings(t)

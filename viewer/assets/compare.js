@@ -43,6 +43,10 @@ export class ComparePage {
 
   // rollouts compares two rollouts' samples.
   async rollouts(a, b) {
+    const bench = r => r.result && typeof r.result === 'object' ? r.result.benchmark_name : '';
+    if (bench(a) && bench(b) && bench(a) !== bench(b)) {
+      this.body.before(h('p.warn#cmp-bench', `These rollouts ran different benchmarks (${bench(a)} and ${bench(b)}): tasks are matched by id.`));
+    }
     const sa = new Samples(a.id, this.signal), sb = new Samples(b.id, this.signal);
     await Promise.all([sa.refresh(a, () => {}), sb.refresh(b, () => {})]);
     const byA = new Map(sa.rows.map(r => [key(r), r]));

@@ -4,7 +4,7 @@
 
 import {s} from './charts.js';
 
-const NODE_W = 112, NODE_H = 26, GAP_X = 34, GAP_Y = 14, PAD = 10;
+const NODE_W = 104, NODE_H = 26, GAP_X = 26, GAP_Y = 14, PAD = 10;
 
 // layers puts each phase one layer right of every phase that leads to
 // it (the longest path from the start), not counting the transitions
@@ -54,7 +54,7 @@ export function drawGraph(g, {current = '', visited = new Set(), ended = false} 
   const rows = Math.max(...ls.map(l => l.length));
   const width = PAD * 2 + ls.length * NODE_W + (ls.length - 1) * GAP_X;
   const top = 16 + 6 * ls.length; // room for the arcs over a row
-  const height = PAD * 2 + rows * NODE_H + (rows - 1) * GAP_Y + top;
+  const height = PAD * 2 + rows * NODE_H + (rows - 1) * GAP_Y + top + 6 * ls.length; // and under it
   ls.forEach((layer, i) => layer.forEach((p, j) => {
     const off = (rows - layer.length) * (NODE_H + GAP_Y) / 2;
     pos.set(p, {x: PAD + i * (NODE_W + GAP_X), y: PAD + top + off + j * (NODE_H + GAP_Y)});
@@ -82,7 +82,7 @@ export function drawGraph(g, {current = '', visited = new Set(), ended = false} 
       } else {
         // Back (or sideways) to an earlier layer: under the nodes.
         const x1 = a.x + NODE_W / 2, y1 = a.y + NODE_H, x2 = b.x + NODE_W / 2 + 8, y2 = b.y + NODE_H;
-        const low = Math.max(y1, y2) + 14;
+        const low = Math.max(y1, y2) + 8 + 6 * Math.round(Math.abs(a.x - b.x) / (NODE_W + GAP_X));
         d = `M ${x1} ${y1} C ${x1} ${low}, ${x2} ${low}, ${x2} ${y2}`;
       }
       edges.push(s('path', {class: 'edge' + (visited.has(from) && visited.has(to) ? ' seen' : ''), d, 'marker-end': 'url(#arrow)',
