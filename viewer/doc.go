@@ -44,6 +44,8 @@
 //     runs, of its lanes. The table is virtualised: only the rows in view
 //     are in the DOM, so 10,000 samples sort and scroll like 10. The
 //     rollout's entry log (tasks, rows) is folded and read when opened.
+//     A sample's agent run shows how it was graded (its row in the lane
+//     that ran it) and links back to the rollout.
 //   - A synthesis run's page adds its QA pairs (synthesis.js): those kept
 //     (question, answer, each hop's fact and evidence, the checks passed)
 //     and those rejected (the failed check and why), read from its seed

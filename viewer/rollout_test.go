@@ -252,6 +252,9 @@ func TestViewerRollout(t *testing.T) {
 	do(t, ctx, "open a sample", chromedp.Click(chromedp.CSS(`#s-table .vt-row[data-key="cap/1"]`)))
 	waitJS[bool](t, ctx, "the sample's run", fmt.Sprintf(`location.hash === '#/runs/%s' && !!document.querySelector('#transcript .entry')`, rows["cap/1"].RunID), 10*time.Second)
 	waitJS[bool](t, ctx, "its answer", `document.getElementById('transcript').textContent.includes('Lyon')`, 10*time.Second)
+	// Its page says how it was graded and leads back to the rollout.
+	waitJS[bool](t, ctx, "its grade", fmt.Sprintf(`(document.querySelector('#sample:not([hidden]) #sample-grade')||{}).textContent === '✗ incorrect' &&
+		document.getElementById('sample-rollout').getAttribute('href') === '#/runs/%s'`, id), 10*time.Second)
 }
 
 // TestViewerRolloutLive opens a rollout while it runs: one sample's

@@ -9,6 +9,7 @@ import {RolloutView} from './rollout.js';
 import {SynthesisView, SeedView} from './synthesis.js';
 import {ComparePage} from './compare.js';
 import {drawGraph} from './graph.js';
+import {entryPages} from './samples.js';
 
 const app = document.getElementById('app');
 const live = document.getElementById('live');
@@ -284,6 +285,7 @@ class RunPage {
     this.headEl = h('section#head.card');
     this.controls = h('section#controls.card');
     this.humanEl = h('section#human.card', {hidden: true});
+    this.sampleEl = h('section#sample.card', {hidden: true});
     this.usageEl = h('section#usage.card');
     this.modelsEl = h('section#models.card', h('h3', 'Tokens and cost by model'));
     this.varsEl = h('section#vars.card');
@@ -310,7 +312,7 @@ class RunPage {
       ? h('details#transcript-box.card', h('summary', h('h3.inline', `Entry log (${fmtNum(head.entries)} entries)`)), this.transcriptEl)
       : h('section.card', h('h3', 'Transcript'), this.transcriptEl);
     const grid = h('div.run-grid',
-        h('div.side', this.headEl, this.controls, this.humanEl, this.usageEl, this.modelsEl, this.varsEl, this.childrenEl,
+        h('div.side', this.headEl, this.sampleEl, this.controls, this.humanEl, this.usageEl, this.modelsEl, this.varsEl, this.childrenEl,
           h('section.card', h('h3', 'Phase timeline'), h('p.muted.small', 'Click a step to see the vars as it left them.'), this.timelineEl)),
         h('div.mainc',
           this.graphEl,
@@ -343,9 +345,39 @@ class RunPage {
     this.loadModels();
     this.renderGraph();
     this.renderVars();
+    this.loadSample();
     live.hidden = false;
     this.follow();
     this.stops.push(every(2000, () => terminal(this.head.status) ? null : Promise.all([this.loadHuman(), this.loadChildren(), this.refreshSpecial()])));
+  }
+
+  // loadSample shows, on the page of a rollout sample's agent run, how
+  // the sample was graded: its row in the lane that ran it.
+  async loadSample() {
+    const parent = this.head.parent_id;
+    if (!parent) return;
+    try {
+      const lane = await api('/runs/' + encodeURIComponent(parent), {signal: this.abort.signal});
+      if (lane.workflow !== 'rollout.lane') return;
+      let row = null;
+      for await (const page of entryPages(parent, 'row', {signal: this.abort.signal})) {
+        row = page.map(e => e.data).find(r => r && r.run_id === this.id) || row;
+      }
+      if (!row) return;
+      const scores = row.scores && Object.keys(row.scores).length ? row.scores : {[row.metric || 'score']: row.score};
+      fill(this.sampleEl, h('h3', 'Rollout sample'),
+        h('dl.kv', {dataset: {task: row.task_id, chain: String(row.chain)}},
+          h('dt', 'rollout'), h('dd', lane.parent_id ? h('a#sample-rollout', {href: '#/runs/' + encodeURIComponent(lane.parent_id)}, lane.parent_id) : '—'),
+          h('dt', 'task'), h('dd', `${row.task_id} · chain ${row.chain}`),
+          h('dt', 'answer'), h('dd', String(row.predicted_answer ?? '')),
+          h('dt', 'references'), h('dd', (row.ground_truth || []).join(' | ')),
+          Object.entries(scores).map(([k, v]) => [h('dt', k), h('dd.num-left', String(v))]),
+          h('dt', 'graded'), h('dd#sample-grade', !row.success ? h('span.bad', 'failed: ' + (row.end_reason || row.status)) :
+            row.evaluated ? h(row.correct ? 'span.ok' : 'span.bad', row.correct ? '✓ correct' : '✗ incorrect') : h('span.muted', 'not graded')),
+          row.eval_error ? [h('dt', 'eval error'), h('dd.warn', row.eval_error)] : null,
+          row.judge_reasoning ? [h('dt', 'judge'), h('dd', row.judge_reasoning)] : null));
+      this.sampleEl.hidden = false;
+    } catch (err) { showError(err); }
   }
 
   // refreshSpecial reads what is new for the rollout or synthesis section.
