@@ -183,7 +183,7 @@ func TestRolloutStaleGrades(t *testing.T) {
 	if !strings.Contains(out, "re-grade 4") || !strings.Contains(out, "metric exact_match → contains_answer") {
 		t.Fatalf("run 2 does not say it re-grades:\n%s", out)
 	}
-	_, sum, rows, _ = h.state()
+	_, sum, rows, lines = h.state()
 	checkRows(t, "run 2", rows, map[string]grade{
 		"q1": {1, true, true, true, ca}, "q2": {1, true, true, true, ca}, "q3": {1, true, true, true, ca},
 		"q4": {0, false, true, false, ca}, "q5": {0, false, false, true, ca}})
@@ -198,6 +198,11 @@ func TestRolloutStaleGrades(t *testing.T) {
 	if !approx(sum.MeanScore, 3.0/4) || sum.Correct != 3 || sum.Metric != ca || sum.Regraded != 4 {
 		t.Fatalf("run 2 summary %+v regraded %d", sum.Summary, sum.Regraded)
 	}
+	// The results file holds one row per sample, the re-graded one: not
+	// the exact_match rows and the contains_answer rows side by side.
+	if lines != 5 {
+		t.Fatalf("run 2: %d lines in the results file, want 5", lines)
+	}
 
 	// Run 3: q3's reference changes to "azure": q3 alone is re-graded (0),
 	// from its stored answer.
@@ -205,15 +210,15 @@ func TestRolloutStaleGrades(t *testing.T) {
 	if out, code := h.run("--metric", ca); code != 0 || !strings.Contains(out, "re-grade 1") {
 		t.Fatalf("run 3: exit %d\n%s", code, out)
 	}
-	_, sum, rows, _ = h.state()
+	_, sum, rows, lines = h.state()
 	checkRows(t, "run 3", rows, map[string]grade{
 		"q1": {1, true, true, true, ca}, "q2": {1, true, true, true, ca}, "q3": {0, false, true, true, ca},
 		"q4": {0, false, true, false, ca}, "q5": {0, false, false, true, ca}})
 	if rows["q3"].RunID != first["q3"].RunID || len(rows["q3"].GroundTruth) != 1 || rows["q3"].GroundTruth[0] != "azure" {
 		t.Fatalf("run 3: q3 %+v", rows["q3"])
 	}
-	if !approx(sum.MeanScore, 2.0/4) || sum.Correct != 2 || sum.Regraded != 1 {
-		t.Fatalf("run 3 summary %+v", sum.Summary)
+	if !approx(sum.MeanScore, 2.0/4) || sum.Correct != 2 || sum.Regraded != 1 || lines != 5 {
+		t.Fatalf("run 3 summary %+v (%d lines)", sum.Summary, lines)
 	}
 
 	// Run 4: q1's question changes: q1 alone runs again (q4 is retried
@@ -224,15 +229,15 @@ func TestRolloutStaleGrades(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "2 samples to run") {
 		t.Fatalf("run 4: exit %d\n%s", code, out)
 	}
-	_, sum, rows, _ = h.state()
+	_, sum, rows, lines = h.state()
 	checkRows(t, "run 4", rows, map[string]grade{
 		"q1": {1, true, true, true, ca}, "q2": {1, true, true, true, ca}, "q3": {0, false, true, true, ca},
 		"q4": {0, false, true, false, ca}, "q5": {0, false, false, true, ca}})
 	if rows["q1"].RunID == first["q1"].RunID || rows["q1"].Question != "What is 3+1?" || rows["q2"].RunID != first["q2"].RunID {
 		t.Fatalf("run 4: q1 %+v", rows["q1"])
 	}
-	if sum.Regraded != 0 || sum.Rerun != 1 || !approx(sum.MeanScore, 2.0/4) {
-		t.Fatalf("run 4 summary %+v rerun %d", sum.Summary, sum.Rerun)
+	if sum.Regraded != 0 || sum.Rerun != 1 || !approx(sum.MeanScore, 2.0/4) || lines != 5 {
+		t.Fatalf("run 4 summary %+v rerun %d (%d lines)", sum.Summary, sum.Rerun, lines)
 	}
 
 	// --regrade with exact_match: every saved answer re-graded, no agent
@@ -242,12 +247,12 @@ func TestRolloutStaleGrades(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "0 samples to run") {
 		t.Fatalf("regrade: exit %d\n%s", code, out)
 	}
-	_, sum, rows, _ = h.state()
+	_, sum, rows, lines = h.state()
 	checkRows(t, "regrade", rows, map[string]grade{
 		"q1": {1, true, true, true, em}, "q2": {0, false, true, true, em}, "q3": {0, false, true, true, em},
 		"q4": {0, false, true, false, em}, "q5": {0, false, false, true, em}})
-	if rows["q4"].RunID != q4 || sum.Regraded != 5 || !approx(sum.MeanScore, 1.0/4) || sum.Metric != em {
-		t.Fatalf("regrade summary %+v regraded %d", sum.Summary, sum.Regraded)
+	if rows["q4"].RunID != q4 || sum.Regraded != 5 || !approx(sum.MeanScore, 1.0/4) || sum.Metric != em || lines != 5 {
+		t.Fatalf("regrade summary %+v regraded %d (%d lines)", sum.Summary, sum.Regraded, lines)
 	}
 }
 
@@ -487,17 +492,22 @@ func TestRolloutRegradeVerifier(t *testing.T) {
 	if out, code := h.run(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	_, _, rows, _ := h.state()
+	_, sum, rows, _ := h.state()
 	first := rows["w"]
 	if first.Score != 1 || first.Metric != "verifier" {
 		t.Fatalf("first run %+v", first)
+	}
+	// The summary names the scorer mean_score is of: the verifier, not
+	// the evaluation_metric it replaced.
+	if sum.Metric != "verifier" || sum.Primary != "verifier" {
+		t.Fatalf("summary metric %q primary %q, want verifier", sum.Metric, sum.Primary)
 	}
 	h.write("rollout.yaml", strings.Replace(mustRead(t, h.config), "= hello", "= bye", 1))
 	out, code := h.run()
 	if code != 0 || !strings.Contains(out, "verifier changed") || !strings.Contains(out, "0 samples to run, re-grade 1") {
 		t.Fatalf("re-run: exit %d\n%s", code, out)
 	}
-	_, sum, rows, _ := h.state()
+	_, sum, rows, _ = h.state()
 	if r := rows["w"]; r.Score != 0 || r.RunID != first.RunID || r.WorkDir != first.WorkDir || r.EvalError != "" || sum.Regraded != 1 {
 		t.Fatalf("re-graded %+v", r)
 	}

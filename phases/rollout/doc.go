@@ -122,12 +122,20 @@
 //
 // # Files (in output_dir; ts = the rollout's start, UTC, 20060102_150405)
 //
-//   - results_<bench>_<ts>.jsonl: one Row per sample, appended as it
-//     finishes; a later line for the same task_id and chain supersedes an
-//     earlier one.
+//   - results_<bench>_<ts>.jsonl: one Row per sample. Lanes append each
+//     row as its sample finishes (so while a rollout runs, a later line for
+//     the same task_id and chain supersedes an earlier one); the report
+//     phase rewrites the file whole, one line per (task_id, chain) with
+//     its current row, at the end of every rollout, re-run or re-grade:
+//     written aside, synced and renamed over the old file, so a crash
+//     leaves the old file or the new one, never a torn one. Rows of
+//     samples this rollout has no row of (other tasks, or samples it was
+//     to run again but did not) are kept as they were.
 //   - evaluation_<bench>_<ts>.json: Evaluation.
-//   - summary_<bench>_<ts>.json: Summary (also the run's result): mean
-//     score with failures as 0, success rate, accuracy, pass@k for k = 1 ..
+//   - summary_<bench>_<ts>.json: Summary (also the run's result): the
+//     scorer mean_score is of (metric and primary: the primary scorer, the
+//     default verifier, or evaluation_metric), mean
+//     score with failures as 0, success rate, pass@k for k = 1 ..
 //     num_chains (unbiased estimator), signal means, error counts, tokens,
 //     cost, timings, file names.
 //   - episodes_<bench>_<ts>.jsonl: one grading.Episode per sample (id
@@ -192,8 +200,9 @@
 //     by the lane's isolation, the sample is an eval error scoring 0.
 //   - A chat-message input opens react's conversation; a context fold then
 //     keeps its system message, its first user message and the summary.
-//   - The report phase reads the whole episodes file (up to the read_file
-//     cap, 64 MiB) and writes it and the groups back: both pass through
-//     the journal. A failed read leaves the file as appended, writes no
-//     groups and fails the run with a write error.
+//   - The report phase reads the whole results and episodes files (up to
+//     the read_file cap, 64 MiB each) and writes them and the groups back:
+//     all pass through the journal. A failed read leaves that file as
+//     appended (and, for the episodes, writes no groups) and fails the run
+//     with a write error.
 package rollout

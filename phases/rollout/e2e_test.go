@@ -255,8 +255,8 @@ func TestMiniRollout(t *testing.T) {
 	if end2.Status != state.StatusSucceeded {
 		t.Fatalf("second rollout %s: %s", end2.Status, end2.Error)
 	}
-	if got := len(readLines(t, man.Results)); got != 16 {
-		t.Fatalf("%d result lines after the re-run, want 16 (15 + the retried failure)", got)
+	if lines := readLines(t, man.Results); len(lines) != 15 || uniqueSamples(t, lines) != 15 {
+		t.Fatalf("%d result lines after the re-run, want one per sample (15)", len(lines))
 	}
 	var sum2 rollout.Summary
 	readJSON(t, man.Summary, &sum2)
@@ -345,4 +345,18 @@ func TestJudgeRegrade(t *testing.T) {
 			t.Fatalf("cap:1 not judged %+v", e)
 		}
 	}
+}
+
+// uniqueSamples counts the distinct (task_id, chain) of result lines.
+func uniqueSamples(t testing.TB, lines []string) int {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, l := range lines {
+		var r rollout.Row
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		seen[r.EpisodeID] = true
+	}
+	return len(seen)
 }

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -628,7 +627,7 @@ func rowsOf(s phases.State, fresh []Row) ([]Row, error) {
 
 func progressOf(in phases.Input, s *Settings, st runState, now time.Time) progress {
 	return progress{RunID: in.Run.ID, Bench: s.BenchmarkName, Timestamp: st.Timestamp, Workflow: s.Agent.Workflow,
-		Metric: cmp.Or(s.Primary, s.EvaluationMetric), Primary: s.primary(), Reducers: s.Reducers, NumChains: s.NumChains, Tasks: st.Tasks, Samples: st.Samples, StartedAt: st.StartedAt,
+		Metric: s.primary(), Primary: s.primary(), Reducers: s.Reducers, NumChains: s.NumChains, Tasks: st.Tasks, Samples: st.Samples, StartedAt: st.StartedAt,
 		Now: now, LaneFailed: st.LaneFailed, WriteError: st.WriteErrors, Files: st.Files,
 		Regraded: st.Regrade, Rerun: st.Rerun, Notice: st.Notice}
 }
@@ -730,32 +729,70 @@ func finalize(in phases.Input, s *Settings, st runState, out phases.Output, fres
 		}
 		rows = dedupe(rows)
 	}
-	ops := out.Ops
+	// The results file (and the episodes file) is rewritten whole, one
+	// line per sample with its final grade; Report reads them first, for
+	// the rows of samples outside this rollout and the lanes' episodes.
+	out.Ops = append(out.Ops, operations.NewReadFile(st.Files.Results).WithMeta("purpose", "results"))
 	if st.Files.Episodes != "" {
-		// The episodes file is rewritten whole, one line per sample, with
-		// the final grades; the groups are made from it.
-		out.Ops = append(ops, operations.NewReadFile(st.Files.Episodes).WithMeta("purpose", "episodes"))
-		if err := out.SetVar(varState, st); err != nil {
-			return out, err
-		}
-		out.Next = PhaseReport
-		return out, nil
+		out.Ops = append(out.Ops, operations.NewReadFile(st.Files.Episodes).WithMeta("purpose", "episodes"))
 	}
-	writes, err := reports(in, s, st, rows, true)
-	if err != nil {
-		return out, err
-	}
-	out.Ops = append(ops, writes...)
 	if err := out.SetVar(varState, st); err != nil {
 		return out, err
 	}
-	out.Next = PhaseDone
+	out.Next = PhaseReport
 	return out, nil
 }
 
-// Report rewrites the episodes file from the lanes' episode lines (the
+// resultsFile is the content of the results file: one line per sample,
+// the newest row of each. Those of rows (the rollout's current rows) come
+// first, in task and chain order; then, as they were, the lines of the
+// earlier file (old, the last line of each sample) for samples this
+// rollout has no row of: other tasks or chains, or samples it meant to
+// run again or re-grade but did not (it stopped on a model failure). A
+// rewrite never loses a sample's row, only replaces it with a newer one.
+func resultsFile(rows []Row, old string) (string, error) {
+	var b strings.Builder
+	have := make(map[sampleKey]bool, len(rows))
+	for _, r := range rows {
+		have[sampleKey{r.TaskID, r.Chain}] = true
+		r.Summary = ""
+		line, err := json.Marshal(r)
+		if err != nil {
+			return "", fmt.Errorf("encode row: %w", err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	var order []sampleKey
+	kept := map[sampleKey]string{}
+	for _, line := range strings.Split(old, "\n") {
+		var k struct {
+			TaskID string `json:"task_id"`
+			Chain  int    `json:"chain"`
+		}
+		if json.Unmarshal([]byte(line), &k) != nil || k.TaskID == "" {
+			continue // a line cut short by a crash, or not a row
+		}
+		key := sampleKey{k.TaskID, k.Chain}
+		if have[key] {
+			continue
+		}
+		if _, ok := kept[key]; !ok {
+			order = append(order, key)
+		}
+		kept[key] = strings.TrimSpace(line)
+	}
+	for _, k := range order {
+		b.WriteString(kept[k])
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+// Report rewrites the results file (one line per sample, see
+// resultsFile) and the episodes file from the lanes' episode lines (the
 // last line per id, regraded samples given their new grade, samples
-// without a line given an episode without steps) and writes the groups,
+// without a line given an episode without steps), and writes the groups,
 // evaluation, summary and manifest.
 func Report(in phases.Input, s *Settings) (phases.Output, error) {
 	st, err := getState(in.State)
@@ -775,18 +812,52 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 	for _, t := range tasks {
 		taskRow[t.ID] = t.Row
 	}
-	var read *operations.Result
+	var read, results *operations.Result
 	for i := range in.Results {
 		r := &in.Results[i]
 		switch {
-		case r.Kind == operations.KindReadFile: // finalize's one read: the episodes file
+		case r.Kind == operations.KindReadFile && r.Meta["purpose"] == "results":
+			results = r
+		case r.Kind == operations.KindReadFile: // the episodes file
 			read = r
 		case r.Kind == operations.KindWriteFile && r.Error != "":
 			st.WriteErrors++
 		}
 	}
+	switch {
+	case results == nil:
+		// A report step journaled before finalize read the results file:
+		// rewritten from the rollout's rows alone.
+	case results.Error != "":
+		// Unreadable: left as appended, rather than lose the rows of
+		// other samples it may hold.
+		st.WriteErrors++
+		out.Append = append(out.Append, phases.MustEntry("warning", agent.NewWarning("results: "+results.Error+"; the file is left as appended")))
+	}
+	if results == nil || results.Error == "" {
+		old := ""
+		if results != nil && results.ReadFile != nil && results.ReadFile.Exists {
+			old = results.ReadFile.Content
+		}
+		content, err := resultsFile(rows, old)
+		if err != nil {
+			return out, err
+		}
+		out.Ops = append(out.Ops, operations.NewWriteFile(st.Files.Results, content, false).WithMeta("purpose", "results"))
+	}
 	byID := map[string]grading.Episode{}
 	switch {
+	case st.Files.Episodes == "":
+		writes, err := reports(in, s, st, rows, true)
+		if err != nil {
+			return out, err
+		}
+		out.Ops = append(out.Ops, writes...)
+		if err := out.SetVar(varState, st); err != nil {
+			return out, err
+		}
+		out.Next = PhaseDone
+		return out, nil
 	case read == nil:
 		return out, fmt.Errorf("%w: report without the episodes read", ErrState)
 	case read.Error != "":
@@ -797,7 +868,7 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 		if err != nil {
 			return out, err
 		}
-		out.Ops = writes
+		out.Ops = append(out.Ops, writes...)
 		if err := out.SetVar(varState, st); err != nil {
 			return out, err
 		}

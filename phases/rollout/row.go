@@ -150,8 +150,12 @@ type Summary struct {
 	Timestamp     string `json:"timestamp"`
 	RunID         string `json:"run_id"`
 	AgentWorkflow string `json:"agent_workflow"`
-	Metric        string `json:"metric"`
-	NumChains     int    `json:"num_chains"`
+	// Metric names the scorer mean_score is of (the same as Primary): the
+	// primary scorer when one is named, else the default verifier when
+	// one is set, else evaluation_metric. Rows graded otherwise (a task's
+	// own verifier) name their scorer in their own metric.
+	Metric    string `json:"metric"`
+	NumChains int    `json:"num_chains"`
 	// TotalTasks and TotalSamples are what the rollout set out to do;
 	// FinishedSamples have a row, MissingSamples not (yet).
 	TotalTasks      int  `json:"total_tasks"`
