@@ -81,7 +81,7 @@ func (t TLSFiles) clientOptions(tlsURL bool) []nats.Option {
 // checkSecret checks a cluster secret; what names where it comes from.
 func checkSecret(secret string) error {
 	if secret == "" {
-		return fmt.Errorf("%w: NATS secret: required; every connection to flock's NATS authenticates with it (--nats-secret-file or FLOCK_NATS_SECRET; create one with: (umask 077; openssl rand -hex 32 > nats.secret))", ErrConfig)
+		return fmt.Errorf("%w: NATS secret: required; every connection to flock's NATS authenticates with it (--nats-secret-file or FLOCK_NATS_SECRET; create one with: (umask 077; head -c 32 /dev/urandom | base64 > nats.secret))", ErrConfig)
 	}
 	if len(secret) < MinSecretLen {
 		// The secret itself is never quoted, nor its length.
