@@ -307,7 +307,7 @@ func responsesInput(raw json.RawMessage) ([]operations.Message, error) {
 		}
 		switch typ {
 		case "message":
-			content, err := responsesContent(it.Content)
+			content, err := contentText(it.Content, responsesTextParts...)
 			if err != nil {
 				return nil, &badRequest{at + ".content", err.Error()}
 			}
@@ -342,7 +342,7 @@ func responsesInput(raw json.RawMessage) ([]operations.Message, error) {
 			if it.CallID == "" {
 				return nil, &badRequest{at + ".call_id", "a function_call_output must name the call it answers"}
 			}
-			content, err := responsesContent(it.Output)
+			content, err := contentText(it.Output, responsesTextParts...)
 			if err != nil {
 				return nil, &badRequest{at + ".output", err.Error()}
 			}
@@ -355,39 +355,9 @@ func responsesInput(raw json.RawMessage) ([]operations.Message, error) {
 	return out, nil
 }
 
-// responsesContent returns a content (or a function call's output) as
-// text: a string, or a list of text parts (input_text, output_text,
-// text, refusal) joined. Other parts (images, files) are refused.
-func responsesContent(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("must be a string or a list of content parts")
-	}
-	var b strings.Builder
-	for i, p := range parts {
-		switch p.Type {
-		case "input_text", "output_text", "text":
-			b.WriteString(p.Text)
-		case "refusal":
-			b.WriteString(p.Refusal)
-		default:
-			return "", fmt.Errorf("part %d is %q: only text parts are supported", i, p.Type)
-		}
-	}
-	return b.String(), nil
-}
+// responsesTextParts are the content parts of the Responses API that
+// the gateway takes, as text.
+var responsesTextParts = []string{"input_text", "output_text", "text", "refusal"}
 
 // responseID is the id of the response a trace answered with.
 func responseID(t *Trace) string { return "resp_" + itemSuffix(t) }

@@ -147,7 +147,7 @@ func (c *chatRequest) toGenerate(model string) (operations.GenerateRequest, erro
 		default:
 			return g, &badRequest{at + ".role", fmt.Sprintf("%q is not system, developer, user, assistant or tool", m.Role)}
 		}
-		text, err := contentText(m.Content)
+		text, err := contentText(m.Content, "text")
 		if err != nil {
 			return g, &badRequest{at + ".content", err.Error()}
 		}
@@ -249,8 +249,10 @@ func compactJSON(v json.RawMessage) json.RawMessage {
 }
 
 // contentText returns a message content as text: a string, null, or a
-// list of text parts (joined). Other parts (images, audio) are refused.
-func contentText(raw json.RawMessage) (string, error) {
+// list of parts whose type is one of textTypes (their text joined;
+// "refusal" parts give their refusal). Other parts (images, audio,
+// files) are refused.
+func contentText(raw json.RawMessage, textTypes ...string) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -260,18 +262,23 @@ func contentText(raw json.RawMessage) (string, error) {
 		return s, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", fmt.Errorf("must be a string or a list of content parts")
 	}
 	var b strings.Builder
 	for i, p := range parts {
-		if p.Type != "text" {
+		switch {
+		case !slices.Contains(textTypes, p.Type):
 			return "", fmt.Errorf("part %d is %q: only text parts are supported", i, p.Type)
+		case p.Type == "refusal":
+			b.WriteString(p.Refusal)
+		default:
+			b.WriteString(p.Text)
 		}
-		b.WriteString(p.Text)
 	}
 	return b.String(), nil
 }

@@ -625,13 +625,7 @@ func TestGatewayOneCommitPerCall(t *testing.T) {
 	if end.Status != state.StatusSucceeded {
 		t.Fatalf("external run %s: %s", end.Status, end.Error)
 	}
-	var x operations.ExternalResult
-	for _, op := range mustOps(t, f, s.runID) {
-		if op.Request.Kind == operations.KindExternal && op.Result != nil {
-			raw, _ := json.Marshal(op.Result.Ext)
-			_ = json.Unmarshal(raw, &x)
-		}
-	}
+	x := externalResult(t, f, s.runID)
 	if len(x.SessionRuns) != 1 {
 		t.Fatalf("session runs %v", x.SessionRuns)
 	}
@@ -649,8 +643,32 @@ func TestGatewayOneCommitPerCall(t *testing.T) {
 	}
 }
 
+// externalResult returns the result of external run id's external op.
+func externalResult(t testing.TB, f *flock, id string) operations.ExternalResult {
+	t.Helper()
+	var x operations.ExternalResult
+	for _, op := range mustOps(t, f, id) {
+		if op.Request.Kind == operations.KindExternal && op.Result != nil {
+			raw, _ := json.Marshal(op.Result.Ext)
+			_ = json.Unmarshal(raw, &x)
+		}
+	}
+	return x
+}
+
+// sessionCalls returns the model calls session run id journaled, in
+// order.
+func sessionCalls(t testing.TB, f *flock, id string) []operations.Generated {
+	t.Helper()
+	var gens []operations.Generated
+	for _, op := range mustOps(t, f, id) {
+		gens = append(gens, operations.Generates(op.Request, op.Result)...)
+	}
+	return gens
+}
+
 // mustOps reads the first page of run id's journal.
-func mustOps(t *testing.T, f *flock, id string) []state.Op {
+func mustOps(t testing.TB, f *flock, id string) []state.Op {
 	t.Helper()
 	ops, err := f.app.Store.Ops(t.Context(), id, "", 1000)
 	if err != nil {

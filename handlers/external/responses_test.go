@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
 
@@ -183,17 +182,8 @@ func TestGatewayResponsesAPI(t *testing.T) {
 	if end.Status != state.StatusSucceeded {
 		t.Fatalf("external run %s: %s", end.Status, end.Error)
 	}
-	var x operations.ExternalResult
-	for _, op := range mustOps(t, f, s.runID) {
-		if op.Request.Kind == operations.KindExternal && op.Result != nil {
-			raw, _ := json.Marshal(op.Result.Ext)
-			_ = json.Unmarshal(raw, &x)
-		}
-	}
-	var gens []operations.Generated
-	for _, op := range mustOps(t, f, x.SessionRuns[0]) {
-		gens = append(gens, operations.Generates(op.Request, op.Result)...)
-	}
+	x := externalResult(t, f, s.runID)
+	gens := sessionCalls(t, f, x.SessionRuns[0])
 	if len(gens) != 3 {
 		t.Fatalf("%d calls journaled, want 3", len(gens))
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/internal/testkit"
-	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
 
@@ -128,13 +127,7 @@ func TestOpenAIAgentsSDK(t *testing.T) {
 	end := f.wait(id, 90*time.Second)
 	dir := filepath.Join(f.app.Config.RunsDir(), id)
 	if end.Status != state.StatusSucceeded {
-		var x operations.ExternalResult
-		for _, op := range mustOps(t, f, id) {
-			if op.Result != nil && op.Request.Kind == operations.KindExternal {
-				raw, _ := json.Marshal(op.Result.Ext)
-				_ = json.Unmarshal(raw, &x)
-			}
-		}
+		x := externalResult(t, f, id)
 		t.Fatalf("external run %s: %s %s\n%s", end.Status, end.EndReason, end.Error, x.Stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "agents_sdk.json"))
@@ -173,17 +166,8 @@ func TestOpenAIAgentsSDK(t *testing.T) {
 	}
 
 	// Journaled as generates of the session run, exactly as chat calls.
-	var x operations.ExternalResult
-	for _, op := range mustOps(t, f, id) {
-		if op.Request.Kind == operations.KindExternal && op.Result != nil {
-			raw, _ := json.Marshal(op.Result.Ext)
-			_ = json.Unmarshal(raw, &x)
-		}
-	}
-	var gens []operations.Generated
-	for _, op := range mustOps(t, f, x.SessionRuns[0]) {
-		gens = append(gens, operations.Generates(op.Request, op.Result)...)
-	}
+	x := externalResult(t, f, id)
+	gens := sessionCalls(t, f, x.SessionRuns[0])
 	if len(gens) != 5 || x.Calls != 5 {
 		t.Fatalf("%d calls journaled (%d in the result), want 5", len(gens), x.Calls)
 	}
