@@ -21,26 +21,11 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit"
-	"github.com/flockrun/flock/sandbox/browser"
+	"github.com/flockrun/flock/internal/testkit/browsertest"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/viewer"
 )
-
-// needChromium returns Debian's chromium. Under scripts/test.sh, which
-// installs it (FLOCK_TEST_REQUIRE_BINARIES=1 unless it could not), a
-// missing chromium fails the test; in a plain go test it skips.
-func needChromium(tb testing.TB) string {
-	tb.Helper()
-	p, err := browser.FindChromium(os.Getenv("FLOCK_CHROMIUM"))
-	if err != nil {
-		if os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
-			tb.Fatalf("the viewer's browser tests need chromium, which scripts/test.sh installs: %v", err)
-		}
-		tb.Skipf("the viewer's browser tests need chromium (apt-get install chromium): %v", err)
-	}
-	return p
-}
 
 // env is a flock server (real executor, bbolt store in a temp dir) with
 // the viewer mounted, served over real HTTP on 127.0.0.1.
@@ -147,66 +132,22 @@ func (e *env) resumed() []string {
 	return append([]string(nil), e.resumes...)
 }
 
-// newTab starts a headless chromium and returns its tab's context.
-func newTab(t *testing.T) context.Context {
-	t.Helper()
-	exe := needChromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 1000)); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
+// newTab, do, eval and waitJS are package browsertest's, shortened.
+func newTab(t *testing.T) context.Context { return browsertest.NewTab(t) }
 
-// do runs browser actions under a deadline.
 func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(cctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	browsertest.Do(t, ctx, what, actions...)
 }
 
-// eval evaluates a JavaScript expression in the page.
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
+	return browsertest.Eval[T](t, ctx, expr)
 }
 
-// waitJS polls expr in the page until it is truthy and returns its value.
 func waitJS[T any](t *testing.T, ctx context.Context, what, expr string, timeout time.Duration) T {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	v, err := chromedp.Run(ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(timeout)))
-	// A poll started as a navigation replaces the page loses its
-	// context; poll again in the new one.
-	for err != nil && strings.Contains(err.Error(), "Cannot find context") && time.Now().Before(deadline) {
-		v, err = chromedp.Run(ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
-	}
-	if err != nil {
-		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('app') ? document.getElementById('app').innerText.slice(0, 2000) : ''`))
-		t.Fatalf("waiting for %s (%s): %v\npage: %s", what, expr, err, page)
-	}
-	return v
+	return browsertest.Wait[T](t, ctx, what, expr, timeout)
 }
 
 // shots saves screenshots into a directory named in the test log.
