@@ -258,8 +258,9 @@ func (c *call) gatewayCall() operations.GatewayCall {
 }
 
 // Session is one agent's gateway session: the calls it sends wait in a
-// queue that the session run's gateway_wait op takes; the generate op that
-// answers a call hands its journaled result back through Deliver.
+// queue that the session run's gateway_wait op takes and answers; once
+// its answers are journaled, the next op hands them back to their callers
+// (DeliverAnswered, or Deliver from the journal).
 type Session struct {
 	ID    string
 	gw    *Gateway

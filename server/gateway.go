@@ -45,7 +45,7 @@ func (s *Server) gatewayOpenAPI(paths map[string]any) {
 	}
 	paths["/gateway/{session}/v1/chat/completions"] = map[string]any{"post": map[string]any{
 		"operationId": "gatewayChatCompletions",
-		"summary":     "OpenAI-compatible chat completions of an external agent's gateway session (streaming with stream: true); each call is a journaled generate op of the session run. Authorization: Bearer <session token>.",
+		"summary":     "OpenAI-compatible chat completions of an external agent's gateway session (streaming with stream: true); each call is journaled as a generate of the session run (in its gateway_wait op). Authorization: Bearer <session token>.",
 		"parameters":  param,
 		"security":    []any{},
 		"responses":   resp("application/json"),
