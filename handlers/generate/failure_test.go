@@ -49,6 +49,8 @@ func TestFailureCodes(t *testing.T) {
 			want: []string{"connection refused", "after 1 attempt, not retried", "nothing listens at 127.0.0.1:"}},
 		{name: "tls", endpoint: "tls", code: operations.CodeModelError,
 			want: []string{"TLS failure", "after 1 attempt, not retried", "certificate"}},
+		{name: "https to plain http", endpoint: "https", reply: func(w http.ResponseWriter, _ int) { writeJSON(w, 200, textCompletion("ok")) },
+			code: operations.CodeModelError, want: []string{"TLS failure", "answers plain HTTP: base_url should start with http://"}},
 		{name: "401", reply: status(401, "", `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`),
 			code: operations.CodeModelError, requests: 1,
 			want: []string{"HTTP 401 (the endpoint refused the API key in $OPENAI_API_KEY)", "not retried", "Incorrect API key provided"}},
@@ -101,6 +103,8 @@ func TestFailureCodes(t *testing.T) {
 				ts.StartTLS()
 				t.Cleanup(ts.Close)
 				base = ts.URL + "/v1"
+			case "https":
+				base = strings.Replace(fs.URL, "http://", "https://", 1) + "/v1"
 			default:
 				base = tt.endpoint
 			}

@@ -456,6 +456,9 @@ func connectFailure(err error, host string) *failure {
 		return &failure{code: operations.CodeModelError, what: "TLS failure", err: tlsCause(err)}
 	case errors.As(err, &recErr), errors.As(err, &alert):
 		return &failure{code: operations.CodeModelError, what: "TLS failure", err: tlsCause(err)}
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return &failure{code: operations.CodeModelError, what: "TLS failure",
+			err: fmt.Errorf("%s answers plain HTTP: base_url should start with http://", host)}
 	}
 	return nil
 }
