@@ -848,32 +848,14 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 	byID := map[string]grading.Episode{}
 	switch {
 	case st.Files.Episodes == "":
-		writes, err := reports(in, s, st, rows, true)
-		if err != nil {
-			return out, err
-		}
-		out.Ops = append(out.Ops, writes...)
-		if err := out.SetVar(varState, st); err != nil {
-			return out, err
-		}
-		out.Next = PhaseDone
-		return out, nil
+		return toDone(in, s, st, rows, out)
 	case read == nil:
 		return out, fmt.Errorf("%w: report without the episodes read", ErrState)
 	case read.Error != "":
 		// The appended file stays as it is; without it there are no groups.
 		st.WriteErrors++
 		out.Append = append(out.Append, phases.MustEntry("warning", agent.NewWarning("episodes: "+read.Error+"; the file is left as appended and no groups are written")))
-		writes, err := reports(in, s, st, rows, true)
-		if err != nil {
-			return out, err
-		}
-		out.Ops = append(out.Ops, writes...)
-		if err := out.SetVar(varState, st); err != nil {
-			return out, err
-		}
-		out.Next = PhaseDone
-		return out, nil
+		return toDone(in, s, st, rows, out)
 	case read.ReadFile != nil && read.ReadFile.Exists:
 		for _, line := range strings.Split(read.ReadFile.Content, "\n") {
 			if strings.TrimSpace(line) == "" {
@@ -913,6 +895,11 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 		}
 		out.Ops = append(out.Ops, operations.NewWriteFile(st.Files.Groups, g, false).WithMeta("purpose", "groups"))
 	}
+	return toDone(in, s, st, rows, out)
+}
+
+// toDone adds the final reports to out and goes to done.
+func toDone(in phases.Input, s *Settings, st runState, rows []Row, out phases.Output) (phases.Output, error) {
 	writes, err := reports(in, s, st, rows, true)
 	if err != nil {
 		return out, err
