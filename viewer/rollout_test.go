@@ -290,7 +290,7 @@ func TestViewerRolloutLive(t *testing.T) {
 	sh := newShots(t)
 	id := e.startRollout(t, path)
 	do(t, ctx, "open the rollout", chromedp.Navigate(e.base+"/#/runs/"+id))
-	waitJS[bool](t, ctx, "five samples while it runs", statusIs(id, "running")+` && document.getElementById('s-count').dataset.total === '5'`, 30*time.Second)
+	waitJS[bool](t, ctx, "five samples while it runs", statusIs(id, "running")+` && document.getElementById('s-count').dataset.total === '5' && document.getElementById('s-count').textContent.includes('(6 planned)')`, 30*time.Second)
 	if k := eval[[]string](t, ctx, shownKeys); strings.Contains(strings.Join(k, ","), "mul/1") {
 		t.Fatalf("the held sample is shown before it ends: %v", k)
 	}

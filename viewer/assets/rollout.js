@@ -222,7 +222,9 @@ export class RolloutView {
     // results file), whatever order their lanes finished in.
     if (!this.table.sort) rows.sort((a, b) => (a.task_index ?? 0) - (b.task_index ?? 0) || a.chain - b.chain);
     this.table.setRows(this.table.sorted(rows));
-    const total = this.head && this.head.result && this.head.result.total_samples;
+    // The samples planned: the summary's, or while it runs its var's.
+    const hd = this.head || {};
+    const total = (hd.result && hd.result.total_samples) || (hd.vars && hd.vars.rollout && hd.vars.rollout.samples);
     this.count.textContent = `${fmtNum(rows.length)} of ${fmtNum(all.length)} samples` + (total && total !== all.length ? ` (${fmtNum(total)} planned)` : '');
     this.count.dataset.shown = String(rows.length);
     this.count.dataset.total = String(all.length);
