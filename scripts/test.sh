@@ -15,8 +15,9 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 # AgentFlow's Python client drives `flock sandbox` in cli's e2e test.
 [ -d /usr/lib/python3/dist-packages/httpx ] || need+=(python3-httpx)
 [ -d /usr/lib/python3/dist-packages/pydantic ] || need+=(python3-pydantic)
-# The model gateway's real-client check drives the OpenAI SDK for Node
-# (npm install openai in a temp dir).
+# The model gateway's real-client checks drive the OpenAI SDK for Node and
+# the OpenAI Agents SDK for JavaScript (npm install openai, @openai/agents
+# and zod in a temp dir, testkit.NPMInstall).
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 # The browser backend's tests and the viewer's (viewer/) drive Debian's
