@@ -121,7 +121,9 @@
 // returns, its output is discarded (when a handler returns, its result is
 // not journaled) and the run is interrupted as by a failed commit: the
 // error is logged naming the run and the entry, the run stops being driven
-// and stays running in the store, and it resumes on the next start. An
+// and stays running in the store, and it resumes on the next start (in
+// cluster mode it is released to the dispatcher, which hands it to a node
+// again). An
 // index out of range panics, as on a slice; the phase fails.
 //
 // # Ownership

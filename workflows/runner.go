@@ -267,10 +267,23 @@ func (r *runner) interrupted(err error) {
 		r.e.broker.forget(r.head.ID)
 		r.unload = Unload{Reason: UnloadStopped}
 	default:
-		r.e.log.Error("run interrupted; it resumes on the next start", "run", r.head.ID, "err", err)
+		r.e.storeFailed("run interrupted", r.head.ID, err)
 		r.e.broker.forget(r.head.ID)
 		r.unload = unloadFor(cause, err)
 	}
+}
+
+// storeFailed logs that this executor stops driving run id after a store
+// error (what says it), and where the run goes on: alone, at the next
+// start (an error: nothing drives it until then); in cluster mode the
+// dispatcher releases it to the cluster, where a node takes it over soon
+// (a warning).
+func (e *Executor) storeFailed(what, id string, err error) {
+	if e.cfg.Dispatcher != nil {
+		e.log.Warn(what+"; the run is released to the cluster and a node takes it over", "run", id, "err", err)
+		return
+	}
+	e.log.Error(what+"; the run resumes on the next start", "run", id, "err", err)
 }
 
 // pause records the run as paused; Resume drives it again. Operations that
@@ -285,7 +298,7 @@ func (r *runner) pause() {
 		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused"}}}
 	r.takeCarry(c)
 	if err := r.commit(c); err != nil {
-		r.e.log.Error("commit pause; the run resumes on the next start", "run", h.ID, "err", err)
+		r.e.storeFailed("commit pause", h.ID, err)
 		r.unload = unloadFor(nil, err)
 	} else {
 		r.head = h
@@ -802,7 +815,7 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries, Events: []state.Event{end}}
 	r.takeCarry(c)
 	if err := r.commit(c); err != nil {
-		r.e.log.Error("commit run end; it resumes on the next start", "run", h.ID, "err", err)
+		r.e.storeFailed("commit run end", h.ID, err)
 		r.e.broker.forget(h.ID)
 		r.unload = unloadFor(nil, err)
 		return
