@@ -228,11 +228,16 @@ func TestRoutesAndCodes(t *testing.T) {
 	}
 }
 
+// TestAuthToken: with a token every route needs it, but /health (as
+// flock sandbox --help says; AgentFlow's client probes it before anything).
 func TestAuthToken(t *testing.T) {
 	const token = "0123456789abcdef-sandbox"
 	e := newEnv(t, token, baseCfg)
 	noTok := *e
 	noTok.token = ""
+	if a := noTok.do(t, "GET", "/health", nil); a.status != 200 || a.body["status"] != "healthy" {
+		t.Fatalf("/health without token: %d %v", a.status, a.body)
+	}
 	for _, p := range []string{"/ready", "/api/v1/tools", "/api/v1/warmup/status"} {
 		if a := noTok.do(t, "GET", p, nil); a.status != 401 || a.code() == 0 {
 			t.Fatalf("%s without token: %d %v", p, a.status, a.body)

@@ -41,7 +41,8 @@ func NewSandbox(cfg configs.Server, svc *sandbox.Service, shutdown func(), logge
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{guard: g, cfg: cfg, log: logger, heartbeat: DefaultHeartbeat, quit: make(chan struct{})}
+	s := &Server{guard: g, cfg: cfg, log: logger, heartbeat: DefaultHeartbeat, quit: make(chan struct{}),
+		public: map[string]bool{"/health": true}}
 	s.e = s.newEcho()
 	s.mountSandbox(svc, shutdown)
 	return s, nil
