@@ -1,4 +1,4 @@
-// Package api holds the wire types of flock's HTTP API (DESIGN §7): the
+// Package api holds the wire types of flock's HTTP API (docs/design.md): the
 // JSON bodies that package server answers and package client decodes.
 //
 // They are views, not the storage records: the server converts the

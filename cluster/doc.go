@@ -1,6 +1,7 @@
 // Package cluster runs flock as a cluster of nodes on NATS JetStream
-// (DESIGN §9): runs spread over the nodes, a dead node's runs resume on
-// another, and every node answers the HTTP API for every run.
+// (docs/design.md, "A cluster"): runs spread over the nodes, a dead
+// node's runs resume on another, and every node answers the HTTP API for
+// every run.
 //
 // # Nodes
 //

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -74,5 +77,33 @@ func TestDocExamplesParse(t *testing.T) {
 	}
 	if _, err := (docBlock{text: "./flock run --workflow x &\n", lang: "sh"}).script(); err == nil || !strings.Contains(err.Error(), "give it --addr") {
 		t.Fatalf("a background command with no port: %v", err)
+	}
+}
+
+var mdLinkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocLinks: every relative link of README.md and docs/*.md names a
+// file or directory of the repository.
+func TestDocLinks(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds, _ := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	for _, p := range append(mds, filepath.Join(repo, "README.md")) {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLinkRE.FindAllStringSubmatch(string(src), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), target)); err != nil {
+				rel, _ := filepath.Rel(repo, p)
+				t.Errorf("%s: link to %s: %v", rel, m[1], err)
+			}
+		}
 	}
 }

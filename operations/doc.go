@@ -7,12 +7,12 @@
 // A request is {"type": KIND, "params": {...}, "meta": {...}} and a result is
 // {"type": KIND, "error": "...", "data": {...}}. The kind names and the field
 // names of every params/data struct are part of flock's public contract
-// (DESIGN §6); renaming one breaks stored runs and clients.
+// (docs/design.md, "Operations and handlers"); renaming one breaks stored runs and clients.
 //
 // # Kinds
 //
 // Kinds are a registry (RegisterKind, Kinds sorted, LookupKind). The
-// built-in kinds of DESIGN §6 have a typed field in Request and Result and
+// built-in kinds (docs/design.md) have a typed field in Request and Result and
 // are registered by this package; a kind added by a handler package is
 // registered from its init with constructors for its payloads, which
 // travel in Request.Ext and Result.Ext, typed. Each kind may declare a

@@ -10,7 +10,7 @@ import (
 // Kind names an operation. The values are wire names and never change.
 type Kind string
 
-// The operation kinds of DESIGN §6, built into Request and Result as typed
+// The built-in operation kinds (docs/design.md), built into Request and Result as typed
 // fields. Other kinds are registered with RegisterKind.
 const (
 	KindBash        Kind = "bash"

@@ -3,7 +3,7 @@ package record
 // Status is a run's lifecycle state. The values are wire names.
 type Status string
 
-// Run statuses (DESIGN §7).
+// Run statuses (the status of a run head; see docs/design.md).
 const (
 	StatusRunning   Status = "running"
 	StatusPaused    Status = "paused"

@@ -1,6 +1,6 @@
 // Package sandbox is flock's sandbox service: AgentFlow-compatible sessions,
 // a registry of tools grouped into backends, and the envelope and codes of
-// AgentFlow's wire (../shared/reference/agentflow-sandbox-wire.md). It holds no
+// AgentFlow's wire (described in docs/sandbox.md). It holds no
 // HTTP; server/ mounts the routes under /api/v1 and `flock sandbox` runs the
 // service alone.
 //

@@ -1,5 +1,6 @@
-// Package server is flock's HTTP API (DESIGN §7): it starts runs, lists and
-// reads them, streams their events and cancels them.
+// Package server is flock's HTTP API (docs/design.md; README.md lists the
+// routes): it starts runs, lists and reads them, streams their events and
+// cancels them.
 //
 // It depends on two narrow interfaces, not on the executor: Engine (start,
 // cancel, pause, resume, subscribe to a run or its tree, list workflows,

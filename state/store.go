@@ -114,8 +114,8 @@ type Leaser interface {
 }
 
 // Store is the persistence of runs: the bbolt store (OpenBolt) is the
-// embedded default, and the contract admits a distributed one (DESIGN
-// §9). What any Store must guarantee:
+// embedded default, and the contract admits a distributed one (state/jetstream;
+// docs/design.md, "Stores"). What any Store must guarantee:
 //
 //   - Commit is atomic (all of it or nothing) and durable when it
 //     returns nil; commits of one caller apply in call order; concurrent

@@ -1,7 +1,7 @@
 // Package jetstream is a state.Store on NATS JetStream, for flock nodes
-// that share their runs (DESIGN §9): any node reads every run, one node
-// at a time drives each, and a run whose node died is resumed by another
-// from what was acknowledged.
+// that share their runs (docs/design.md, "Stores"): any node reads every
+// run, one node at a time drives each, and a run whose node died is
+// resumed by another from what was acknowledged.
 //
 // Open binds to a server or cluster through a jetstream.JetStream the
 // caller owns (import this package under another name, e.g. jsstore, next
