@@ -37,7 +37,9 @@ type Server struct {
 	AuthToken string `json:"-"`
 	// AuthTokenEnv names the environment variable holding AuthToken.
 	AuthTokenEnv string `json:"auth_token_env,omitempty"`
-	// MaxBodyBytes caps request bodies (default 100 MB).
+	// MaxBodyBytes caps request bodies (default 16 MiB, DefaultMaxBodyBytes);
+	// the operator raises it here for larger uploads (code:write of a file
+	// near the code backend's max_file_size, a very large task).
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 	// Concurrency caps concurrent operations per kind across all runs
 	// (defaults in DefaultConcurrency).
@@ -121,7 +123,7 @@ func LoadServerFile(path string) (Server, error) {
 const (
 	DefaultAddr         = "127.0.0.1:46397"
 	DefaultDataDir      = "flock-data"
-	DefaultMaxBodyBytes = 100 << 20
+	DefaultMaxBodyBytes = 16 << 20
 	// MinAuthTokenLen is the shortest auth token Validate accepts, in bytes.
 	MinAuthTokenLen = 16
 )

@@ -59,6 +59,11 @@
 // a parallel batch at most server.max_batch_parallel actions at a time,
 // the others waiting their turn.
 //
+// What a tool echoes of its call (AgentFlow's data.inputs) goes through
+// Echo, which bounds it (strings cut at 1 KiB, lists and objects at 32
+// items, about 8 KiB in all), so that an answer is never much larger than
+// what the tool itself returns.
+//
 // Backends keep their files inside Session.Workspace and Env.DataDir and
 // sanitize any client-sent name before it touches a path (the code
 // backend's read, write, glob, grep and edit go through an os.Root on the

@@ -37,6 +37,7 @@ func (s *Service) execute(ctx context.Context, c Caller, a Action, trace string)
 	}
 	t, rerr := s.resolve(a.Action)
 	if rerr != nil {
+		meta.Tool = EchoString(a.Action, 200, nil)
 		return done(fail(rerr.Code, rerr.Message, rerr.Data, meta))
 	}
 	meta.Tool, meta.ResourceType = t.Name, t.backend.name

@@ -111,7 +111,8 @@ func (s *Service) resolve(name string) (*toolEntry, *Error) {
 	if t, ok := s.tools[name]; ok {
 		return t, nil
 	}
-	notFound := &Error{Code: CodeInvalidRequestFormat, Message: "Tool not found: " + name, Data: map[string]any{"action": name}}
+	quoted := EchoString(name, 200, nil)
+	notFound := &Error{Code: CodeInvalidRequestFormat, Message: "Tool not found: " + quoted, Data: map[string]any{"action": quoted}}
 	if strings.Contains(name, ":") {
 		return nil, notFound
 	}
@@ -122,6 +123,6 @@ func (s *Service) resolve(name string) (*toolEntry, *Error) {
 		return s.tools[hits[0]], nil
 	default:
 		c := slices.Clone(hits)
-		return nil, &Error{Code: CodeInvalidRequestFormat, Message: fmt.Sprintf("Ambiguous tool name: %s matches %s", name, strings.Join(c, ", ")), Data: map[string]any{"candidates": c}}
+		return nil, &Error{Code: CodeInvalidRequestFormat, Message: fmt.Sprintf("Ambiguous tool name: %s matches %s", quoted, strings.Join(c, ", ")), Data: map[string]any{"candidates": c}}
 	}
 }

@@ -104,8 +104,10 @@
 // /health requires "Authorization: Bearer <token>" (compared in constant
 // time). The viewer's page and assets (MountUI) need no token: they hold
 // no data, and the viewer sends the token the user types as a header, so
-// no cookie ever authenticates a request. Bodies are capped at configs.Server.MaxBodyBytes while they are
-// read, not only by Content-Length.
+// no cookie ever authenticates a request. Bodies are capped at
+// configs.Server.MaxBodyBytes (max_body_bytes, 16 MiB by default) while
+// they are read, not only by Content-Length; a sandbox body (decoded into
+// maps) may hold at most 100,000 JSON values, counted before it is decoded.
 //
 // A web page the user has open must not be able to drive a server on
 // loopback, nor read its answers after rebinding its own DNS name to

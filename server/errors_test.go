@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -231,11 +232,11 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
-// TestBodyLimitDefault sends 100 MiB + 1 byte, streamed, to a server with
+// TestBodyLimitDefault sends 16 MiB + 1 byte, streamed, to a server with
 // the default limit.
 func TestBodyLimitDefault(t *testing.T) {
 	if testing.Short() {
-		t.Skip("sends 100 MiB twice")
+		t.Skip("sends 16 MiB twice")
 	}
 	e := newEnv(t)
 	if e.srv.cfg.MaxBodyBytes != configs.DefaultMaxBodyBytes {
@@ -255,7 +256,7 @@ func TestBodyLimitDefault(t *testing.T) {
 			if r.status != http.StatusRequestEntityTooLarge {
 				t.Fatalf("status %d: %.200s", r.status, r.body)
 			}
-			if msg := r.errorMessage(t); !strings.Contains(msg, "the limit is 104857600 bytes") {
+			if msg := r.errorMessage(t); !strings.Contains(msg, fmt.Sprintf("the limit is %d bytes", configs.DefaultMaxBodyBytes)) {
 				t.Fatalf("error %q", msg)
 			}
 		})

@@ -101,7 +101,15 @@ func badRequest(format string, args ...any) error {
 	return &errEnvelope{status: http.StatusBadRequest, code: sandbox.CodeInvalidRequestFormat, msg: fmt.Sprintf(format, args...)}
 }
 
-// decode reads the JSON object of the request; an empty body is {}.
+// maxBodyValues bounds the JSON values (every string, number, literal,
+// object and array, keys included) of a sandbox request body. Decoded into
+// map[string]any a value costs 50 to 400 bytes whatever its size in the
+// body, so the body's byte limit alone let a small body take a lot of
+// memory; 100,000 values cost at most about 40 MB.
+const maxBodyValues = 100_000
+
+// decode reads the JSON object of the request; an empty body is {}. A body
+// of more than maxBodyValues values is refused (413) before it is decoded.
 func decode(c *echo.Context) (body, error) {
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -111,10 +119,42 @@ func decode(c *echo.Context) (body, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return b, nil
 	}
+	if !fewValues(data, maxBodyValues) {
+		return nil, &errEnvelope{status: http.StatusRequestEntityTooLarge, code: sandbox.CodeInvalidRequestFormat,
+			msg: fmt.Sprintf("request body too large: it holds more than %d JSON values", maxBodyValues)}
+	}
 	if err := json.Unmarshal(data, &b); err != nil || b == nil {
 		return nil, badRequest("request body must be a JSON object")
 	}
 	return b, nil
+}
+
+// fewValues reports whether the JSON text data holds at most max values
+// (keys counted as values). It only counts, at the speed of a byte scan;
+// json.Unmarshal validates afterwards.
+func fewValues(data []byte, max int) bool {
+	n := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case c == '{' || c == '[':
+		case c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z':
+			for i+1 < len(data) && (data[i+1] == '.' || data[i+1] == '+' || data[i+1] == '-' || data[i+1] >= '0' && data[i+1] <= '9' || data[i+1] >= 'a' && data[i+1] <= 'z' || data[i+1] >= 'A' && data[i+1] <= 'Z') {
+				i++
+			}
+		default:
+			continue
+		}
+		if n++; n > max {
+			return false
+		}
+	}
+	return true
 }
 
 func (b body) str(key string, required bool) (string, error) {

@@ -132,7 +132,7 @@ func inputs(p map[string]any) map[string]any {
 		}
 		out[k] = v
 	}
-	return out
+	return sandbox.Echo(out).(map[string]any)
 }
 
 func stringsParam(p map[string]any, name string) ([]string, error) {

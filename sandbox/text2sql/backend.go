@@ -251,14 +251,14 @@ func notProvisioned() error {
 }
 
 // inputs is AgentFlow's data.inputs: the params the tool was called with, plus the
-// worker_id its executor injected.
+// worker_id its executor injected, bounded (sandbox.Echo).
 func inputs(c *sandbox.Call) map[string]any {
 	in := make(map[string]any, len(c.Params)+1)
 	maps.Copy(in, c.Params)
 	if _, ok := in["worker_id"]; !ok && c.WorkerID != "" {
 		in["worker_id"] = c.WorkerID
 	}
-	return in
+	return sandbox.Echo(in).(map[string]any)
 }
 
 var (

@@ -137,3 +137,68 @@ func TestExecuteLimitsConfigured(t *testing.T) {
 		}
 	}
 }
+
+// postBody posts raw bytes to path and returns the status and answer.
+func postBody(t *testing.T, url, path string, body io.Reader) (int, []byte) {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Post(url+path, "application/json", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw
+}
+
+// TestRequestBodyBounded is the attack of issue 23.5: any route read a
+// JSON body of up to 100 MB into map[string]any (a 50 MB body took the
+// server from 70 MB to 1.25 GB) and echoed the params back in inputs. Over
+// real HTTP with the server's defaults: a 50 MB body is refused with 413
+// before it is read whole; a small body of very many values is refused
+// before it is decoded; a large param is echoed cut.
+func TestRequestBodyBounded(t *testing.T) {
+	url := newHTTP(t, newService(t, ""))
+	big := `{"worker_id":"w","action":"text2sql:list_databases","params":{"x":"` + strings.Repeat("a", 50<<20) + `"}}`
+	var status int
+	var raw []byte
+	alloc := allocated(func() { status, raw = postBody(t, url, "/api/v1/execute", strings.NewReader(big)) })
+	if status != http.StatusRequestEntityTooLarge || !json.Valid(raw) {
+		t.Fatalf("50 MB body: %d %.200s", status, raw)
+	}
+	if alloc > 80<<20 {
+		t.Fatalf("a refused 50 MB body allocated %d MB", alloc>>20)
+	}
+
+	many := `{"worker_id":"w","action":"text2sql:list_databases","params":{"x":[` + strings.Repeat("0,", 300000) + `0]}}`
+	alloc = allocated(func() { status, raw = postBody(t, url, "/api/v1/execute", strings.NewReader(many)) })
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(string(raw), "JSON values") {
+		t.Fatalf("300,000 values: %d %.300s", status, raw)
+	}
+	if alloc > 16<<20 {
+		t.Fatalf("a refused body of 300,000 values allocated %d MB", alloc>>20)
+	}
+
+	echo := map[string]any{"worker_id": "w", "action": "text2sql:list_databases",
+		"params": map[string]any{"x": strings.Repeat("b", 1<<20), "list": make([]int, 5000)}}
+	b, _ := json.Marshal(echo)
+	status, raw = postBody(t, url, "/api/v1/execute", bytes.NewReader(b))
+	var a struct {
+		Code int `json:"code"`
+		Data struct {
+			Inputs map[string]any `json:"inputs"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil || status != 200 || a.Code != 0 {
+		t.Fatalf("echo: %d %.300s", status, raw)
+	}
+	x, _ := a.Data.Inputs["x"].(string)
+	if len(raw) > 32<<10 || !strings.HasPrefix(x, "bbbb") || !strings.Contains(x, "bytes cut") || a.Data.Inputs["worker_id"] != "w" {
+		t.Fatalf("echo of %d bytes: inputs %.300v", len(raw), a.Data.Inputs)
+	}
+	// The name of an unknown tool is not echoed whole either.
+	b, _ = json.Marshal(map[string]any{"worker_id": "w", "action": "text2sql:" + strings.Repeat("n", 1<<20)})
+	status, raw = postBody(t, url, "/api/v1/execute", bytes.NewReader(b))
+	if status != 400 || len(raw) > 8<<10 {
+		t.Fatalf("unknown tool: %d, %d bytes", status, len(raw))
+	}
+}

@@ -6,7 +6,8 @@
 //	text2sql:get_schema     {db_id★, table_names?}   → {result: {db_id, schema: {table: {columns: [{name, type, pk}], foreign_keys: [{to_table, from_col, to_col}]}}}, inputs}
 //	text2sql:execute        {db_id★, query★}         → {result: {columns, rows, row_count, truncated, truncation?}, inputs}
 //
-// inputs echoes the call's params plus worker_id, as AgentFlow's BaseApiTool does.
+// inputs echoes the call's params plus worker_id, as AgentFlow's BaseApiTool does, bounded
+// by sandbox.Echo (a long string is cut, saying how much).
 //
 // # Configuration
 //

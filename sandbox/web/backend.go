@@ -120,7 +120,8 @@ func (b *Backend) visit(ctx context.Context, c *sandbox.Call) (any, error) {
 }
 
 // inputs echoes the tool's own parameters as the caller sent them, and the
-// worker id, as AgentFlow's BaseApiTool does; other params are left out.
+// worker id, as AgentFlow's BaseApiTool does, bounded (sandbox.Echo);
+// other params are left out.
 func inputs(c *sandbox.Call, names ...string) map[string]any {
 	in := map[string]any{}
 	for _, n := range names {
@@ -131,7 +132,7 @@ func inputs(c *sandbox.Call, names ...string) map[string]any {
 	if c.WorkerID != "" {
 		in["worker_id"] = c.WorkerID
 	}
-	return in
+	return sandbox.Echo(in).(map[string]any)
 }
 
 // toolError maps the package's errors to AgentFlow codes: a destination
