@@ -14,6 +14,7 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
+	"github.com/flockrun/flock/internal/httpserver"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
@@ -131,6 +132,7 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 		steps = tr
 	}
 	gw := gateway.New(log)
+	gw.SetListenOptions(httpserver.Options{HeaderTimeout: cfg.HeaderTimeout(), BodyTimeout: cfg.BodyTimeout()})
 	deps := handlers.Deps{Server: cfg, Log: log, Open: access.Open, Gateway: gw}
 	for _, o := range opts {
 		o(&deps)

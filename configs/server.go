@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Server is the configuration of a flock server process.
@@ -41,6 +42,13 @@ type Server struct {
 	// the operator raises it here for larger uploads (code:write of a file
 	// near the code backend's max_file_size, a very large task).
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// HeaderTimeoutS bounds, in seconds, reading a request's line and
+	// header (default 10); BodyTimeoutS bounds reading its body, from the
+	// end of the header (default 60). A client slower than either loses
+	// its connection, token or not. They apply to every listener flock
+	// opens (package internal/httpserver).
+	HeaderTimeoutS float64 `json:"header_timeout_s,omitempty"`
+	BodyTimeoutS   float64 `json:"body_timeout_s,omitempty"`
 	// Concurrency caps concurrent operations per kind across all runs
 	// (defaults in DefaultConcurrency).
 	Concurrency map[string]int `json:"concurrency,omitempty"`
@@ -124,6 +132,10 @@ const (
 	DefaultAddr         = "127.0.0.1:46397"
 	DefaultDataDir      = "flock-data"
 	DefaultMaxBodyBytes = 16 << 20
+	// DefaultHeaderTimeoutS and DefaultBodyTimeoutS are header_timeout_s's
+	// and body_timeout_s's defaults, in seconds.
+	DefaultHeaderTimeoutS = 10
+	DefaultBodyTimeoutS   = 60
 	// MinAuthTokenLen is the shortest auth token Validate accepts, in bytes.
 	MinAuthTokenLen = 16
 )
@@ -146,6 +158,12 @@ func (s *Server) ApplyDefaults() {
 	}
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.HeaderTimeoutS == 0 {
+		s.HeaderTimeoutS = DefaultHeaderTimeoutS
+	}
+	if s.BodyTimeoutS == 0 {
+		s.BodyTimeoutS = DefaultBodyTimeoutS
 	}
 	c := DefaultConcurrency()
 	for k, v := range s.Concurrency {
@@ -174,6 +192,11 @@ func (s *Server) Validate() error {
 	}
 	if s.DataDir == "" {
 		return fmt.Errorf("%w: --data must not be empty", ErrInvalid)
+	}
+	for name, v := range map[string]float64{"header_timeout_s": s.HeaderTimeoutS, "body_timeout_s": s.BodyTimeoutS} {
+		if v < 0.001 || v > 86400 || v != v {
+			return fieldErr(name, fmt.Sprintf("want a number of seconds from 0.001 to 86400, got %g", v))
+		}
 	}
 	for i, o := range s.AllowedOrigins {
 		if _, err := NormalizeOrigin(o); err != nil {
@@ -286,3 +309,11 @@ func IsLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// HeaderTimeout is HeaderTimeoutS as a duration.
+func (s *Server) HeaderTimeout() time.Duration { return secondsDuration(s.HeaderTimeoutS) }
+
+// BodyTimeout is BodyTimeoutS as a duration.
+func (s *Server) BodyTimeout() time.Duration { return secondsDuration(s.BodyTimeoutS) }
+
+func secondsDuration(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }

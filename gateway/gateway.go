@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flockrun/flock/internal/httpserver"
+	"github.com/flockrun/flock/internal/selfaddr"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -44,6 +46,18 @@ type Gateway struct {
 	srv    *http.Server
 	served chan error
 	closed bool
+	// listen bounds the private listener's clients (SetListenOptions);
+	// guarded by mu.
+	listen httpserver.Options
+}
+
+// SetListenOptions sets the header and body timeouts of the private
+// listener (flock serve passes the server's header_timeout_s and
+// body_timeout_s); call it before BaseURL starts the listener.
+func (g *Gateway) SetListenOptions(o httpserver.Options) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listen = o
 }
 
 // New returns a Gateway with no sessions. It does no I/O.
@@ -77,13 +91,14 @@ func (g *Gateway) BaseURL() (string, error) {
 		return "", ErrClosed
 	}
 	if g.ln == nil {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := selfaddr.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", fmt.Errorf("gateway: listen: %w", err)
 		}
 		g.ln = ln
-		g.srv = &http.Server{Handler: loopbackOnly(g), ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+		o := g.listen
+		o.ErrorLog = slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
+		g.srv = httpserver.New(loopbackOnly(g), o)
 		g.served = make(chan error, 1)
 		srv, served := g.srv, g.served
 		go func() { served <- srv.Serve(ln) }()

@@ -108,6 +108,12 @@
 // configs.Server.MaxBodyBytes (max_body_bytes, 16 MiB by default) while
 // they are read, not only by Content-Length; a sandbox body (decoded into
 // maps) may hold at most 100,000 JSON values, counted before it is decoded.
+// Start serves through internal/httpserver: the header must arrive within
+// header_timeout_s and a body within body_timeout_s of it (a trickling
+// client loses its connection, token or not), and every answer carries
+// X-Content-Type-Options: nosniff. The bound address is recorded in
+// internal/selfaddr while the server listens, so that the sandbox's
+// network guard never lets a tool reach it.
 //
 // A web page the user has open must not be able to drive a server on
 // loopback, nor read its answers after rebinding its own DNS name to

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -87,7 +88,21 @@ func jsonError(err error, offset int64, fields []string) error {
 	case errors.As(err, &te):
 		return badInput("body", "expected a JSON object, got JSON %s", te.Value)
 	}
+	if slowBody(err) {
+		return errSlowBody
+	}
 	return badInput("body", "cannot read the request body: %v", err)
+}
+
+// errSlowBody answers a body that did not arrive within body_timeout_s
+// (the listener's read deadline, package internal/httpserver).
+var errSlowBody = echo.NewHTTPError(http.StatusRequestTimeout,
+	"request body not received in time (the server's body_timeout_s); the connection is closed")
+
+// slowBody reports whether err is the read deadline of a request body.
+func slowBody(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // isBodyLimit reports whether err is the BodyLimit middleware's "too large".

@@ -112,6 +112,9 @@ const maxBodyValues = 100_000
 // of more than maxBodyValues values is refused (413) before it is decoded.
 func decode(c *echo.Context) (body, error) {
 	data, err := io.ReadAll(c.Request().Body)
+	if slowBody(err) {
+		return nil, errSlowBody
+	}
 	if err != nil {
 		return nil, err
 	}

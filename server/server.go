@@ -17,6 +17,8 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/httpserver"
+	"github.com/flockrun/flock/internal/selfaddr"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
 )
@@ -112,7 +114,7 @@ func (s *Server) Mount(path string, h http.Handler) {
 
 // Handler returns the server's routes with all middleware, for use with
 // httptest or an outer mux.
-func (s *Server) Handler() http.Handler { return s.e }
+func (s *Server) Handler() http.Handler { return httpserver.Handler(s.e, s.cfg.BodyTimeout()) }
 
 // Start listens on cfg.Addr and serves in the background. It returns the
 // bound address (useful with port 0). Start may be called once.
@@ -127,16 +129,17 @@ func (s *Server) Start() (net.Addr, error) {
 		return nil, errors.New("server: already shut down")
 	default:
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	// The address is flock's own while it listens: the sandbox's network
+	// guard refuses it whatever a tool's allow list says.
+	ln, err := selfaddr.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on %s: %w", s.cfg.Addr, err)
 	}
-	s.srv = &http.Server{
-		Handler:           s.e,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	s.srv = httpserver.New(s.e, httpserver.Options{
+		HeaderTimeout: s.cfg.HeaderTimeout(),
+		BodyTimeout:   s.cfg.BodyTimeout(),
+		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	})
 	s.served = make(chan error, 1)
 	srv, served := s.srv, s.served
 	go func() {

@@ -20,6 +20,11 @@
 // certificates for hosts with it (TLS tests of the cluster's NATS ports);
 // the keys live in the test's temporary directory, never in the tree.
 //
+// # Slow clients
+//
+// Trickle is an HTTP client that sends a request's head and then one byte
+// every 50 ms, for the tests of the listeners' header and body timeouts.
+//
 // # Caveats
 //
 // The helpers call tb.Fatalf, so they must run on the test's goroutine.

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/flockrun/flock/internal/httpserver"
+	"github.com/flockrun/flock/internal/selfaddr"
 )
 
 // Proxy is an HTTP forward proxy on 127.0.0.1 that connects only where its
@@ -39,7 +42,8 @@ const maxRefusals = 64
 
 // StartProxy listens on 127.0.0.1 and serves until Close.
 func StartProxy(p *Policy) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The proxy's own address is flock's: no policy reaches it.
+	ln, err := selfaddr.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +52,7 @@ func StartProxy(p *Policy) (*Proxy, error) {
 	x := &Proxy{policy: p, ln: ln, dial: dial, ctx: ctx, cancel: cancel,
 		transport: &http.Transport{DialContext: dial, Proxy: nil, ForceAttemptHTTP2: false,
 			MaxIdleConns: 16, IdleConnTimeout: 30 * time.Second, ResponseHeaderTimeout: 60 * time.Second}}
-	x.srv = &http.Server{Handler: x, ReadHeaderTimeout: 30 * time.Second}
+	x.srv = httpserver.New(x, httpserver.Options{HeaderTimeout: 30 * time.Second})
 	x.wg.Add(1)
 	go func() { // owned by Close, which waits for it
 		defer x.wg.Done()
