@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/internal/netguard"
+	"github.com/flockrun/flock/server"
 )
 
 // counting serves a page and counts the requests it gets.
@@ -125,6 +127,46 @@ func BenchmarkNavigate(b *testing.B) {
 	for b.Loop() {
 		if _, err := tab.Navigate(ctx, site.URL+"/"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestNavigateRefusesFlockItself is issue 23.6 for the browser, which
+// shares the web backend's guard: with loopback allowed (allow_private,
+// or allow_hosts 127.0.0.1) the browser still cannot load flock's own
+// API, nor its own proxy; other local pages load.
+func TestNavigateRefusesFlockItself(t *testing.T) {
+	cfg, err := sandbox.ParseConfig([]byte(`{}`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := srv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	var hits atomic.Int64
+	site := counting(t, &hits, false)
+	for _, pol := range []*netguard.Policy{{AllowPrivate: true}, localOK(t)} {
+		tab, _ := startTab(t, Options{ActionTimeout: 10 * time.Second, Policy: pol})
+		ctx := context.Background()
+		for _, u := range []string{"http://" + addr.String() + "/health", "http://" + tab.proxy.Addr() + "/"} {
+			_, err := tab.Navigate(ctx, u)
+			if !errors.Is(err, netguard.ErrBlocked) || !strings.Contains(err.Error(), "flock's own") {
+				t.Errorf("navigate %s = %v, want ErrBlocked: flock's own listener", u, err)
+			}
+		}
+		if nav, err := tab.Navigate(ctx, site.URL+"/"); err != nil || nav.Title != "Secret" {
+			t.Errorf("a local page: %+v %v", nav, err)
 		}
 	}
 }

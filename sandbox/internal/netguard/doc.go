@@ -20,4 +20,15 @@
 // them, whatever they resolve to), IP addresses and CIDR prefixes (matched
 // against the resolved addresses). allow_private: true allows every
 // address, for tests and local use.
+//
+// # flock's own listeners
+//
+// Whatever the policy allows, the addresses flock itself listens on in
+// this process (the API and viewer, the sandbox service, the model
+// gateway, the proxies; package internal/selfaddr records each while it
+// listens) are refused, by address and port: allow_hosts ["127.0.0.1"]
+// lets a tool read a local page, never flock's API. A listener on all
+// interfaces makes its port refused at every address of the machine.
+// CheckURL refuses such a page URL before it is handed to a reader, and
+// DialContext refuses it as it connects (a host allowed by name too).
 package netguard

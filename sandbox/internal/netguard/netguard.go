@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/flockrun/flock/internal/selfaddr"
 )
 
 // ErrBlocked marks a destination the policy refuses. Errors carrying it
@@ -26,6 +28,9 @@ type BlockedError struct {
 	Addr netip.Addr
 	// Reason says why, e.g. "loopback", "link-local (cloud metadata)".
 	Reason string
+	// Port is set when the refusal is of the port too: one of flock's own
+	// listeners, refused whatever allow_hosts and allow_private say.
+	Port uint16
 }
 
 func (e *BlockedError) Error() string {
@@ -33,7 +38,23 @@ func (e *BlockedError) Error() string {
 	if e.Addr.IsValid() && e.Addr.String() != e.Host {
 		at = " (" + e.Addr.String() + ")"
 	}
+	if e.Port != 0 {
+		return fmt.Sprintf("%v: %s%s port %d is %s; no setting lets a sandbox tool reach it", ErrBlocked, e.Host, at, e.Port, e.Reason)
+	}
 	return fmt.Sprintf("%v: %s%s is not a public address (%s); sandbox tools reach only public addresses unless the config lists the host in allow_hosts or sets allow_private", ErrBlocked, e.Host, at, e.Reason)
+}
+
+// ownReason is the Reason of a destination that is one of flock's own
+// listeners (package internal/selfaddr).
+const ownReason = "flock's own listener (its API, viewer, sandbox service, gateway or proxy)"
+
+// own refuses addr:port when it reaches one of flock's own listeners,
+// whatever the policy allows.
+func own(host string, a netip.Addr, port uint16) *BlockedError {
+	if !selfaddr.Is(netip.AddrPortFrom(a, port)) {
+		return nil
+	}
+	return &BlockedError{Host: host, Addr: a.Unmap(), Port: port, Reason: ownReason}
 }
 
 func (e *BlockedError) Unwrap() error { return ErrBlocked }
@@ -301,19 +322,41 @@ func (p *Policy) Resolve(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // CheckURL refuses an http(s) URL whose host is, or resolves to, an
-// address the policy refuses (*BlockedError). A host that does not resolve
-// here passes: whoever fetches it resolves it on its own network.
+// address the policy refuses, or one of flock's own listeners whatever the
+// policy allows (*BlockedError). A host that does not resolve here passes:
+// whoever fetches it resolves it on its own network.
 func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL: %w", raw, err)
 	}
-	_, err = p.Resolve(ctx, u.Hostname())
+	host := u.Hostname()
+	addrs, err := p.Resolve(ctx, host)
 	var be *BlockedError
 	if errors.As(err, &be) {
 		return err
 	}
+	if err != nil {
+		return nil
+	}
+	port := urlPort(u)
+	for _, a := range addrs {
+		if be := own(host, a, port); be != nil {
+			return be
+		}
+	}
 	return nil
+}
+
+// urlPort is the port u names, or its scheme's default.
+func urlPort(u *url.URL) uint16 {
+	if n, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(n)
+	}
+	if strings.EqualFold(u.Scheme, "https") || strings.EqualFold(u.Scheme, "wss") {
+		return 443
+	}
+	return 80
 }
 
 // DialContext returns a dial function for http.Transport that connects only
@@ -334,12 +377,15 @@ func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, a
 		byName := p.allowedName(host)
 		dd := *d
 		dd.Control = func(_, address string, _ syscall.RawConn) error {
-			if byName {
-				return nil
-			}
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
 				return fmt.Errorf("connect to %s: %w", address, err)
+			}
+			if be := own(host, ap.Addr(), ap.Port()); be != nil {
+				return be
+			}
+			if byName {
+				return nil
 			}
 			if r := p.Reason(ap.Addr()); r != "" {
 				return &BlockedError{Host: host, Addr: ap.Addr().Unmap(), Reason: r}
