@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -77,6 +78,22 @@ func TestDocExamplesParse(t *testing.T) {
 	}
 	if _, err := (docBlock{text: "./flock run --workflow x &\n", lang: "sh"}).script(); err == nil || !strings.Contains(err.Error(), "give it --addr") {
 		t.Fatalf("a background command with no port: %v", err)
+	}
+}
+
+// TestFlockCommands: the flock invocations TestDocCommandFlags checks.
+func TestFlockCommands(t *testing.T) {
+	text := "flock runs pause RUN_ID; flock runs resume RUN_ID   # two\n" +
+		"OTEL_X=1 ./flock serve --log-format json &\n" +
+		"go run . run --task \"a; b | c\" --quiet\n" +
+		"go run ./bench -quick\n" +
+		"ls /tmp/flock-tutorial && (flock version)\n" +
+		"cat > f <<'EOF'\nflock serve --not-a-command\nEOF\n"
+	got := flockCommands(text)
+	want := [][]string{{"runs", "pause", "RUN_ID"}, {"runs", "resume", "RUN_ID"}, {"serve", "--log-format", "json"},
+		{"run", "--task", "a; b | c", "--quiet"}, {"version"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("flockCommands:\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -62,6 +62,11 @@ import (
 // that says ./flock uses what the document built. curl fails on HTTP errors
 // (--fail-with-body is added), and every block runs under set -euo
 // pipefail, so a wrong example fails the test.
+//
+// TestDocCommandFlags checks every flock command of those blocks, the ones
+// not run included, against the binary's -h: the command exists and has
+// each flag the line gives. TestDocLinks checks the documents' relative
+// links.
 
 // docBlock is a code block of a document, with its directives.
 type docBlock struct {
@@ -787,4 +792,140 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// flockCallRE finds invocations of flock in a command line: the binary
+// (flock, ./flock or go run .) at the start of a command, after
+// environment assignments, and its arguments up to the end of the command.
+var flockCallRE = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\./flock|flock|go run \.)((?:\s+[^;&|)#\s]+)*)`)
+
+// shellWords splits s into words, honouring single and double quotes (no
+// expansion).
+func shellWords(s string) []string {
+	var words []string
+	var cur strings.Builder
+	var quote rune
+	in := false
+	for _, c := range s {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(c)
+			}
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\\':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// flockCommands lists the flock command lines of a block, skipped or not:
+// each as its words after the binary.
+func flockCommands(text string) [][]string {
+	var out [][]string
+	for _, u := range splitUnits(text) {
+		if !u.command {
+			continue
+		}
+		line := strings.ReplaceAll(stripComment(u.text), "\\\n", " ")
+		// Quoted strings may hold ; & |: cut the line on them only outside quotes.
+		for _, m := range flockCallRE.FindAllStringSubmatchIndex(line, -1) {
+			rest := line[m[2]:]
+			if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+				continue // another binary: flock-x, go run ./bench
+			}
+			out = append(out, commandWords(rest))
+		}
+	}
+	return out
+}
+
+// commandWords is the words of rest up to the end of its command (a ;,
+// &, | or # outside quotes).
+func commandWords(rest string) []string {
+	var quote rune
+	for i, c := range rest {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == ';' || c == '&' || c == '|' || c == '#' || c == ')':
+			return shellWords(rest[:i])
+		}
+	}
+	return shellWords(rest)
+}
+
+// TestDocCommandFlags: every flock command of the documents' shell blocks,
+// the ones not run included, names a command flock has and only flags that
+// command lists in its -h.
+func TestDocCommandFlags(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helps := map[string]string{}
+	help := func(cmd []string) string {
+		key := strings.Join(cmd, " ")
+		if h, ok := helps[key]; ok {
+			return h
+		}
+		out, _ := exec.Command(binary, append(append([]string{}, cmd...), "-h")...).CombinedOutput()
+		helps[key] = string(out)
+		return helps[key]
+	}
+	nested := map[string]bool{"db": true, "runs": true}
+	checked := 0
+	for _, blocks := range docDocuments(t, repo) {
+		for _, b := range blocks {
+			if !b.shell() {
+				continue
+			}
+			for _, words := range flockCommands(b.text) {
+				var cmd []string
+				if len(words) > 0 && !strings.HasPrefix(words[0], "-") {
+					cmd = append(cmd, words[0])
+					if nested[words[0]] && len(words) > 1 && !strings.HasPrefix(words[1], "-") {
+						cmd = append(cmd, words[1])
+					}
+				}
+				h := help(cmd)
+				if strings.Contains(h, "unknown command") || strings.Contains(h, "unknown runs command") || strings.Contains(h, "unknown db command") {
+					t.Errorf("%s: flock %s: %s", b.where(), strings.Join(cmd, " "), strings.TrimSpace(h))
+					continue
+				}
+				for _, w := range words {
+					if !strings.HasPrefix(w, "-") || w == "-" || w == "--" {
+						continue
+					}
+					name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+					if !regexp.MustCompile(`(^|[\s\[])--?` + regexp.QuoteMeta(name) + `\b`).MatchString(h) {
+						t.Errorf("%s: flock %s has no flag %s (flock %s -h)", b.where(), strings.Join(cmd, " "), w, strings.Join(cmd, " "))
+					}
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d flock commands found in the documents", checked)
+	}
+	t.Logf("%d flock commands checked", checked)
 }
