@@ -17,9 +17,16 @@ type stuck struct{}
 
 var (
 	stuckMu      sync.Mutex
-	stuckRelease = make(chan struct{})
-	stuckStarted = make(chan string, 16)
+	stuckRelease chan struct{} // guarded by stuckMu; set by stuckReset
+	stuckStarted chan string   // guarded by stuckMu
 )
+
+// stuckReset arms the tool for one test (tests may run with -count).
+func stuckReset() {
+	stuckMu.Lock()
+	defer stuckMu.Unlock()
+	stuckRelease, stuckStarted = make(chan struct{}), make(chan string, 16)
+}
 
 func releaseStuck() {
 	stuckMu.Lock()
@@ -33,8 +40,11 @@ func releaseStuck() {
 
 func (stuck) Tools() []sandbox.Tool {
 	return []sandbox.Tool{{Name: "stuck:wait", Run: func(_ context.Context, c *sandbox.Call) (any, error) {
-		stuckStarted <- c.Session.ID
-		<-stuckRelease
+		stuckMu.Lock()
+		release, started := stuckRelease, stuckStarted
+		stuckMu.Unlock()
+		started <- c.Session.ID
+		<-release
 		return map[string]any{}, nil
 	}}}
 }
@@ -50,6 +60,7 @@ func init() {
 // with a call running, the other sessions expire on time, and Close
 // returns when its context ends.
 func TestStuckCallWedgesNoOne(t *testing.T) {
+	stuckReset()
 	e := newEnv(t, "", `{"server":{"session_ttl":0.3,"cleanup_interval":0.05,"default_timeout":0.2},"resources":{"stuck":{},"keeper":{}}}`)
 	t.Cleanup(releaseStuck) // before newEnv's Close
 	if a := e.do(t, "POST", "/api/v1/session/create", map[string]any{"worker_id": "a", "resource_type": "stuck"}); a.code() != 0 {
@@ -60,7 +71,10 @@ func TestStuckCallWedgesNoOne(t *testing.T) {
 	if a.code() != sandbox.CodeTimeout {
 		t.Fatalf("stuck call: %v", a.body)
 	}
-	<-stuckStarted
+	stuckMu.Lock()
+	started := stuckStarted
+	stuckMu.Unlock()
+	<-started
 	// Sessions that start after it still expire and are cleaned up, well
 	// after the stuck session's own TTL has passed.
 	for _, w := range []string{"b", "c"} {
