@@ -67,6 +67,12 @@ type BoltOptions struct {
 	// committed. Only for bulk loads of data that can be rebuilt (seeding
 	// benchmark stores); Close still syncs the file.
 	NoSync bool
+	// ReadOnly opens an existing file for reading only, under a shared
+	// lock: any number of read-only opens may hold the file at once, none
+	// while a process has it open for writing (that one's lock makes the
+	// open fail with ErrInUse after Timeout). Commits fail with
+	// ErrReadOnly. A missing file is an error wrapping fs.ErrNotExist.
+	ReadOnly bool
 }
 
 func (o BoltOptions) withDefaults() BoltOptions {
@@ -133,11 +139,19 @@ type BoltStats = Stats
 // The caller must Close the store.
 func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
-	}
-	if err := preflight(path); err != nil {
-		return nil, err
+	if opts.ReadOnly {
+		// A reader neither creates the file nor rebuilds its free list, so
+		// bbolt does not walk the tree at open: no preflight scan either.
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+		if err := preflight(path); err != nil {
+			return nil, err
+		}
 	}
 	var db *bolt.DB
 	err := safely(path, func() (err error) {
@@ -151,6 +165,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 			InitialMmapSize: opts.InitialMmapSize,
 			PageSize:        opts.PageSize,
 			NoSync:          opts.NoSync,
+			ReadOnly:        opts.ReadOnly,
 		})
 		return err
 	})
@@ -163,7 +178,11 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := safely(path, func() error { return db.Update(initSchema) }); err != nil {
+	initOrCheck := func() error { return db.Update(initSchema) }
+	if opts.ReadOnly {
+		initOrCheck = func() error { return db.View(checkSchema) }
+	}
+	if err := safely(path, initOrCheck); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -243,6 +262,23 @@ func initSchema(tx *bolt.Tx) error {
 	}
 	// New file or older schema: records are migrated when read (Migrate).
 	return meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, SchemaVersion))
+}
+
+// checkSchema refuses, for a read-only open, a file that is not a flock
+// database or was written by a newer schema.
+func checkSchema(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return fmt.Errorf("%w: no %s bucket: not a flock database", ErrSchema, bucketMeta)
+	}
+	v := meta.Get(keySchema)
+	if len(v) != 8 {
+		return fmt.Errorf("%w: malformed schema record %q", ErrSchema, v)
+	}
+	if stored := binary.BigEndian.Uint64(v); stored > SchemaVersion {
+		return fmt.Errorf("%w: data file has schema %d, this build reads up to %d", ErrSchema, stored, SchemaVersion)
+	}
+	return nil
 }
 
 // Path returns the file the store was opened on.

@@ -67,6 +67,9 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 	if s.isClosed.Load() {
 		return ErrClosed
 	}
+	if s.opts.ReadOnly {
+		return fmt.Errorf("commit to run %s: %s: %w", c.RunID, s.path, ErrReadOnly)
+	}
 	r, err := encodeCommit(c)
 	if err != nil {
 		s.rejected.Add(1)

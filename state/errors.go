@@ -32,6 +32,9 @@ var (
 	// ErrLeaseHeld is returned by Claim when another owner holds an
 	// unexpired lease on the run.
 	ErrLeaseHeld = errors.New("run is leased to another owner")
+	// ErrReadOnly is returned by commits to a store opened read-only
+	// (BoltOptions.ReadOnly).
+	ErrReadOnly = errors.New("store is open read-only")
 	// ErrLeaseLost is returned by Renew when the caller no longer holds
 	// the run's lease (it expired and was claimed by another owner, or was
 	// released).

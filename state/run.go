@@ -105,6 +105,22 @@ type PendingEnd struct {
 type Spec struct {
 	Task     string          `json:"task"`
 	Settings json.RawMessage `json:"settings"`
+	// Key identifies the command that started a top-level run from the
+	// command line (flock run, rollout, synthesize): a hash of its
+	// resolved configuration. The same command again finds the run by it
+	// and resumes it instead of starting another. Empty otherwise.
+	Key string `json:"key,omitempty"`
+	// Grants are the files the operator handed to a top-level run on the
+	// command line: directories it (and its descendants) may read or
+	// write besides the server's read_roots. A fork does not inherit them.
+	Grants *Grants `json:"grants,omitempty"`
+}
+
+// Grants are directories one run tree may read or write beneath, granted
+// by the person at the terminal (absolute, cleaned paths).
+type Grants struct {
+	ReadRoots  []string `json:"read_roots,omitempty"`
+	WriteRoots []string `json:"write_roots,omitempty"`
 }
 
 // OpStatus is the journal status of an operation.
