@@ -15,6 +15,7 @@ import (
 	"github.com/flockrun/flock/handlers/files"
 	"github.com/flockrun/flock/handlers/generate"
 	"github.com/flockrun/flock/internal/httpserver"
+	"github.com/flockrun/flock/internal/keyring"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
@@ -40,16 +41,44 @@ type App struct {
 	// Gateway is the model gateway of external agents; the server serves
 	// its routes (server.MountGateway) and announces its URL.
 	Gateway *gateway.Gateway
+	// Keys are the API keys given literally on command lines, for the runs
+	// whose settings name them (package keyring): the command's own, or
+	// the ones handed over to this server with a run.
+	Keys *keyring.Ring
+}
+
+// options are what Options change in Open.
+type options struct {
+	deps     handlers.Deps
+	noResume bool
 }
 
 // Option changes how Open wires an App.
-type Option func(*handlers.Deps)
+type Option func(*options)
 
 // WithSandbox hands the sandbox service the server hosts to the handlers:
 // the sandbox operation runs on it in-process. The caller owns svc and
 // closes it after the App.
 func WithSandbox(svc *sandbox.Service) Option {
-	return func(d *handlers.Deps) { d.Sandbox = svc }
+	return func(o *options) { o.deps.Sandbox = svc }
+}
+
+// WithoutResume opens the App without resuming the data directory's
+// unfinished runs: the caller drives the one it wants
+// (Executor.Launch, ResumeTree). Commands that run one workflow in their
+// own process use it.
+func WithoutResume() Option {
+	return func(o *options) { o.noResume = true }
+}
+
+// WithKeys puts keys given literally on the command line (by their
+// keyring names) into the App's ring before any run starts or resumes.
+func WithKeys(keys map[string]string) Option {
+	return func(o *options) {
+		for n, k := range keys {
+			o.deps.Keys.Set(n, k)
+		}
+	}
 }
 
 // Open builds an App from cfg and resumes the unfinished runs in its data
@@ -101,8 +130,15 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 		return nil, err
 	}
 	// Every file a run reads or writes server-side goes through access;
-	// building it here also refuses bad read or write roots at start.
-	access, err := files.ServerAccess(cfg)
+	// building it here also refuses bad read or write roots at start. The
+	// executor (made below, before any run) knows the runs' grants.
+	var ex *workflows.Executor
+	access, err := files.ServerAccess(cfg, func(id string) *state.Grants {
+		if ex == nil {
+			return nil
+		}
+		return ex.Grants(id)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", configs.ErrInvalid, err)
 	}
@@ -112,7 +148,6 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 	} else if st, err = openStore(cfg); err != nil {
 		return nil, err
 	}
-	var ex *workflows.Executor
 	mx := telemetry.New(st, func() int {
 		if ex == nil {
 			return 0
@@ -133,10 +168,11 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 	}
 	gw := gateway.New(log)
 	gw.SetListenOptions(httpserver.Options{HeaderTimeout: cfg.HeaderTimeout(), BodyTimeout: cfg.BodyTimeout()})
-	deps := handlers.Deps{Server: cfg, Log: log, Open: access.Open, Gateway: gw}
-	for _, o := range opts {
-		o(&deps)
+	o := options{deps: handlers.Deps{Server: cfg, Log: log, Open: access.Open, Gateway: gw, Keys: &keyring.Ring{}}}
+	for _, opt := range opts {
+		opt(&o)
 	}
+	deps := o.deps
 	// The operation handlers are the registered handler packages (see
 	// handlers.go); the executor provisions them at Start.
 	wcfg := workflows.Config{
@@ -149,6 +185,7 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 		RunsDir:     cfg.RunsDir(),
 		Concurrency: cfg.Concurrency,
 		Logger:      log,
+		NoResume:    o.noResume,
 	}
 	if cl != nil {
 		wcfg.Dispatcher, wcfg.LeaseTTL, wcfg.HandoffDelay = cl.Dispatcher, cl.LeaseTTL, cl.HandoffDelay
@@ -160,7 +197,7 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 	if err := ex.Start(ctx); err != nil {
 		return nil, errors.Join(err, closeTracer(ctx, tr), gw.Close(), st.Close())
 	}
-	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx, Tracer: tr, Gateway: gw}, nil
+	return &App{Config: cfg, Store: st, Executor: ex, Registry: reg, Log: log, Metrics: mx, Tracer: tr, Gateway: gw, Keys: deps.Keys}, nil
 }
 
 // openStore opens the data directory's database. It refuses a database

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/gateway"
+	"github.com/flockrun/flock/internal/keyring"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
@@ -72,6 +73,9 @@ type RunCheck struct {
 	Settings *configs.RunSettings
 	// Raw is the run's whole settings document.
 	Raw json.RawMessage
+	// WorkDir is the work directory the run will have (it may not exist
+	// yet): files the checks read resolve as the run's would.
+	WorkDir string
 }
 
 // Deps are the dependencies a handler may use, handed to Provision.
@@ -100,6 +104,14 @@ type Deps struct {
 	// (package gateway); the server serves its routes. Nil: the external
 	// operation is refused.
 	Gateway *gateway.Gateway
+	// Grants returns the directories the operator granted the run tree
+	// whose top-level run is id (state.Spec.Grants), or nil; the executor
+	// sets it. File access (package files) adds them to its roots.
+	Grants func(id string) *state.Grants
+	// Keys are the API keys given literally on the command line, by the
+	// names the runs' settings use instead of environment variables
+	// (package keyring). Nil holds none.
+	Keys *keyring.Ring
 }
 
 // Runs starts child runs. The executor implements it, so that a handler

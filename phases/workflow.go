@@ -3,6 +3,8 @@ package phases
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -143,6 +145,8 @@ type Graph struct {
 	Start       string              `json:"start"`
 	Phases      []string            `json:"phases"`
 	Transitions map[string][]string `json:"transitions"`
+	// Settings are the workflow's own top-level settings keys (Workflow.Settings), sorted; nil when it declares none.
+	Settings []string `json:"settings,omitempty"`
 }
 
 // Graph returns the workflow's graph description.
@@ -155,5 +159,59 @@ func (w *Workflow) Graph() Graph {
 		sort.Strings(next)
 		g.Transitions[p.Name] = next
 	}
+	g.Settings = SettingsKeys(w.Settings)
 	return g
+}
+
+// SettingsKeys returns the top-level keys a Workflow.Settings value
+// declares, sorted: a []string as it is; a struct (or a pointer to one)
+// by the json tags of its fields, embedded structs' included. Nil for
+// anything else.
+func SettingsKeys(declared any) []string {
+	var keys []string
+	switch d := declared.(type) {
+	case nil:
+		return nil
+	case []string:
+		keys = slices.Clone(d)
+	default:
+		t := reflect.TypeOf(declared)
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+		keys = structKeys(t, nil)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// structKeys appends the json names of t's fields to keys.
+func structKeys(t reflect.Type, keys []string) []string {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if tag == "-" {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			keys = structKeys(ft, keys)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		keys = append(keys, name)
+	}
+	return keys
 }

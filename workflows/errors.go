@@ -31,6 +31,11 @@ var (
 	// ErrBadFork is returned for a fork request that cannot be honoured
 	// (a step the run never reached, vars that are not JSON).
 	ErrBadFork = errors.New("bad fork request")
+	// ErrKeyNeeded is returned when a run cannot be driven because its
+	// settings name an API key that was given on the command line of the
+	// command that started it, and this process does not hold it (package
+	// keyring): that command must run again.
+	ErrKeyNeeded = errors.New("run needs an API key held only by the command that started it")
 	// ErrUndeclaredNext fails a run whose phase returns a Next its workflow does not declare.
 	ErrUndeclaredNext = errors.New("phase returned an undeclared next phase")
 )

@@ -75,6 +75,11 @@ type Config struct {
 	// HandoffDelay is, in cluster mode, the longest Delay a run waits for
 	// while staying loaded (and leased) here. Default DefaultHandoffDelay.
 	HandoffDelay time.Duration
+	// NoResume makes Start resume no run: the caller picks the runs it
+	// drives (ResumeTree, Launch). A command that runs one workflow in
+	// its own process drives only its own run, never the other unfinished
+	// runs of the data directory.
+	NoResume bool
 }
 
 // DefaultLeaseTTL is Config.LeaseTTL's default.
@@ -133,6 +138,9 @@ type Executor struct {
 	runs    map[string]*runner // active runs; guarded by mu
 	started bool               // guarded by mu
 	stopped bool               // guarded by mu
+	// starting holds the grants of top-level runs being started, from
+	// their id until their spec is written; guarded by mu.
+	starting map[string]*state.Grants
 }
 
 // New returns an executor. It does nothing until Start.
@@ -185,6 +193,8 @@ func New(cfg Config) (*Executor, error) {
 		broker: newBroker(publisherOf(cfg.Dispatcher)),
 		cache:  newEntryCache(cfg.EntryCacheBytes),
 		runs:   make(map[string]*runner),
+
+		starting: make(map[string]*state.Grants),
 	}
 	for k, n := range cfg.Concurrency {
 		if n > 0 {
@@ -223,7 +233,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.started = true
 	e.mu.Unlock()
 	deps := e.cfg.HandlerDeps
-	deps.Runs, deps.Store, deps.Ops = children{e}, e.store, e.hs
+	deps.Runs, deps.Store, deps.Ops, deps.Grants = children{e}, e.store, e.hs, e.Grants
 	if deps.Log == nil {
 		deps.Log = e.log
 	}
@@ -238,7 +248,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.renewLeases()
 	}()
-	if e.dispatched() {
+	if e.dispatched() || e.cfg.NoResume {
 		return nil
 	}
 	heads, err := e.store.Unfinished(ctx)
@@ -254,6 +264,8 @@ func (e *Executor) Start(ctx context.Context) error {
 		}
 		if err := e.resume(ctx, h); errors.Is(err, state.ErrLeaseHeld) {
 			e.log.Info("run not resumed: another owner drives it", "run", h.ID, "err", err)
+		} else if errors.Is(err, ErrKeyNeeded) {
+			e.holdForKey(ctx, h.ID, err)
 		} else if errors.Is(err, state.ErrCorrupt) {
 			e.log.Error("run not resumed: its records in the database cannot be read; run `flock db check`", "run", h.ID, "err", err)
 		} else if err != nil {
@@ -335,15 +347,6 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 			return state.Run{}, nil, fmt.Errorf("%w: settings: %w%s", ErrBadRequest, err, warningsHint(warnings))
 		}
 	}
-	check := handlers.RunCheck{Workflow: wf.Name, Settings: rs, Raw: json.RawMessage(settingsDoc)}
-	if err := e.hs.ValidateRun(check); err != nil {
-		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
-	prepared, err := e.hs.PrepareRun(ctx, check)
-	if err != nil {
-		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
-	settingsDoc = prepared
 	now := e.now().UTC()
 	id := req.ID
 	if id == "" {
@@ -358,6 +361,29 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	if abs, err := filepath.Abs(workDir); err == nil {
 		workDir = abs
 	}
+	var grants *state.Grants
+	if req.ParentID == "" && req.Grants != nil {
+		// The checks below may read the files granted (a scripted model's
+		// script): the grants hold from here, before the spec is written.
+		grants = req.Grants
+		e.mu.Lock()
+		e.starting[id] = grants
+		e.mu.Unlock()
+		defer func() {
+			e.mu.Lock()
+			delete(e.starting, id)
+			e.mu.Unlock()
+		}()
+	}
+	check := handlers.RunCheck{Workflow: wf.Name, Settings: rs, Raw: json.RawMessage(settingsDoc), WorkDir: workDir}
+	if err := e.hs.ValidateRun(check); err != nil {
+		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	prepared, err := e.hs.PrepareRun(ctx, check)
+	if err != nil {
+		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	settingsDoc = prepared
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		if state.IsNoSpace(err) {
 			err = state.NoSpace(workDir, err)
@@ -395,7 +421,10 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
-	spec := state.Spec{Task: req.Task, Settings: json.RawMessage(settingsDoc)}
+	spec := state.Spec{Task: req.Task, Settings: json.RawMessage(settingsDoc), Grants: grants}
+	if req.ParentID == "" {
+		spec.Key = req.Key
+	}
 	created := state.Event{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "created"}
 	if len(warnings) > 0 {
 		created.Message = fmt.Sprintf("created with %d settings warning(s): %s", len(warnings), strings.Join(warnings, "; "))
@@ -455,6 +484,9 @@ func (e *Executor) resume(ctx context.Context, head state.Run) (err error) {
 	spec, err := e.store.Spec(ctx, head.ID)
 	if err != nil {
 		return fmt.Errorf("load spec: %w", err)
+	}
+	if err := e.keysHeld(head.ID, spec); err != nil {
+		return err
 	}
 	rs, err := configs.ParseRunSettings(spec.Settings)
 	if err != nil {
@@ -660,6 +692,11 @@ func (e *Executor) Resume(ctx context.Context, id string) error {
 	}
 	if head.Status != state.StatusPaused {
 		return fmt.Errorf("%w: run %s is %s", ErrNotPaused, id, head.Status)
+	}
+	if spec, err := e.store.Spec(ctx, id); err != nil {
+		return fmt.Errorf("resume run %s: load spec: %w", id, err)
+	} else if err := e.keysHeld(id, spec); err != nil {
+		return err
 	}
 	children, err := e.store.Children(ctx, id)
 	if err != nil {

@@ -9,9 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/flockrun/flock/state"
 )
 
 // AccessOptions configures an Access. Directories may be relative (to the
@@ -33,6 +36,12 @@ type AccessOptions struct {
 	// Only the CLI sets them, for the output directories the person at the
 	// terminal named; a server's runs write only in their work directory.
 	WriteRoots []string
+	// Grants, if set, returns the directories granted to one run tree, by
+	// the id of its top-level run (state.Spec.Grants: what the person at
+	// the terminal handed to a run started from the command line). They
+	// are roots of that tree only, read and write as granted, and are
+	// looked up only for a path no other root holds.
+	Grants func(id string) *state.Grants
 }
 
 // Access confines the file accesses made on behalf of runs: read_file,
@@ -48,6 +57,7 @@ type Access struct {
 	data, runs dir
 	read       []dir
 	write      []dir
+	grants     func(id string) *state.Grants
 }
 
 // dir is a directory in two spellings: absolute, and with symbolic links
@@ -91,7 +101,7 @@ func beneath(base, p string) (string, bool) {
 // NewAccess checks and resolves the directories of o. A read or write root
 // that does not exist or is not a directory is an error naming it.
 func NewAccess(o AccessOptions) (*Access, error) {
-	a := &Access{}
+	a := &Access{grants: o.Grants}
 	var err error
 	if o.DataDir != "" {
 		if a.data, err = newDir(o.DataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -146,14 +156,50 @@ func (a *Access) Path(workDir, name string) string {
 // directory of its top-level run when workDir lies in the runs directory,
 // else workDir itself.
 func (a *Access) tree(workDir string) dir {
+	t, _ := a.treeOf(workDir)
+	return t
+}
+
+// treeOf is tree, plus the id of the top-level run (its directory's
+// name) when workDir lies in the runs directory.
+func (a *Access) treeOf(workDir string) (dir, string) {
 	w, _ := newDir(workDir)
 	for _, base := range []string{a.runs.abs, a.runs.real} {
 		if r, ok := beneath(base, w.abs); ok && r != "." {
-			top, _ := newDir(filepath.Join(a.runs.abs, strings.SplitN(r, string(filepath.Separator), 2)[0]))
-			return top
+			id := strings.SplitN(r, string(filepath.Separator), 2)[0]
+			top, _ := newDir(filepath.Join(a.runs.abs, id))
+			return top, id
 		}
 	}
-	return w
+	return w, ""
+}
+
+// granted returns the roots granted to the run tree of workDir: its read
+// roots (write roots included) or, with write, its write roots. Roots
+// that no longer exist are left out.
+func (a *Access) granted(workDir string, write bool) []dir {
+	if a.grants == nil || workDir == "" {
+		return nil
+	}
+	_, id := a.treeOf(workDir)
+	if id == "" {
+		return nil
+	}
+	g := a.grants(id)
+	if g == nil {
+		return nil
+	}
+	ps := g.WriteRoots
+	if !write {
+		ps = append(slices.Clone(g.ReadRoots), g.WriteRoots...)
+	}
+	var out []dir
+	for _, p := range ps {
+		if d, err := newDir(p); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Open opens name for reading on behalf of the run working in workDir
@@ -171,7 +217,13 @@ func (a *Access) Open(workDir, name string) (*os.File, error) {
 		t := a.tree(workDir)
 		own = &t
 	}
-	f, err := a.openIn(own, a.read, p, func(r *os.Root, rel string) (*os.File, error) { return r.Open(rel) })
+	open := func(r *os.Root, rel string) (*os.File, error) { return r.Open(rel) }
+	f, err := a.openIn(own, a.read, p, open)
+	if errors.Is(err, errEscapes) {
+		if g := a.granted(workDir, false); len(g) > 0 {
+			f, err = a.openIn(nil, g, p, open)
+		}
+	}
 	if errors.Is(err, errEscapes) {
 		return nil, fmt.Errorf("%s %w", p, ErrOutsideRoots)
 	}
@@ -286,7 +338,7 @@ func (a *Access) WriteFile(workDir, name string, content []byte, app bool) (stri
 	// The parent is created and opened as a root of its own; the file is
 	// then written by its base name, which cannot leave it.
 	var d *os.Root
-	f, err := a.openIn(own, a.write, parent, func(r *os.Root, rel string) (*os.File, error) {
+	openDir := func(r *os.Root, rel string) (*os.File, error) {
 		if err := r.MkdirAll(rel, 0o755); err != nil {
 			return nil, err
 		}
@@ -301,7 +353,13 @@ func (a *Access) WriteFile(workDir, name string, content []byte, app bool) (stri
 		}
 		d = sub
 		return dirf, nil
-	})
+	}
+	f, err := a.openIn(own, a.write, parent, openDir)
+	if errors.Is(err, errEscapes) {
+		if g := a.granted(workDir, true); len(g) > 0 {
+			f, err = a.openIn(nil, g, parent, openDir)
+		}
+	}
 	if errors.Is(err, errEscapes) || errors.Is(err, ErrDataDir) {
 		if d != nil {
 			d.Close()

@@ -6,6 +6,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/state"
 )
 
 func init() {
@@ -14,10 +15,11 @@ func init() {
 }
 
 // ServerAccess returns the Access of a server configured by cfg: its data
-// and runs directories, read roots and write roots.
-func ServerAccess(cfg configs.Server) (*Access, error) {
+// and runs directories, read roots and write roots, plus the run trees'
+// grants (nil: none).
+func ServerAccess(cfg configs.Server, grants func(id string) *state.Grants) (*Access, error) {
 	return NewAccess(AccessOptions{DataDir: cfg.DataDir, RunsDir: cfg.RunsDir(),
-		ReadRoots: cfg.ReadRoots, WriteRoots: cfg.WriteRoots})
+		ReadRoots: cfg.ReadRoots, WriteRoots: cfg.WriteRoots, Grants: grants})
 }
 
 // Provision confines file operations by the server's access rules (see
@@ -27,7 +29,7 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	if deps.Server.DataDir == "" {
 		return nil
 	}
-	a, err := ServerAccess(deps.Server)
+	a, err := ServerAccess(deps.Server, deps.Grants)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/handlers/generate/simulated"
+	"github.com/flockrun/flock/internal/keyring"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -230,6 +231,13 @@ func replayFrom(env handlers.Env) string {
 // model whose script cannot be read. The executor calls it at run start.
 // All problems are reported, joined.
 func (h *Handler) CheckSettings(s *configs.RunSettings, models []string) error {
+	return h.checkSettings(s, models, "")
+}
+
+// checkSettings is CheckSettings for a run that will work in workDir
+// (empty: unknown), whose absolute script paths resolve as the run's
+// would (its grants included).
+func (h *Handler) checkSettings(s *configs.RunSettings, models []string, workDir string) error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, name := range models {
@@ -251,7 +259,7 @@ func (h *Handler) CheckSettings(s *configs.RunSettings, models []string) error {
 			if h.opts.Open != nil && !filepath.IsAbs(m.script) {
 				break // relative to the run's work directory: checked on first use
 			}
-			if _, err := h.scripts.load(h.opts.Open, "", m.script); err != nil {
+			if _, err := h.scripts.load(h.opts.Open, workDir, m.script); err != nil {
 				errs = append(errs, fmt.Errorf("model %q: %w", name, err))
 			}
 		}
@@ -312,7 +320,12 @@ func (m *model) missingKey() error {
 
 type missingKeyError struct{ env string }
 
-func (e *missingKeyError) Error() string { return "environment variable " + e.env + " is not set" }
+func (e *missingKeyError) Error() string {
+	if keyring.IsName(e.env) {
+		return "its API key was given in the config file of the command that started this run and is kept only in that command's memory; run that command again to resume the run"
+	}
+	return "environment variable " + e.env + " is not set"
+}
 func (e *missingKeyError) Unwrap() error { return ErrMissingKey }
 
 // resolve applies the model rules: a declared model uses its declaration

@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sort"
 
 	"github.com/flockrun/flock/handlers"
@@ -19,7 +20,7 @@ func init() {
 // the server's file access (scripts). It does no I/O.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.init(Options{Mode: deps.Server.Mode, Logger: deps.Log, Journal: deps.Store,
-		ModelLimits: deps.Server.Models, Open: deps.Open})
+		ModelLimits: deps.Server.Models, Open: deps.Open, Getenv: deps.Keys.Getenv(os.Getenv)})
 	return nil
 }
 
@@ -29,7 +30,7 @@ func (h *Handler) ValidateRun(run handlers.RunCheck) error {
 	if err := h.checkReplaySource(run.Settings.ReplayFrom); err != nil {
 		return err
 	}
-	return h.CheckSettings(run.Settings, ModelsOf(run.Raw))
+	return h.checkSettings(run.Settings, ModelsOf(run.Raw), run.WorkDir)
 }
 
 // Cleanup closes idle connections (Close).
