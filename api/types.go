@@ -26,6 +26,10 @@ type RunStatus struct {
 	// Warnings are start's settings warnings (unknown keys, Flock keys
 	// flock ignores); they never reject the run.
 	Warnings []string `json:"warnings,omitempty"`
+	// Resumed says that a hand-over (POST /operator/runs) found the
+	// unfinished run of the same command and resumed it instead of
+	// starting one.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // Run is a run's head: GET /runs/{id} and the items of GET /runs.
@@ -190,6 +194,13 @@ type Event struct {
 	Data    json.RawMessage `json:"data,omitempty" doc:"event-specific details (small JSON)"`
 }
 
+// Events is a page of a run's stored events: GET /runs/{id}/events asked
+// with "Accept: application/json".
+type Events struct {
+	Events []Event `json:"events"`
+	Next   string  `json:"next" doc:"the cursor for the next page (after=); empty when there was no more"`
+}
+
 // Final reports whether ev is a run's terminal "run" event, the last of
 // its stream.
 func (ev Event) Final() bool {
@@ -204,6 +215,7 @@ type Graph struct {
 	Start       string              `json:"start"`
 	Phases      []string            `json:"phases"`
 	Transitions map[string][]string `json:"transitions" doc:"each phase's possible next phases"`
+	Settings    []string            `json:"settings,omitempty" doc:"the workflow's own top-level settings keys (besides the common ones), when it declares them"`
 }
 
 // Workflows answers GET /workflows.
@@ -291,4 +303,44 @@ type RunCounts struct {
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	Cancelled int `json:"cancelled"`
+}
+
+// Handover is the body of POST /operator/runs: a run the command line
+// (flock run, rollout, synthesize) hands to the server that holds its
+// data directory, with what the person at the terminal grants it. Only a
+// request bearing the operator token of the data directory's server file
+// may send one.
+type Handover struct {
+	Workflow string          `json:"workflow,omitempty"`
+	Settings json.RawMessage `json:"settings,omitempty"`
+	Task     string          `json:"task,omitempty"`
+	// Key names the command (a hash of its resolved configuration): an
+	// unfinished top-level run started with the same key is resumed
+	// instead of starting another.
+	Key string `json:"key,omitempty" doc:"the command's key: the unfinished run of the same command is resumed instead"`
+	// ReadRoots and WriteRoots are absolute directories the run (and its
+	// descendants) may read, and write, besides the server's read_roots:
+	// the files and output directories named on the command line.
+	ReadRoots  []string `json:"read_roots,omitempty" doc:"absolute directories the run tree may read"`
+	WriteRoots []string `json:"write_roots,omitempty" doc:"absolute directories the run tree may write"`
+	// Keys are API keys given literally in the command's config file, by
+	// the FLOCK_KEY_... names its settings use: kept in the server's
+	// memory only, never stored.
+	Keys map[string]string `json:"keys,omitempty" doc:"API keys by their FLOCK_KEY_ names; held in memory only"`
+}
+
+// HandoverResume is the body of POST /operator/runs/{id}/resume.
+type HandoverResume struct {
+	Keys map[string]string `json:"keys,omitempty" doc:"API keys by their FLOCK_KEY_ names; held in memory only"`
+}
+
+// Operator answers GET /operator: the server that holds a data directory,
+// as the command line checks it before handing a run over.
+type Operator struct {
+	DataDir string `json:"data_dir" doc:"the absolute data directory the server holds"`
+	PID     int    `json:"pid"`
+	Mode    string `json:"mode" doc:"live or simulated"`
+	// Sandbox says the server hosts a sandbox service (serve
+	// --sandbox-config): runs without sandbox_url use it.
+	Sandbox bool `json:"sandbox"`
 }

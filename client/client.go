@@ -63,6 +63,29 @@ func (c *Client) Run(ctx context.Context, id string) (api.Run, error) {
 	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id), nil, &out)
 }
 
+// Operator reads which data directory the server holds (GET /operator);
+// the client's token must be the operator token of that directory's
+// server file (ErrUnauthorized otherwise).
+func (c *Client) Operator(ctx context.Context) (api.Operator, error) {
+	var out api.Operator
+	return out, c.call(ctx, http.MethodGet, "/operator", nil, &out)
+}
+
+// Handover hands a run from the command line to the server (POST
+// /operator/runs, operator token only): it starts, or resumes the
+// unfinished run of the same h.Key (RunStatus.Resumed).
+func (c *Client) Handover(ctx context.Context, h api.Handover) (api.RunStatus, error) {
+	var out api.RunStatus
+	return out, c.call(ctx, http.MethodPost, "/operator/runs", h, &out)
+}
+
+// HandoverResume resumes run id and its unfinished descendants with the
+// keys given (POST /operator/runs/{id}/resume, operator token only).
+func (c *Client) HandoverResume(ctx context.Context, id string, keys map[string]string) (api.RunStatus, error) {
+	var out api.RunStatus
+	return out, c.call(ctx, http.MethodPost, "/operator/runs/"+url.PathEscape(id)+"/resume", api.HandoverResume{Keys: keys}, &out)
+}
+
 // RunsQuery filters and pages GET /runs; zero fields are left out.
 type RunsQuery struct {
 	Status   api.Status
@@ -110,6 +133,21 @@ func (c *Client) Ops(ctx context.Context, id, after string, limit int) (api.Ops,
 	}
 	var out api.Ops
 	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/ops"+query(v), nil, &out)
+}
+
+// StoredEvents reads a page of a run's stored events after the event
+// seq after (GET /runs/{id}/events as JSON, not a stream: it returns at
+// once, live run or not); limit 0 is the server's default.
+func (c *Client) StoredEvents(ctx context.Context, id string, after uint64, limit int) (api.Events, error) {
+	v := url.Values{}
+	if after > 0 {
+		v.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.Events
+	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/events"+query(v), nil, &out)
 }
 
 // Cancel cancels a run and its children and returns once it has ended

@@ -122,7 +122,7 @@ func viewEvent(ev state.Event) api.Event {
 
 func viewGraph(g phases.Graph) api.Graph {
 	return api.Graph{Name: g.Name, Description: g.Description, Source: g.Source, Start: g.Start,
-		Phases: g.Phases, Transitions: g.Transitions}
+		Phases: g.Phases, Transitions: g.Transitions, Settings: g.Settings}
 }
 
 // healthCode is /health's status: 503 when the engine cannot read or

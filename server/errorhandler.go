@@ -75,7 +75,8 @@ func (s *Server) describe(err error, c *echo.Context) (int, string) {
 	case errors.Is(err, workflows.ErrNoQuestion):
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, workflows.ErrEnded), errors.Is(err, workflows.ErrNotPaused),
-		errors.Is(err, workflows.ErrAnswered), errors.Is(err, workflows.ErrNotWaiting):
+		errors.Is(err, workflows.ErrAnswered), errors.Is(err, workflows.ErrNotWaiting),
+		errors.Is(err, workflows.ErrKeyNeeded):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, workflows.ErrBadFork):
 		return http.StatusBadRequest, err.Error()

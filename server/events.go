@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/state"
 )
 
@@ -43,11 +44,19 @@ const (
 // and every event of its descendant runs (spawned children, their
 // children), so a rollout's stream shows each chain's generations and
 // tools. Live-only events are not replayed after a reconnect.
+//
+// A request that accepts application/json and not text/event-stream gets
+// a page of the stored events after ?after= instead: {"events","next"}
+// (?limit=, default 100), what a reader that must not wait (flock runs
+// logs) asks for.
 func (s *Server) streamEvents(c *echo.Context) error {
 	id := c.Param("id")
 	after, err := resumePoint(c)
 	if err != nil {
 		return err
+	}
+	if accept := c.Request().Header.Get(echo.HeaderAccept); strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/event-stream") {
+		return s.eventsPage(c, id, after)
 	}
 	tree, err := queryBool(c, "descendants")
 	if err != nil {
@@ -304,4 +313,27 @@ func (st *eventStream) comment(text string) error {
 // isFinal reports whether ev is a run's terminal "run" event.
 func isFinal(ev state.Event) bool {
 	return ev.Type == "run" && state.Status(ev.Status).Terminal()
+}
+
+// eventsPage answers GET /runs/:id/events with a JSON page of stored
+// events after after.
+func (s *Server) eventsPage(c *echo.Context, id string, after uint64) error {
+	limit, err := queryLimit(c, defaultLogLimit)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.store.Run(ctx, id); err != nil {
+		return &runError{id: id, err: err}
+	}
+	evs, err := s.store.Events(ctx, id, after, limit+1)
+	if err != nil {
+		return &runError{id: id, err: err}
+	}
+	evs, next := page(evs, limit, func(ev state.Event) string { return strconv.FormatUint(ev.Seq, 10) })
+	views := make([]api.Event, 0, len(evs))
+	for _, ev := range evs {
+		views = append(views, viewEvent(ev))
+	}
+	return c.JSON(http.StatusOK, api.Events{Events: views, Next: next})
 }

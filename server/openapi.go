@@ -84,7 +84,7 @@ var apiRoutes = []apiRoute{
 			{"descendants", "boolean", "also live-only events (seq 0) of the run's operations and descendant runs"}},
 		header:  []apiParam{{"Last-Event-ID", "integer", "resume after this event id; wins over after"}},
 		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
-		summary: "Server-Sent Events (id: seq, event: type, data: Event JSON): stored events, then live ones, until the run's terminal run event."},
+		summary: "Server-Sent Events (id: seq, event: type, data: Event JSON): stored events, then live ones, until the run's terminal run event. Asked with Accept: application/json (and not text/event-stream), a page of the stored events instead: {events, next}."},
 	{method: http.MethodPost, path: "/runs/{id}/cancel", id: "cancelRun", status: http.StatusOK, resp: api.RunStatus{},
 		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
 		summary: "Cancel a run and its children; returns once it has ended. 409 once it had ended."},
@@ -111,6 +111,18 @@ var apiRoutes = []apiRoute{
 		summary: "Replace (action) or approve the action a run in intervention mode waits to execute. 409 when it waits for none."},
 	{method: http.MethodGet, path: "/workflows", id: "listWorkflows", status: http.StatusOK, resp: api.Workflows{},
 		summary: "The registered workflows' graphs."},
+}
+
+// operatorRoutes are the routes of MountOperator, documented when mounted.
+var operatorRoutes = []apiRoute{
+	{method: http.MethodGet, path: "/operator", id: "operatorInfo", status: http.StatusOK, resp: api.Operator{},
+		summary: "The data directory this server holds (operator token only: the command line checks the server it found in the data directory's server file)."},
+	{method: http.MethodPost, path: "/operator/runs", id: "handover", status: http.StatusCreated, body: api.Handover{}, resp: api.RunStatus{},
+		errors:  []int{http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Start a run handed over by the command line, with its grants and keys (operator token only); 200 with resumed when the unfinished run of the same key was resumed instead."},
+	{method: http.MethodPost, path: "/operator/runs/{id}/resume", id: "handoverResume", status: http.StatusOK, body: api.HandoverResume{}, resp: api.RunStatus{},
+		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		summary: "Resume a run and every unfinished descendant nothing drives, with the keys handed over (operator token only). 409 when a key is still missing."},
 }
 
 // openAPI builds the OpenAPI 3.1 document of the server: apiRoutes, the
@@ -146,6 +158,16 @@ func (s *Server) openAPI() map[string]any {
 		}}
 	}
 	s.gatewayOpenAPI(paths)
+	if s.op != nil {
+		for _, r := range operatorRoutes {
+			item, _ := paths[r.path].(map[string]any)
+			if item == nil {
+				item = map[string]any{}
+				paths[r.path] = item
+			}
+			item[strings.ToLower(r.method)] = s.operation(r, sc, errRef)
+		}
+	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{

@@ -36,6 +36,9 @@ func (s *Server) startWorkflow(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseKeyNames(req.Settings); err != nil {
+		return err
+	}
 	head, warnings, err := s.eng.StartRunWithWarnings(c.Request().Context(), req)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/phases/rollout"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 	"github.com/schollz/progressbar/v3"
 )
@@ -48,10 +49,18 @@ func PrintAnswers(w io.Writer, h state.Run) {
 	}
 }
 
+// Source is what a Watch reads of runs: a state.Reader, or the command
+// line's reader of a server's API.
+type Source interface {
+	Run(ctx context.Context, id string) (state.Run, error)
+	Children(ctx context.Context, id string) ([]string, error)
+	Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error)
+}
+
 // Watch follows a rollout: it reads the rollout's plan from its
 // vars and the rows its lanes append, and draws a progress bar.
 type Watch struct {
-	store state.Reader
+	store Source
 	id    string
 	out   io.Writer
 	tty   bool
@@ -69,7 +78,7 @@ type Watch struct {
 // New returns a Watch of rollout run id that reads store and writes to
 // out: a progress bar when tty is set, a line per change otherwise,
 // nothing when quiet.
-func New(store state.Reader, id string, out io.Writer, tty, quiet bool) *Watch {
+func New(store Source, id string, out io.Writer, tty, quiet bool) *Watch {
 	return &Watch{store: store, id: id, out: out, tty: tty, quiet: quiet, lanes: map[string]uint64{}}
 }
 
