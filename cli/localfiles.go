@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/flockrun/flock/configs"
 )
 
 // localFileKeys are the settings keys that name a file the run reads:
@@ -47,33 +49,44 @@ func localFiles(s any, base string) []string {
 	return files
 }
 
-// localSettings resolves the local files of the settings document doc, read
-// from path, as localFiles does, and returns the rewritten document and the
-// read roots to add: path's directory and the directories of the files. A
-// named file that does not exist is an error naming it.
-func localSettings(doc json.RawMessage, path string) (json.RawMessage, []string, error) {
+// localSettings resolves the local files of the decoded settings
+// document s, read from path, as localFiles does (in place), and returns
+// the directories to grant the run for reading: path's directory and the
+// directories of the files. A named file that does not exist is an error
+// naming it.
+func localSettings(s any, path string) ([]string, error) {
 	base, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	dirs := []string{base}
+	for _, f := range localFiles(s, base) {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("settings %s: %w", path, err)
+		}
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	return dedupe(dirs), nil
+}
+
+// decodeConfig reads a settings or config file (JSON or YAML) given on
+// the command line as a decoded JSON document (numbers kept as written).
+func decodeConfig(path string) (any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	doc, err := configs.ToJSON(path, b)
+	if err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var s any
 	if err := dec.Decode(&s); err != nil {
-		return nil, nil, fmt.Errorf("settings %s: %w", path, err)
+		return nil, fmt.Errorf("settings %s: %w", path, err)
 	}
-	dirs := []string{base}
-	for _, f := range localFiles(s, base) {
-		if _, err := os.Stat(f); err != nil {
-			return nil, nil, fmt.Errorf("settings %s: %w", path, err)
-		}
-		dirs = append(dirs, filepath.Dir(f))
-	}
-	out, err := json.Marshal(s)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, dedupe(dirs), nil
+	return s, nil
 }
 
 // dedupe returns the distinct entries of ss, sorted.

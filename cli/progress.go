@@ -19,7 +19,7 @@ import (
 // a status line (step, phase, usage, elapsed) at the bottom.
 type progress struct {
 	w       io.Writer
-	store   state.Reader
+	store   runReader
 	id      string
 	tty     bool
 	start   time.Time
@@ -29,7 +29,7 @@ type progress struct {
 	status  bool // a status line is on screen
 }
 
-func newProgress(w io.Writer, store state.Reader, id string, tty bool) *progress {
+func newProgress(w io.Writer, store runReader, id string, tty bool) *progress {
 	return &progress{w: w, store: store, id: id, tty: tty, start: time.Now()}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/phases"
@@ -28,13 +29,13 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var configPath, outputDir, metric, question string
 	var taskIDs stringList
 	var maxTasks, numChains, maxConc int
-	var quiet, regrade bool
-	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
+	var quiet, regrade, fresh bool
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; when a flock server holds it, the rollout is handed to that server")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	logFlags(fs, &level, "warn")
-	fs.StringVar(&configPath, "config", "", "rollout settings file (JSON or YAML); relative paths in it are relative to the file, and the runs may read the files it names and write the output directory")
+	fs.StringVar(&configPath, "config", "", "rollout settings file (JSON or YAML); relative paths in it are relative to the file, and the runs may read the files it names and write the output directory; API keys written in it (api_key, evaluator_api_key, models.NAME.api_key) are kept in memory only")
 	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
 	fs.StringVar(&metric, "metric", "", "override evaluation_metric")
 	fs.Var(&taskIDs, "task-ids", "override task_ids (comma-separated, repeatable)")
@@ -44,6 +45,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar; print only the summary")
 	fs.StringVar(&question, "question", "", "run this one question instead of the benchmark (AgentFlow's quick mode) and print the answer")
 	fs.BoolVar(&regrade, "regrade", false, "re-grade the saved answers in the output directory with the current metric, judge and verifiers; run no agent")
+	fs.BoolVar(&fresh, "new", false, "start a new rollout run even when the unfinished run of this same command could be resumed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,14 +55,15 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if configPath == "" {
 		return fmt.Errorf("%w: --config is required", errUsage)
 	}
-	doc, err := configs.LoadSettingsFile(configPath)
+	raw, err := decodeConfig(configPath)
 	if err != nil {
 		return err
 	}
-	var s map[string]any
-	if err := json.Unmarshal(doc, &s); err != nil || s == nil {
+	s, ok := raw.(map[string]any)
+	if !ok || s == nil {
 		return fmt.Errorf("%s: must be an object of rollout settings", configPath)
 	}
+	found := takeLiteralKeys(s)
 	set := func(k string, v any, ok bool) {
 		if ok {
 			s[k] = v
@@ -89,21 +92,23 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	out := resolvePaths(s, base, outputDir)
 	// The person at the terminal handed over these files and named the
-	// output directory: the in-process server may read the former and
-	// write the latter.
-	cfg.ReadRoots = append(cfg.ReadRoots, base)
+	// output directory: the run may read the former and write the latter.
+	grants := &state.Grants{ReadRoots: []string{base}}
 	for _, f := range localFiles(s, base) {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("%s: %w", configPath, err)
 		}
-		cfg.ReadRoots = append(cfg.ReadRoots, filepath.Dir(f))
+		grants.ReadRoots = append(grants.ReadRoots, filepath.Dir(f))
 	}
-	cfg.ReadRoots = dedupe(cfg.ReadRoots)
+	grants.ReadRoots = dedupe(grants.ReadRoots)
 	if out != "" {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return fmt.Errorf("output_dir: %w", err)
 		}
-		cfg.WriteRoots = append(cfg.WriteRoots, out)
+		if out, err = filepath.Abs(out); err != nil {
+			return err
+		}
+		grants.WriteRoots = []string{out}
 	}
 	settings, err := json.Marshal(s)
 	if err != nil {
@@ -112,23 +117,35 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := strictKeys(configPath, settings); err != nil {
 		return err
 	}
-	a, closeApp, err := openApp(ctx, cfg, level, stderr, "rollout")
+	req := workflows.StartRequest{Workflow: rollout.Name, Grants: grants, Key: commandKey("rollout", rollout.Name, "", settings)}
+	settings, keys := nameKeys(settings, req.Key, found)
+	req.Settings = settings
+	if fresh {
+		req.Key = ""
+	}
+	d, err := openDriver(ctx, "rollout", cfg, flagSet(fs, "mode"), level, stderr, keys)
 	if err != nil {
 		return err
 	}
-	defer closeApp()
-	h, warnings, err := a.Executor.StartRunWithWarnings(ctx, workflows.StartRequest{Workflow: rollout.Name, Settings: settings})
+	defer d.Close()
+	h, warnings, resumed, err := d.launch(ctx, req)
 	if err != nil {
 		return err
 	}
 	printWarnings(stderr, "flock rollout", warnings)
-	if !quiet {
-		fmt.Fprintf(stdout, "rollout %s: data %s\n", h.ID, a.Config.DataDir)
+	if line := d.othersLine(ctx, h.ID); line != "" {
+		fmt.Fprintln(stderr, line)
 	}
-	end, err := watch.New(a.Store, h.ID, stdout, isTerminal(stdout), quiet).Follow(ctx, a.Executor.Wait)
+	if !quiet {
+		fmt.Fprintf(stdout, "rollout %s: data %s\n", h.ID, d.dataDir())
+		if resumed {
+			fmt.Fprintf(stdout, "rollout %s: resuming the unfinished rollout of this command, started %s (--new starts another)\n", h.ID, h.CreatedAt.Local().Format(time.DateTime))
+		}
+	}
+	end, err := watch.New(d.reader(), h.ID, stdout, isTerminal(stdout), quiet).Follow(ctx, d.wait)
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "flock rollout: interrupted; run %s stays resumable (flock serve --data %s resumes it; or run the same config again)\n", h.ID, a.Config.DataDir)
+			d.interrupted(h.ID)
 		}
 		return err
 	}

@@ -105,17 +105,18 @@ func TestRolloutAgentFlowConfig(t *testing.T) {
 	}
 }
 
-// TestRolloutAgentFlowRefusals: a literal API key and tools flock does not
-// have are refused, naming the key or the tool and never echoing the key.
+// TestRolloutAgentFlowRefusals: tools flock does not have and unknown
+// keys are refused, naming the tool or the key, never echoing the config's
+// literal API key (which flock takes: TestRolloutLiteralKeyCanary).
 func TestRolloutAgentFlowRefusals(t *testing.T) {
 	for name, tc := range map[string]struct{ from, to, want string }{
-		"literal key": {`"api_key": "${OPENROUTER_API_KEY}"`, `"api_key": "sk-secret-123"`, "api_key"},
 		"tool":        {`"available_tools": ["bash"]`, `"available_tools": ["bash", "web-search"]`, `web-search`},
 		"unknown key": {`"max_workers"`, `"max_wokers"`, `unknown key "max_wokers" (did you mean "max_workers"?)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := strings.Replace(agentflowConfig, tc.from, tc.to, 1)
+			cfg = strings.Replace(cfg, `"api_key": "${OPENROUTER_API_KEY}"`, `"api_key": "sk-secret-123"`, 1)
 			if err := os.WriteFile(filepath.Join(dir, "af.json"), []byte(cfg), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -22,71 +22,75 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var cfg configs.Server
 	var level logOpts
 	var wf, settingsPath, taskText, resume string
-	var quiet bool
-	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
+	var quiet, fresh bool
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; when a flock server holds it, the run is handed to that server")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	logFlags(fs, &level, "warn")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 	fs.StringVar(&wf, "workflow", "", "workflow to run (default: the settings' workflow_type)")
-	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the runs may read them")
+	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the run may read them; API keys written in it (models.NAME.api_key) are kept in memory only")
 	fs.StringVar(&taskText, "task", "", "task text")
 	fs.BoolVar(&quiet, "quiet", false, "print only the result")
 	fs.StringVar(&resume, "resume", "", "follow an existing run of the data directory to its end instead of starting one (an interrupted run resumes where it stopped; a paused one is resumed)")
+	fs.BoolVar(&fresh, "new", false, "start a new run even when the unfinished run of this same command could be resumed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	if resume != "" && (settingsPath != "" || wf != "" || taskText != "") {
-		return fmt.Errorf("%w: --resume takes no --workflow, --settings or --task", errUsage)
+	if resume != "" && (settingsPath != "" || wf != "" || taskText != "" || fresh) {
+		return fmt.Errorf("%w: --resume takes no --workflow, --settings, --task or --new", errUsage)
 	}
 	if resume == "" && settingsPath == "" && wf == "" {
 		return fmt.Errorf("%w: --workflow or --settings is required", errUsage)
 	}
 	var req workflows.StartRequest
+	var keys map[string]string
 	if resume == "" {
-		var roots []string
 		var err error
-		if req, roots, err = startRequest(wf, settingsPath, taskText); err != nil {
+		if req, keys, err = startRequest("run", wf, settingsPath, taskText); err != nil {
 			return err
 		}
-		cfg.ReadRoots = append(cfg.ReadRoots, roots...)
+		if fresh {
+			req.Key = ""
+		}
 	}
-	a, closeApp, err := openApp(ctx, cfg, level, stderr, "run")
+	d, err := openDriver(ctx, "run", cfg, flagSet(fs, "mode"), level, stderr, keys)
 	if err != nil {
 		return err
 	}
-	defer closeApp()
+	defer d.Close()
 	var h state.Run
+	resumed := false
 	if resume != "" {
-		// Opening the app resumed every running run; a paused one needs a word.
-		if h, err = a.Store.Run(ctx, resume); err != nil {
+		if h, err = d.resume(ctx, resume); err != nil {
 			return err
-		}
-		if h.Status == state.StatusPaused {
-			if err := a.Executor.Resume(ctx, resume); err != nil {
-				return err
-			}
 		}
 	} else {
 		var warnings []string
-		if h, warnings, err = a.Executor.StartRunWithWarnings(ctx, req); err != nil {
+		if h, warnings, resumed, err = d.launch(ctx, req); err != nil {
 			return err
 		}
 		printWarnings(stderr, "flock run", warnings)
 	}
+	if line := d.othersLine(ctx, h.ID); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
 	var p *progress
 	if !quiet {
-		p = newProgress(stdout, a.Store, h.ID, isTerminal(stdout))
-		fmt.Fprintf(stdout, "run %s: workflow %s, data %s\n", h.ID, h.Workflow, a.Config.DataDir)
+		p = newProgress(stdout, d.reader(), h.ID, isTerminal(stdout))
+		fmt.Fprintf(stdout, "run %s: workflow %s, data %s\n", h.ID, h.Workflow, d.dataDir())
+		if resumed {
+			fmt.Fprintf(stdout, "run %s: resuming the unfinished run of this command, started %s (--new starts another)\n", h.ID, h.CreatedAt.Local().Format(time.DateTime))
+		}
 	}
-	end, err := follow(ctx, a, h.ID, p)
+	end, err := d.follow(ctx, h.ID, p)
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "flock run: interrupted; run %s stays resumable: flock run --resume %s --data %s\n", h.ID, h.ID, a.Config.DataDir)
+			d.interrupted(h.ID)
 		}
 		return err
 	}
@@ -95,59 +99,6 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return errRunFailed
 	}
 	return nil
-}
-
-// follow streams a run's events to p until the run ends.
-func follow(ctx context.Context, a *app.App, id string, p *progress) (state.Run, error) {
-	var last uint64
-	for {
-		ch, unsub := a.Executor.Subscribe(id)
-		evs, err := a.Store.Events(ctx, id, last, 100000)
-		if err != nil {
-			unsub()
-			return state.Run{}, err
-		}
-		ended := false
-		handle := func(ev state.Event) {
-			if ev.Seq <= last {
-				return
-			}
-			last = ev.Seq
-			p.event(ctx, ev)
-			if ev.Type == "run" && state.Status(ev.Status).Terminal() {
-				ended = true
-			}
-		}
-		for _, ev := range evs {
-			handle(ev)
-		}
-		for !ended {
-			select {
-			case ev, ok := <-ch:
-				if !ok {
-					goto resubscribe
-				}
-				handle(ev)
-			case <-ctx.Done():
-				unsub()
-				return state.Run{}, ctx.Err()
-			}
-		}
-		unsub()
-		p.done()
-		return a.Store.Run(ctx, id)
-	resubscribe:
-		unsub()
-		if h, err := a.Store.Run(ctx, id); err == nil && h.Status.Terminal() {
-			if rest, err := a.Store.Events(ctx, id, last, 100000); err == nil {
-				for _, ev := range rest {
-					handle(ev)
-				}
-			}
-			p.done()
-			return h, nil
-		}
-	}
 }
 
 func printResult(w io.Writer, h state.Run) {
@@ -176,12 +127,12 @@ func isTerminal(w io.Writer) bool {
 
 // openApp opens an App for an in-process command and returns the function
 // that closes it, reporting a close error on stderr.
-func openApp(ctx context.Context, cfg configs.Server, level logOpts, stderr io.Writer, cmd string) (*app.App, func(), error) {
+func openApp(ctx context.Context, cfg configs.Server, level logOpts, stderr io.Writer, cmd string, opts ...app.Option) (*app.App, func(), error) {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := app.Open(ctx, cfg, log)
+	a, err := app.Open(ctx, cfg, log, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -122,13 +123,15 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if wf == "listen" {
 		return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, "", nil)
 	}
-	req, roots, err := startRequest(wf, settingsPath, taskText)
+	req, keys, err := startRequest("launch", wf, settingsPath, taskText)
 	if err != nil {
 		return err
 	}
-	cfg.ReadRoots = append(cfg.ReadRoots, roots...)
 	say, warn := newNotices(stdout, level), newNotices(stderr, level)
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) (<-chan error, error) {
+		for n, k := range keys {
+			a.Keys.Set(n, k)
+		}
 		h, warnings, err := a.Executor.StartRunWithWarnings(ctx, req)
 		if err != nil {
 			return nil, err
@@ -153,26 +156,40 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}, "", nil)
 }
 
-// startRequest builds a start request from command-line flags. The files
-// the settings file names (system_prompt_file, script, data_path; relative
-// to the settings file) are made absolute, and the directories to add to
-// the in-process server's read roots are returned: the person at the
-// terminal handed them over.
-func startRequest(wf, settingsPath, taskText string) (workflows.StartRequest, []string, error) {
+// startRequest builds the start request of command cmd from its flags.
+// The files the settings file names (system_prompt_file, script,
+// data_path; relative to the settings file) are made absolute and granted
+// to the run for reading (req.Grants): the person at the terminal handed
+// them over. API keys the file holds literally are taken out and returned
+// by the names the settings use instead (see takeLiteralKeys). req.Key
+// identifies the command (commandKey).
+func startRequest(cmd, wf, settingsPath, taskText string) (workflows.StartRequest, map[string]string, error) {
 	req := workflows.StartRequest{Workflow: wf, Task: taskText, Settings: json.RawMessage("{}")}
 	if settingsPath == "" {
+		req.Key = commandKey(cmd, wf, taskText, req.Settings)
 		return req, nil, nil
 	}
-	doc, err := configs.LoadSettingsFile(settingsPath)
+	s, err := decodeConfig(settingsPath)
 	if err != nil {
 		return req, nil, err
 	}
-	doc, roots, err := localSettings(doc, settingsPath)
+	found := takeLiteralKeys(s)
+	roots, err := localSettings(s, settingsPath)
 	if err != nil {
 		return req, nil, err
+	}
+	doc, err := json.Marshal(s)
+	if err != nil {
+		return req, nil, err
+	}
+	req.Key = commandKey(cmd, wf, taskText, doc)
+	doc, keys := nameKeys(doc, req.Key, found)
+	if _, err := configs.ParseRunSettings(doc); err != nil {
+		return req, nil, fmt.Errorf("settings %s: %w", settingsPath, err)
 	}
 	req.Settings = doc
-	return req, roots, nil
+	req.Grants = &state.Grants{ReadRoots: roots}
+	return req, keys, nil
 }
 
 // serveUntilDone serves until ctx ends. after, if set, runs once the
@@ -236,12 +253,31 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 	if sb != nil {
 		srv.MountSandbox(sb)
 	}
+	// A server on the data directory's bbolt file takes the runs of flock
+	// run, rollout and synthesize on that directory: it tells them where
+	// it is, with the operator token, in the server file.
+	var token string
+	if node == nil {
+		token = newOperatorToken()
+		if err := srv.MountOperator(token, a.Keys, a.Config.DataDir); err != nil {
+			return errors.Join(err, closeApp(context.Background()), closeSandbox(context.Background()))
+		}
+	}
 	addr, err := srv.Start()
 	if err != nil {
 		return errors.Join(err, closeSandbox(context.Background()), closeApp(context.Background()))
 	}
 	a.Gateway.SetBaseURL("http://" + agentAddr(addr))
 	url := "http://" + addr.String()
+	removeServerFile := func() {}
+	if token != "" {
+		if removeServerFile, err = writeServerFile(a.Config.DataDir, serverFile{URL: "http://" + agentAddr(addr), Token: token, PID: os.Getpid()}); err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return errors.Join(err, srv.Shutdown(sctx), closeApp(sctx), closeSandbox(sctx))
+		}
+	}
+	defer removeServerFile()
 	if node != nil {
 		say.say(fmt.Sprintf("flock listening on %s (data %s, mode %s, cluster node %s, NATS %s, %d replicas)",
 			url, a.Config.DataDir, a.Config.Mode, node.name, node.url, node.member.Replicas),
@@ -271,6 +307,8 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 		}
 	case runErr = <-done:
 	}
+	// No command hands a run to a server on its way out.
+	removeServerFile()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return errors.Join(runErr, srv.Shutdown(sctx), closeApp(sctx), closeSandbox(sctx))

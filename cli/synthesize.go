@@ -23,18 +23,19 @@ import (
 // synthesizeCmd runs `flock synthesize --config FILE`: an AgentFlow-style
 // synthesis in-process, on an in-process sandbox (sandbox_config_path or
 // --sandbox-config) or a remote one (sandbox_server_url), with a progress
-// display. Run again after an interruption (even kill -9) with the same
-// --data and output directory, it resumes the unfinished synthesis where
-// it was; with only the same output directory, it skips finished seeds.
+// display. Run again after an interruption (even kill -9), the same
+// command on the same --data resumes the unfinished synthesis where it
+// was; with only the same output directory, it skips finished seeds. When
+// a flock server holds the data directory, the synthesis is handed to it.
 func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("synthesize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg configs.Server
 	var level logOpts
 	var configPath, outputDir, sandboxConfig string
-	var quiet bool
+	var quiet, fresh bool
 	var seeds, maxConc int
-	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory")
+	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; when a flock server holds it, the synthesis is handed to that server")
 	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model: works offline)")
 	logFlags(fs, &level, "warn")
 	fs.StringVar(&configPath, "config", "", "synthesis config (JSON or YAML, AgentFlow's keys); relative paths in it are relative to the file")
@@ -43,6 +44,7 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.IntVar(&seeds, "number-of-seed", 0, "override number_of_seed")
 	fs.IntVar(&maxConc, "max-concurrency", 0, "override max_concurrency")
 	fs.BoolVar(&quiet, "quiet", false, "no progress; print only the summary")
+	fs.BoolVar(&fresh, "new", false, "start a new synthesis run even when the unfinished run of this same command could be resumed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +69,7 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := json.Unmarshal(doc, &s); err != nil {
 		return fmt.Errorf("%s: %w", configPath, err)
 	}
+	found := takeLiteralKeys(s)
 	if outputDir != "" {
 		s["output_dir"] = outputDir
 	}
@@ -99,22 +102,29 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	req := workflows.StartRequest{Workflow: synthesis.Name, Key: commandKey("synthesize", synthesis.Name, "", settings)}
+	settings, keys := nameKeys(settings, req.Key, found)
 	c, err := synthcfg.Parse(settings)
 	if err != nil {
 		return fmt.Errorf("%s: %w", configPath, err)
 	}
-	cfg.ReadRoots = append(cfg.ReadRoots, base)
+	req.Settings = settings
+	if fresh {
+		req.Key = ""
+	}
+	grants := &state.Grants{ReadRoots: []string{base}}
 	if seedsFile != "" {
 		if _, err := os.Stat(seedsFile); err != nil {
 			return fmt.Errorf("%s: seeds_file: %w", configPath, err)
 		}
-		cfg.ReadRoots = append(cfg.ReadRoots, filepath.Dir(seedsFile))
+		grants.ReadRoots = append(grants.ReadRoots, filepath.Dir(seedsFile))
 	}
-	cfg.ReadRoots = dedupe(cfg.ReadRoots)
+	grants.ReadRoots = dedupe(grants.ReadRoots)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("output_dir: %w", err)
 	}
-	cfg.WriteRoots = append(cfg.WriteRoots, out)
+	grants.WriteRoots = []string{out}
+	req.Grants = grants
 
 	log, err := newLogger(stderr, level)
 	if err != nil {
@@ -124,54 +134,58 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	var opts []app.Option
+	// Run in this process, the synthesis hosts the sandbox of
+	// sandbox_config_path itself, unless sandbox_server_url names one.
 	var sb *sandbox.Service
-	if c.SandboxServerURL == "" {
-		if sbConfig == "" {
-			return fmt.Errorf("%s: no sandbox: set sandbox_server_url (a running sandbox) or sandbox_config_path (a sandbox-server config to host in-process), or pass --sandbox-config", configPath)
-		}
-		if sb, err = openSandbox(ctx, sbConfig, filepath.Join(cfg.DataDir, "sandbox"), log); err != nil {
-			return err
-		}
-		opts = append(opts, app.WithSandbox(sb))
-	}
-	closeSandbox := func() {
+	defer func() {
 		if sb != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			_ = sb.Close(cctx)
 		}
-	}
-	defer closeSandbox()
-	a, err := app.Open(ctx, cfg, log, opts...)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Close(cctx); err != nil {
-			fmt.Fprintf(stderr, "flock synthesize: close: %v\n", err)
-		}
 	}()
-	id, err := unfinishedSynthesis(ctx, a.Store, out)
+	needSandbox := c.SandboxServerURL == ""
+	if needSandbox && sbConfig == "" {
+		return fmt.Errorf("%s: no sandbox: set sandbox_server_url (a running sandbox) or sandbox_config_path (a sandbox-server config to host in-process), or pass --sandbox-config", configPath)
+	}
+	local := func() ([]app.Option, error) {
+		if !needSandbox {
+			return nil, nil
+		}
+		if sb, err = openSandbox(ctx, sbConfig, filepath.Join(cfg.DataDir, "sandbox"), log); err != nil {
+			return nil, err
+		}
+		return []app.Option{app.WithSandbox(sb)}, nil
+	}
+	d, err := openDriverWith(ctx, "synthesize", cfg, flagSet(fs, "mode"), level, stderr, keys, local)
 	if err != nil {
 		return err
 	}
-	if id != "" {
+	defer d.Close()
+	if d.srv != nil && needSandbox {
+		if !d.srv.info.Sandbox {
+			return fmt.Errorf("the flock server at %s holds %s and hosts no sandbox, which this synthesis needs (it has no sandbox_server_url): "+
+				"restart it with --sandbox-config %s, give sandbox_server_url (a running flock sandbox), or give another --data", d.srv.url, d.data, sbConfig)
+		}
+		fmt.Fprintf(stderr, "flock synthesize: the synthesis uses the sandbox service of the flock server at %s (not %s)\n", d.srv.url, sbConfig)
+	}
+	h, warnings, resumed, err := d.launch(ctx, req)
+	if err != nil {
+		return err
+	}
+	id := h.ID
+	if line := d.othersLine(ctx, id); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
+	if resumed {
 		fmt.Fprintf(stdout, "synthesis %s: resuming the unfinished run for %s\n", id, out)
 	} else {
-		h, warnings, err := a.Executor.StartRunWithWarnings(ctx, workflows.StartRequest{Workflow: synthesis.Name, Settings: settings})
-		if err != nil {
-			return err
-		}
 		printWarnings(stderr, "flock synthesize", warnings)
-		id = h.ID
 		if !quiet {
-			fmt.Fprintf(stdout, "synthesis %s: data %s, output %s\n", id, a.Config.DataDir, out)
+			fmt.Fprintf(stdout, "synthesis %s: data %s, output %s\n", id, d.dataDir(), out)
 		}
 	}
-	p := &synthProgress{w: stdout, store: a.Store, id: id, out: out, tty: isTerminal(stdout), start: time.Now()}
+	p := &synthProgress{w: stdout, store: d.reader(), id: id, out: out, tty: isTerminal(stdout), start: time.Now()}
 	waitCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -190,12 +204,12 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 		}
 	}()
-	end, err := a.Executor.Wait(ctx, id)
+	end, err := d.wait(ctx, id)
 	stop()
 	<-done
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "flock synthesize: interrupted; run %s resumes when this command runs again with --data %s\n", id, a.Config.DataDir)
+			d.interrupted(id)
 		}
 		return err
 	}
@@ -210,37 +224,12 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-// unfinishedSynthesis finds an unfinished synthesis run of the data
-// directory writing output_dir out.
-func unfinishedSynthesis(ctx context.Context, store state.Reader, out string) (string, error) {
-	runs, err := store.Unfinished(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, r := range runs {
-		if r.Workflow != synthesis.Name {
-			continue
-		}
-		spec, err := store.Spec(ctx, r.ID)
-		if err != nil {
-			continue
-		}
-		var s struct {
-			OutputDir string `json:"output_dir"`
-		}
-		if json.Unmarshal(spec.Settings, &s) == nil && filepath.Clean(s.OutputDir) == filepath.Clean(out) {
-			return r.ID, nil
-		}
-	}
-	return "", nil
-}
-
 // synthProgress shows seeds done, nodes, QA kept, tokens and an ETA: a
 // status line redrawn on a terminal, a plain line whenever the numbers
 // change otherwise (at most every 10 s while only nodes grow).
 type synthProgress struct {
 	w     io.Writer
-	store state.Reader
+	store runReader
 	id    string
 	out   string
 	tty   bool

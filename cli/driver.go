@@ -1,0 +1,312 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flockrun/flock/api"
+	"github.com/flockrun/flock/app"
+	"github.com/flockrun/flock/client"
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/workflows"
+)
+
+// driver is where the run of flock run, rollout or synthesize is driven:
+// in this process, on the data directory it opened (a), or by the flock
+// server that holds the data directory, to which the command hands its
+// run (srv). Either way the command shows the same progress, result and
+// exit code.
+type driver struct {
+	cmd    string // the command, for messages: "run", "rollout", "synthesize"
+	data   string // the data directory, as given
+	stderr io.Writer
+	a      *app.App
+	close  func()
+	srv    *handle
+	// keys are the API keys the command's config gave literally, by their
+	// keyring names (handed over with the run).
+	keys map[string]string
+}
+
+// openDriver finds the flock server that holds cfg.DataDir (its server
+// file names one that answers) or, when none does, opens the data
+// directory in this process, resuming no run (the command drives only its
+// own). keys are put into the process's key ring. A data directory that
+// another process holds without a server (another flock run) is an error
+// saying so. modeSet says --mode was given: a server running in another
+// mode is then refused rather than used.
+func openDriver(ctx context.Context, cmd string, cfg configs.Server, modeSet bool, level logOpts, stderr io.Writer, keys map[string]string) (*driver, error) {
+	return openDriverWith(ctx, cmd, cfg, modeSet, level, stderr, keys, nil)
+}
+
+// openDriverWith is openDriver; local, if set, is called before the data
+// directory is opened in this process (never when a server takes the run)
+// and returns more options for the App.
+func openDriverWith(ctx context.Context, cmd string, cfg configs.Server, modeSet bool, level logOpts, stderr io.Writer, keys map[string]string,
+	local func() ([]app.Option, error)) (*driver, error) {
+	d := &driver{cmd: cmd, data: cfg.DataDir, stderr: stderr, keys: keys}
+	h, err := findServer(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		var opts []app.Option
+		if local != nil {
+			if opts, err = local(); err != nil {
+				return nil, err
+			}
+		}
+		opts = append(opts, app.WithoutResume(), app.WithKeys(keys))
+		a, closeApp, err := openApp(ctx, cfg, level, stderr, cmd, opts...)
+		if err == nil {
+			// This process holds the directory: a server file left by a
+			// server killed without its shutdown is stale.
+			removeStaleServerFile(cfg.DataDir)
+			d.a, d.close = a, closeApp
+			return d, nil
+		}
+		if !errors.Is(err, state.ErrInUse) {
+			return nil, err
+		}
+		// A server may have come up meanwhile and written its file.
+		if h, _ = findServer(ctx, cfg.DataDir); h == nil {
+			return nil, fmt.Errorf("%w; no flock server holding it answers (no live %s): another flock run, rollout or synthesize uses it, so wait for it to end or give another --data",
+				err, filepath.Join(cfg.DataDir, serverFileName))
+		}
+	}
+	if modeSet && h.info.Mode != "" && h.info.Mode != cfg.Mode {
+		return nil, fmt.Errorf("the flock server at %s holds %s in mode %s, and this command asks for --mode %s: stop that server, drop --mode, or give another --data",
+			h.url, cfg.DataDir, h.info.Mode, cfg.Mode)
+	}
+	d.srv, d.close = h, func() {}
+	return d, nil
+}
+
+// Close closes the in-process App (a server is left as it is).
+func (d *driver) Close() { d.close() }
+
+// reader reads the runs the command shows.
+func (d *driver) reader() runReader {
+	if d.a != nil {
+		return d.a.Store
+	}
+	return remote{d.srv.c}
+}
+
+// dataDir names the data directory in messages (the server's, absolute).
+func (d *driver) dataDir() string {
+	if d.a != nil {
+		return d.a.Config.DataDir
+	}
+	return d.data
+}
+
+// launch starts the command's run, or resumes the unfinished run of the
+// same command (req.Key) instead.
+func (d *driver) launch(ctx context.Context, req workflows.StartRequest) (state.Run, []string, bool, error) {
+	if d.a != nil {
+		return d.a.Executor.Launch(ctx, req)
+	}
+	h := api.Handover{Workflow: req.Workflow, Settings: req.Settings, Task: req.Task, Key: req.Key, Keys: d.keys}
+	if g := req.Grants; g != nil {
+		h.ReadRoots, h.WriteRoots = g.ReadRoots, g.WriteRoots
+	}
+	st, err := d.srv.c.Handover(ctx, h)
+	if err != nil {
+		return state.Run{}, nil, false, d.serverError(err)
+	}
+	d.announce(st.RunID)
+	head, err := d.reader().Run(ctx, st.RunID)
+	return head, st.Warnings, st.Resumed, err
+}
+
+// resume resumes run id and its unfinished descendants (flock run
+// --resume) and returns its head.
+func (d *driver) resume(ctx context.Context, id string) (state.Run, error) {
+	if d.a != nil {
+		if err := d.a.Executor.ResumeTree(ctx, id); err != nil && !errors.Is(err, workflows.ErrEnded) {
+			return state.Run{}, err
+		}
+		return d.a.Store.Run(ctx, id)
+	}
+	if _, err := d.srv.c.HandoverResume(ctx, id, d.keys); err != nil && !errors.Is(err, client.ErrConflict) {
+		return state.Run{}, d.serverError(err)
+	} else if err != nil {
+		// 409: the run has ended, or a key is still missing.
+		if h, herr := d.reader().Run(ctx, id); herr != nil || !h.Status.Terminal() {
+			return state.Run{}, d.serverError(err)
+		}
+	}
+	d.announce(id)
+	return d.reader().Run(ctx, id)
+}
+
+// announce tells the person at the terminal, on stderr, that the run is
+// driven by the server (and where the viewer shows it).
+func (d *driver) announce(id string) {
+	fmt.Fprintf(d.stderr, "flock %s: the flock server at %s (pid %d) holds %s: run %s is driven there and shows in its viewer at %s/#/runs/%s\n",
+		d.cmd, d.srv.url, d.srv.info.PID, d.data, id, d.srv.url, id)
+}
+
+// serverError words an error answer of the server as the server's
+// message, without the HTTP framing.
+func (d *driver) serverError(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Message != "" {
+		return fmt.Errorf("%s (the flock server at %s)", ce.Message, d.srv.url)
+	}
+	return err
+}
+
+// wait waits for run id to end and returns its final head.
+func (d *driver) wait(ctx context.Context, id string) (state.Run, error) {
+	if d.a != nil {
+		return d.a.Executor.Wait(ctx, id)
+	}
+	if _, err := d.srv.c.Wait(ctx, id); err != nil {
+		return state.Run{}, err
+	}
+	return d.reader().Run(ctx, id)
+}
+
+// follow shows run id's events on p (nil: shows nothing) until the run
+// ends, and returns its final head.
+func (d *driver) follow(ctx context.Context, id string, p *progress) (state.Run, error) {
+	if d.a != nil {
+		return followLocal(ctx, d.a, id, p)
+	}
+	s, err := d.srv.c.Events(ctx, id, client.EventsOptions{})
+	if err != nil {
+		return state.Run{}, err
+	}
+	defer s.Close()
+	for {
+		ev, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return state.Run{}, err
+		}
+		p.event(ctx, stateEvent(ev))
+	}
+	p.done()
+	return d.reader().Run(ctx, id)
+}
+
+// interrupted reports, after Ctrl-C, how run id can be resumed. A run
+// handed to a server is paused there first: like a run of this process,
+// it stops until someone resumes it.
+func (d *driver) interrupted(id string) {
+	if d.a != nil {
+		fmt.Fprintf(d.stderr, "flock %s: interrupted; run %s stays resumable: %s\n", d.cmd, id, d.resumeHint(id))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.srv.c.Pause(ctx, id); err != nil && !errors.Is(err, client.ErrConflict) {
+		fmt.Fprintf(d.stderr, "flock %s: interrupted; run %s goes on in the flock server at %s (pausing it failed: %v)\n", d.cmd, id, d.srv.url, d.serverError(err))
+		return
+	}
+	fmt.Fprintf(d.stderr, "flock %s: interrupted; run %s is paused in the flock server at %s and stays resumable: %s\n", d.cmd, id, d.srv.url, d.resumeHint(id))
+}
+
+// resumeHint is the command that resumes run id.
+func (d *driver) resumeHint(id string) string {
+	return fmt.Sprintf("flock run --resume %s --data %s", id, d.dataDir())
+}
+
+// othersLine is the line naming the unfinished top-level runs of the data
+// directory other than id's tree, which this process does not drive, with
+// the command that resumes each; "" when there are none or a server
+// drives them all.
+func (d *driver) othersLine(ctx context.Context, id string) string {
+	if d.a == nil {
+		return ""
+	}
+	heads, err := d.a.Store.Unfinished(ctx)
+	if err != nil {
+		return ""
+	}
+	unfinished := map[string]bool{}
+	for _, h := range heads {
+		unfinished[h.ID] = true
+	}
+	var parts []string
+	n := 0
+	for _, h := range heads {
+		if h.ID == id || (h.ParentID != "" && unfinished[h.ParentID]) {
+			continue
+		}
+		n++
+		if len(parts) < 5 {
+			parts = append(parts, fmt.Sprintf("%s (%s, %s): %s", h.ID, h.Workflow, h.Status, d.resumeHint(h.ID)))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	if n > len(parts) {
+		parts = append(parts, fmt.Sprintf("and %d more (flock runs list --status running --data %s)", n-len(parts), d.dataDir()))
+	}
+	return fmt.Sprintf("flock %s: %d other unfinished run(s) in %s are not resumed by this command: %s", d.cmd, n, d.dataDir(), strings.Join(parts, "; "))
+}
+
+// followLocal streams a run's events to p until the run ends.
+func followLocal(ctx context.Context, a *app.App, id string, p *progress) (state.Run, error) {
+	var last uint64
+	for {
+		ch, unsub := a.Executor.Subscribe(id)
+		evs, err := a.Store.Events(ctx, id, last, 100000)
+		if err != nil {
+			unsub()
+			return state.Run{}, err
+		}
+		ended := false
+		handle := func(ev state.Event) {
+			if ev.Seq <= last {
+				return
+			}
+			last = ev.Seq
+			p.event(ctx, ev)
+			if ev.Type == "run" && state.Status(ev.Status).Terminal() {
+				ended = true
+			}
+		}
+		for _, ev := range evs {
+			handle(ev)
+		}
+		for !ended {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					goto resubscribe
+				}
+				handle(ev)
+			case <-ctx.Done():
+				unsub()
+				return state.Run{}, ctx.Err()
+			}
+		}
+		unsub()
+		p.done()
+		return a.Store.Run(ctx, id)
+	resubscribe:
+		unsub()
+		if h, err := a.Store.Run(ctx, id); err == nil && h.Status.Terminal() {
+			if rest, err := a.Store.Events(ctx, id, last, 100000); err == nil {
+				for _, ev := range rest {
+					handle(ev)
+				}
+			}
+			p.done()
+			return h, nil
+		}
+	}
+}
