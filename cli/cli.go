@@ -35,6 +35,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = dbCmd(ctx, rest, stdout, stderr)
 	case "runs":
 		err = runsCmd(ctx, rest, stdout, stderr)
+	case "workflows":
+		err = workflowsCmd(ctx, rest, stdout, stderr)
 	case "sandbox":
 		err = sandboxCmd(ctx, rest, stdout, stderr)
 	case "version":
@@ -73,15 +75,20 @@ Usage:
         Serve the HTTP API; resumes unfinished runs on start. A damaged flock.db
         is refused (see flock db); so is a missing or empty one while DIR/runs
         holds run directories, unless --new-store.
-  flock run --workflow NAME --settings FILE [--task TEXT] [--data DIR] [--mode ...]
-        Run one workflow to the end in-process with live progress; exit 0 on success.
+  flock run --workflow NAME --settings FILE [--task TEXT] [--data DIR] [--mode ...] [--new]
+        Run one workflow to the end with live progress; exit 0 on success. It
+        runs in-process, or, while a flock serve holds the data directory, in
+        that server. The same command again resumes its unfinished run (--new
+        starts another); no other unfinished run is resumed.
   flock run --resume RUN_ID [--data DIR]
         Follow an interrupted (or paused) run of the data directory to its end.
   flock rollout --config FILE [--data DIR] [--output-dir DIR] [--max-tasks N] [--num-chains N] ...
-        Run a benchmark rollout in-process with a progress bar and a summary table.
+        Run a benchmark rollout with a progress bar and a summary table (in
+        the server holding the data directory, if one does; the same command
+        again resumes it).
   flock synthesize --config FILE [--mode simulated] [--output-dir DIR] [--data DIR] ...
-        Synthesize multi-hop QA from seeds (AgentFlow's synthesis config) in-process
-        with a progress display; run it again to resume or to skip finished seeds.
+        Synthesize multi-hop QA from seeds (AgentFlow's synthesis config) with a
+        progress display; run it again to resume or to skip finished seeds.
   flock --workflow NAME --settings FILE [--task TEXT] [--exit] [serve flags]
         Serve and immediately start that workflow (Flock style). --workflow listen
         (the default) starts nothing; --exit ends the process with the run.
@@ -100,10 +107,15 @@ Usage:
         Also serve the sandbox service (AgentFlow's sandbox-server JSON) under /api/v1.
   flock sandbox --config FILE [--addr 127.0.0.1:18890] [--data DIR]
         Run the sandbox service alone (AgentFlow's /api/v1 wire).
+  flock runs list|show|logs|export ... [--data DIR | --server URL]
+        Find and read runs: of the server holding the data directory (or
+        --server), else of the data directory itself ("flock runs help").
   flock runs cancel|pause|resume|fork|questions|answer|intervene RUN_ID ... [--server URL] [--token TOKEN]
         Control a run of a flock server over HTTP: cancel, pause, resume, fork
         it from a step, list and answer its questions, intervene on its next
         action ("flock runs help" for each).
+  flock workflows [--data DIR | --server URL] [--plugins DIR] [--workflows DIR]
+        Every registered workflow with its one-line description and settings keys.
   flock version
 
 Run "flock COMMAND -h" for the flags of a command.

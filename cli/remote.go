@@ -31,7 +31,7 @@ var _ runReader = state.Reader(nil)
 type remote struct{ c *client.Client }
 
 func (r remote) Run(ctx context.Context, id string) (state.Run, error) {
-	v, err := r.c.RunWithVars(ctx, id)
+	v, err := r.c.Run(ctx, id)
 	if err != nil {
 		return state.Run{}, notFound(err)
 	}

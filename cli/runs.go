@@ -11,13 +11,28 @@ import (
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/client"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/state"
 )
 
-const runsUsage = `Usage: flock runs COMMAND [--server URL] [--token TOKEN] ARGS
+const runsUsage = `Usage: flock runs COMMAND ARGS [--data DIR | --server URL [--token TOKEN]]
 
-Control the runs of a flock server over HTTP (--server, env FLOCK_SERVER,
-default http://` + configs.DefaultAddr + `; --token, env FLOCK_AUTH_TOKEN).
+Find, read and control runs. A server is --server (env FLOCK_SERVER; --token,
+env FLOCK_AUTH_TOKEN) or else the flock server that holds the data directory
+(--data, env FLOCK_DATA, default ./flock-data: its server file). Without one,
+list, show, logs and export read the data directory itself (read-only), and
+the controls go to http://` + configs.DefaultAddr + `.
 
+  flock runs list [--status S] [--workflow W] [--top] [--limit N]
+        Runs newest first: id, workflow, status, end reason, task (first
+        line), age. --top lists top-level runs only (no children).
+  flock runs show RUN_ID
+        The run's head, result, usage against its limits, children by status.
+  flock runs logs RUN_ID [--follow]
+        The run's transcript as flock run prints it; --follow follows a run
+        a server drives to its end.
+  flock runs export RUN_ID
+        The run as JSON lines: {"run": head}, then {"entry": ...} and
+        {"op": ...} lines, in the HTTP API's shapes.
   flock runs cancel RUN_ID
   flock runs pause RUN_ID
   flock runs resume RUN_ID
@@ -33,12 +48,13 @@ default http://` + configs.DefaultAddr + `; --token, env FLOCK_AUTH_TOKEN).
         ({"name": TOOL, "arguments": {...}}), or let it run.
 `
 
-// runsCmd is "flock runs ...": the operator's controls over HTTP.
+// runsCmd is "flock runs ...": finding and reading runs, and the
+// operator's controls over HTTP.
 func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, runsUsage)
 		if len(args) == 0 {
-			return fmt.Errorf("%w: a command is required (cancel, pause, resume, fork, questions, answer, intervene)", errUsage)
+			return fmt.Errorf("%w: a command is required (list, show, logs, export, cancel, pause, resume, fork, questions, answer, intervene)", errUsage)
 		}
 		return nil
 	}
@@ -47,6 +63,9 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	server := fs.String("server", getenv("FLOCK_SERVER", "http://"+configs.DefaultAddr), "the flock server's base URL (env FLOCK_SERVER)")
 	token := fs.String("token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token (env FLOCK_AUTH_TOKEN)")
+	data := fs.String("data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory: the server that holds it, or (list, show, logs, export) its runs read directly")
+	var f state.RunFilter
+	var follow bool
 	var step uint64
 	var vars stringList
 	var message, action string
@@ -61,24 +80,56 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "intervene":
 		fs.StringVar(&action, "action", "", `the action to execute instead: {"name": TOOL, "arguments": {...}}`)
 		fs.BoolVar(&approve, "approve", false, "let the proposed action run")
-	case "cancel", "pause", "resume", "questions":
+	case "list":
+		fs.Var((*statusFlag)(&f.Status), "status", "only runs with this status (running, paused, succeeded, failed, cancelled)")
+		fs.StringVar(&f.Workflow, "workflow", "", "only runs of this workflow")
+		fs.BoolVar(&f.TopLevel, "top", false, "only top-level runs (no children)")
+		fs.IntVar(&f.Limit, "limit", 20, "at most this many runs")
+	case "logs":
+		fs.BoolVar(&follow, "follow", false, "follow a run a server drives to its end")
+	case "cancel", "pause", "resume", "questions", "show", "export":
 	default:
-		return fmt.Errorf("%w: unknown runs command %q (cancel, pause, resume, fork, questions, answer, intervene)", errUsage, sub)
+		return fmt.Errorf("%w: unknown runs command %q (list, show, logs, export, cancel, pause, resume, fork, questions, answer, intervene)", errUsage, sub)
 	}
 	pos, err := parseInterleaved(fs, rest)
 	if err != nil {
 		return err
 	}
-	want := map[string]int{"answer": 3}[sub]
-	if want == 0 {
+	want := map[string]int{"answer": 3, "list": 0}[sub]
+	if _, ok := map[string]bool{"answer": true, "list": true}[sub]; !ok {
 		want = 1
 	}
 	if len(pos) != want {
 		return fmt.Errorf("%w: runs %s takes %d argument(s), got %q", errUsage, sub, want, pos)
 	}
-	c, err := client.New(*server, client.WithToken(*token))
+	switch sub {
+	case "list", "show", "logs", "export":
+		if sub == "list" && f.Limit < 1 {
+			return fmt.Errorf("%w: --limit must be at least 1", errUsage)
+		}
+		src, closeSrc, err := openSource(ctx, fs, *server, *token, *data)
+		if err != nil {
+			return err
+		}
+		defer closeSrc()
+		switch sub {
+		case "list":
+			return runsList(ctx, src, f, stdout)
+		case "show":
+			return runsShow(ctx, src, pos[0], stdout)
+		case "logs":
+			return runsLogs(ctx, src, pos[0], follow, stdout, stderr)
+		}
+		return runsExport(ctx, src, pos[0], stdout)
+	}
+	c, err := serverTarget(ctx, fs, *server, *token, *data)
 	if err != nil {
-		return fmt.Errorf("%w: --server: %v", errUsage, err)
+		return err
+	}
+	if c == nil {
+		if c, err = client.New(*server, client.WithToken(*token)); err != nil {
+			return fmt.Errorf("%w: --server: %v", errUsage, err)
+		}
 	}
 	id := pos[0]
 	out := json.NewEncoder(stdout)
@@ -152,6 +203,19 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return out.Encode(api.OK{OK: true})
 	}
+	return nil
+}
+
+// statusFlag is a --status flag: a run status, checked.
+type statusFlag state.Status
+
+func (s *statusFlag) String() string { return string(*s) }
+
+func (s *statusFlag) Set(v string) error {
+	if !state.Status(v).Valid() {
+		return fmt.Errorf("must be one of running, paused, succeeded, failed, cancelled")
+	}
+	*s = statusFlag(v)
 	return nil
 }
 

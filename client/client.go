@@ -91,8 +91,10 @@ type RunsQuery struct {
 	Status   api.Status
 	Workflow string
 	ParentID string
-	After    string // the previous page's Next
-	Limit    int
+	// Top lists only the runs without a parent.
+	Top   bool
+	After string // the previous page's Next
+	Limit int
 }
 
 // Runs lists run heads, newest first (GET /runs).
@@ -102,6 +104,9 @@ func (c *Client) Runs(ctx context.Context, q RunsQuery) (api.Runs, error) {
 	set(v, "workflow", q.Workflow)
 	set(v, "parent_id", q.ParentID)
 	set(v, "after", q.After)
+	if q.Top {
+		v.Set("top", "true")
+	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}

@@ -72,6 +72,17 @@ func viewRun(r state.Run) api.Run {
 	return v
 }
 
+// ViewRun, ViewEntry and ViewOp are the API's views of a run's head, an
+// entry and an op, as the routes answer them: flock runs export writes
+// runs it reads from a data directory in the same shape.
+func ViewRun(r state.Run) api.Run { return viewRun(r) }
+
+// ViewEntry is the API's view of an entry (see ViewRun).
+func ViewEntry(e phases.Entry) api.Entry { return viewEntry(e) }
+
+// ViewOp is the API's view of an op (see ViewRun).
+func ViewOp(op state.Op) (api.Op, error) { return viewOp(op) }
+
 // withLive adds what holds a live run to its view.
 func withLive(v api.Run, l workflows.Live) api.Run {
 	v.Stalled = l.Stalled

@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/api"
+	"github.com/flockrun/flock/client"
+	"github.com/flockrun/flock/internal/testkit"
+)
+
+// writeFiles writes name -> content into dir and returns dir.
+func writeFiles(t testing.TB, dir string, files map[string]string) string {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var (
+	runIDPattern   = regexp.MustCompile(`\b0[0-9a-z]{15}\b`)
+	secondsPattern = regexp.MustCompile(`\d+\.\d+s\b`)
+)
+
+// normalized is a command's output with what differs between two runs of
+// it replaced: run ids, the data directory, durations.
+func normalized(out, data string) string {
+	out = strings.ReplaceAll(out, data, "DATA")
+	out = runIDPattern.ReplaceAllString(out, "RUN")
+	return secondsPattern.ReplaceAllString(out, "Ns")
+}
+
+// serverFileOf reads the server file of a data directory.
+func serverFileOf(t testing.TB, data string) (url, token string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(data, "server.json")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatalf("server file: %v", err)
+	}
+	var f struct{ URL, Token string }
+	b, _ := os.ReadFile(p)
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("server file %s: %v", b, err)
+	}
+	return f.URL, f.Token, fi.Mode().Perm()
+}
+
+// reactSettings is a react agent on a scripted model whose script lies
+// beside the settings file: a file the run must be allowed to read.
+func reactSettings(t testing.TB) (settings string) {
+	dir := writeFiles(t, t.TempDir(), map[string]string{
+		"script.jsonl": `{"tool_calls":[{"id":"c1","name":"bash","arguments":"{\"command\":\"echo handed over; exit 0\"}"}]}` + "\n" +
+			`{"tool_calls":[{"id":"c2","name":"submit","arguments":"{\"answer\":\"done\"}"}]}` + "\n",
+		"react.json": `{"workflow_type": "react", "model": "m", "tools": ["bash", "submit"],
+			"models": {"m": {"provider": "scripted", "script": "script.jsonl"}}}`,
+	})
+	return filepath.Join(dir, "react.json")
+}
+
+// TestRunHandedToServer: while `flock serve` holds a data directory,
+// `flock run` on it hands its run to that server and prints exactly what
+// it prints alone (the transcript, the result line, the exit code); the
+// file its settings name (a scripted model's script, outside the server's
+// read roots) is readable by that run only, a plain HTTP client cannot
+// grant it, and the run is the server's (its API and viewer list it).
+func TestRunHandedToServer(t *testing.T) {
+	settings := reactSettings(t)
+	task := "Say something, then submit."
+	alone := t.TempDir()
+	code0, out0, err0 := flock(t, "run", "--settings", settings, "--task", task, "--data", alone)
+	if code0 != 0 {
+		t.Fatalf("alone: exit %d\n%s\n%s", code0, out0, err0)
+	}
+
+	data := t.TempDir()
+	p := startServer(t, data, freePort(t))
+	url, token, mode := serverFileOf(t, data)
+	if mode != 0o600 || url != p.base || len(token) < 32 {
+		t.Fatalf("server file: url %s (server %s), mode %v, token of %d bytes", url, p.base, mode, len(token))
+	}
+	code1, out1, err1 := flock(t, "run", "--settings", settings, "--task", task, "--data", data)
+	if code1 != 0 {
+		t.Fatalf("handed over: exit %d\n%s\n%s\nserver:\n%s", code1, out1, err1, p.out)
+	}
+	if a, b := normalized(out0, alone), normalized(out1, data); a != b {
+		t.Fatalf("the handed-over run prints\n%s\nwhere alone it prints\n%s", b, a)
+	}
+	if !strings.Contains(out1, "[submission] done") || !strings.Contains(err1, "flock run: the flock server at "+p.base) {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out1, err1)
+	}
+	id := runIDPattern.FindString(out1)
+	if h := p.run(id); h.Status != "succeeded" || h.Workflow != "react" {
+		t.Fatalf("the server's run %s: %+v", id, h)
+	}
+
+	// A failing run exits 1, as alone.
+	failing := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{
+		"fail.json": `{"workflow_type": "script", "commands": ["echo one", "exit 3", "echo never"]}`}), "fail.json")
+	code, out, errs := flock(t, "run", "--settings", failing, "--data", data)
+	if code != 1 || !strings.Contains(out, "failed (command_failed: exit 3)") || !strings.Contains(out, "$ exit 3  → exit 3") {
+		t.Fatalf("failing run: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	// Only the operator token of the server file opens the operator routes,
+	// and plain clients get no grants: the same settings sent over HTTP
+	// are refused, since the script lies outside the server's read roots.
+	raw, _ := os.ReadFile(settings)
+	for _, tok := range []string{"", "not-the-operator-token-0123456789"} {
+		c, _ := client.New(p.base, client.WithToken(tok))
+		if _, err := c.Operator(context.Background()); !isStatus(err, http.StatusUnauthorized) {
+			t.Fatalf("GET /operator with token %q: %v", tok, err)
+		}
+		_, err := c.Handover(context.Background(), api.Handover{Settings: raw, ReadRoots: []string{filepath.Dir(settings)}})
+		if !isStatus(err, http.StatusUnauthorized) {
+			t.Fatalf("POST /operator/runs with token %q: %v", tok, err)
+		}
+	}
+	abs := strings.Replace(string(raw), `"script.jsonl"`, fmt.Sprintf("%q", filepath.Join(filepath.Dir(settings), "script.jsonl")), 1)
+	if _, err := p.c.Start(context.Background(), api.StartRequest{Settings: json.RawMessage(abs)}); !isStatus(err, http.StatusBadRequest) ||
+		!strings.Contains(err.Error(), "read_roots") {
+		t.Fatalf("a plain start reading the operator's file: %v", err)
+	}
+	keyName := `{"workflow_type": "react", "model": "m", "models": {"m": {"api_key_env": "FLOCK_KEY_0123456789abcdef0123456789abcdef"}}}`
+	if _, err := p.c.Start(context.Background(), api.StartRequest{Settings: json.RawMessage(keyName)}); !isStatus(err, http.StatusBadRequest) ||
+		!strings.Contains(err.Error(), "FLOCK_KEY_") {
+		t.Fatalf("a plain start naming a command-line key: %v", err)
+	}
+	// The server removes its file when it shuts down.
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+	if _, err := os.Stat(filepath.Join(data, "server.json")); !os.IsNotExist(err) {
+		t.Fatalf("server file after shutdown: %v", err)
+	}
+}
+
+// isStatus reports whether err is the server's answer with status code.
+func isStatus(err error, code int) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && ce.Status == code
+}
+
+// TestHandoverInterruptAndResume: Ctrl-C of a `flock run` whose run a
+// server drives pauses the run there and says how to resume it; while it
+// ran, the server listed it as running (the viewer shows it); `flock run
+// --resume` then finishes it through the server.
+func TestHandoverInterruptAndResume(t *testing.T) {
+	data, gate := t.TempDir(), t.TempDir()
+	p := startServer(t, data, freePort(t))
+	settings := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{
+		"slow.json": fmt.Sprintf(`{"workflow_type": "script", "commands": ["echo one", "touch %s/started; while [ ! -e %s/release ]; do sleep 0.05; done", "echo three"]}`, gate, gate)}),
+		"slow.json")
+	cmd := exec.Command(binary, "run", "--settings", settings, "--data", data)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	testkit.WaitWithin(t, 30*time.Second, "the second command to start", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "started"))
+		return err == nil
+	})
+	runs, err := p.c.Runs(context.Background(), client.RunsQuery{Status: "running", Workflow: "script"})
+	if err != nil || len(runs.Runs) != 1 {
+		t.Fatalf("the server lists %+v (%v), want the running run", runs.Runs, err)
+	}
+	id := runs.Runs[0].ID
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("interrupted: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	want := fmt.Sprintf("run %s is paused in the flock server at %s and stays resumable: flock run --resume %s --data %s", id, p.base, id, data)
+	if !strings.Contains(errb.String(), want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, errb.String())
+	}
+	if h := p.run(id); h.Status != "paused" {
+		t.Fatalf("after Ctrl-C the run is %s", h.Status)
+	}
+	writeFiles(t, gate, map[string]string{"release": ""})
+	code, stdout, errs := flock(t, "run", "--resume", id, "--data", data)
+	if code != 0 || !strings.Contains(stdout, "run "+id+" succeeded") || !strings.Contains(stdout, "$ echo three  → exit 0  three") {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, errs)
+	}
+}
+
+// TestStaleServerFile: a server file left by a server killed with kill -9,
+// or one whose address now belongs to another server, is not followed:
+// `flock run` opens the data directory itself, runs, and removes the file.
+func TestStaleServerFile(t *testing.T) {
+	data := t.TempDir()
+	p := startServer(t, data, freePort(t))
+	p.kill()
+	other := startServer(t, t.TempDir(), freePort(t))
+	for name, url := range map[string]string{"dead": p.base, "another server's": other.base} {
+		t.Run(name, func(t *testing.T) {
+			writeFiles(t, data, map[string]string{"server.json": fmt.Sprintf(`{"url": %q, "token": "0123456789abcdef0123456789abcdef", "pid": 1}`, url)})
+			code, out, errs := flock(t, "run", "--workflow", "script", "--settings", "../configs/examples/script.json", "--data", data)
+			if code != 0 || !strings.Contains(out, "succeeded (completed)") || strings.Contains(errs, "flock server at") {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			if _, err := os.Stat(filepath.Join(data, "server.json")); !os.IsNotExist(err) {
+				t.Fatalf("the stale server file is still there: %v", err)
+			}
+		})
+	}
+}
+
+// TestRolloutHandedToServer: `flock rollout` on a data directory a server
+// holds hands the rollout over with its files: the benchmark and the
+// script it names are read, and its output directory written, by that run
+// on the server, and it prints the same summary as alone.
+func TestRolloutHandedToServer(t *testing.T) {
+	dir := writeFiles(t, t.TempDir(), map[string]string{
+		"bench.jsonl": `{"id": "a", "question": "What is 2+2?", "answer": "4"}` + "\n" + `{"id": "b", "question": "What is 3+3?", "answer": "6"}` + "\n",
+		"script.jsonl": `{"match": "2+2", "content": "Final answer: 4"}` + "\n" + `{"match": "3+3", "content": "Final answer: 7"}` + "\n",
+		"rollout.yaml": "data_path: bench.jsonl\nbenchmark_name: hand\nnum_chains: 1\nmax_concurrency: 2\nevaluation_metric: exact_match\n" +
+			"models:\n  m: {provider: scripted, script: script.jsonl}\nagent:\n  workflow: react\n  settings: {model: m, max_turns: 2}\n",
+	})
+	cfg := filepath.Join(dir, "rollout.yaml")
+	alone := t.TempDir()
+	code0, out0, err0 := flock(t, "rollout", "--config", cfg, "--data", alone, "--output-dir", filepath.Join(dir, "out-alone"))
+	if code0 != 0 {
+		t.Fatalf("alone: exit %d\n%s\n%s", code0, out0, err0)
+	}
+	data := t.TempDir()
+	p := startServer(t, data, freePort(t))
+	code1, out1, err1 := flock(t, "rollout", "--config", cfg, "--data", data, "--output-dir", filepath.Join(dir, "out-server"))
+	if code1 != 0 {
+		t.Fatalf("handed over: exit %d\n%s\n%s\nserver:\n%s", code1, out1, err1, p.out)
+	}
+	summary := func(out, data string) string {
+		out = normalized(out, data)
+		out = regexp.MustCompile(`out-(alone|server)`).ReplaceAllString(out, "OUT")
+		out = regexp.MustCompile(`\d{8}_\d{6}`).ReplaceAllString(out, "TS")
+		return regexp.MustCompile(`(?m)^time .*$`).ReplaceAllString(out, "time")
+	}
+	if a, b := summary(out0, alone), summary(out1, data); a != b {
+		t.Fatalf("the handed-over rollout prints\n%s\nwhere alone it prints\n%s", b, a)
+	}
+	if !strings.Contains(out1, "correct       1 of 2 graded") {
+		t.Fatalf("summary:\n%s", out1)
+	}
+	for _, out := range []string{"out-alone", "out-server"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, out, "results_hand_*.jsonl")); len(m) != 1 || testkit.CountLines(t, m[0]) != 2 {
+			t.Fatalf("%s: results files %v", out, m)
+		}
+	}
+}
