@@ -236,7 +236,7 @@ func TestStaleServerFile(t *testing.T) {
 // on the server, and it prints the same summary as alone.
 func TestRolloutHandedToServer(t *testing.T) {
 	dir := writeFiles(t, t.TempDir(), map[string]string{
-		"bench.jsonl": `{"id": "a", "question": "What is 2+2?", "answer": "4"}` + "\n" + `{"id": "b", "question": "What is 3+3?", "answer": "6"}` + "\n",
+		"bench.jsonl":  `{"id": "a", "question": "What is 2+2?", "answer": "4"}` + "\n" + `{"id": "b", "question": "What is 3+3?", "answer": "6"}` + "\n",
 		"script.jsonl": `{"match": "2+2", "content": "Final answer: 4"}` + "\n" + `{"match": "3+3", "content": "Final answer: 7"}` + "\n",
 		"rollout.yaml": "data_path: bench.jsonl\nbenchmark_name: hand\nnum_chains: 1\nmax_concurrency: 2\nevaluation_metric: exact_match\n" +
 			"models:\n  m: {provider: scripted, script: script.jsonl}\nagent:\n  workflow: react\n  settings: {model: m, max_turns: 2}\n",
