@@ -139,11 +139,24 @@ func Tree(heads []state.Run, id string) []state.Run {
 // not hold.
 func (e *Executor) keysHeld(id string, spec state.Spec) error {
 	if missing := e.cfg.HandlerDeps.Keys.Missing(spec.Settings); len(missing) > 0 {
-		return fmt.Errorf("%w: run %s: its settings name %d API key(s) given literally in the config file of the command that started it, "+
-			"which live only in that command's memory: run that command again to resume it", ErrKeyNeeded, id, len(missing))
+		return &keyNeededError{id: id, n: len(missing)}
 	}
 	return nil
 }
+
+// keyNeededError says which run lacks how many command-line keys.
+type keyNeededError struct {
+	id string
+	n  int
+}
+
+func (e *keyNeededError) Error() string {
+	return fmt.Sprintf("run %s needs %d API key(s) given literally in the config file of the command that started it, "+
+		"kept only in that command's memory: run that command again to resume it", e.id, e.n)
+}
+
+// Unwrap makes errors.Is(err, ErrKeyNeeded) true.
+func (e *keyNeededError) Unwrap() error { return ErrKeyNeeded }
 
 // holdForKey marks a running run that cannot be driven for lack of a
 // command-line key as paused, with an event saying why, so that it waits
