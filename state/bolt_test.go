@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -329,5 +330,59 @@ func TestBoltCloseWithPendingCommits(t *testing.T) {
 		case err != nil && !errors.Is(err, ErrClosed):
 			t.Errorf("%s: %v", id, err)
 		}
+	}
+}
+
+// TestBoltReadOnly: a read-only open reads what a writer stored, shares
+// the file with other readers, refuses commits, is refused while a writer
+// holds the file (and makes a writer wait), and does not create a file.
+func TestBoltReadOnly(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flock.db")
+	ro := BoltOptions{ReadOnly: true, Timeout: 100 * time.Millisecond}
+	if s, err := OpenBolt(path, ro); !errors.Is(err, os.ErrNotExist) {
+		if err == nil {
+			_ = s.Close()
+		}
+		t.Fatalf("read-only open of a missing file: %v", err)
+	}
+	w, err := OpenBolt(path, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, w, &Commit{RunID: "r", Run: testHead("r", "wf", "", StatusRunning), Spec: &Spec{Task: "t", Key: "k", Grants: &Grants{ReadRoots: []string{"/srv"}}}})
+	if s, err := OpenBolt(path, ro); !errors.Is(err, ErrInUse) {
+		if err == nil {
+			_ = s.Close()
+		}
+		t.Fatalf("read-only open while a writer holds the file: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenBolt(path, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenBolt(path, ro)
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	defer b.Close()
+	if h, err := b.Run(ctx, "r"); err != nil || h.Status != StatusRunning {
+		t.Fatalf("read %+v: %v", h, err)
+	}
+	if sp, err := a.Spec(ctx, "r"); err != nil || sp.Key != "k" || sp.Grants == nil || sp.Grants.ReadRoots[0] != "/srv" {
+		t.Fatalf("spec %+v: %v", sp, err)
+	}
+	if err := a.Commit(ctx, &Commit{RunID: "r", Events: testEvents(1)}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("commit to a read-only store: %v", err)
+	}
+	if s, err := OpenBolt(path, BoltOptions{Timeout: 100 * time.Millisecond}); !errors.Is(err, ErrInUse) {
+		if err == nil {
+			_ = s.Close()
+		}
+		t.Fatalf("a writer while readers hold the file: %v", err)
 	}
 }
