@@ -36,7 +36,9 @@ func TestLiteralKeys(t *testing.T) {
 		APIKey    string `json:"api_key"`
 		Evaluator string `json:"evaluator_api_key"`
 		Models    map[string]map[string]string
-		Agent     struct{ Settings struct{ Models map[string]map[string]string } }
+		Agent     struct {
+			Settings struct{ Models map[string]map[string]string }
+		}
 	}
 	if err := json.Unmarshal(out, &s); err != nil {
 		t.Fatal(err)
