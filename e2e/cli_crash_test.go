@@ -48,29 +48,14 @@ func (m *holdModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error": {"message": "bad key"}}`, http.StatusUnauthorized)
 		return
 	}
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) < 2 {
+	req, ok := decodeChat(body)
+	if !ok || len(req.Messages) < 2 {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
 	question := req.Messages[1].Content
-	last := req.Messages[len(req.Messages)-1]
 	turn := "1"
-	msg := map[string]any{"role": "assistant", "content": last.Content}
-	finish := "stop"
-	if last.Role == "user" {
-		expr := strings.TrimSuffix(strings.TrimPrefix(last.Content, "What is "), "?")
-		args, _ := json.Marshal(map[string]string{"expression": expr})
-		msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-			"id": "call_1", "type": "function", "function": map[string]any{"name": "calculator", "arguments": string(args)}}}}
-		finish = "tool_calls"
-	} else {
+	if req.Messages[len(req.Messages)-1].Role != "user" {
 		turn = "2"
 		m.mu.Lock()
 		m.held++
@@ -91,10 +76,7 @@ func (m *holdModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.answered[question+"|"+turn]++
 	m.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-" + turn, "object": "chat.completion", "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
-		"usage":   map[string]any{"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}})
+	writeArithReply(w, req, "chatcmpl-"+turn)
 }
 
 // snapshot returns the held count and a copy of the answers.

@@ -29,20 +29,37 @@ type arithModel struct {
 
 func (m *arithModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+	req, ok := decodeChat(body)
+	if !ok {
 		http.Error(w, "bad request", 400)
 		return
 	}
 	m.mu.Lock()
 	m.calls++
 	m.mu.Unlock()
+	writeArithReply(w, req, "x")
+}
+
+// chatRequest is what the fake endpoints read of a chat completion request.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+}
+
+// decodeChat decodes a chat completion request with at least one message.
+func decodeChat(body []byte) (chatRequest, bool) {
+	var req chatRequest
+	err := json.Unmarshal(body, &req)
+	return req, err == nil && len(req.Messages) > 0
+}
+
+// writeArithReply answers as the example agent's model: a calculator call
+// for "What is A?" (the last message is the user's), else the last
+// message (the tool's output) as the answer.
+func writeArithReply(w http.ResponseWriter, req chatRequest, id string) {
 	last := req.Messages[len(req.Messages)-1]
 	msg := map[string]any{"role": "assistant", "content": last.Content}
 	finish := "stop"
@@ -54,7 +71,7 @@ func (m *arithModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		finish = "tool_calls"
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": req.Model,
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "model": req.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
 		"usage":   map[string]any{"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}})
 }

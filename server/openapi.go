@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,7 +132,11 @@ func (s *Server) openAPI() map[string]any {
 	sc := &schemas{defs: map[string]any{}}
 	errRef := sc.of(reflect.TypeFor[api.Error]())
 	paths := map[string]any{}
-	for _, r := range apiRoutes {
+	routes := apiRoutes
+	if s.op != nil {
+		routes = append(slices.Clone(routes), operatorRoutes...)
+	}
+	for _, r := range routes {
 		item, _ := paths[r.path].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
@@ -158,16 +163,6 @@ func (s *Server) openAPI() map[string]any {
 		}}
 	}
 	s.gatewayOpenAPI(paths)
-	if s.op != nil {
-		for _, r := range operatorRoutes {
-			item, _ := paths[r.path].(map[string]any)
-			if item == nil {
-				item = map[string]any{}
-				paths[r.path] = item
-			}
-			item[strings.ToLower(r.method)] = s.operation(r, sc, errRef)
-		}
-	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
