@@ -482,11 +482,26 @@ func (b docBlock) skipped(cmd string, sb *strings.Builder) bool {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// gitArgs are the arguments that point git at the repository: its own
+// .git, or, for a copy of the sources without one (a CI tarball), an empty
+// repository whose work tree it is, so that .gitignore still applies.
+func gitArgs(t *testing.T, repo string) []string {
+	t.Helper()
+	if exec.Command("git", "-C", repo, "rev-parse", "--is-inside-work-tree").Run() == nil {
+		return []string{"-C", repo}
+	}
+	dir := filepath.Join(t.TempDir(), "git")
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	return []string{"-C", repo, "--git-dir", filepath.Join(dir, ".git"), "--work-tree", repo}
+}
+
 // repoFiles lists the repository's files that a fresh checkout would have,
 // plus new ones not yet committed (not the ignored ones).
 func repoFiles(t *testing.T, repo string) []string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	out, err := exec.Command("git", append(gitArgs(t, repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard")...).Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v", err)
 	}
@@ -747,7 +762,7 @@ func checkLeftovers(t *testing.T, repo, work string, files []string, blocks []do
 	if len(added) == 0 {
 		return
 	}
-	cmd := exec.Command("git", "-C", repo, "check-ignore", "--no-index", "--stdin")
+	cmd := exec.Command("git", append(gitArgs(t, repo), "check-ignore", "--no-index", "--stdin")...)
 	cmd.Stdin = strings.NewReader(strings.Join(added, "\n") + "\n")
 	out, err := cmd.Output()
 	if err != nil && cmd.ProcessState.ExitCode() != 1 { // 1: none is ignored
@@ -773,7 +788,8 @@ func checkLeftovers(t *testing.T, repo, work string, files []string, blocks []do
 func runBlock(t *testing.T, repo, work, tmp, bin, script string) (string, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bwrap", "--dev-bind", "/", "/", "--bind", work, repo, "--bind", tmp, "/tmp",
+	// /tmp first: a checkout beneath /tmp is then mounted over the private one.
+	cmd := exec.CommandContext(ctx, "bwrap", "--dev-bind", "/", "/", "--bind", tmp, "/tmp", "--bind", work, repo,
 		"--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", repo, "--", "bash", script)
 	cmd.Env = docEnv("/tmp/" + filepath.Base(bin))
 	var out bytes.Buffer

@@ -10,8 +10,10 @@ cd "$(dirname "$0")/.."
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-# e2e's TestDocExamples runs the README's curl lines.
+# e2e's TestDocExamples runs the README's curl lines in a copy of the
+# checkout it lists with git.
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v git >/dev/null 2>&1 || need+=(git)
 # AgentFlow's Python client drives `flock sandbox` in cli's e2e test.
 [ -d /usr/lib/python3/dist-packages/httpx ] || need+=(python3-httpx)
 [ -d /usr/lib/python3/dist-packages/pydantic ] || need+=(python3-pydantic)
