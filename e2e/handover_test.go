@@ -271,3 +271,53 @@ func TestRolloutHandedToServer(t *testing.T) {
 		}
 	}
 }
+
+// TestSynthesizeHandedToServer: `flock synthesize` on a data directory a
+// server holds hands the synthesis over; without sandbox_server_url it runs
+// on the server's sandbox service, says so, and writes the same summary and
+// output files as alone; a server that hosts no sandbox is refused with
+// the ways out.
+func TestSynthesizeHandedToServer(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := writeFiles(t, t.TempDir(), map[string]string{
+		"sandbox.json": fmt.Sprintf(`{"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q}}}`,
+			filepath.Join(root, "configs/sandbox/data/concert.sqlite"), filepath.Join(root, "configs/sandbox/docs")),
+		"synthesis.yaml": "seeds: [\"The concert database: its stadiums, concerts and singers.\"]\noutput_dir: out\nsandbox_config_path: sandbox.json\n" +
+			"available_tools: [\"text2sql:*\", \"rag:search\"]\nmodel_name: simulated\nmax_depth: 4\nmin_depth: 3\nmax_selected_traj: 2\n",
+	})
+	cfg := filepath.Join(dir, "synthesis.yaml")
+	synth := func(data, out string) (int, string, string) {
+		return flock(t, "synthesize", "--config", cfg, "--mode", "simulated", "--quiet", "--data", data, "--output-dir", filepath.Join(dir, out))
+	}
+	alone := t.TempDir()
+	code0, out0, err0 := synth(alone, "out-alone")
+	if code0 != 0 {
+		t.Fatalf("alone: exit %d\n%s\n%s", code0, out0, err0)
+	}
+	data := t.TempDir()
+	p := startServer(t, data, freePort(t), "--mode", "simulated", "--sandbox-config", filepath.Join(dir, "sandbox.json"))
+	code1, out1, err1 := synth(data, "out-server")
+	if code1 != 0 || !strings.Contains(err1, "the synthesis uses the sandbox service of the flock server at "+p.base) {
+		t.Fatalf("handed over: exit %d\n%s\n%s\nserver:\n%s", code1, out1, err1, p.out)
+	}
+	summary := func(out, data string) string {
+		return regexp.MustCompile(`out-(alone|server)`).ReplaceAllString(normalized(out, data), "OUT")
+	}
+	if a, b := summary(out0, alone), summary(out1, data); a != b || !strings.Contains(a, "1 done") {
+		t.Fatalf("the handed-over synthesis prints\n%s\nwhere alone it prints\n%s", b, a)
+	}
+	for _, out := range []string{"out-alone", "out-server"} {
+		if n := testkit.CountLines(t, filepath.Join(dir, out, "trees.jsonl")); n != 1 {
+			t.Fatalf("%s/trees.jsonl: %d lines", out, n)
+		}
+	}
+	bare := t.TempDir()
+	startServer(t, bare, freePort(t), "--mode", "simulated")
+	code, out, errs := synth(bare, "out-bare")
+	if code != 1 || !strings.Contains(errs, "hosts no sandbox, which this synthesis needs") || !strings.Contains(errs, "--sandbox-config") {
+		t.Fatalf("a server with no sandbox: exit %d\n%s\n%s", code, out, errs)
+	}
+}
