@@ -5,6 +5,7 @@ package all
 
 import (
 	_ "github.com/flockrun/flock/sandbox/bash"
+	_ "github.com/flockrun/flock/sandbox/browser"
 	_ "github.com/flockrun/flock/sandbox/code"
 	_ "github.com/flockrun/flock/sandbox/desktop"
 	_ "github.com/flockrun/flock/sandbox/doc"

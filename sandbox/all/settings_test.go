@@ -47,6 +47,7 @@ func TestConfigNumbersValidatedAtLoad(t *testing.T) {
 		"code":     `{"resources":{"code":{"config":{%s}}}}`,
 		"mcp":      `{"resources":{"mcp":{"config":{"servers":{"x":{"command":"true"}},%s}}}}`,
 		"vm":       `{"resources":{"vm":{"config":{%s}}}}`,
+		"browser":  `{"resources":{"browser":{"config":{%s}}}}`,
 		"text2sql": fmt.Sprintf(`{"apis":{"text2sql":{"databases":{"d":%q},%%s}}}`, dbPath),
 		"web":      `{"apis":{"web":{"serper_api_key":"k",%s}}}`,
 		"rag":      fmt.Sprintf(`{"apis":{"rag":{"documents_dir":%q,%%s}}}`, docs),
@@ -58,6 +59,7 @@ func TestConfigNumbersValidatedAtLoad(t *testing.T) {
 		"code":     {"timeout"},
 		"mcp":      {"startup_timeout_s"},
 		"vm":       {"start_timeout_s"},
+		"browser":  {"action_timeout_s", "start_timeout_s"},
 		"text2sql": {"query_timeout_s"},
 		"web":      {"timeout_s"},
 	}

@@ -2,9 +2,7 @@ package browser
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -50,6 +48,38 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	}
 	b.opts = Options{InlineImageMax: 65536}
 	cfg := env.Config
+	// Numbers first: a bad one is named whether or not chromium is there.
+	ints := []struct {
+		key      string
+		min, max int64
+		dst      *int
+	}{
+		{"width", 100, 16384, &b.opts.Width},
+		{"height", 100, 16384, &b.opts.Height},
+		{"content_limit", 1, sandbox.MaxOutputLimit, &b.opts.ContentLimit},
+		{"inline_image_max_bytes", 0, sandbox.MaxOutputLimit, &b.opts.InlineImageMax},
+	}
+	for _, it := range ints {
+		n, ok, err := sandbox.IntSetting(cfg, configPath, it.key, it.min, it.max)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*it.dst = int(n)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{{"action_timeout_s", &b.opts.ActionTimeout}, {"start_timeout_s", &b.opts.StartTimeout}} {
+		v, ok, err := sandbox.SecondsSetting(cfg, configPath, d.key, sandbox.MinSeconds, sandbox.MaxSeconds)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*d.dst = v
+		}
+	}
 	path, ok := cfg["chromium_path"]
 	if !ok || path == nil {
 		path = ""
@@ -63,34 +93,6 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 		return &sandbox.ConfigError{Path: configPath + ".chromium_path", Reason: err.Error()}
 	}
 	b.opts.Chromium = exe
-	ints := []struct {
-		key string
-		min int
-		dst *int
-	}{
-		{"width", 100, &b.opts.Width},
-		{"height", 100, &b.opts.Height},
-		{"content_limit", 1, &b.opts.ContentLimit},
-		{"inline_image_max_bytes", 0, &b.opts.InlineImageMax},
-	}
-	for _, it := range ints {
-		if err := intSetting(cfg, it.key, it.min, it.dst); err != nil {
-			return err
-		}
-	}
-	for _, d := range []struct {
-		key string
-		dst *time.Duration
-	}{{"action_timeout_s", &b.opts.ActionTimeout}, {"start_timeout_s", &b.opts.StartTimeout}} {
-		key, dst := d.key, d.dst
-		secs := 0
-		if err := intSetting(cfg, key, 1, &secs); err != nil {
-			return err
-		}
-		if secs > 0 {
-			*dst = time.Duration(secs) * time.Second
-		}
-	}
 	pol, err := netguard.Parse(configPath, cfg)
 	if err != nil {
 		var se *netguard.SettingError
@@ -103,36 +105,6 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	b.opts.defaults()
 	b.tabs = map[string]*Tab{}
 	b.log.Info("browser backend ready", "chromium", exe)
-	return nil
-}
-
-func intSetting(cfg map[string]any, key string, min int, dst *int) error {
-	v, ok := cfg[key]
-	if !ok || v == nil {
-		return nil
-	}
-	var n int
-	switch x := v.(type) {
-	case json.Number:
-		i, err := x.Int64()
-		if err != nil {
-			return &sandbox.ConfigError{Path: configPath + "." + key, Reason: "want an integer, got " + x.String()}
-		}
-		n = int(i)
-	case float64:
-		n = int(x)
-		if float64(n) != x {
-			return &sandbox.ConfigError{Path: configPath + "." + key, Reason: fmt.Sprintf("want an integer, got %v", x)}
-		}
-	case int:
-		n = x
-	default:
-		return &sandbox.ConfigError{Path: configPath + "." + key, Reason: "want a number"}
-	}
-	if n < min {
-		return &sandbox.ConfigError{Path: configPath + "." + key, Reason: fmt.Sprintf("must be at least %d, got %d", min, n)}
-	}
-	*dst = n
 	return nil
 }
 

@@ -19,7 +19,7 @@ func TestProvisionErrorsNameThePath(t *testing.T) {
 	}{
 		{"no such chromium", map[string]any{"chromium_path": "/no/such/chromium"}, "resources.browser.config.chromium_path: chromium not found at /no/such/chromium"},
 		{"path not a string", map[string]any{"chromium_path": 3.0}, "resources.browser.config.chromium_path: want a string"},
-		{"width too small", map[string]any{"width": json.Number("10")}, "resources.browser.config.width: must be at least 100"},
+		{"width too small", map[string]any{"width": json.Number("10")}, "resources.browser.config.width: want a whole number from 100 to 16384, got 10"},
 		{"timeout not a number", map[string]any{"action_timeout_s": "soon"}, "resources.browser.config.action_timeout_s: want a number"},
 		{"allow_hosts not a list", map[string]any{"allow_hosts": "127.0.0.1"}, "resources.browser.config.allow_hosts: want a list"},
 		{"allow_hosts bad prefix", map[string]any{"allow_hosts": []any{"10.0.0.0/99"}}, "resources.browser.config.allow_hosts: \"10.0.0.0/99\" is not a CIDR prefix"},
