@@ -198,6 +198,9 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 	if err != nil {
 		return state.Run{}, err
 	}
+	// A fork is nobody's command line: it neither resumes as one (Key) nor
+	// reads what the operator granted the run it came from (Grants).
+	spec.Key, spec.Grants = "", nil
 	rs, err := configs.ParseRunSettings(spec.Settings)
 	if err != nil {
 		return state.Run{}, fmt.Errorf("%w: the run's settings are no longer valid: %w", ErrBadFork, err)

@@ -259,3 +259,42 @@ func BenchmarkFork10000Entries(b *testing.B) {
 	}
 	b.ReportMetric(10000, "entries/fork")
 }
+
+// TestCommandKeyAndGrants: a top-level run keeps the command key and the
+// grants it was started with (the file access reads them back by the
+// run's id); a fork inherits neither; Launch with the key of a run that has
+// ended starts a new run.
+func TestCommandKeyAndGrants(t *testing.T) {
+	wf, bash := scribe()
+	reg := phases.NewRegistry()
+	reg.MustRegister(wf)
+	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindBash: bash})
+	ctx := context.Background()
+	grants := &state.Grants{ReadRoots: []string{t.TempDir()}}
+	src, _, err := e.ex.StartRunWithWarnings(ctx, workflows.StartRequest{Workflow: "scribe", Task: "put a.txt one", Key: "k1", Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := e.wait(src.ID); end.Status != state.StatusSucceeded {
+		t.Fatalf("source %s %s", end.Status, end.Error)
+	}
+	if spec, err := e.store.Spec(ctx, src.ID); err != nil || spec.Key != "k1" || spec.Grants == nil || spec.Grants.ReadRoots[0] != grants.ReadRoots[0] {
+		t.Fatalf("spec %+v: %v", spec, err)
+	}
+	if g := e.ex.Grants(src.ID); g == nil || g.ReadRoots[0] != grants.ReadRoots[0] {
+		t.Fatalf("Grants(%s) = %+v", src.ID, g)
+	}
+	f, err := e.ex.Fork(ctx, src.ID, workflows.ForkRequest{Step: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(f.ID)
+	if spec, err := e.store.Spec(ctx, f.ID); err != nil || spec.Key != "" || spec.Grants != nil || e.ex.Grants(f.ID) != nil {
+		t.Fatalf("the fork's spec %+v: %v", spec, err)
+	}
+	h, _, resumed, err := e.ex.Launch(ctx, workflows.StartRequest{Workflow: "scribe", Task: "noop", Key: "k1"})
+	if err != nil || resumed || h.ID == src.ID {
+		t.Fatalf("Launch with the key of an ended run: %s resumed=%v %v", h.ID, resumed, err)
+	}
+	e.wait(h.ID)
+}
