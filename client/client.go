@@ -92,7 +92,10 @@ type RunsQuery struct {
 	Workflow string
 	ParentID string
 	// Top lists only the runs without a parent.
-	Top   bool
+	Top bool
+	// Query keeps the runs whose task contains it, ignoring case; a page
+	// of a search may be short, or empty, and still have a Next.
+	Query string
 	After string // the previous page's Next
 	Limit int
 }
@@ -104,6 +107,7 @@ func (c *Client) Runs(ctx context.Context, q RunsQuery) (api.Runs, error) {
 	set(v, "workflow", q.Workflow)
 	set(v, "parent_id", q.ParentID)
 	set(v, "after", q.After)
+	set(v, "q", q.Query)
 	if q.Top {
 		v.Set("top", "true")
 	}
@@ -126,6 +130,35 @@ func (c *Client) Entries(ctx context.Context, id string, after uint64, limit int
 	}
 	var out api.Entries
 	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/entries"+query(v), nil, &out)
+}
+
+// EntriesOfType reads a page of the entries of the given types (a
+// rollout's "row", a synthesis seed's "qa") after the entry seq after
+// (GET /runs/{id}/entries?type=); the server reads a bounded part of the
+// log per request, so a page may be short, or empty, and still have a
+// Next.
+func (c *Client) EntriesOfType(ctx context.Context, id string, types []string, after uint64, limit int) (api.Entries, error) {
+	v := url.Values{}
+	v.Set("type", strings.Join(types, ","))
+	if after > 0 {
+		v.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.Entries
+	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/entries"+query(v), nil, &out)
+}
+
+// Usage sums the tokens and cost of a run's generate operations by model,
+// and with descendants its descendant runs' too (GET /runs/{id}/usage).
+func (c *Client) Usage(ctx context.Context, id string, descendants bool) (api.UsageByModel, error) {
+	q := ""
+	if descendants {
+		q = "?descendants=true"
+	}
+	var out api.UsageByModel
+	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/usage"+q, nil, &out)
 }
 
 // Ops reads a page of a run's operation journal after the op id after

@@ -142,6 +142,22 @@ func TestClientRunLifecycle(t *testing.T) {
 	if err != nil || len(page.Entries) != 1 || string(page.Entries[0].Data) != `"two"` || page.Next != "" {
 		t.Fatalf("Entries page 2 = %+v, %v", page, err)
 	}
+	if page, err := w.c.EntriesOfType(ctx, started.RunID, []string{"message", "other"}, 1, 10); err != nil || len(page.Entries) != 1 || page.Entries[0].Seq != 2 {
+		t.Fatalf("EntriesOfType = %+v, %v", page, err)
+	}
+	if page, err := w.c.EntriesOfType(ctx, started.RunID, []string{"other"}, 0, 10); err != nil || len(page.Entries) != 0 || page.Next != "" {
+		t.Fatalf("EntriesOfType of no entry = %+v, %v", page, err)
+	}
+	found, err := w.c.Runs(ctx, client.RunsQuery{Query: "WORLD", Top: true})
+	if err != nil || len(found.Runs) != 1 || found.Runs[0].Task != "world" {
+		t.Fatalf("Runs of a search = %+v, %v", found, err)
+	}
+	if found, err := w.c.Runs(ctx, client.RunsQuery{Query: "nobody"}); err != nil || len(found.Runs) != 0 {
+		t.Fatalf("Runs of a search that finds nothing = %+v, %v", found, err)
+	}
+	if u, err := w.c.Usage(ctx, started.RunID, true); err != nil || u.Runs != 1 || len(u.Models) != 0 {
+		t.Fatalf("Usage = %+v, %v", u, err)
+	}
 }
 
 func TestClientControlAndOps(t *testing.T) {
