@@ -240,6 +240,11 @@ func TestPhaseFailures(t *testing.T) {
 			if end.Status != state.StatusFailed || end.EndReason != state.ReasonPhaseError || !strings.Contains(end.Error, tt.error) {
 				t.Fatalf("got %s/%s %q, want failed with %q", end.Status, end.EndReason, end.Error, tt.error)
 			}
+			// A panic's stack goes to the server log, never into the
+			// run's error (issue 23.7).
+			if strings.Contains(end.Error, "\n") || strings.Contains(end.Error, "goroutine") {
+				t.Fatalf("the run's error holds a stack: %q", end.Error)
+			}
 		})
 	}
 	if end := e.wait(ok.ID); end.Status != state.StatusSucceeded {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -480,7 +481,8 @@ func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			res = operations.Failed(req, "%s handler panicked: %v\n%s", req.Kind, p, truncateStack(debug.Stack()))
+			r.e.logPanic("operation handler", p, debug.Stack(), "run", r.id, "op", op.ID, "kind", req.Kind)
+			res = operations.Failed(req, "%s handler panicked: %s", req.Kind, panicLine(p))
 		}
 	}()
 	v := r.view()
@@ -623,7 +625,8 @@ func (r *runner) call(results []operations.Result) (out phases.Output, err error
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("phase %s panicked: %v\n%s", name, p, truncateStack(debug.Stack()))
+			r.e.logPanic("phase", p, debug.Stack(), "run", r.id, "phase", name)
+			err = fmt.Errorf("phase %s panicked: %s", name, panicLine(p))
 		}
 		if verr := v.Err(); verr != nil {
 			// Checked first: a phase that read a zero entry may have
@@ -831,6 +834,24 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	r.e.broker.publish(h.ID, c.Events)
 	r.e.broker.end(h.ID)
 	r.e.closeRunResources(h.ID)
+}
+
+// logPanic records a recovered panic in the server log: the value at error
+// level, the stack at debug. A run's error carries only panicLine: a stack
+// (build paths, goroutines) is for the operator, not for the run's
+// readers (CLI, API, viewer).
+func (e *Executor) logPanic(what string, p any, stack []byte, attrs ...any) {
+	e.log.Error(what+" panicked", append(attrs, "panic", panicLine(p))...)
+	e.log.Debug(what+" panic stack", append(attrs, "stack", truncateStack(stack))...)
+}
+
+// panicLine is a panic's value on one line.
+func panicLine(p any) string {
+	s := strings.Join(strings.Fields(fmt.Sprint(p)), " ")
+	if len(s) > 500 {
+		s = s[:500] + "..."
+	}
+	return s
 }
 
 func truncateStack(b []byte) string {

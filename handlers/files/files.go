@@ -33,7 +33,9 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	case operations.KindReadFile:
 		r, err := h.read(env.WorkDir, req.ReadFile.Path, req.ReadFile.MaxBytes)
 		if err == nil && r.Exists {
-			err = convert(r, req.ReadFile.As)
+			if err = convert(r, req.ReadFile.As); err != nil {
+				err = fmt.Errorf("%s: %w", req.ReadFile.Path, err)
+			}
 		}
 		if err != nil {
 			return operations.Failed(req, "read_file: %v", err)
