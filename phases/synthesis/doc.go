@@ -105,7 +105,9 @@
 // line. A re-run with the same output_dir skips the seeds in
 // seeds_done.jsonl and first drops, from the other files, the lines of
 // seeds that are not there (a seed cut off between its appends) and a
-// torn last line; summary.json lists what it repaired.
+// torn last line; summary.json lists what it repaired. The lines of seeds
+// that are not the run's (an earlier run's other seeds file) stay in the
+// files, and the summary counts only the run's own seeds.
 //
 // seed_limits caps each seed's run (the engine's limits): a seed over
 // one ends with end_reason limit_*, writes nothing and is listed in the

@@ -498,3 +498,39 @@ func TestSynthesisBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestRerunCountsOnlyItsSeeds is issue 23.7's miscount: a synthesis re-run
+// into an output directory that an earlier run with another seeds file
+// filled reported 27 of 25 seeds done. The summary counts (and sums the
+// stats of) only this run's seeds; the other seeds' lines stay in the
+// files.
+func TestRerunCountsOnlyItsSeeds(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := `{"source_id":"src_0900_0badc0de","index":900,"nodes":5,"model_calls":7,"qa_kept":1}` + "\n" +
+		`{"source_id":"src_0901_0badc0df","index":901,"nodes":5,"model_calls":7,"qa_kept":1}` + "\n"
+	if err := os.WriteFile(filepath.Join(out, "seeds_done.jsonl"), []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
+	end := run(t, a, map[string]any{
+		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
+		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
+	})
+	var sum synthesis.Summary
+	if err := json.Unmarshal(end.Result, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.SeedsTotal != 1 || sum.SeedsDone != 1 || sum.SeedsDone+sum.SeedsFailed > sum.SeedsTotal || sum.ModelCalls >= 14 {
+		t.Fatalf("summary: %d of %d seeds done, %d model calls: %+v", sum.SeedsDone, sum.SeedsTotal, sum.ModelCalls, sum)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "seeds_done.jsonl"))
+	if err != nil || !strings.HasPrefix(string(b), other) {
+		t.Fatalf("the other seeds' lines: %q %v", b, err)
+	}
+}

@@ -169,12 +169,18 @@ func Load(in phases.Input, s *Settings) (phases.Output, error) {
 		}
 	}
 	var todo []trajectory.Seed
+	var skipped []string
 	for _, sd := range seeds {
 		if done[sd.ID] {
 			st.Skipped++
+			skipped = append(skipped, sd.ID)
 		} else {
 			todo = append(todo, sd)
 		}
+	}
+	if len(skipped) > 0 {
+		// Report counts this run's seeds only: the lanes' and these.
+		out.Append = append(out.Append, phases.MustEntry(EntrySkipped, Skipped{Seeds: skipped}))
 	}
 	st.Seeds, st.Planned = len(seeds), len(todo)
 	st.Lanes = min(len(todo), SeedsInFlight(&s.Config))
@@ -195,6 +201,15 @@ func Load(in phases.Input, s *Settings) (phases.Output, error) {
 
 // EntryLane is one lane's share of the seeds (Lane).
 const EntryLane = "lane"
+
+// EntrySkipped lists the seeds of the run an earlier run finished
+// (Skipped).
+const EntrySkipped = "seeds_skipped"
+
+// Skipped is the ids of the run's seeds that an earlier run finished.
+type Skipped struct {
+	Seeds []string `json:"seeds"`
+}
 
 // Lane is one lane's share of the seeds.
 type Lane struct {
@@ -348,8 +363,9 @@ func Collect(in phases.Input, s *Settings) (phases.Output, error) {
 type Summary struct {
 	SchemaVersion int    `json:"schema_version"`
 	RunID         string `json:"run_id"`
-	// SeedsTotal seeds were read; SeedsDone have their lines in the
-	// output files (SeedsSkipped of them finished by an earlier run);
+	// SeedsTotal seeds were read; SeedsDone of them have their lines in
+	// the output files (SeedsSkipped of them finished by an earlier run;
+	// other seeds' lines there are not counted);
 	// SeedsFailed did not finish (a re-run retries them).
 	SeedsTotal   int           `json:"seeds_total"`
 	SeedsDone    int           `json:"seeds_done"`
@@ -389,26 +405,43 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 	if l := s.Config.Limits; l != (operations.RunLimits{}) {
 		sum.Limits = &l
 	}
+	// The run's own seeds: an output_dir may hold the lines of seeds of
+	// other runs (another seeds file), which are not this run's to count.
+	mine := map[string]bool{}
+	for i := 0; i < in.State.Len(); i++ {
+		e := in.State.Entry(i)
+		switch e.Type {
+		case EntryLaneFailed:
+			var f SeedFailure
+			if json.Unmarshal(e.Data, &f) == nil {
+				sum.Failures = append(sum.Failures, f)
+			}
+		case EntryLane:
+			var l Lane
+			if json.Unmarshal(e.Data, &l) == nil {
+				for _, sd := range l.Seeds {
+					mine[sd.ID] = true
+				}
+			}
+		case EntrySkipped:
+			var sk Skipped
+			if json.Unmarshal(e.Data, &sk) == nil {
+				for _, id := range sk.Seeds {
+					mine[id] = true
+				}
+			}
+		}
+	}
 	seen := map[string]bool{}
 	if r.ReadFile != nil && r.ReadFile.Exists {
 		for _, l := range strings.Split(r.ReadFile.Content, "\n") {
 			var d DoneLine
-			if l == "" || json.Unmarshal([]byte(l), &d) != nil || seen[d.SourceID] {
+			if l == "" || json.Unmarshal([]byte(l), &d) != nil || seen[d.SourceID] || !mine[d.SourceID] {
 				continue
 			}
 			seen[d.SourceID] = true
 			sum.SeedsDone++
 			sum.Stats.add(d.Stats)
-		}
-	}
-	for i := 0; i < in.State.Len(); i++ {
-		e := in.State.Entry(i)
-		if e.Type != EntryLaneFailed {
-			continue
-		}
-		var f SeedFailure
-		if json.Unmarshal(e.Data, &f) == nil {
-			sum.Failures = append(sum.Failures, f)
 		}
 	}
 	sort.SliceStable(sum.Failures, func(i, j int) bool { return sum.Failures[i].SourceID < sum.Failures[j].SourceID })
