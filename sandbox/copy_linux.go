@@ -11,34 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// copySparse copies the regular file from into the new file to (mode
-// kept) and returns the bytes of data it wrote. It first asks for a
-// reflink (FICLONE: the file systems that share blocks copy nothing);
-// otherwise it copies only the data extents SEEK_DATA and SEEK_HOLE
-// report, in kernel (copy_file_range), and leaves the holes as holes.
-// Past budget bytes of data it stops with ErrWorkspaceTooLarge.
-func copySparse(ctx context.Context, from, to string, budget int64) (int64, error) {
-	in, err := os.Open(from)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return 0, err
-	}
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
-	if err != nil {
-		return 0, err
-	}
-	n, err := copyExtents(ctx, in, out, info.Size(), budget)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
-}
-
-func copyExtents(ctx context.Context, in, out *os.File, size, budget int64) (int64, error) {
+// copyData copies the size bytes of in into out, which is empty, and
+// returns the bytes of data it wrote. It first asks for a reflink
+// (FICLONE: the file systems that share blocks copy nothing); otherwise it
+// copies only the data extents SEEK_DATA and SEEK_HOLE report, in kernel
+// (copy_file_range), and leaves the holes as holes. Past budget bytes of
+// data it stops with ErrWorkspaceTooLarge.
+func copyData(ctx context.Context, in, out *os.File, size, budget int64) (int64, error) {
 	if size == 0 {
 		return 0, nil
 	}

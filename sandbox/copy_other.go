@@ -9,32 +9,16 @@ import (
 	"os"
 )
 
-// copySparse copies the regular file from into the new file to (mode
-// kept) and returns the bytes it wrote; past budget bytes it stops with
-// ErrWorkspaceTooLarge. Holes are kept on Linux only (copy_linux.go).
-func copySparse(ctx context.Context, from, to string, budget int64) (int64, error) {
-	in, err := os.Open(from)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if info.Size() > budget {
+// copyData copies the size bytes of in into out and returns the bytes it
+// wrote; past budget bytes it stops with ErrWorkspaceTooLarge. Holes are
+// kept on Linux only (copy_linux.go).
+func copyData(_ context.Context, in, out *os.File, size, budget int64) (int64, error) {
+	if size > budget {
 		return 0, ErrWorkspaceTooLarge
 	}
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.CopyN(out, in, info.Size())
+	n, err := io.CopyN(out, in, size)
 	if err == io.EOF {
 		err = nil
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
 	}
 	return n, err
 }

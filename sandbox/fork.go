@@ -74,6 +74,29 @@ func CopyWorkspace(ctx context.Context, src, dst *Session) error {
 	})
 }
 
+// copySparse copies the regular file from into the new file to (mode
+// kept) with copyData and returns the bytes of data it wrote.
+func copySparse(ctx context.Context, from, to string, budget int64) (int64, error) {
+	in, err := os.Open(from)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return 0, err
+	}
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
+	if err != nil {
+		return 0, err
+	}
+	n, err := copyData(ctx, in, out, info.Size(), budget)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
 // WorkspaceUsage is the disk the files and directories beneath dir take
 // (allocated blocks: the holes of sparse files count for nothing).
 func WorkspaceUsage(ctx context.Context, dir string) (int64, error) {

@@ -413,12 +413,7 @@ func TestRepairsOutputFiles(t *testing.T) {
 	write(synthesis.FileQA, `{"source_id":"src_0009_deadbeef","question":"left over"}`+"\n")
 	write(synthesis.FileTrees, `{"source_id":"src_0009_deadbeef","nodes":[{"node_`)
 	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
-	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
-	end := run(t, a, map[string]any{
-		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
-		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
-		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
-	})
+	end := run(t, a, oneBashSeed(t, out))
 	var sum synthesis.Summary
 	if err := json.Unmarshal(end.Result, &sum); err != nil {
 		t.Fatal(err)
@@ -516,12 +511,7 @@ func TestRerunCountsOnlyItsSeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
-	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
-	end := run(t, a, map[string]any{
-		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
-		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
-		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
-	})
+	end := run(t, a, oneBashSeed(t, out))
 	var sum synthesis.Summary
 	if err := json.Unmarshal(end.Result, &sum); err != nil {
 		t.Fatal(err)
@@ -532,5 +522,20 @@ func TestRerunCountsOnlyItsSeeds(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(out, "seeds_done.jsonl"))
 	if err != nil || !strings.HasPrefix(string(b), other) {
 		t.Fatalf("the other seeds' lines: %q %v", b, err)
+	}
+}
+
+// oneBashSeed is the settings of a synthesis of one seed over bash on
+// testdata/e2e/fork_script.jsonl, writing to out.
+func oneBashSeed(t *testing.T, out string) map[string]any {
+	t.Helper()
+	script, err := filepath.Abs("testdata/e2e/fork_script.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{
+		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
+		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
 	}
 }

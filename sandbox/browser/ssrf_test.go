@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/internal/netguard"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/servertest"
 )
 
 // counting serves a page and counts the requests it gets.
@@ -136,24 +135,7 @@ func BenchmarkNavigate(b *testing.B) {
 // or allow_hosts 127.0.0.1) the browser still cannot load flock's own
 // API, nor its own proxy; other local pages load.
 func TestNavigateRefusesFlockItself(t *testing.T) {
-	cfg, err := sandbox.ParseConfig([]byte(`{}`), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	addr := servertest.StartSandbox(t)
 	var hits atomic.Int64
 	site := counting(t, &hits, false)
 	for _, pol := range []*netguard.Policy{{AllowPrivate: true}, localOK(t)} {

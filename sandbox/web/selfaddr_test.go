@@ -1,41 +1,13 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/servertest"
 )
-
-// startFlock starts a real flock server (the sandbox service's, whose
-// routes and /health are flock's own API) on 127.0.0.1 and returns its
-// host:port.
-func startFlock(t *testing.T) string {
-	t.Helper()
-	cfg, err := sandbox.ParseConfig([]byte(`{}`), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return addr.String()
-}
 
 // TestOwnAddressesRefusedWhateverAllowed is the attack of issue 23.6:
 // allow_hosts ["127.0.0.1"], the documented way to read a local page,
@@ -44,7 +16,7 @@ func startFlock(t *testing.T) string {
 // as a page URL, as the reader itself, allowed by address, by name or by
 // allow_private. Other local pages stay readable.
 func TestOwnAddressesRefusedWhateverAllowed(t *testing.T) {
-	flock := startFlock(t)
+	flock := servertest.StartSandbox(t).String()
 	port := flock[strings.LastIndex(flock, ":")+1:]
 	reader := newFakeReader(t, "local page")
 	for _, allow := range []map[string]any{
