@@ -54,6 +54,12 @@ type ServerConfig struct {
 	// MaxWorkerParallel bounds the calls of one worker (caller and
 	// worker_id) running at once, batches and single calls alike (16).
 	MaxWorkerParallel int
+	// MaxBodyBytes, HeaderTimeout and BodyTimeout, when set
+	// (max_body_bytes, header_timeout_s, body_timeout_s), are the listener's
+	// bounds under `flock sandbox` (configs.Server's; its defaults
+	// otherwise). Under `flock serve` the server's settings govern.
+	MaxBodyBytes               int64
+	HeaderTimeout, BodyTimeout time.Duration
 }
 
 // DefaultMaxWorkspaceBytes is server.max_workspace_bytes's default.
@@ -120,6 +126,18 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		} else if ok {
 			cfg.Server.MaxWorkspaceBytes = n
+		}
+		if n, ok, err := IntSetting(srv, "server", "max_body_bytes", 1, 1<<40); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		} else if ok {
+			cfg.Server.MaxBodyBytes = n
+		}
+		for key, dst := range map[string]*time.Duration{"header_timeout_s": &cfg.Server.HeaderTimeout, "body_timeout_s": &cfg.Server.BodyTimeout} {
+			if d, ok, err := SecondsSetting(srv, "server", key, MinSeconds, 86400*time.Second); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+			} else if ok {
+				*dst = d
+			}
 		}
 		for key, dst := range map[string]*int{"max_batch_parallel": &cfg.Server.MaxBatchParallel, "max_worker_parallel": &cfg.Server.MaxWorkerParallel} {
 			if n, ok, err := IntSetting(srv, "server", key, 1, 1024); err != nil {

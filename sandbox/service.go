@@ -187,6 +187,9 @@ func (s *Service) provisionError(name string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrConfig, section, err)
 }
 
+// ServerSettings returns the config's server section.
+func (s *Service) ServerSettings() ServerConfig { return s.cfg.Server }
+
 // Backends returns the enabled backends' names, sorted.
 func (s *Service) Backends() []string { return slices.Clone(s.names) }
 

@@ -33,6 +33,18 @@ func NewSandbox(cfg configs.Server, svc *sandbox.Service, shutdown func(), logge
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// The sandbox config's server section may set the listener's bounds.
+	if sc := svc.ServerSettings(); sc.MaxBodyBytes > 0 || sc.HeaderTimeout > 0 || sc.BodyTimeout > 0 {
+		if sc.MaxBodyBytes > 0 {
+			cfg.MaxBodyBytes = sc.MaxBodyBytes
+		}
+		if sc.HeaderTimeout > 0 {
+			cfg.HeaderTimeoutS = sc.HeaderTimeout.Seconds()
+		}
+		if sc.BodyTimeout > 0 {
+			cfg.BodyTimeoutS = sc.BodyTimeout.Seconds()
+		}
+	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

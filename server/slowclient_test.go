@@ -118,3 +118,38 @@ func TestNosniffOnEveryAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxConfigSetsListenerBounds: under `flock sandbox` the operator
+// raises (or lowers) the body limit and the timeouts in the sandbox
+// config's server section.
+func TestSandboxConfigSetsListenerBounds(t *testing.T) {
+	svcCfg, err := sandbox.ParseConfig([]byte(`{"server":{"max_body_bytes":1000,"header_timeout_s":0.3,"body_timeout_s":0.3}}`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(context.Background(), svcCfg, sandbox.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	sb, err := NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := sb.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Shutdown(context.Background()) })
+	resp, err := http.Post("http://"+addr.String()+"/api/v1/execute", "application/json", strings.NewReader(`{"worker_id":"w","action":"x","params":{"p":"`+strings.Repeat("a", 2000)+`"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 2 KB body with max_body_bytes 1000: %d", resp.StatusCode)
+	}
+	if closed, _ := testkit.Trickle(t, addr.String(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200000\r\n\r\n"); !closed {
+		t.Fatal("a trickled body held past body_timeout_s 0.3")
+	}
+}

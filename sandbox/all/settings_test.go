@@ -54,7 +54,7 @@ func TestConfigNumbersValidatedAtLoad(t *testing.T) {
 		"doc":      fmt.Sprintf(`{"apis":{"doc":{"documents_dir":%q,%%s}}}`, docs),
 	}
 	durations := map[string][]string{
-		"server":   {"session_ttl", "cleanup_interval", "default_timeout"},
+		"server":   {"session_ttl", "cleanup_interval", "default_timeout", "header_timeout_s", "body_timeout_s"},
 		"bash":     {"timeout"},
 		"code":     {"timeout"},
 		"mcp":      {"startup_timeout_s"},
