@@ -260,3 +260,34 @@ func TestLoadServerFile(t *testing.T) {
 		})
 	}
 }
+
+// TestServerValidateNumbers: every number of the server settings is
+// checked at load, naming its key (issue 23.7): the read timeouts, the
+// body limit and the per-kind concurrency.
+func TestServerValidateNumbers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(*Server)
+		err  string
+	}{
+		{"tiny header timeout", func(s *Server) { s.HeaderTimeoutS = 1e-10 }, "header_timeout_s"},
+		{"negative body timeout", func(s *Server) { s.BodyTimeoutS = -1 }, "body_timeout_s"},
+		{"huge body timeout", func(s *Server) { s.BodyTimeoutS = 1e300 }, "body_timeout_s"},
+		{"negative body limit", func(s *Server) { s.MaxBodyBytes = -1 }, "max_body_bytes"},
+		{"negative concurrency", func(s *Server) { s.Concurrency = map[string]int{"bash": -3} }, "concurrency.bash"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := Server{}
+			c.set(&s)
+			s.ApplyDefaults()
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("err = %v, want one naming %s", err, c.err)
+			}
+		})
+	}
+	s := Server{HeaderTimeoutS: 0.5, BodyTimeoutS: 120, MaxBodyBytes: 1 << 30, Concurrency: map[string]int{"bash": 0, "python": 4}}
+	s.ApplyDefaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

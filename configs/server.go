@@ -50,7 +50,7 @@ type Server struct {
 	HeaderTimeoutS float64 `json:"header_timeout_s,omitempty"`
 	BodyTimeoutS   float64 `json:"body_timeout_s,omitempty"`
 	// Concurrency caps concurrent operations per kind across all runs
-	// (defaults in DefaultConcurrency).
+	// (defaults in DefaultConcurrency; 0 lifts a kind's cap).
 	Concurrency map[string]int `json:"concurrency,omitempty"`
 
 	// AllowedOrigins lists the browser origins (scheme://host[:port], as
@@ -196,6 +196,19 @@ func (s *Server) Validate() error {
 	for name, v := range map[string]float64{"header_timeout_s": s.HeaderTimeoutS, "body_timeout_s": s.BodyTimeoutS} {
 		if v < 0.001 || v > 86400 || v != v {
 			return fieldErr(name, fmt.Sprintf("want a number of seconds from 0.001 to 86400, got %g", v))
+		}
+	}
+	if s.MaxBodyBytes < 0 {
+		return fieldErr("max_body_bytes", "must not be negative")
+	}
+	kinds := make([]string, 0, len(s.Concurrency))
+	for k := range s.Concurrency {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		if s.Concurrency[k] < 0 {
+			return fieldErr("concurrency."+k, fmt.Sprintf("must be >= 0 (0: no cap), got %d", s.Concurrency[k]))
 		}
 	}
 	for i, o := range s.AllowedOrigins {
