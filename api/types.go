@@ -11,6 +11,14 @@ import (
 // cancelled.
 type Status = record.Status
 
+// EventType says what an event is about: run, phase or op
+// (record.EventRun, EventPhase, EventOp).
+type EventType = record.EventType
+
+// EventStatus says what happened to the subject of an event (a run
+// status, or one of record's Event statuses).
+type EventStatus = record.EventStatus
+
 // StartRequest is the body of POST /start_workflow. The workflow may also
 // be named by settings.workflow_type.
 type StartRequest struct {
@@ -184,8 +192,8 @@ type Event struct {
 	Seq     uint64          `json:"seq"`
 	RunID   string          `json:"run_id,omitempty"`
 	Time    time.Time       `json:"time"`
-	Type    string          `json:"type" doc:"run, phase or op"`
-	Status  string          `json:"status,omitempty"`
+	Type    EventType       `json:"type" doc:"what the event is about: run, phase or op"`
+	Status  EventStatus     `json:"status,omitempty" doc:"what happened: a run status, stalled or unstalled (run); committed (phase); started, ok, error or waiting (op)"`
 	Phase   string          `json:"phase,omitempty"`
 	Step    uint64          `json:"step,omitempty"`
 	OpID    string          `json:"op_id,omitempty"`
@@ -201,11 +209,9 @@ type Events struct {
 	Next   string  `json:"next" doc:"the cursor for the next page (after=); empty when there was no more"`
 }
 
-// Final reports whether ev is a run's terminal "run" event, the last of
-// its stream.
-func (ev Event) Final() bool {
-	return ev.Type == "run" && record.Status(ev.Status).Terminal()
-}
+// Final reports whether ev is a run's terminal run event, the last of its
+// stream (record.FinalEvent).
+func (ev Event) Final() bool { return record.FinalEvent(ev.Type, ev.Status) }
 
 // Graph describes a registered workflow.
 type Graph struct {

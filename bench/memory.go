@@ -15,6 +15,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -103,7 +104,7 @@ func buildRun(ctx context.Context, st state.Store, id, dir string, entries int, 
 	h := state.Run{Schema: state.SchemaVersion, ID: id, Workflow: "bench.idle", Status: state.StatusRunning,
 		Next: "idle", WorkDir: filepath.Join(dir, "runs", id), CreatedAt: now, UpdatedAt: now}
 	if err := st.Commit(ctx, &state.Commit{RunID: id, Run: &h, Spec: &state.Spec{Task: "idle", Settings: []byte("{}")},
-		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "created"}}}); err != nil {
+		Events: []state.Event{{Time: now, Type: "run", Status: record.RunEvent(state.StatusRunning), Message: "created"}}}); err != nil {
 		return err
 	}
 	for done := 0; done < entries; {

@@ -275,7 +275,7 @@ func followLocal(ctx context.Context, a *app.App, id string, p *progress) (state
 			}
 			last = ev.Seq
 			p.event(ctx, ev)
-			if ev.Type == "run" && state.Status(ev.Status).Terminal() {
+			if ev.Final() {
 				ended = true
 			}
 		}

@@ -38,10 +38,10 @@ func (p *progress) event(ctx context.Context, ev state.Event) {
 		return
 	}
 	switch ev.Type {
-	case "phase":
+	case state.EventPhase:
 		p.step, p.phase = ev.Step, ev.Phase
 		p.printEntries(ctx)
-	case "op":
+	case state.EventOp:
 		var d struct {
 			DurationMS int64  `json:"duration_ms"`
 			Error      string `json:"error"`
@@ -50,7 +50,7 @@ func (p *progress) event(ctx context.Context, ev state.Event) {
 		if d.Error != "" {
 			p.line(fmt.Sprintf("  ! %s failed after %dms: %s", ev.Kind, d.DurationMS, oneLine(d.Error, 160)))
 		}
-	case "run":
+	case state.EventRun:
 		p.printEntries(ctx)
 	}
 	p.statusLine()

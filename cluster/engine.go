@@ -144,7 +144,7 @@ func (e *Engine) follow(ctx context.Context, id string, tree bool, raw <-chan *n
 			if json.Unmarshal(m.Data, &ev) != nil {
 				continue
 			}
-			if ev.Seq == 0 && !tree && !notice(ev) {
+			if ev.Seq == 0 && !tree && !ev.Notice() {
 				continue
 			}
 			select {
@@ -152,7 +152,7 @@ func (e *Engine) follow(ctx context.Context, id string, tree bool, raw <-chan *n
 			default:
 				return // too slow: the stream reads the store and resubscribes
 			}
-			if ev.Type == "run" && state.Status(ev.Status).Terminal() {
+			if ev.Final() {
 				return
 			}
 		case <-poll.C:
@@ -168,11 +168,4 @@ func (e *Engine) follow(ctx context.Context, id string, tree bool, raw <-chan *n
 			}
 		}
 	}
-}
-
-// notice reports whether a live-only event says what holds a run (the
-// executor gives these to plain subscribers too).
-func notice(ev state.Event) bool {
-	return (ev.Type == "run" && (ev.Status == "stalled" || ev.Status == "unstalled")) ||
-		(ev.Type == "op" && ev.Status == "waiting")
 }

@@ -1,6 +1,7 @@
 // Package record holds the types every layer of flock shares: a run's log
-// entry and its encoding, run statuses, the end reasons the engine sets and
-// the entry types it writes.
+// entry and its encoding, run statuses, the end reasons the engine sets,
+// the entry types it writes, and the types and statuses of a run's events
+// with the one test of a stream's final event (FinalEvent).
 //
 // # Overview
 //
@@ -12,6 +13,6 @@
 //
 // # Caveats
 //
-// The values here are persisted and sent over the wire: a status, reason
-// or entry type, once written, must keep its spelling.
+// The values here are persisted and sent over the wire: a status, reason,
+// entry type or event type, once written, must keep its spelling.
 package record

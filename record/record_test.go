@@ -46,3 +46,48 @@ func TestStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestEventPredicates: the final run event and the live notices are told
+// apart by type and status alone, the one definition every reader of a
+// stream uses.
+func TestEventPredicates(t *testing.T) {
+	tests := []struct {
+		name          string
+		typ           EventType
+		status        EventStatus
+		final, notice bool
+	}{
+		{"run created", EventRun, RunEvent(StatusRunning), false, false},
+		{"run paused", EventRun, RunEvent(StatusPaused), false, false},
+		{"run succeeded", EventRun, RunEvent(StatusSucceeded), true, false},
+		{"run failed", EventRun, RunEvent(StatusFailed), true, false},
+		{"run cancelled", EventRun, RunEvent(StatusCancelled), true, false},
+		{"run stalled", EventRun, EventStalled, false, true},
+		{"run unstalled", EventRun, EventUnstalled, false, true},
+		{"phase committed", EventPhase, EventCommitted, false, false},
+		{"op started", EventOp, EventStarted, false, false},
+		{"op ok", EventOp, EventOK, false, false},
+		{"op error", EventOp, EventError, false, false},
+		{"op waiting", EventOp, EventWaiting, false, true},
+		{"op with a run's terminal status", EventOp, RunEvent(StatusSucceeded), false, false},
+		{"phase waiting", EventPhase, EventWaiting, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FinalEvent(tt.typ, tt.status); got != tt.final {
+				t.Errorf("FinalEvent(%s, %s) = %v, want %v", tt.typ, tt.status, got, tt.final)
+			}
+			if got := NoticeEvent(tt.typ, tt.status); got != tt.notice {
+				t.Errorf("NoticeEvent(%s, %s) = %v, want %v", tt.typ, tt.status, got, tt.notice)
+			}
+		})
+	}
+	// The wire names are fixed.
+	for got, want := range map[string]string{string(EventRun): "run", string(EventPhase): "phase", string(EventOp): "op",
+		string(EventStalled): "stalled", string(EventUnstalled): "unstalled", string(EventCommitted): "committed",
+		string(EventStarted): "started", string(EventOK): "ok", string(EventError): "error", string(EventWaiting): "waiting"} {
+		if got != want {
+			t.Errorf("wire name %q, want %q", got, want)
+		}
+	}
+}

@@ -188,7 +188,7 @@ func (st *eventStream) replay(ctx context.Context) (bool, error) {
 			if err := st.send(ev); err != nil {
 				return false, err
 			}
-			if isFinal(ev) {
+			if ev.Final() {
 				return true, nil
 			}
 		}
@@ -230,7 +230,7 @@ func (st *eventStream) live(ctx context.Context, ch <-chan state.Event, heartbea
 			if err := st.send(ev); err != nil {
 				return false, err
 			}
-			if isFinal(ev) {
+			if ev.Final() {
 				return true, nil
 			}
 		case <-heartbeat:
@@ -271,11 +271,7 @@ func (st *eventStream) send(ev state.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", ev.Seq, err)
 	}
-	typ := ev.Type
-	if typ == "" || strings.ContainsAny(typ, "\r\n") {
-		typ = "message"
-	}
-	if _, err := fmt.Fprintf(st.w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, typ, data); err != nil {
+	if _, err := fmt.Fprintf(st.w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseName(ev.Type), data); err != nil {
 		return err
 	}
 	if err := st.rc.Flush(); err != nil {
@@ -292,11 +288,7 @@ func (st *eventStream) sendLive(ev state.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode live event: %w", err)
 	}
-	typ := ev.Type
-	if typ == "" || strings.ContainsAny(typ, "\r\n") {
-		typ = "message"
-	}
-	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", typ, data); err != nil {
+	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", sseName(ev.Type), data); err != nil {
 		return err
 	}
 	return st.rc.Flush()
@@ -310,9 +302,13 @@ func (st *eventStream) comment(text string) error {
 	return st.rc.Flush()
 }
 
-// isFinal reports whether ev is a run's terminal "run" event.
-func isFinal(ev state.Event) bool {
-	return ev.Type == "run" && state.Status(ev.Status).Terminal()
+// sseName is the SSE event name of an event of type t: the type itself,
+// or "message" (SSE's default) for one that cannot be a name.
+func sseName(t state.EventType) string {
+	if t == "" || strings.ContainsAny(string(t), "\r\n") {
+		return "message"
+	}
+	return string(t)
 }
 
 // eventsPage answers GET /runs/:id/events with a JSON page of stored

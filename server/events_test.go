@@ -29,7 +29,7 @@ func TestEventsLive(t *testing.T) {
 		}
 		evs = append(evs, ev)
 	}
-	if evs[0].data.Type != "run" || evs[0].data.Status != string(state.StatusRunning) {
+	if evs[0].data.Type != "run" || evs[0].data.Status != state.EventStatus(state.StatusRunning) {
 		t.Fatalf("first event = %+v", evs[0].data)
 	}
 	// The run waits on the gate: the stream must stay open with heartbeats.

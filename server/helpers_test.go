@@ -495,12 +495,12 @@ func checkSeqs(tb testing.TB, evs []sseEvent, from uint64, final state.Status) {
 		if ev.id != want || ev.data.Seq != want {
 			tb.Fatalf("event %d: id %d, data seq %d; want %d (gap or duplicate)", i, ev.id, ev.data.Seq, want)
 		}
-		if ev.event != ev.data.Type {
+		if ev.event != string(ev.data.Type) {
 			tb.Fatalf("event %d: event line %q, data type %q", i, ev.event, ev.data.Type)
 		}
 	}
 	last := evs[len(evs)-1].data
-	if last.Type != "run" || last.Status != string(final) {
+	if last.Type != "run" || last.Status != state.EventStatus(final) {
 		tb.Fatalf("last event is %s/%s, want run/%s", last.Type, last.Status, final)
 	}
 }

@@ -21,6 +21,7 @@ var (
 	timeType   = reflect.TypeFor[time.Time]()
 	rawType    = reflect.TypeFor[json.RawMessage]()
 	statusType = reflect.TypeFor[record.Status]()
+	eventType  = reflect.TypeFor[record.EventType]()
 )
 
 // of returns the schema of t, adding the structs it names to s.defs.
@@ -34,6 +35,9 @@ func (s *schemas) of(t reflect.Type) map[string]any {
 		return map[string]any{"type": "string", "enum": []string{
 			string(record.StatusRunning), string(record.StatusPaused), string(record.StatusSucceeded),
 			string(record.StatusFailed), string(record.StatusCancelled)}}
+	case eventType:
+		return map[string]any{"type": "string", "enum": []string{
+			string(record.EventRun), string(record.EventPhase), string(record.EventOp)}}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

@@ -152,6 +152,28 @@ type Op struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
+// EventType and EventStatus say what an event is about and what happened
+// (record's; see record.EventRun and record.EventStalled for the values).
+type (
+	EventType   = record.EventType
+	EventStatus = record.EventStatus
+)
+
+// Event types and statuses (aliases of record's).
+const (
+	EventRun   = record.EventRun
+	EventPhase = record.EventPhase
+	EventOp    = record.EventOp
+
+	EventStalled   = record.EventStalled
+	EventUnstalled = record.EventUnstalled
+	EventCommitted = record.EventCommitted
+	EventStarted   = record.EventStarted
+	EventOK        = record.EventOK
+	EventError     = record.EventError
+	EventWaiting   = record.EventWaiting
+)
+
 // Event is one item of a run's event stream.
 //
 // Stored events have Seq >= 1. Live subscribers may also receive events
@@ -165,14 +187,23 @@ type Event struct {
 	// RunID names the run a live-only event belongs to.
 	RunID string    `json:"run_id,omitempty"`
 	Time  time.Time `json:"time"`
-	// Type is "run", "phase" or "op".
-	Type    string `json:"type"`
-	Status  string `json:"status,omitempty"`
-	Phase   string `json:"phase,omitempty"`
-	Step    uint64 `json:"step,omitempty"`
-	OpID    string `json:"op_id,omitempty"`
-	Kind    string `json:"kind,omitempty"`
-	Message string `json:"message,omitempty"`
+	// Type is what the event is about; Status what happened to it.
+	Type    EventType   `json:"type"`
+	Status  EventStatus `json:"status,omitempty"`
+	Phase   string      `json:"phase,omitempty"`
+	Step    uint64      `json:"step,omitempty"`
+	OpID    string      `json:"op_id,omitempty"`
+	Kind    string      `json:"kind,omitempty"`
+	Message string      `json:"message,omitempty"`
 	// Data carries event-specific details (small JSON).
 	Data json.RawMessage `json:"data,omitempty"`
 }
+
+// Final reports whether ev is the run's terminal run event, the last of
+// its stream (record.FinalEvent).
+func (ev Event) Final() bool { return record.FinalEvent(ev.Type, ev.Status) }
+
+// Notice reports whether ev is a live-only event that says what holds the
+// run (record.NoticeEvent): the executor gives these to plain subscribers
+// too, not only to those of the run's tree.
+func (ev Event) Notice() bool { return record.NoticeEvent(ev.Type, ev.Status) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -273,7 +274,7 @@ func (e *Executor) pauseStored(ctx context.Context, id string) error {
 	head.Status = state.StatusPaused
 	head.UpdatedAt = now
 	c := &state.Commit{RunID: id, ExpectRevision: head.Revision, Run: &head,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused"}}}
+		Events: []state.Event{{Time: now, Type: state.EventRun, Status: record.RunEvent(state.StatusPaused), Message: "paused"}}}
 	if err := e.store.Commit(ctx, c); err != nil {
 		return fmt.Errorf("pause run %s: %w", id, err)
 	}

@@ -63,7 +63,7 @@ func seedRun(t testing.TB, st state.Store, dir, id, wf, next string, n int) {
 	h := state.Run{Schema: state.SchemaVersion, ID: id, Workflow: wf, Status: state.StatusRunning, Next: next,
 		WorkDir: filepath.Join(dir, "runs", id), CreatedAt: now, UpdatedAt: now}
 	if err := st.Commit(ctx, &state.Commit{RunID: id, Run: &h, Spec: &state.Spec{Settings: []byte("{}")},
-		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "created"}}}); err != nil {
+		Events: []state.Event{{Time: now, Type: "run", Status: state.EventStatus(state.StatusRunning), Message: "created"}}}); err != nil {
 		t.Fatal(err)
 	}
 	for done := 0; done < n; {

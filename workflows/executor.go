@@ -18,6 +18,7 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -425,7 +426,7 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	if req.ParentID == "" {
 		spec.Key = req.Key
 	}
-	created := state.Event{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "created"}
+	created := state.Event{Time: now, Type: state.EventRun, Status: record.RunEvent(state.StatusRunning), Message: "created"}
 	if len(warnings) > 0 {
 		created.Message = fmt.Sprintf("created with %d settings warning(s): %s", len(warnings), strings.Join(warnings, "; "))
 		created.Data, _ = json.Marshal(struct {
@@ -549,7 +550,7 @@ func (e *Executor) failUnloaded(ctx context.Context, head state.Run, msg string)
 	head.UpdatedAt = now
 	head.EndedAt = &now
 	return e.store.Commit(ctx, &state.Commit{RunID: head.ID, ExpectRevision: head.Revision, Run: &head,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(head.Status), Message: msg}}})
+		Events: []state.Event{{Time: now, Type: state.EventRun, Status: record.RunEvent(head.Status), Message: msg}}})
 }
 
 // launch registers r and starts its goroutine; false if the executor stopped.
@@ -629,7 +630,7 @@ func (e *Executor) cancel(ctx context.Context, id string, routed bool) error {
 	head.UpdatedAt = now
 	head.EndedAt = &now
 	return e.store.Commit(ctx, &state.Commit{RunID: id, ExpectRevision: head.Revision, Run: &head,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(head.Status), Message: "cancelled"}}})
+		Events: []state.Event{{Time: now, Type: state.EventRun, Status: record.RunEvent(head.Status), Message: "cancelled"}}})
 }
 
 // Pause stops driving a running run and its running children, recording
@@ -714,7 +715,7 @@ func (e *Executor) Resume(ctx context.Context, id string) error {
 	head.Status = state.StatusRunning
 	head.UpdatedAt = now
 	c := &state.Commit{RunID: id, ExpectRevision: head.Revision, Run: &head,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusRunning), Message: "resumed"}}}
+		Events: []state.Event{{Time: now, Type: state.EventRun, Status: record.RunEvent(state.StatusRunning), Message: "resumed"}}}
 	if err := e.store.Commit(ctx, c); err != nil {
 		e.release(id)
 		return fmt.Errorf("resume run %s: %w", id, err)

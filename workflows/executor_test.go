@@ -660,7 +660,7 @@ func TestPauseResume(t *testing.T) {
 	var seen []string
 	for _, ev := range evs {
 		if ev.Type == "run" {
-			seen = append(seen, ev.Status)
+			seen = append(seen, string(ev.Status))
 		}
 	}
 	if strings.Join(seen, ",") != "running,paused,running,succeeded" {
@@ -768,7 +768,7 @@ func TestStartWarnings(t *testing.T) {
 				t.Fatalf("first event: %v %v", evs, err)
 			}
 			first := evs[0]
-			if first.Type != "run" || first.Status != string(state.StatusRunning) || !strings.HasPrefix(first.Message, "created") {
+			if first.Type != "run" || first.Status != state.EventStatus(state.StatusRunning) || !strings.HasPrefix(first.Message, "created") {
 				t.Fatalf("first event = %+v, want the run's creation", first)
 			}
 			var data struct {

@@ -89,7 +89,7 @@ func (e *Executor) headAt(ctx context.Context, id string, step uint64) (forkData
 					return forkData{}, fmt.Errorf("run %s: created event: %w", id, err)
 				}
 				found = found || at.ForkedFrom.Step == step
-			case ev.Type == "phase" && ev.Status == "committed":
+			case ev.Type == state.EventPhase && ev.Status == state.EventCommitted:
 				if ev.Step > step {
 					return finishHeadAt(at, found, id, step)
 				}
@@ -272,7 +272,7 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 		e.release(newID)
 		return state.Run{}, err
 	}
-	created := state.Event{Time: now, Type: "run", Status: string(state.StatusRunning), Step: req.Step,
+	created := state.Event{Time: now, Type: state.EventRun, Status: record.RunEvent(state.StatusRunning), Step: req.Step,
 		Message: fmt.Sprintf("forked from run %s at step %d", id, req.Step), Data: data}
 	c := &state.Commit{RunID: newID, Run: &head, Spec: &spec, Entries: entries, Ops: ops, Events: []state.Event{created}}
 	if err := e.store.Commit(ctx, c); err != nil {

@@ -162,7 +162,7 @@ func answered(op state.Op, res operations.Result, now time.Time) (state.Op, stat
 	data, _ := json.Marshal(struct {
 		DurationMS int64 `json:"duration_ms"`
 	}{now.Sub(op.CreatedAt).Milliseconds()})
-	return op, state.Event{Time: now, Type: "op", Status: "ok", Phase: op.Phase, Step: op.Step, OpID: op.ID,
+	return op, state.Event{Time: now, Type: state.EventOp, Status: state.EventOK, Phase: op.Phase, Step: op.Step, OpID: op.ID,
 		Kind: string(op.Request.Kind), Message: "answered", Data: data}
 }
 
@@ -243,7 +243,7 @@ func (r *runner) announceQuestions() {
 		if err != nil {
 			continue
 		}
-		r.e.broker.notice(r.head.ID, state.Event{Time: now, Type: "op", Status: "waiting", Phase: op.Phase, Step: op.Step,
+		r.e.broker.notice(r.head.ID, state.Event{Time: now, Type: state.EventOp, Status: state.EventWaiting, Phase: op.Phase, Step: op.Step,
 			OpID: op.ID, Kind: string(op.Request.Kind), Message: "waiting for an answer: " + q.Text})
 	}
 }

@@ -45,7 +45,7 @@ func (l Live) Empty() bool { return l.Stalled == "" && len(l.Waiting) == 0 }
 func (l Live) Notices(run string, now time.Time) []state.Event {
 	var out []state.Event
 	if l.Stalled != "" {
-		out = append(out, state.Event{RunID: run, Time: now, Type: "run", Status: "stalled", Message: l.Stalled})
+		out = append(out, state.Event{RunID: run, Time: now, Type: state.EventRun, Status: state.EventStalled, Message: l.Stalled})
 	}
 	for _, w := range l.Waiting {
 		ev := waitEvent(w.OpID, w.Reason, w.Until, now)
@@ -62,7 +62,7 @@ func waitEvent(op, reason string, until, now time.Time) state.Event {
 	data, _ := json.Marshal(struct {
 		Until time.Time `json:"until"`
 	}{until.UTC()})
-	return state.Event{Time: now, Type: "op", Status: "waiting", OpID: op, Message: waitMessage(reason, until, now), Data: data}
+	return state.Event{Time: now, Type: state.EventOp, Status: state.EventWaiting, OpID: op, Message: waitMessage(reason, until, now), Data: data}
 }
 
 // Health is the executor's condition as a whole.
@@ -218,7 +218,7 @@ func (r *runner) commit(c *state.Commit) error {
 		if err == nil {
 			if r.live.setStalled("") {
 				r.e.log.Info("commit succeeded again; the run goes on", "run", r.head.ID)
-				r.e.broker.notice(r.head.ID, state.Event{Time: r.e.now().UTC(), Type: "run", Status: "unstalled",
+				r.e.broker.notice(r.head.ID, state.Event{Time: r.e.now().UTC(), Type: state.EventRun, Status: state.EventUnstalled,
 					Message: "space is back; the run goes on"})
 			}
 			return nil
@@ -229,7 +229,7 @@ func (r *runner) commit(c *state.Commit) error {
 		msg := err.Error() + "; retrying"
 		if r.live.setStalled(msg) {
 			r.e.log.Error("commit failed for lack of space; retrying until space is freed", "run", r.head.ID, "err", err)
-			r.e.broker.notice(r.head.ID, state.Event{Time: r.e.now().UTC(), Type: "run", Status: "stalled", Message: msg})
+			r.e.broker.notice(r.head.ID, state.Event{Time: r.e.now().UTC(), Type: state.EventRun, Status: state.EventStalled, Message: msg})
 		}
 		t := time.NewTimer(wait)
 		select {

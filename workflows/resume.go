@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -170,7 +171,7 @@ func (e *Executor) holdForKey(ctx context.Context, id string, why error) {
 	head.Status = state.StatusPaused
 	head.UpdatedAt = now
 	c := &state.Commit{RunID: id, ExpectRevision: head.Revision, Run: &head,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused: " + why.Error()}}}
+		Events: []state.Event{{Time: now, Type: state.EventRun, Status: record.RunEvent(state.StatusPaused), Message: "paused: " + why.Error()}}}
 	if err := e.store.Commit(ctx, c); err != nil {
 		e.log.Error("pause a run that needs a command-line key", "run", id, "err", err)
 		return

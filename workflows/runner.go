@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 )
 
@@ -296,7 +297,7 @@ func (r *runner) pause() {
 	h.Status = state.StatusPaused
 	h.UpdatedAt = now
 	c := &state.Commit{RunID: h.ID, Run: &h,
-		Events: []state.Event{{Time: now, Type: "run", Status: string(state.StatusPaused), Message: "paused"}}}
+		Events: []state.Event{{Time: now, Type: state.EventRun, Status: record.RunEvent(state.StatusPaused), Message: "paused"}}}
 	r.takeCarry(c)
 	if err := r.commit(c); err != nil {
 		r.e.storeFailed("commit pause", h.ID, err)
@@ -407,7 +408,7 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		defer cancel()
 	}
 	start := r.e.now().UTC()
-	r.e.broker.live(r.head.ID, state.Event{Time: start, Type: "op", Status: "started", Phase: op.Phase,
+	r.e.broker.live(r.head.ID, state.Event{Time: start, Type: state.EventOp, Status: state.EventStarted, Phase: op.Phase,
 		Step: op.Step, OpID: op.ID, Kind: string(kind)})
 	res, err := r.handle(ctx, op)
 	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, errCancelled) {
@@ -430,9 +431,9 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		op.Attempts = 2 // it may have run before the crash
 	}
 	op.StartedAt, op.FinishedAt = &start, &end
-	status := "ok"
+	status := state.EventOK
 	if res.Error != "" {
-		status = "error"
+		status = state.EventError
 	}
 	replay := ""
 	switch ef := res.Effects(op.Request, operations.RunUsage{}); {
@@ -447,7 +448,7 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 		Code       operations.Code `json:"code,omitempty"`
 		Replay     string          `json:"replay,omitempty"`
 	}{end.Sub(start).Milliseconds(), res.Error, res.Code, replay})
-	ev := state.Event{Time: end, Type: "op", Status: status, Phase: op.Phase, Step: op.Step,
+	ev := state.Event{Time: end, Type: state.EventOp, Status: status, Phase: op.Phase, Step: op.Step,
 		OpID: op.ID, Kind: string(kind), Data: data}
 	if r.outstanding.Add(-1) == 0 {
 		// The step's last result: it shares the next commit (the next
@@ -713,7 +714,7 @@ func (r *runner) commitPhase(out phases.Output) error {
 	data, _ := json.Marshal(stepData{Next: out.Next, Ops: kinds, Entries: len(entries), Set: out.Set,
 		Usage: &h.Usage, End: h.PendingEnd})
 	c := &state.Commit{RunID: h.ID, Run: &h, Entries: entries, Ops: ops,
-		Events: []state.Event{{Time: now, Type: "phase", Status: "committed", Phase: called, Step: h.Step, Data: data}}}
+		Events: []state.Event{{Time: now, Type: state.EventPhase, Status: state.EventCommitted, Phase: called, Step: h.Step, Data: data}}}
 	r.takeCarry(c)
 	if err := r.commit(c); err != nil {
 		return fmt.Errorf("%w: commit phase %s: %w", errStore, called, err)
@@ -807,7 +808,7 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	h.UpdatedAt = now
 	h.EndedAt = &now
 	entries := appendEntries(&h, h.Phase, r.absorbed)
-	end := state.Event{Time: now, Type: "run", Status: string(status), Message: reason}
+	end := state.Event{Time: now, Type: state.EventRun, Status: record.RunEvent(status), Message: reason}
 	if h.Error != "" && h.Error != reason {
 		// The final event says why, as the head does: a client of the
 		// event stream needs no second read.
