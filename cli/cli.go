@@ -7,119 +7,116 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/flockrun/flock/telemetry"
 )
 
-// Main runs the command line and returns the process exit code.
+// runner is a command's function: args are those after its name.
+type runner func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// runners are the commands, by name.
+var runners map[string]runner
+
+func init() {
+	runners = map[string]runner{
+		"serve": serve, "run": runCmd, "rollout": rolloutCmd, "synthesize": synthesizeCmd, "sandbox": sandboxCmd,
+		"runs": runsCmd, "workflows": workflowsCmd, "db": dbCmd, "version": versionCmd, "help": helpCmd,
+	}
+}
+
+// Main runs the command line and returns the process exit code: 0 when
+// the command did what it was asked (or printed its help), 1 when it did
+// not (a run that did not succeed, an operational error), 2 for a usage
+// error (errUsage: the command line is wrong).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd, rest := "launch", args
+	name, rest := launchCommand.name, args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, rest = args[0], args[1:]
+		name, rest = args[0], args[1:]
 	}
 	var err error
-	switch cmd {
-	case "launch":
+	switch run := runners[name]; {
+	case name == launchCommand.name && (len(args) == 0 || strings.HasPrefix(args[0], "-")):
 		err = launch(ctx, rest, stdout, stderr)
-	case "serve":
-		err = serve(ctx, rest, stdout, stderr)
-	case "run":
-		err = runCmd(ctx, rest, stdout, stderr)
-	case "rollout":
-		err = rolloutCmd(ctx, rest, stdout, stderr)
-	case "synthesize":
-		err = synthesizeCmd(ctx, rest, stdout, stderr)
-	case "db":
-		err = dbCmd(ctx, rest, stdout, stderr)
-	case "runs":
-		err = runsCmd(ctx, rest, stdout, stderr)
-	case "workflows":
-		err = workflowsCmd(ctx, rest, stdout, stderr)
-	case "sandbox":
-		err = sandboxCmd(ctx, rest, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, Version())
-	case "help":
-		fmt.Fprint(stdout, usage)
+	case run == nil:
+		err = unknownCommand("", name)
+		name = ""
 	default:
-		fmt.Fprintf(stderr, "flock: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		if len(rest) > 0 && slices.Contains(subcommandNames(name), rest[0]) {
+			name += " " + rest[0]
+		}
+		err = run(ctx, rest, stdout, stderr)
 	}
+	label := cmdLabel(name)
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "flock %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "%s: %s\n", label, terminalText(err))
+		if name == "" || name == launchCommand.name || name == "help" {
+			fmt.Fprintln(stderr, `Run "flock help" for the commands and their usage.`)
+		} else {
+			fmt.Fprintf(stderr, "Run \"%s -h\" for its usage, flags and examples.\n", label)
+		}
 		return 2
 	case errors.Is(err, errRunFailed), errors.Is(err, errReported):
 		return 1
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "%s: interrupted\n", label)
+		return 1
 	default:
-		fmt.Fprintf(stderr, "flock %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "%s: %s\n", label, terminalText(err))
 		return 1
 	}
 }
 
+// errUsage is wrapped by the errors that mean the command line is wrong
+// (exit code 2); errRunFailed is returned by a command whose run ended
+// without succeeding, after printing its result (exit code 1).
 var (
 	errUsage     = errors.New("usage")
 	errRunFailed = errors.New("run did not succeed")
 )
 
-const usage = `flock runs LLM agents and agent-data pipelines as durable phase graphs.
+// versionCmd is "flock version".
+func versionCmd(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlags("version")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(stdout, Version())
+	return err
+}
 
-Usage:
-  flock serve [--addr ADDR] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR] [--new-store]
-        Serve the HTTP API; resumes unfinished runs on start. A damaged flock.db
-        is refused (see flock db); so is a missing or empty one while DIR/runs
-        holds run directories, unless --new-store.
-  flock run --workflow NAME --settings FILE [--task TEXT] [--data DIR] [--mode ...] [--new]
-        Run one workflow to the end with live progress; exit 0 on success. It
-        runs in-process, or, while a flock serve holds the data directory, in
-        that server. The same command again resumes its unfinished run (--new
-        starts another); no other unfinished run is resumed.
-  flock run --resume RUN_ID [--data DIR]
-        Follow an interrupted (or paused) run of the data directory to its end.
-  flock rollout --config FILE [--data DIR] [--output-dir DIR] [--max-tasks N] [--num-chains N] ...
-        Run a benchmark rollout with a progress bar and a summary table (in
-        the server holding the data directory, if one does; the same command
-        again resumes it).
-  flock synthesize --config FILE [--mode simulated] [--output-dir DIR] [--data DIR] ...
-        Synthesize multi-hop QA from seeds (AgentFlow's synthesis config) with a
-        progress display; run it again to resume or to skip finished seeds.
-  flock --workflow NAME --settings FILE [--task TEXT] [--exit] [serve flags]
-        Serve and immediately start that workflow (Flock style). --workflow listen
-        (the default) starts nothing; --exit ends the process with the run.
-  flock db check [--data DIR | --db FILE]
-        Check the database read-only (bbolt structure and flock's invariants);
-        exit 0 when clean, 1 with the list of problems.
-  flock db recover [--data DIR | --db FILE] --to FILE
-        Copy every readable run, entry, op and event of a damaged database into
-        a new FILE and report what could not be read.
-  flock serve --cluster --node NAME --nats-secret-file FILE [--nats-listen ADDR] [--cluster-listen ADDR --routes URLS]
-              [--nats-tls-cert FILE --nats-tls-key FILE --nats-tls-ca FILE] [--jetstream-dir DIR] [serve flags]
-        Run as a node of a cluster on an embedded NATS JetStream (README, "Running a
-        cluster"); every NATS connection needs the secret, and TLS off loopback.
-        --nats URL [--nats-user NAME] joins an external NATS cluster instead.
-  flock serve --sandbox-config FILE [serve flags]
-        Also serve the sandbox service (AgentFlow's sandbox-server JSON) under /api/v1.
-  flock sandbox --config FILE [--addr 127.0.0.1:18890] [--data DIR]
-        Run the sandbox service alone (AgentFlow's /api/v1 wire).
-  flock runs list|show|logs|export ... [--data DIR | --server URL]
-        Find and read runs: of the server holding the data directory (or
-        --server), else of the data directory itself ("flock runs help").
-  flock runs cancel|pause|resume|fork|questions|answer|intervene RUN_ID ... [--server URL] [--token TOKEN]
-        Control a run of a flock server over HTTP: cancel, pause, resume, fork
-        it from a step, list and answer its questions, intervene on its next
-        action ("flock runs help" for each).
-  flock workflows [--data DIR | --server URL] [--plugins DIR] [--workflows DIR]
-        Every registered workflow with its one-line description and settings keys.
-  flock version
+// noArgs is the usage error of a command that takes no arguments and got
+// some after its flags.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	takes := "no arguments"
+	fs.VisitAll(func(*flag.Flag) { takes = "flags only" })
+	msg := fmt.Sprintf("unexpected argument %q: %s takes %s", fs.Arg(0), cmdLabel(fs.Name()), takes)
+	if fs.NArg() > 1 && strings.HasPrefix(fs.Arg(1), "-") {
+		msg += fmt.Sprintf(" (the flags after it were not read: put %q first, or quote a value with spaces)", fs.Arg(1))
+	}
+	return fmt.Errorf("%w: %s", errUsage, msg)
+}
 
-Run "flock COMMAND -h" for the flags of a command.
-`
+// cmdLabel is command name as typed: "flock run", "flock runs list";
+// "flock" for the Flock-style launch and an unknown command ("").
+func cmdLabel(name string) string {
+	if name == "" || name == launchCommand.name {
+		return "flock"
+	}
+	return "flock " + name
+}
 
 // logOpts are the --log-level and --log-format flags.
 type logOpts struct {
@@ -163,4 +160,35 @@ func getenv(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// modeFlags registers --mode on fs, into mode (which holds the default).
+func modeFlags(fs *flag.FlagSet, mode *string) {
+	fs.Var((*modeFlag)(mode), "mode", "live, or simulated (every generate uses the built-in simulated model: works offline)")
+}
+
+// modeFlag is a --mode value: live or simulated.
+type modeFlag string
+
+func (m *modeFlag) String() string { return string(*m) }
+
+func (m *modeFlag) Set(v string) error {
+	if v != "live" && v != "simulated" {
+		return errors.New("want live or simulated")
+	}
+	*m = modeFlag(v)
+	return nil
+}
+
+// addrFlag is a listen address flag: host:port (port 0 picks a free one).
+type addrFlag string
+
+func (a *addrFlag) String() string { return string(*a) }
+
+func (a *addrFlag) Set(v string) error {
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("want HOST:PORT such as 127.0.0.1:8080 (%v)", strings.TrimPrefix(err.Error(), "address "+v+": "))
+	}
+	*a = addrFlag(v)
+	return nil
 }

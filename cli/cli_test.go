@@ -39,7 +39,8 @@ func TestRunCommand(t *testing.T) {
 		{name: "failing command", args: []string{"run", "--settings", failing}, code: 1,
 			stdout: []string{"failed (command_failed: exit 3)", "$ exit 3  → exit 3"}},
 		{name: "broken settings", args: []string{"run", "--settings", broken}, code: 1, stderr: "broken.json: malformed JSON"},
-		{name: "unknown workflow", args: []string{"run", "--workflow", "nope"}, code: 1, stderr: `"nope" is not registered`},
+		{name: "unknown workflow", args: []string{"run", "--workflow", "nope"}, code: 2, stderr: `unknown workflow "nope": "flock workflows" lists the registered ones`},
+		{name: "workflow typo", args: []string{"run", "--workflow", "scirpt"}, code: 2, stderr: `unknown workflow "scirpt" (did you mean "script"?)`},
 		{name: "no workflow", args: []string{"run"}, code: 2, stderr: "--workflow or --settings is required"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
 		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"flock ", "phases-api"}},
@@ -148,7 +149,7 @@ func TestRunResume(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "succeeded") || !strings.Contains(stdout, `"commands":3`) {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, errs)
 	}
-	if code, _, errs := run(t, "run", "--resume", "nosuchrun", "--data", data); code != 1 || !strings.Contains(errs, "not found") {
+	if code, _, errs := run(t, "run", "--resume", "nosuchrun", "--data", data); code != 1 || !strings.Contains(errs, `no run "nosuchrun" in `+data) {
 		t.Fatalf("resume unknown: exit %d %s", code, errs)
 	}
 }

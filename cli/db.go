@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/state"
@@ -19,12 +20,15 @@ var errDamaged = errors.New("the database has problems")
 
 // dbCmd runs `flock db check|recover`.
 func dbCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: flock db check|recover [--data DIR | --db FILE] [--to FILE]", errUsage)
+	if len(args) > 0 && isHelp(args[0]) {
+		parentHelp(stdout, "db")
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: a db command is required: check or recover", errUsage)
 	}
 	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("db "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("db " + sub)
 	data := fs.String("data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory whose flock.db to read")
 	file := fs.String("db", "", "database file to read (instead of DIR/flock.db)")
 	var to *string
@@ -33,13 +37,13 @@ func dbCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "recover":
 		to = fs.String("to", "", "new database file to write (must not exist)")
 	default:
-		return fmt.Errorf("%w: unknown db command %q (check or recover)", errUsage, sub)
+		return unknownCommand("db", sub)
 	}
-	if err := fs.Parse(rest); err != nil {
+	if err := parseFlags(fs, rest, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	path := *file
 	if path == "" {
@@ -49,7 +53,7 @@ func dbCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return dbCheck(ctx, path, stdout)
 	}
 	if *to == "" {
-		return fmt.Errorf("%w: --to FILE is required", errUsage)
+		return fmt.Errorf("%w: --to FILE is required (the new database file to write)", errUsage)
 	}
 	return dbRecover(ctx, path, *to, stdout)
 }

@@ -9,6 +9,22 @@
 //	flock workflows
 //	flock --workflow NAME --settings FILE [--task TEXT]   (serve and start that workflow)
 //	flock version
+//	flock help [COMMAND [SUBCOMMAND]]
+//
+// # Help, errors and exit codes
+//
+// Every command and subcommand has an entry in the tables of help.go
+// (synopsis, what it does, examples; TestCommandExamples runs each
+// example's flags through its command) and answers -h and --help with it
+// and its flags (parseFlags). Main words every error for the terminal
+// (terminalText): a flock server's answer as what it says, not its HTTP
+// status; a server that does not answer as such; the prefixes of sentinels
+// that only classify dropped. A command, subcommand, flag or workflow that
+// does not exist is answered with the closest one (internal/editdist); a
+// workflow is looked up in the registry that would run it, this process's
+// or the server's. Exit codes: 2 for a usage error (errUsage: the command
+// line is wrong), 1 for a run that did not succeed (errRunFailed) or any
+// other error, 0 otherwise (help included).
 //
 // # One data directory, a server or not
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/client"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -111,7 +113,24 @@ func (d *driver) dataDir() string {
 // same command (req.Key) instead.
 func (d *driver) launch(ctx context.Context, req workflows.StartRequest) (state.Run, []string, bool, error) {
 	if d.a != nil {
-		return d.a.Executor.Launch(ctx, req)
+		h, warnings, resumed, err := d.a.Executor.Launch(ctx, req)
+		if errors.Is(err, workflows.ErrUnknownWorkflow) {
+			err = unknownWorkflow(requestedWorkflow(req), graphNames(d.a.Executor.Workflows()))
+		}
+		return h, warnings, resumed, err
+	}
+	// The server would refuse an unknown workflow too; asked first, it
+	// gives the names to find the closest among, as in-process.
+	if name := requestedWorkflow(req); name != "" {
+		if list, err := d.srv.c.Workflows(ctx); err == nil {
+			names := make([]string, 0, len(list))
+			for _, g := range list {
+				names = append(names, g.Name)
+			}
+			if !slices.Contains(names, name) {
+				return state.Run{}, nil, false, unknownWorkflow(name, names)
+			}
+		}
 	}
 	h := api.Handover{Workflow: req.Workflow, Settings: req.Settings, Task: req.Task, Key: req.Key, Keys: d.keys}
 	if g := req.Grants; g != nil {
@@ -119,7 +138,7 @@ func (d *driver) launch(ctx context.Context, req workflows.StartRequest) (state.
 	}
 	st, err := d.srv.c.Handover(ctx, h)
 	if err != nil {
-		return state.Run{}, nil, false, d.serverError(err)
+		return state.Run{}, nil, false, err
 	}
 	d.announce(st.RunID)
 	head, err := d.reader().Run(ctx, st.RunID)
@@ -131,16 +150,16 @@ func (d *driver) launch(ctx context.Context, req workflows.StartRequest) (state.
 func (d *driver) resume(ctx context.Context, id string) (state.Run, error) {
 	if d.a != nil {
 		if err := d.a.Executor.ResumeTree(ctx, id); err != nil && !errors.Is(err, workflows.ErrEnded) {
-			return state.Run{}, err
+			return state.Run{}, runNotFound(err, id, d.dataDir())
 		}
 		return d.a.Store.Run(ctx, id)
 	}
 	if _, err := d.srv.c.HandoverResume(ctx, id, d.keys); err != nil && !errors.Is(err, client.ErrConflict) {
-		return state.Run{}, d.serverError(err)
+		return state.Run{}, runNotFound(err, id, d.dataDir())
 	} else if err != nil {
 		// 409: the run has ended, or a key is still missing.
 		if h, herr := d.reader().Run(ctx, id); herr != nil || !h.Status.Terminal() {
-			return state.Run{}, d.serverError(err)
+			return state.Run{}, err
 		}
 	}
 	d.announce(id)
@@ -154,14 +173,26 @@ func (d *driver) announce(id string) {
 		d.cmd, d.srv.url, d.srv.info.PID, d.data, id, d.srv.url, id)
 }
 
-// serverError words an error answer of the server as the server's
-// message, without the HTTP framing.
-func (d *driver) serverError(err error) error {
-	var ce *client.Error
-	if errors.As(err, &ce) && ce.Message != "" {
-		return fmt.Errorf("%s (the flock server at %s)", ce.Message, d.srv.url)
+// requestedWorkflow is the workflow req names: its Workflow, or its
+// settings' workflow_type.
+func requestedWorkflow(req workflows.StartRequest) string {
+	if req.Workflow != "" {
+		return req.Workflow
 	}
-	return err
+	rs, err := configs.ParseRunSettings(req.Settings)
+	if err != nil {
+		return ""
+	}
+	return rs.WorkflowType
+}
+
+// graphNames are the names of graphs.
+func graphNames(graphs []phases.Graph) []string {
+	names := make([]string, 0, len(graphs))
+	for _, g := range graphs {
+		names = append(names, g.Name)
+	}
+	return names
 }
 
 // wait waits for run id to end and returns its final head.
@@ -200,21 +231,24 @@ func (d *driver) follow(ctx context.Context, id string, p *progress) (state.Run,
 	return d.reader().Run(ctx, id)
 }
 
-// interrupted reports, after Ctrl-C, how run id can be resumed. A run
-// handed to a server is paused there first: like a run of this process,
-// it stops until someone resumes it.
-func (d *driver) interrupted(id string) {
+// interrupted reports, after Ctrl-C, how run id can be resumed, and
+// returns err as reported (Main adds nothing). A run handed to a server is
+// paused there first: like a run of this process, it stops until someone
+// resumes it.
+func (d *driver) interrupted(id string, err error) error {
+	err = fmt.Errorf("%w: %w", errReported, err)
 	if d.a != nil {
 		fmt.Fprintf(d.stderr, "flock %s: interrupted; run %s stays resumable: %s\n", d.cmd, id, d.resumeHint(id))
-		return
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := d.srv.c.Pause(ctx, id); err != nil && !errors.Is(err, client.ErrConflict) {
-		fmt.Fprintf(d.stderr, "flock %s: interrupted; run %s goes on in the flock server at %s (pausing it failed: %v)\n", d.cmd, id, d.srv.url, d.serverError(err))
-		return
+	if _, perr := d.srv.c.Pause(ctx, id); perr != nil && !errors.Is(perr, client.ErrConflict) {
+		fmt.Fprintf(d.stderr, "flock %s: interrupted; run %s goes on in the flock server at %s (pausing it failed: %s)\n", d.cmd, id, d.srv.url, terminalText(perr))
+		return err
 	}
 	fmt.Fprintf(d.stderr, "flock %s: interrupted; run %s is paused in the flock server at %s and stays resumable: %s\n", d.cmd, id, d.srv.url, d.resumeHint(id))
+	return err
 }
 
 // resumeHint is the command that resumes run id.

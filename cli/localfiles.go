@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,10 +73,10 @@ func localSettings(s any, path string) ([]string, error) {
 
 // decodeConfig reads a settings or config file (JSON or YAML) given on
 // the command line as a decoded JSON document (numbers kept as written).
-func decodeConfig(path string) (any, error) {
-	b, err := os.ReadFile(path)
+func decodeConfig(flagName, path string) (any, error) {
+	b, err := readFlagFile(flagName, path)
 	if err != nil {
-		return nil, fmt.Errorf("read settings: %w", err)
+		return nil, err
 	}
 	doc, err := configs.ToJSON(path, b)
 	if err != nil {
@@ -94,4 +96,18 @@ func dedupe(ss []string) []string {
 	out := slices.Clone(ss)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// readFlagFile reads the file at path, which flag --flagName named; an
+// error names the flag and the file once ("--settings x.json: no such
+// file or directory").
+func readFlagFile(flagName, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == path {
+		return nil, fmt.Errorf("--%s %s: %w", flagName, path, pe.Err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return b, nil
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/flockrun/flock/telemetry"
 )
 
-// errReported is returned by a command that has already told the user
-// about its error (a JSON log record): Main exits 1 and prints nothing.
+// errReported is wrapped by the error of a command that has already told
+// the user about it (a JSON log record, the interrupted line of a run):
+// Main exits 1 and prints nothing.
 var errReported = errors.New("error reported")
 
 // notices prints the status lines of the server commands (serve, the
@@ -50,15 +51,6 @@ func (n notices) warn(cmd string, warnings []string) {
 	for _, m := range warnings {
 		n.json.Warn(m)
 	}
-}
-
-// fail prints an error of command cmd that does not stop it.
-func (n notices) fail(cmd string, err error) {
-	if n.json != nil {
-		n.json.Error(cmd+" failed", "err", err.Error())
-		return
-	}
-	fmt.Fprintf(n.w, "%s: %v\n", cmd, err)
 }
 
 // result prints a finished run's result line.

@@ -94,10 +94,11 @@ func (r remote) Events(ctx context.Context, id string, after uint64, limit int) 
 	return out, nil
 }
 
-// notFound makes the server's 404 state.ErrNotFound, keeping its text.
+// notFound makes the server's 404 state.ErrNotFound too, keeping its
+// text.
 func notFound(err error) error {
 	if errors.Is(err, client.ErrNotFound) {
-		return errors.Join(state.ErrNotFound, err)
+		return &wordedError{text: err.Error(), errs: []error{state.ErrNotFound, err}}
 	}
 	return err
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,16 +21,15 @@ import (
 // rolloutCmd runs `flock rollout --config FILE`: a rollout in-process with
 // a progress bar and a summary table at the end.
 func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("rollout", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg configs.Server
+	fs := newFlags("rollout")
+	cfg := configs.Server{Mode: "live"}
 	var level logOpts
 	var configPath, outputDir, metric, question string
 	var taskIDs stringList
 	var maxTasks, numChains, maxConc int
 	var quiet, regrade, fresh bool
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; when a flock server holds it, the rollout is handed to that server")
-	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
+	modeFlags(fs, &cfg.Mode)
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	logFlags(fs, &level, "warn")
@@ -46,16 +44,21 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&question, "question", "", "run this one question instead of the benchmark (AgentFlow's quick mode) and print the answer")
 	fs.BoolVar(&regrade, "regrade", false, "re-grade the saved answers in the output directory with the current metric, judge and verifiers; run no agent")
 	fs.BoolVar(&fresh, "new", false, "start a new rollout run even when the unfinished run of this same command could be resumed")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if configPath == "" {
-		return fmt.Errorf("%w: --config is required", errUsage)
+		return fmt.Errorf("%w: --config FILE is required (the rollout settings)", errUsage)
 	}
-	raw, err := decodeConfig(configPath)
+	for name, v := range map[string]int{"max-tasks": maxTasks, "num-chains": numChains, "max-concurrency": maxConc} {
+		if v < 0 {
+			return fmt.Errorf("%w: --%s %d: want a whole number, 1 or more", errUsage, name, v)
+		}
+	}
+	raw, err := decodeConfig("config", configPath)
 	if err != nil {
 		return err
 	}
@@ -145,7 +148,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	end, err := watch.New(d.reader(), h.ID, stdout, isTerminal(stdout), quiet).Follow(ctx, d.wait)
 	if err != nil {
 		if ctx.Err() != nil {
-			d.interrupted(h.ID)
+			return d.interrupted(h.ID, err)
 		}
 		return err
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,14 +16,13 @@ import (
 )
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg configs.Server
+	fs := newFlags("run")
+	cfg := configs.Server{Mode: "live"}
 	var level logOpts
 	var wf, settingsPath, taskText, resume string
 	var quiet, fresh bool
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; when a flock server holds it, the run is handed to that server")
-	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
+	modeFlags(fs, &cfg.Mode)
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	logFlags(fs, &level, "warn")
@@ -35,11 +33,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&quiet, "quiet", false, "print only the result")
 	fs.StringVar(&resume, "resume", "", "follow an existing run of the data directory to its end instead of starting one (an interrupted run resumes where it stopped; a paused one is resumed)")
 	fs.BoolVar(&fresh, "new", false, "start a new run even when the unfinished run of this same command could be resumed")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if resume != "" && (settingsPath != "" || wf != "" || taskText != "" || fresh) {
 		return fmt.Errorf("%w: --resume takes no --workflow, --settings, --task or --new", errUsage)
@@ -90,7 +88,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	end, err := d.follow(ctx, h.ID, p)
 	if err != nil {
 		if ctx.Err() != nil {
-			d.interrupted(h.ID)
+			return d.interrupted(h.ID, err)
 		}
 		return err
 	}

@@ -14,53 +14,18 @@ import (
 	"github.com/flockrun/flock/state"
 )
 
-const runsUsage = `Usage: flock runs COMMAND ARGS [--data DIR | --server URL [--token TOKEN]]
-
-Find, read and control runs. A server is --server (env FLOCK_SERVER; --token,
-env FLOCK_AUTH_TOKEN) or else the flock server that holds the data directory
-(--data, env FLOCK_DATA, default ./flock-data: its server file). Without one,
-list, show, logs and export read the data directory itself (read-only), and
-the controls go to http://` + configs.DefaultAddr + `.
-
-  flock runs list [--status S] [--workflow W] [--top] [--limit N]
-        Runs newest first: id, workflow, status, end reason, task (first
-        line), age. --top lists top-level runs only (no children).
-  flock runs show RUN_ID
-        The run's head, result, usage against its limits, children by status.
-  flock runs logs RUN_ID [--follow]
-        The run's transcript as flock run prints it; --follow follows a run
-        a server drives to its end.
-  flock runs export RUN_ID
-        The run as JSON lines: {"run": head}, then {"entry": ...} and
-        {"op": ...} lines, in the HTTP API's shapes.
-  flock runs cancel RUN_ID
-  flock runs pause RUN_ID
-  flock runs resume RUN_ID
-  flock runs fork RUN_ID --step N [--var NAME=JSON]... [--message TEXT]
-        Start a new run from RUN_ID's state at step N; prints the new run's id.
-  flock runs questions RUN_ID
-        The questions RUN_ID waits on (human and intervention operations), one JSON line each.
-  flock runs answer RUN_ID OP_ID ANSWER
-        Answer a question: ANSWER is sent as a number when it is one, else as
-        text (--json sends it as the JSON value it is).
-  flock runs intervene RUN_ID (--action JSON | --approve)
-        Replace the action RUN_ID waits to execute in intervention mode
-        ({"name": TOOL, "arguments": {...}}), or let it run.
-`
-
 // runsCmd is "flock runs ...": finding and reading runs, and the
 // operator's controls over HTTP.
 func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, runsUsage)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: a command is required (list, show, logs, export, cancel, pause, resume, fork, questions, answer, intervene)", errUsage)
-		}
-		return nil
+	if len(args) > 0 && isHelp(args[0]) {
+		parentHelp(stdout, "runs")
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: a runs command is required: %s", errUsage, strings.Join(subcommandNames("runs"), ", "))
 	}
 	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("runs "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("runs " + sub)
 	server := fs.String("server", getenv("FLOCK_SERVER", "http://"+configs.DefaultAddr), "the flock server's base URL (env FLOCK_SERVER)")
 	token := fs.String("token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token (env FLOCK_AUTH_TOKEN)")
 	data := fs.String("data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory: the server that holds it, or (list, show, logs, export) its runs read directly")
@@ -89,18 +54,22 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.BoolVar(&follow, "follow", false, "follow a run a server drives to its end")
 	case "cancel", "pause", "resume", "questions", "show", "export":
 	default:
-		return fmt.Errorf("%w: unknown runs command %q (list, show, logs, export, cancel, pause, resume, fork, questions, answer, intervene)", errUsage, sub)
+		return unknownCommand("runs", sub)
 	}
-	pos, err := parseInterleaved(fs, rest)
+	pos, err := parseInterleaved(fs, rest, stdout)
 	if err != nil {
 		return err
 	}
-	want := map[string]int{"answer": 3, "list": 0}[sub]
-	if _, ok := map[string]bool{"answer": true, "list": true}[sub]; !ok {
-		want = 1
+	want := map[string][]string{"list": nil, "answer": {"RUN_ID", "OP_ID", "ANSWER"}}[sub]
+	if sub != "list" && sub != "answer" {
+		want = []string{"RUN_ID"}
 	}
-	if len(pos) != want {
-		return fmt.Errorf("%w: runs %s takes %d argument(s), got %q", errUsage, sub, want, pos)
+	if missing := want[min(len(pos), len(want)):]; len(missing) > 0 {
+		verb := map[bool]string{true: "is", false: "are"}[len(missing) == 1]
+		return fmt.Errorf("%w: %s %s required (flock runs %s %s)", errUsage, strings.Join(missing, " and "), verb, sub, strings.Join(want, " "))
+	}
+	if len(pos) > len(want) {
+		return fmt.Errorf("%w: unexpected argument %q (flock runs %s takes %s)", errUsage, pos[len(want)], sub, argsPhrase(want))
 	}
 	switch sub {
 	case "list", "show", "logs", "export":
@@ -233,12 +202,20 @@ func answerValue(s string, raw bool) json.RawMessage {
 	return b
 }
 
+// argsPhrase says which arguments a command takes.
+func argsPhrase(want []string) string {
+	if len(want) == 0 {
+		return "flags only"
+	}
+	return strings.Join(want, " ")
+}
+
 // parseInterleaved parses flags placed before, between or after the
 // positional arguments and returns those.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterleaved(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args, stdout); err != nil {
 			return nil, err
 		}
 		args = fs.Args()

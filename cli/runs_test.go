@@ -115,10 +115,10 @@ func TestRunsCommands(t *testing.T) {
 	}{
 		{"fork without step", []string{"fork", id}, 2, "--step is required"},
 		{"bad var", []string{"fork", id, "--step", "1", "--var", "x=not json"}, 2, "not JSON"},
-		{"intervene on no intervention", []string{"intervene", id, "--approve"}, 1, "409"},
+		{"intervene on no intervention", []string{"intervene", id, "--approve"}, 1, "is not waiting for an intervention"},
 		{"intervene without a choice", []string{"intervene", id}, 2, "--action JSON or --approve"},
 		{"unknown command", []string{"explode", id}, 2, "unknown runs command"},
-		{"unknown run", []string{"cancel", "nope"}, 1, "404"},
+		{"unknown run", []string{"cancel", "nope"}, 1, `run "nope" not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errs, code := flock(tc.args...)
@@ -128,7 +128,7 @@ func TestRunsCommands(t *testing.T) {
 		})
 	}
 	var out2, errb bytes.Buffer
-	if code := Main(t.Context(), []string{"runs", "cancel", id, "--server", base}, &out2, &errb); code != 1 || !strings.Contains(errb.String(), "401") {
+	if code := Main(t.Context(), []string{"runs", "cancel", id, "--server", base}, &out2, &errb); code != 1 || !strings.Contains(errb.String(), "refused the token") {
 		t.Errorf("without the token: %d %s", code, errb.String())
 	}
 }

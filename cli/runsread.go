@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -30,6 +33,9 @@ type source struct {
 	c     *client.Client   // a server's, or nil
 	store *state.BoltStore // the data directory's, or nil
 	data  string
+	// where names the source in messages: the data directory, or the
+	// flock server given by --server.
+	where string
 }
 
 // serverTarget returns the client of the server the runs commands talk to:
@@ -57,16 +63,47 @@ func openSource(ctx context.Context, fs *flag.FlagSet, serverURL, token, data st
 		return nil, nil, err
 	}
 	if c != nil {
-		return &source{r: remote{c}, c: c, data: data}, func() {}, nil
+		where := data
+		if flagSet(fs, "server") || getenv("FLOCK_SERVER", "") != "" {
+			where = "the flock server at " + serverURL
+		}
+		return &source{r: remote{c}, c: c, data: data, where: where}, func() {}, nil
 	}
 	st, err := state.OpenBolt(filepath.Join(data, "flock.db"), state.BoltOptions{ReadOnly: true})
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%s holds no runs (no flock.db, and no flock server holds it): give the data directory of your runs with --data DIR, or a server with --server URL", data)
+	}
 	if errors.Is(err, state.ErrInUse) {
 		return nil, nil, fmt.Errorf("%w; no flock server holding it answers: a flock run, rollout or synthesize uses it, so wait for it to end (or give --server)", err)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return &source{r: st, store: st, data: data}, func() { _ = st.Close() }, nil
+	return &source{r: st, store: st, data: data, where: data}, func() { _ = st.Close() }, nil
+}
+
+// workflowNames are the workflows a --workflow filter may name: those
+// registered (in the server, or in this build) and those of the newest
+// runs (a run outlives the plugin of its workflow).
+func (s *source) workflowNames(ctx context.Context) []string {
+	seen := map[string]bool{}
+	if s.c != nil {
+		if list, err := s.c.Workflows(ctx); err == nil {
+			for _, g := range list {
+				seen[g.Name] = true
+			}
+		}
+	} else {
+		for _, w := range phases.Default.List() {
+			seen[w.Name] = true
+		}
+	}
+	if runs, _, err := s.r.Runs(ctx, state.RunFilter{Limit: 1000}); err == nil {
+		for _, r := range runs {
+			seen[r.Workflow] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // task is the first line of run id's task, "" when unknown.
@@ -121,6 +158,11 @@ func runsList(ctx context.Context, src *source, f state.RunFilter, stdout io.Wri
 		}
 		q.After = next
 	}
+	if len(runs) == 0 && f.Workflow != "" {
+		if names := src.workflowNames(ctx); !slices.Contains(names, f.Workflow) {
+			return unknownWorkflow(f.Workflow, names)
+		}
+	}
 	t := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t, "ID\tWORKFLOW\tSTATUS\tEND REASON\tTASK\tAGE")
 	now := time.Now()
@@ -135,7 +177,7 @@ func runsList(ctx context.Context, src *source, f state.RunFilter, stdout io.Wri
 func runsShow(ctx context.Context, src *source, id string, stdout io.Writer) error {
 	h, err := src.r.Run(ctx, id)
 	if err != nil {
-		return err
+		return runNotFound(err, id, src.where)
 	}
 	t := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(t, "%s\t%s\n", k, v) }
@@ -222,7 +264,7 @@ func childCounts(ctx context.Context, r runReader, id string) (map[state.Status]
 func runsLogs(ctx context.Context, src *source, id string, follow bool, stdout, stderr io.Writer) error {
 	h, err := src.r.Run(ctx, id)
 	if err != nil {
-		return err
+		return runNotFound(err, id, src.where)
 	}
 	if follow && !h.Status.Terminal() && src.c != nil {
 		d := &driver{cmd: "runs logs", data: src.data, stderr: stderr, srv: &handle{c: src.c}}
@@ -273,7 +315,7 @@ func runsExport(ctx context.Context, src *source, id string, stdout io.Writer) e
 	if src.c != nil {
 		head, err := src.c.Run(ctx, id)
 		if err != nil {
-			return notFound(err)
+			return runNotFound(err, id, src.where)
 		}
 		if err := line("run", head); err != nil {
 			return err
@@ -310,7 +352,7 @@ func runsExport(ctx context.Context, src *source, id string, stdout io.Writer) e
 	}
 	h, err := src.store.Run(ctx, id)
 	if err != nil {
-		return err
+		return runNotFound(err, id, src.where)
 	}
 	v := server.ViewRun(h)
 	v.Vars = h.Vars
@@ -352,19 +394,18 @@ func runsExport(ctx context.Context, src *source, id string, stdout io.Writer) e
 // one holding --data) or, without one, of this build plus --plugins and
 // --workflows.
 func workflowsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("workflows", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("workflows")
 	var cfg configs.Server
 	serverURL := fs.String("server", getenv("FLOCK_SERVER", "http://"+configs.DefaultAddr), "a flock server's base URL (env FLOCK_SERVER): list its workflows")
 	token := fs.String("token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token (env FLOCK_AUTH_TOKEN)")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory: the workflows of the server that holds it, if one does")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so) to list too; repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files to list too; repeatable")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	c, err := serverTarget(ctx, fs, *serverURL, *token, cfg.DataDir)
 	if err != nil {

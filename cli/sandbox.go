@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,20 +42,22 @@ func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger) (*
 // sandboxCmd runs the sandbox service alone until ctx ends or a client
 // posts /api/v1/server/shutdown.
 func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg configs.Server
+	fs := newFlags("sandbox")
+	cfg := configs.Server{Addr: DefaultSandboxAddr}
 	var level logOpts
 	path := fs.String("config", "", "AgentFlow sandbox-server JSON config (required)")
-	fs.StringVar(&cfg.Addr, "addr", DefaultSandboxAddr, "listen address")
+	fs.Var((*addrFlag)(&cfg.Addr), "addr", "listen address, HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; the sandbox keeps its files in DIR/sandbox")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
 	logFlags(fs, &level, "info")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || *path == "" {
-		return fmt.Errorf("%w: flock sandbox --config FILE [--addr ADDR]", errUsage)
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *path == "" {
+		return fmt.Errorf("%w: --config FILE is required (AgentFlow's sandbox-server JSON)", errUsage)
 	}
 	log, err := newLogger(stderr, level)
 	if err != nil {

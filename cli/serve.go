@@ -28,9 +28,10 @@ import (
 // applyConfigFile after parsing.
 func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts) {
 	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models, new_store); flags win")
-	fs.StringVar(&cfg.Addr, "addr", configs.DefaultAddr, "listen address")
+	cfg.Addr, cfg.Mode = configs.DefaultAddr, "live"
+	fs.Var((*addrFlag)(&cfg.Addr), "addr", "listen address, HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
-	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model)")
+	modeFlags(fs, &cfg.Mode)
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
@@ -79,19 +80,18 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("serve")
 	var cfg configs.Server
 	var level logOpts
 	serverFlags(fs, &cfg, &level)
 	sandboxConfig := fs.String("sandbox-config", "", "AgentFlow sandbox-server JSON config: serve the sandbox service under /api/v1 plus GET /ready")
 	var cl clusterFlags
 	cl.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if err := applyConfigFile(fs, &cfg); err != nil {
 		return err
@@ -100,9 +100,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("flock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs := newFlags(launchCommand.name)
 	var cfg configs.Server
 	var level logOpts
 	var wf, settingsPath, taskText string
@@ -111,11 +109,11 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the runs may read them")
 	fs.StringVar(&taskText, "task", "", "task text for the run")
 	exit := fs.Bool("exit", false, "exit when the started run ends (status 0 only if it succeeded), as Flock did after submit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if err := applyConfigFile(fs, &cfg); err != nil {
 		return err
@@ -133,6 +131,9 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			a.Keys.Set(n, k)
 		}
 		h, warnings, err := a.Executor.StartRunWithWarnings(ctx, req)
+		if errors.Is(err, workflows.ErrUnknownWorkflow) {
+			return nil, unknownWorkflow(requestedWorkflow(req), graphNames(a.Executor.Workflows()))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +170,7 @@ func startRequest(cmd, wf, settingsPath, taskText string) (workflows.StartReques
 		req.Key = commandKey(cmd, wf, taskText, req.Settings)
 		return req, nil, nil
 	}
-	s, err := decodeConfig(settingsPath)
+	s, err := decodeConfig("settings", settingsPath)
 	if err != nil {
 		return req, nil, err
 	}
@@ -289,23 +290,24 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 			"flock listening", "url", url, "data", a.Config.DataDir, "mode", a.Config.Mode, "runs_resumed", resumed)
 	}
 	var done <-chan error
-	if after != nil {
-		if done, err = after(ctx, a); err != nil {
-			newNotices(stderr, level).fail("flock", err)
-		}
-	}
 	var runErr error
-	select {
-	case <-ctx.Done():
-		if node != nil {
-			say.say("flock: shutting down; this node's runs go to the other nodes", "flock shutting down")
-		} else {
-			say.say("flock: shutting down; unfinished runs resume on the next start", "flock shutting down")
+	if after != nil {
+		// A run that cannot start ends the launch: it was what was asked.
+		done, runErr = after(ctx, a)
+	}
+	if runErr == nil {
+		select {
+		case <-ctx.Done():
+			if node != nil {
+				say.say("flock: shutting down; this node's runs go to the other nodes", "flock shutting down")
+			} else {
+				say.say("flock: shutting down; unfinished runs resume on the next start", "flock shutting down")
+			}
+			if done != nil {
+				<-done // the waiter returns as soon as ctx is done
+			}
+		case runErr = <-done:
 		}
-		if done != nil {
-			<-done // the waiter returns as soon as ctx is done
-		}
-	case runErr = <-done:
 	}
 	// No command hands a run to a server on its way out.
 	removeServerFile()

@@ -127,7 +127,7 @@ func findServer(ctx context.Context, dataDir string) (*handle, error) {
 	if err != nil {
 		var ce *client.Error
 		if errors.As(err, &ce) && ce.Status != http.StatusUnauthorized && ce.Status != http.StatusNotFound {
-			return nil, fmt.Errorf("the flock server at %s (from %s) answers: %w", f.URL, filepath.Join(dataDir, serverFileName), err)
+			return nil, fmt.Errorf("%w (the server file %s names it)", err, filepath.Join(dataDir, serverFileName))
 		}
 		return nil, nil
 	}

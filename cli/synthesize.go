@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,15 +27,14 @@ import (
 // was; with only the same output directory, it skips finished seeds. When
 // a flock server holds the data directory, the synthesis is handed to it.
 func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("synthesize", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg configs.Server
+	fs := newFlags("synthesize")
+	cfg := configs.Server{Mode: "live"}
 	var level logOpts
 	var configPath, outputDir, sandboxConfig string
 	var quiet, fresh bool
 	var seeds, maxConc int
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; when a flock server holds it, the synthesis is handed to that server")
-	fs.StringVar(&cfg.Mode, "mode", "live", "live, or simulated (every generate uses the built-in simulated model: works offline)")
+	modeFlags(fs, &cfg.Mode)
 	logFlags(fs, &level, "warn")
 	fs.StringVar(&configPath, "config", "", "synthesis config (JSON or YAML, AgentFlow's keys); relative paths in it are relative to the file")
 	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
@@ -45,18 +43,23 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.IntVar(&maxConc, "max-concurrency", 0, "override max_concurrency")
 	fs.BoolVar(&quiet, "quiet", false, "no progress; print only the summary")
 	fs.BoolVar(&fresh, "new", false, "start a new synthesis run even when the unfinished run of this same command could be resumed")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if configPath == "" {
-		return fmt.Errorf("%w: --config is required", errUsage)
+		return fmt.Errorf("%w: --config FILE is required (the synthesis config)", errUsage)
 	}
-	raw, err := os.ReadFile(configPath)
+	for name, v := range map[string]int{"number-of-seed": seeds, "max-concurrency": maxConc} {
+		if v < 0 {
+			return fmt.Errorf("%w: --%s %d: want a whole number, 1 or more", errUsage, name, v)
+		}
+	}
+	raw, err := readFlagFile("config", configPath)
 	if err != nil {
-		return fmt.Errorf("read config: %w", err)
+		return err
 	}
 	doc, err := configs.ToJSON(configPath, raw)
 	if err != nil {
@@ -209,7 +212,7 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	<-done
 	if err != nil {
 		if ctx.Err() != nil {
-			d.interrupted(id)
+			return d.interrupted(id, err)
 		}
 		return err
 	}

@@ -316,13 +316,13 @@ func (c *Client) send(ctx context.Context, method, path string, body any, header
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, &TransportError{Server: c.base, Err: err}
 	}
 	if res.StatusCode/100 == 2 {
 		return res, nil
 	}
 	defer res.Body.Close()
-	e := &Error{Method: method, Path: path, Status: res.StatusCode, RequestID: res.Header.Get("X-Request-ID")}
+	e := &Error{Server: c.base, Method: method, Path: path, Status: res.StatusCode, RequestID: res.Header.Get("X-Request-ID")}
 	b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 	var eb api.Error
 	if json.Unmarshal(b, &eb) == nil && eb.Error != "" {

@@ -11,7 +11,9 @@
 // with a body sends it as application/json (the server refuses anything
 // else). An answer other than 2xx is an *Error carrying the status, the
 // server's message and the request id; errors.Is matches it against
-// ErrNotFound, ErrConflict, ErrBadRequest and ErrUnauthorized.
+// ErrNotFound, ErrConflict, ErrBadRequest and ErrUnauthorized. A request
+// that got no answer at all (refused, unresolvable host, dropped
+// connection) is a *TransportError.
 //
 // Events follows GET /runs/{id}/events: it parses the Server-Sent Events
 // and, when the connection drops before the run's terminal event (the

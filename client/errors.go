@@ -17,6 +17,8 @@ var (
 
 // Error is an answer of the server other than 2xx.
 type Error struct {
+	// Server is the base URL of the server that answered.
+	Server       string
 	Method, Path string
 	Status       int
 	// Message is the server's "error" text, which names what is wrong.
@@ -43,3 +45,17 @@ func (e *Error) Is(target error) bool {
 	}
 	return false
 }
+
+// TransportError is a request that got no answer from the server: the
+// connection was refused or dropped, the host does not resolve, TLS
+// failed, or ctx ended (errors.Is(err, context.Canceled) holds then).
+type TransportError struct {
+	// Server is the base URL of the server the request was sent to.
+	Server string
+	// Err is the http.Client's error (a *url.Error).
+	Err error
+}
+
+func (e *TransportError) Error() string { return "client: " + e.Err.Error() }
+
+func (e *TransportError) Unwrap() error { return e.Err }

@@ -65,7 +65,7 @@ func TestOperatorAcrossKill(t *testing.T) {
 	if code, out, errs := runs("answer", id, q.OpID, "approve"); code != 0 || !strings.Contains(out, `"ok":true`) {
 		t.Fatalf("answer: %d %s %s", code, out, errs)
 	}
-	if code, _, errs := runs("answer", id, q.OpID, "approve"); code != 1 || !strings.Contains(errs, "409") {
+	if code, _, errs := runs("answer", id, q.OpID, "approve"); code != 1 || !strings.Contains(errs, "answered already") {
 		t.Errorf("second answer: %d %s", code, errs)
 	}
 	// finish approves whatever run id asks until it ends.

@@ -38,6 +38,7 @@ func TestBadStartBodies(t *testing.T) {
 		{"settings a string", `{"workflow":"test.log","settings":"settings.json"}`, "settings: must be a JSON object, got JSON string"},
 		{"settings an array", `{"workflow":"test.log","settings":[1]}`, "settings: must be a JSON object, got JSON array"},
 		{"unknown workflow", `{"workflow":"nope"}`, `"nope" is not registered (registered: test.fail, test.log, test.parent, test.wait)`},
+		{"workflow typo", `{"workflow":"test.wiat"}`, `"test.wiat" is not registered; did you mean "test.wait"? (registered: test.fail, test.log, test.parent, test.wait)`},
 		{"unknown workflow_type", `{"settings":{"workflow_type":"nope"}}`, `"nope"`},
 		{"bad settings field", `{"workflow":"test.log","settings":{"workflow_type":3}}`, "workflow_type"},
 	}

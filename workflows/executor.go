@@ -16,6 +16,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/editdist"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/record"
@@ -339,7 +340,15 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	}
 	wf, ok := e.reg.Lookup(name)
 	if !ok {
-		return state.Run{}, nil, fmt.Errorf("%w: workflow: %q is not registered", ErrUnknownWorkflow, name)
+		var names []string
+		for _, w := range e.reg.List() {
+			names = append(names, w.Name)
+		}
+		hint := ""
+		if c := editdist.Closest(name, names); c != "" {
+			hint = fmt.Sprintf("; did you mean %q?", c)
+		}
+		return state.Run{}, nil, fmt.Errorf("%w: workflow: %q is not registered%s", ErrUnknownWorkflow, name, hint)
 	}
 	warnings := configs.SettingsWarnings(settingsDoc, wf.Name, wf.Settings)
 	if wf.CheckSettings != nil {
