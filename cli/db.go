@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -48,6 +50,11 @@ func dbCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	path := *file
 	if path == "" {
 		path = filepath.Join(*data, "flock.db")
+		if _, err := os.Stat(path); errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("%s holds no flock.db: give the data directory with --data DIR, or the database file with --db FILE", *data)
+		}
+	} else if err := checkFlagFile("db", path); err != nil {
+		return err
 	}
 	if sub == "check" {
 		return dbCheck(ctx, path, stdout)

@@ -98,16 +98,31 @@ func dedupe(ss []string) []string {
 	return slices.Compact(out)
 }
 
+// checkFlagFile reports, as readFlagFile does, a file that flag
+// --flagName names and that cannot be opened.
+func checkFlagFile(flagName, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return flagFileError(flagName, path, err)
+	}
+	return f.Close()
+}
+
 // readFlagFile reads the file at path, which flag --flagName named; an
 // error names the flag and the file once ("--settings x.json: no such
 // file or directory").
 func readFlagFile(flagName, path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
-	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == path {
-		return nil, fmt.Errorf("--%s %s: %w", flagName, path, pe.Err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", flagName, err)
+		return nil, flagFileError(flagName, path, err)
 	}
 	return b, nil
+}
+
+// flagFileError words err, about the file at path that --flagName names.
+func flagFileError(flagName, path string, err error) error {
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == path {
+		return fmt.Errorf("--%s %s: %w", flagName, path, pe.Err)
+	}
+	return fmt.Errorf("--%s: %w", flagName, err)
 }

@@ -77,6 +77,6 @@ func reported(log *slog.Logger, lo logOpts, err error) error {
 	if err == nil || lo.Format != "json" || errors.Is(err, errRunFailed) || errors.Is(err, errUsage) {
 		return err
 	}
-	log.Error("flock stopped on an error", "err", err.Error())
+	log.Error("flock stopped on an error", "err", terminalText(err))
 	return errReported
 }

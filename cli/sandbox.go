@@ -59,6 +59,9 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *path == "" {
 		return fmt.Errorf("%w: --config FILE is required (AgentFlow's sandbox-server JSON)", errUsage)
 	}
+	if err := checkFlagFile("config", *path); err != nil {
+		return err
+	}
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return err

@@ -46,6 +46,9 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
 	if path == "" {
 		return nil
 	}
+	if err := checkFlagFile("config", path); err != nil {
+		return err
+	}
 	file, err := configs.LoadServerFile(path)
 	if err != nil {
 		return err

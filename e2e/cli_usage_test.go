@@ -109,6 +109,11 @@ func TestCLIOperationalErrors(t *testing.T) {
 		{"no server", []string{"runs", "pause", "R", "--server", "http://" + freePort(t)}, "", "flock runs pause: no flock server answers at http://127.0.0.1:"},
 		{"missing settings file", []string{"run", "--settings", filepath.Join(alone, "nope.json"), "--data", alone}, "",
 			"flock run: --settings " + filepath.Join(alone, "nope.json") + ": no such file or directory"},
+		{"missing server config", []string{"serve", "--config", filepath.Join(alone, "nope.yaml"), "--data", alone}, "",
+			"flock serve: --config " + filepath.Join(alone, "nope.yaml") + ": no such file or directory"},
+		{"missing sandbox config", []string{"sandbox", "--config", filepath.Join(alone, "nope.json")}, "",
+			"flock sandbox: --config " + filepath.Join(alone, "nope.json") + ": no such file or directory"},
+		{"no database", []string{"db", "check", "--data", t.TempDir()}, "", "holds no flock.db: give the data directory with --data DIR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
