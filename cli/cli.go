@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -190,5 +191,16 @@ func (a *addrFlag) Set(v string) error {
 		return fmt.Errorf("want HOST:PORT such as 127.0.0.1:8080 (%v)", strings.TrimPrefix(err.Error(), "address "+v+": "))
 	}
 	*a = addrFlag(v)
+	return nil
+}
+
+// noNegative is the usage error of the first (by name) of the count
+// flags given that is negative; 0 means the flag was not given.
+func noNegative(counts map[string]int) error {
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		if v := counts[name]; v < 0 {
+			return fmt.Errorf("%w: --%s %d: want a whole number, 1 or more", errUsage, name, v)
+		}
+	}
 	return nil
 }

@@ -53,10 +53,8 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if configPath == "" {
 		return fmt.Errorf("%w: --config FILE is required (the rollout settings)", errUsage)
 	}
-	for name, v := range map[string]int{"max-tasks": maxTasks, "num-chains": numChains, "max-concurrency": maxConc} {
-		if v < 0 {
-			return fmt.Errorf("%w: --%s %d: want a whole number, 1 or more", errUsage, name, v)
-		}
+	if err := noNegative(map[string]int{"max-tasks": maxTasks, "num-chains": numChains, "max-concurrency": maxConc}); err != nil {
+		return err
 	}
 	raw, err := decodeConfig("config", configPath)
 	if err != nil {

@@ -52,10 +52,8 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if configPath == "" {
 		return fmt.Errorf("%w: --config FILE is required (the synthesis config)", errUsage)
 	}
-	for name, v := range map[string]int{"number-of-seed": seeds, "max-concurrency": maxConc} {
-		if v < 0 {
-			return fmt.Errorf("%w: --%s %d: want a whole number, 1 or more", errUsage, name, v)
-		}
+	if err := noNegative(map[string]int{"number-of-seed": seeds, "max-concurrency": maxConc}); err != nil {
+		return err
 	}
 	raw, err := readFlagFile("config", configPath)
 	if err != nil {
