@@ -115,22 +115,6 @@ func TestSettingsWarnings(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"a", "", 1}, {"limts", "limits", 1}, {"kitten", "sitting", 3}, {"abc", "abc", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.a+"/"+tt.b, func(t *testing.T) {
-			if got := editDistance(tt.a, tt.b); got != tt.want {
-				t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-			}
-		})
-	}
-}
-
 func FuzzSettingsWarnings(f *testing.F) {
 	for _, s := range []string{`{}`, `{"limts":1}`, `{"models":{"m":{"x":1}}}`, `{"actors":[{"modle":1}]}`, `[`, `null`} {
 		f.Add(s)

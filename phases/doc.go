@@ -18,8 +18,8 @@
 // Phases must be deterministic: no clock, randomness, I/O, goroutines or
 // dependence on map iteration order. The executor may call a phase again with
 // the same input after a crash, and golden tests compare outputs byte for
-// byte. Phase packages import only phases, operations, record and the
-// standard library. This package itself imports no cgo and no plugin machinery:
+// byte. Phase packages import only phases, operations, record,
+// phases/settings (the settings decoder) and the standard library. This package itself imports no cgo and no plugin machinery:
 // Go plugins implement the contract declared here (APIVersion and
 // func Register(*Registry) error) and package phases/plugin loads them.
 package phases
