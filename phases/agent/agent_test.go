@@ -250,7 +250,7 @@ func TestModelRequest(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"model":"gpt","temp":0.5,"n":2,"max_tokens":100,"stop":["x"],"logprobs":3,"priority":"high","logit_bias":{"1":2}}`), &m); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Validate("actors[0]"); err != nil {
+	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	g := m.Request([]operations.Message{msg("user", "hi")}, Tools(ToolBash), "auto")
@@ -261,7 +261,7 @@ func TestModelRequest(t *testing.T) {
 		t.Fatalf("defaults %+v", g)
 	}
 	for _, bad := range []Model{{}, {Model: "m", N: -1}, {Model: "m", ReasoningEffort: "max"}} {
-		if err := bad.Validate("x"); !errors.Is(err, ErrBadModel) {
+		if err := bad.Validate(); !errors.Is(err, ErrBadModel) {
 			t.Errorf("%+v: err = %v", bad, err)
 		}
 	}

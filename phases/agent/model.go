@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // Model is one model entry of an agent's settings, in the shape of Flock's
@@ -63,7 +64,7 @@ func (l *Logprobs) UnmarshalJSON(b []byte) error {
 	}
 	n, err := strconv.Atoi(string(b))
 	if err != nil || n < 0 {
-		return fmt.Errorf("logprobs: want true, false or a non-negative integer, got %s", b)
+		return fmt.Errorf("want true, false or a non-negative integer, got %s", b)
 	}
 	*l = Logprobs{On: true, Top: n}
 	return nil
@@ -83,23 +84,28 @@ func (l Logprobs) MarshalJSON() ([]byte, error) {
 // IsZero lets omitzero drop an unset Logprobs.
 func (l Logprobs) IsZero() bool { return !l.On && l.Top == 0 }
 
-// Validate checks the entry; field names the entry in errors (for example
-// "actors[1]").
-func (m Model) Validate(field string) error {
+// Validate checks the entry. The error (wrapping ErrBadModel) is a
+// *settings.Error whose path is relative to the entry ("temp"); the
+// settings decoder places it ("actors[1].temp"), or a caller with
+// settings.At.
+func (m Model) Validate() error {
+	bad := func(key, reason string) error { return &settings.Error{Path: key, Reason: reason, Err: ErrBadModel} }
 	switch {
 	case m.Model == "":
-		return fmt.Errorf("%w: %s.model: required", ErrBadModel, field)
+		return bad("model", "required")
 	case m.N < 0 || m.N > 128:
-		return fmt.Errorf("%w: %s.n: must be between 0 and 128", ErrBadModel, field)
+		return bad("n", "must be between 0 and 128")
 	case m.MaxTokens < 0:
-		return fmt.Errorf("%w: %s.max_tokens: must be >= 0", ErrBadModel, field)
-	case m.temperature() != nil && (*m.temperature() < 0 || *m.temperature() > 2):
-		return fmt.Errorf("%w: %s.temp: must be between 0 and 2", ErrBadModel, field)
+		return bad("max_tokens", "must be >= 0")
+	case m.Temp != nil && (*m.Temp < 0 || *m.Temp > 2):
+		return bad("temp", "must be between 0 and 2")
+	case m.Temp == nil && m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2):
+		return bad("temperature", "must be between 0 and 2")
 	}
 	switch m.ReasoningEffort {
 	case "", "minimal", "low", "medium", "high":
 	default:
-		return fmt.Errorf("%w: %s.reasoning_effort: %q is not one of minimal, low, medium, high", ErrBadModel, field, m.ReasoningEffort)
+		return bad("reasoning_effort", fmt.Sprintf("%q is not one of minimal, low, medium, high", m.ReasoningEffort))
 	}
 	return nil
 }

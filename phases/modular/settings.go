@@ -6,6 +6,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // Defaults of the modular settings.
@@ -143,7 +144,7 @@ func (s *Settings) check() error {
 	if s.Generator == nil {
 		return fmt.Errorf(`generator: required: the model entry that proposes actions, e.g. {"model": "gpt-4o"}`)
 	}
-	if err := s.Generator.Validate("generator"); err != nil {
+	if err := settings.At("generator", s.Generator.Validate()); err != nil {
 		return err
 	}
 	if _, err := agent.ParseLimitType(s.LimitType); err != nil {

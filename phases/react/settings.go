@@ -3,18 +3,21 @@ package react
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/phases/settings"
 )
 
-// Defaults of the settings.
+// Defaults of the settings that others derive from (the other defaults are
+// the default tags of Settings).
 const (
-	DefaultMaxTurns       = 30
-	DefaultOutputLimit    = 4000
-	DefaultTrajectoryName = "react"
+	// DefaultOutputLimit is output_limit's default, unless context_chars
+	// is smaller.
+	DefaultOutputLimit = 4000
 	// DefaultSystemPrompt is used when neither system_prompt nor
 	// system_prompt_file is set.
 	DefaultSystemPrompt = "You are a capable assistant solving a task step by step. Use the tools when they help; " +
@@ -56,7 +59,7 @@ type Settings struct {
 	// to the model as "text2sql-execute" with the schema of sandbox_tools.
 	// Default bash, python, submit. An empty list offers no tools: the
 	// first reply is the final answer.
-	Tools *[]string `json:"tools,omitempty"`
+	Tools *[]string `json:"tools,omitempty" default:"[\"bash\",\"python\",\"submit\"]"`
 	// SandboxTools are the schemas of the sandbox tools named in tools, by
 	// full name. The sandbox operation's handler fills them in from the
 	// sandbox's registry when the run starts; set by hand they are
@@ -74,24 +77,24 @@ type Settings struct {
 	// system message replaces the system prompt.
 	InputMessages []operations.Message `json:"input_messages,omitempty"`
 	// MaxTurns bounds the model calls (default 30).
-	MaxTurns int `json:"max_turns,omitempty"`
+	MaxTurns int `json:"max_turns,omitempty" default:"30" min:"0"`
 	// ToolChoice is passed to the endpoint ("", auto, none, required).
-	ToolChoice string `json:"tool_choice,omitempty"`
+	ToolChoice string `json:"tool_choice,omitempty" enum:"auto,none,required"`
 	// ToolTimeoutS is the timeout of each bash and python call. When set it
 	// wins over bash.timeout_s and python.timeout_s; when 0 those apply
 	// (then the handlers' default, 600 s).
-	ToolTimeoutS float64 `json:"tool_timeout_s,omitempty"`
+	ToolTimeoutS float64 `json:"tool_timeout_s,omitempty" min:"0"`
 	// OutputLimit caps each tool message, head and tail kept (default 4000
 	// bytes, or context_chars when that is smaller; the original cut to
 	// 4000 characters). A value above a set context_chars is refused. It
 	// clips what the model is shown; bash.output_limit, applied first by
 	// the handlers, caps what is kept of each stream.
-	OutputLimit int `json:"output_limit,omitempty"`
+	OutputLimit int `json:"output_limit,omitempty" min:"0"`
 	// ContextChars, when > 0, fits each prompt into this many characters,
 	// keeping the system prompt, the task and the newest turn (its calls'
 	// results clipped head and tail when they do not fit whole) and
 	// dropping the oldest turns (agent.Budget).
-	ContextChars int `json:"context_chars,omitempty"`
+	ContextChars int `json:"context_chars,omitempty" min:"0"`
 	// Fold configures context folding.
 	Fold Fold `json:"fold,omitempty"`
 	// TrajectoryFile, when set, is written (relative to the run's work
@@ -101,7 +104,7 @@ type Settings struct {
 	TrajectoryFile string `json:"trajectory_file,omitempty"`
 	// TrajectoryName names the trajectory (default "react"); trajectories
 	// group by "task_id:name".
-	TrajectoryName string `json:"trajectory_name,omitempty"`
+	TrajectoryName string `json:"trajectory_name,omitempty" default:"react"`
 }
 
 // Fold configures context folding (AgentFly's summarize tool and context
@@ -112,13 +115,23 @@ type Fold struct {
 	// TriggerTurns, when > 0, adds a user nudge asking for a summary once
 	// the current segment holds that many assistant turns; once per
 	// segment.
-	TriggerTurns int `json:"trigger_turns,omitempty"`
+	TriggerTurns int `json:"trigger_turns,omitempty" min:"0"`
 	// Nudge is the nudge style (base, detail, progress; default base) or,
 	// when it contains a space, the nudge text itself.
 	Nudge string `json:"nudge,omitempty"`
 	// Force sets tool_choice to summarize on the nudged turn, so the model
 	// must fold.
 	Force bool `json:"force,omitempty"`
+}
+
+// Validate checks the nudge style.
+func (f Fold) Validate() error {
+	if n := f.Nudge; n != "" && !strings.Contains(n, " ") {
+		if _, ok := nudges[n]; !ok {
+			return settings.Errorf("nudge", "%q is not one of base, detail, progress (or a text with spaces)", n)
+		}
+	}
+	return nil
 }
 
 // ModelRef is a model entry written either as an agent.Model object or as
@@ -128,15 +141,27 @@ type ModelRef struct{ agent.Model }
 // UnmarshalJSON accepts "name" or {"model": "name", ...}.
 func (m *ModelRef) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
+	switch {
+	case len(b) > 0 && b[0] == '"':
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
 		m.Model = agent.Model{Model: s}
 		return nil
+	case len(b) > 0 && b[0] != '{' && string(b) != "null":
+		return errors.New(`want a model name or {"model": NAME, ...}`)
 	}
-	return json.Unmarshal(b, &m.Model)
+	return settings.Unmarshal(b, &m.Model)
+}
+
+// Validate requires the model's name, then checks the entry
+// (agent.Model.Validate).
+func (m ModelRef) Validate() error {
+	if m.Model.Model == "" {
+		return &settings.Error{Reason: `required (a model name or {"model": NAME, ...})`}
+	}
+	return m.Model.Validate()
 }
 
 // Text is a string, or a list of strings joined with newlines.
@@ -160,89 +185,67 @@ func (t *Text) UnmarshalJSON(b []byte) error {
 // offerable are the tools react can run.
 var offerable = []string{agent.ToolBash, agent.ToolPython, agent.ToolSubmit, agent.ToolSummarize}
 
-// ParseSettings decodes the settings, applies defaults and validates them.
+// Offers reports whether react can offer a tool of this name: one of its
+// own, or a sandbox tool ("resource:tool").
+func Offers(name string) bool { return contains(offerable, name) || agent.IsSandboxTool(name) }
+
+// ParseSettings decodes the settings, applies defaults and validates them
+// (package phases/settings).
 func ParseSettings(doc json.RawMessage) (Settings, error) {
 	var s Settings
-	if len(bytes.TrimSpace(doc)) > 0 {
-		if err := json.Unmarshal(doc, &s); err != nil {
-			return s, fmt.Errorf("%w: %v", ErrSettings, err)
-		}
+	if err := settings.Decode(doc, &s); err != nil {
+		return s, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
-	if s.Model.Model.Model == "" {
-		return s, fmt.Errorf("%w: model: required (a model name or {\"model\": NAME, ...})", ErrSettings)
-	}
-	if err := s.Model.Validate("model"); err != nil {
-		return s, fmt.Errorf("%w: %v", ErrSettings, err)
-	}
-	if s.Tools == nil {
-		t := []string{agent.ToolBash, agent.ToolPython, agent.ToolSubmit}
-		s.Tools = &t
-	}
-	for i, name := range *s.Tools {
-		if !contains(offerable, name) && !agent.IsSandboxTool(name) {
-			return s, fmt.Errorf("%w: tools[%d]: %q is not one of %s, nor a sandbox tool (\"resource:tool\")", ErrSettings, i, name, strings.Join(offerable, ", "))
-		}
-	}
-	if _, err := agent.SandboxNames(*s.Tools); err != nil {
-		return s, fmt.Errorf("%w: tools: %v", ErrSettings, err)
-	}
-	switch {
-	case s.MaxTurns < 0:
-		return s, fmt.Errorf("%w: max_turns: must be >= 0", ErrSettings)
-	case s.ToolTimeoutS < 0:
-		return s, fmt.Errorf("%w: tool_timeout_s: must be >= 0", ErrSettings)
-	case s.OutputLimit < 0:
-		return s, fmt.Errorf("%w: output_limit: must be >= 0", ErrSettings)
-	case s.ContextChars < 0:
-		return s, fmt.Errorf("%w: context_chars: must be >= 0", ErrSettings)
-	case s.Fold.TriggerTurns < 0:
-		return s, fmt.Errorf("%w: fold.trigger_turns: must be >= 0", ErrSettings)
-	}
-	if s.ContextChars > 0 && s.OutputLimit > s.ContextChars {
-		return s, fmt.Errorf("%w: output_limit (%d) is larger than context_chars (%d): one output could fill the whole prompt; "+
-			"lower output_limit or raise context_chars", ErrSettings, s.OutputLimit, s.ContextChars)
-	}
-	switch s.ToolChoice {
-	case "", "auto", "none", "required":
-	default:
-		return s, fmt.Errorf("%w: tool_choice: %q is not one of auto, none, required", ErrSettings, s.ToolChoice)
-	}
-	if n := s.Fold.Nudge; n != "" && !strings.Contains(n, " ") {
-		if _, ok := nudges[n]; !ok {
-			return s, fmt.Errorf("%w: fold.nudge: %q is not one of base, detail, progress (or a text with spaces)", ErrSettings, n)
-		}
-	}
-	if s.MaxTurns == 0 {
-		s.MaxTurns = DefaultMaxTurns
-	}
+	return s, nil
+}
+
+// Normalize gives output_limit its default, at most context_chars, and
+// offers the summarize tool when folding is on.
+func (s *Settings) Normalize() error {
 	if s.OutputLimit == 0 {
 		s.OutputLimit = DefaultOutputLimit
 		if s.ContextChars > 0 {
 			s.OutputLimit = min(s.OutputLimit, s.ContextChars)
 		}
 	}
-	for i, m := range s.InputMessages {
-		first := i == 0 || (i == 1 && s.InputMessages[0].Role == operations.RoleSystem)
-		switch {
-		case m.Role == operations.RoleSystem && i != 0:
-			return s, fmt.Errorf("%w: input_messages[%d]: a system message may only come first", ErrSettings, i)
-		case first && m.Role != operations.RoleSystem && m.Role != operations.RoleUser:
-			return s, fmt.Errorf("%w: input_messages[%d]: the first message after the system prompt must be the user's", ErrSettings, i)
-		case m.Role != operations.RoleSystem && m.Role != operations.RoleUser && m.Role != operations.RoleAssistant:
-			return s, fmt.Errorf("%w: input_messages[%d]: role %q is not system, user or assistant", ErrSettings, i, m.Role)
-		}
-	}
-	if len(s.InputMessages) == 1 && s.InputMessages[0].Role == operations.RoleSystem {
-		return s, fmt.Errorf("%w: input_messages: no user message", ErrSettings)
-	}
-	if s.TrajectoryName == "" {
-		s.TrajectoryName = DefaultTrajectoryName
-	}
 	if (s.Fold.Summarize || s.Fold.TriggerTurns > 0) && !contains(*s.Tools, agent.ToolSummarize) {
 		t := append(append([]string{}, *s.Tools...), agent.ToolSummarize)
 		s.Tools = &t
 	}
-	return s, nil
+	return nil
+}
+
+// Validate checks the tools, output_limit against context_chars and the
+// input messages.
+func (s *Settings) Validate() error {
+	for i, name := range *s.Tools {
+		if !Offers(name) {
+			return settings.Errorf(fmt.Sprintf("tools[%d]", i), "%q is not one of %s, nor a sandbox tool (\"resource:tool\")", name, strings.Join(offerable, ", "))
+		}
+	}
+	if _, err := agent.SandboxNames(*s.Tools); err != nil {
+		return settings.At("tools", err)
+	}
+	if s.ContextChars > 0 && s.OutputLimit > s.ContextChars {
+		return settings.Errorf("", "output_limit (%d) is larger than context_chars (%d): one output could fill the whole prompt; "+
+			"lower output_limit or raise context_chars", s.OutputLimit, s.ContextChars)
+	}
+	for i, m := range s.InputMessages {
+		p := fmt.Sprintf("input_messages[%d]", i)
+		first := i == 0 || (i == 1 && s.InputMessages[0].Role == operations.RoleSystem)
+		switch {
+		case m.Role == operations.RoleSystem && i != 0:
+			return settings.Errorf(p, "a system message may only come first")
+		case first && m.Role != operations.RoleSystem && m.Role != operations.RoleUser:
+			return settings.Errorf(p, "the first message after the system prompt must be the user's")
+		case m.Role != operations.RoleSystem && m.Role != operations.RoleUser && m.Role != operations.RoleAssistant:
+			return settings.Errorf(p, "role %q is not system, user or assistant", m.Role)
+		}
+	}
+	if len(s.InputMessages) == 1 && s.InputMessages[0].Role == operations.RoleSystem {
+		return settings.Errorf("input_messages", "no user message")
+	}
+	return nil
 }
 
 // CheckSettings checks a run's settings at start: ParseSettings, then a

@@ -12,6 +12,7 @@ import (
 	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/phases/agent"
 	"github.com/flockrun/flock/phases/react"
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // AgentFlowKeys are the keys of AgentFlow's rollout config
@@ -79,8 +80,8 @@ func keyEnv(field, v string) (string, error) {
 	}
 	m := envRef.FindStringSubmatch(strings.TrimSpace(v))
 	if m == nil {
-		return "", fmt.Errorf("%w: %s: flock takes no API key in settings (settings are stored with the run); "+
-			"put the key in an environment variable and write %s: \"${VAR}\"", ErrSettings, field, field)
+		return "", settings.Errorf(field, "flock takes no API key in settings (settings are stored with the run); "+
+			"put the key in an environment variable and write %s: \"${VAR}\"", field)
 	}
 	return m[1] + m[2], nil
 }
@@ -94,21 +95,18 @@ func conflict(a, b string) error {
 // its AgentFlow alias must agree with it.
 func (s *Settings) applyAgentFlow() error {
 	a := s.AgentFlowKeys
-	intKey := func(dst *int, v int, flockKey, afKey string) error {
+	for _, k := range []struct {
+		dst             *int
+		v               int
+		flockKey, afKey string
+	}{{&s.MaxConcurrency, a.MaxWorkers, "max_concurrency", "max_workers"}, {&s.MaxTasks, a.NumberOfTasks, "max_tasks", "number_of_tasks"}} {
 		switch {
-		case v == 0:
-		case *dst == 0:
-			*dst = v
-		case *dst != v:
-			return conflict(flockKey, afKey)
+		case k.v == 0:
+		case *k.dst == 0:
+			*k.dst = k.v
+		case *k.dst != k.v:
+			return conflict(k.flockKey, k.afKey)
 		}
-		return nil
-	}
-	if err := intKey(&s.MaxConcurrency, a.MaxWorkers, "max_concurrency", "max_workers"); err != nil {
-		return err
-	}
-	if err := intKey(&s.MaxTasks, a.NumberOfTasks, "max_tasks", "number_of_tasks"); err != nil {
-		return err
 	}
 	if (a.EvaluateResults != nil && !*a.EvaluateResults) || (a.TrajectoryOnly != nil && *a.TrajectoryOnly) {
 		s.EvaluationMetric = MetricNone
@@ -120,13 +118,25 @@ func (s *Settings) applyAgentFlow() error {
 		v := *a.SaveTrajectories
 		s.Episodes = &v
 	}
+	if err := s.agentFlowModels(); err != nil {
+		return err
+	}
+	return s.agentFlowAgent()
+}
+
+// agentFlowModels declares model_name and evaluator_model_name as
+// OpenAI-compatible endpoints in models (unless models declares them) and
+// makes the judge of llm_judgement the evaluator's model, else the
+// agent's, as AgentFlow does.
+func (s *Settings) agentFlowModels() error {
+	a := s.AgentFlowKeys
 	models := map[string]json.RawMessage{}
 	if m := bytes.TrimSpace(s.Models); len(m) > 0 && string(m) != "null" {
 		if err := json.Unmarshal(m, &models); err != nil {
-			return fmt.Errorf("%w: models: %v", ErrSettings, err)
+			return settings.Errorf("models", "want an object of model entries")
 		}
 	}
-	addModel := func(name, baseURL, apiKey, keyField string, retries *int) error {
+	add := func(name, baseURL, apiKey, keyField string, retries *int) error {
 		if _, ok := models[name]; ok || name == "" {
 			return nil
 		}
@@ -144,76 +154,75 @@ func (s *Settings) applyAgentFlow() error {
 		if retries != nil {
 			e["max_retries"] = *retries
 		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		models[name] = b
-		return nil
+		models[name], err = json.Marshal(e)
+		return err
 	}
-	if err := addModel(a.ModelName, a.BaseURL, a.APIKey, "api_key", a.MaxRetries); err != nil {
+	if err := add(a.ModelName, a.BaseURL, a.APIKey, "api_key", a.MaxRetries); err != nil {
 		return err
 	}
 	judge := a.EvaluatorModelName
 	if judge == "" {
 		judge = a.ModelName
-	} else if err := addModel(judge, a.EvaluatorBaseURL, a.EvaluatorAPIKey, "evaluator_api_key", a.EvaluatorMaxRetries); err != nil {
+	} else if err := add(judge, a.EvaluatorBaseURL, a.EvaluatorAPIKey, "evaluator_api_key", a.EvaluatorMaxRetries); err != nil {
 		return err
 	}
 	if s.Judge == nil && judge != "" && s.EvaluationMetric == grading.NameLLMJudgement {
 		s.Judge = &JudgeSpec{Model: react.ModelRef{Model: agent.Model{Model: judge, Temperature: a.EvaluatorTemperature}}}
 	}
-	if len(models) > 0 {
-		b, err := json.Marshal(models)
-		if err != nil {
-			return err
-		}
-		s.Models = b
+	if len(models) == 0 {
+		return nil
 	}
-	agentKeys := map[string]any{}
+	b, err := json.Marshal(models)
+	s.Models = b
+	return err
+}
+
+// agentFlowAgent sets the react agent's model, max_turns, tools and system
+// prompt from AgentFlow's keys; one the agent's settings also set must
+// agree.
+func (s *Settings) agentFlowAgent() error {
+	a := s.AgentFlowKeys
+	keys := map[string]any{}
 	if a.ModelName != "" {
-		agentKeys["model"] = a.ModelName
+		keys["model"] = a.ModelName
 	}
 	if a.MaxTurns > 0 {
-		agentKeys["max_turns"] = a.MaxTurns
+		keys["max_turns"] = a.MaxTurns
 	}
 	if a.AvailableTools != nil {
 		for _, name := range a.AvailableTools {
-			if _, err := react.ParseSettings(json.RawMessage(fmt.Sprintf(`{"model": "m", "tools": [%q]}`, name))); err != nil {
-				return fmt.Errorf("%w: available_tools: flock has no tool %q (its tools: bash, python, submit, summarize; "+
-					"sandbox tools are named \"resource:tool\", as \"rag:search\")", ErrSettings, name)
+			if !react.Offers(name) {
+				return settings.Errorf("available_tools", "flock has no tool %q (its tools: bash, python, submit, summarize; "+
+					"sandbox tools are named \"resource:tool\", as \"rag:search\")", name)
 			}
 		}
-		agentKeys["tools"] = a.AvailableTools
+		keys["tools"] = a.AvailableTools
 	}
 	if p := bytes.TrimSpace(a.SystemPrompt); len(p) > 0 && string(p) != "null" {
-		agentKeys["system_prompt"] = json.RawMessage(p)
+		keys["system_prompt"] = json.RawMessage(p)
 	}
 	if a.SystemPromptFile != "" {
-		agentKeys["system_prompt_file"] = a.SystemPromptFile
+		keys["system_prompt_file"] = a.SystemPromptFile
 	}
-	if len(agentKeys) == 0 {
+	if len(keys) == 0 {
 		return nil
 	}
-	wf := s.Agent.Workflow
-	if wf != "" && wf != react.Name {
-		names := slices.Sorted(maps.Keys(agentKeys))
-		return fmt.Errorf("%w: model_name, max_turns, available_tools and system_prompt set react's %s, but agent.workflow is %q: "+
-			"set them in agent.settings", ErrSettings, strings.Join(names, ", "), wf)
+	if wf := s.Agent.Workflow; wf != react.Name {
+		names := slices.Sorted(maps.Keys(keys))
+		return fmt.Errorf("model_name, max_turns, available_tools and system_prompt set react's %s, but agent.workflow is %q: "+
+			"set them in agent.settings", strings.Join(names, ", "), wf)
 	}
 	var as map[string]json.RawMessage
-	if t := bytes.TrimSpace(s.Agent.Settings); len(t) > 0 && string(t) != "null" {
-		if err := json.Unmarshal(t, &as); err != nil {
-			return fmt.Errorf("%w: agent.settings: must be a JSON object", ErrSettings)
-		}
+	if err := json.Unmarshal(s.Agent.Settings, &as); err != nil {
+		return settings.Errorf("agent.settings", "must be a JSON object")
 	}
 	if as == nil {
 		as = map[string]json.RawMessage{}
 	}
 	afName := map[string]string{"model": "model_name", "max_turns": "max_turns", "tools": "available_tools",
 		"system_prompt": "system_prompt", "system_prompt_file": "system_prompt_file"}
-	for k, v := range agentKeys {
-		b, err := json.Marshal(v)
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		b, err := json.Marshal(keys[k])
 		if err != nil {
 			return err
 		}
@@ -226,9 +235,6 @@ func (s *Settings) applyAgentFlow() error {
 		as[k] = b
 	}
 	b, err := json.Marshal(as)
-	if err != nil {
-		return err
-	}
 	s.Agent.Settings = b
-	return nil
+	return err
 }

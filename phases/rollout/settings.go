@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,18 +12,20 @@ import (
 	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/phases/agent"
 	"github.com/flockrun/flock/phases/react"
+	"github.com/flockrun/flock/phases/settings"
 )
 
-// Defaults of the settings.
+// Defaults of the settings that code reads (the others are the default
+// tags of Settings).
 const (
-	DefaultMaxConcurrency   = 16
-	DefaultMetric           = grading.NameExactMatch
+	// DefaultMaxConcurrency is max_concurrency's default (given after
+	// AgentFlow's max_workers is mapped onto it).
+	DefaultMaxConcurrency = 16
+	// DefaultVerifierTimeoutS is verifier.timeout_s's default.
 	DefaultVerifierTimeoutS = 300
-	DefaultOutputDir        = "results"
-	DefaultGamma            = 0.9
-	DefaultAgentWorkflow    = react.Name
-	MetricNone              = "none"
-	trajectoryFile          = "trajectory.json"
+	// MetricNone as evaluation_metric grades nothing.
+	MetricNone     = "none"
+	trajectoryFile = "trajectory.json"
 	// externalWorkflow is the external-agent workflow (package
 	// phases/external), which writes its gateway trace as trajectory_file.
 	externalWorkflow         = "external"
@@ -41,7 +44,7 @@ type Settings struct {
 	Question string `json:"question,omitempty"`
 	// DataFormat is the benchmark's format: jsonl, json, csv, tsv or
 	// parquet (default: by data_path's extension; JSON otherwise).
-	DataFormat string `json:"data_format,omitempty"`
+	DataFormat string `json:"data_format,omitempty" enum:"jsonl,json,csv,tsv,parquet"`
 	// Fields maps flock's row fields (id, question, answer, choices,
 	// kwargs, verifier) to the file's column names, for any format.
 	Fields map[string]string `json:"fields,omitempty"`
@@ -50,34 +53,34 @@ type Settings struct {
 	// applies.
 	Shuffle bool  `json:"shuffle,omitempty"`
 	Seed    int64 `json:"seed,omitempty"`
-	Offset  int   `json:"offset,omitempty"`
-	Limit   int   `json:"limit,omitempty"`
+	Offset  int   `json:"offset,omitempty" min:"0"`
+	Limit   int   `json:"limit,omitempty" min:"0"`
 	// BenchmarkName names the output files (default: DataPath's base name
 	// without extension).
 	BenchmarkName string `json:"benchmark_name,omitempty"`
 	// OutputDir receives the result files (default "results" in the run's
 	// work directory). Re-running with the same OutputDir resumes: finished
 	// samples are not run again.
-	OutputDir string `json:"output_dir,omitempty"`
+	OutputDir string `json:"output_dir,omitempty" default:"results"`
 	// Agent is the workflow each sample runs and its settings.
 	Agent AgentSpec `json:"agent"`
 	// NumChains is the number of samples per task (default 1).
-	NumChains int `json:"num_chains,omitempty"`
+	NumChains int `json:"num_chains,omitempty" default:"1" min:"1"`
 	// MaxConcurrency caps the agent runs in flight (default 16).
-	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	MaxConcurrency int `json:"max_concurrency,omitempty" min:"1"`
 	// ItemsPerLane is how many samples one lane runs before the rollout
 	// refills (0, the default: all samples are spread over the lanes in
 	// one round; 1: one lane per sample, refilled round by round).
-	ItemsPerLane int `json:"items_per_lane,omitempty"`
+	ItemsPerLane int `json:"items_per_lane,omitempty" min:"0"`
 	// MaxTasks keeps the first N selected tasks (0: all).
-	MaxTasks int `json:"max_tasks,omitempty"`
+	MaxTasks int `json:"max_tasks,omitempty" min:"0"`
 	// TaskIDs keeps only these tasks (in file order).
 	TaskIDs []string `json:"task_ids,omitempty"`
 	// EvaluationMetric is exact_match (default), f1 (f1_score),
 	// contains_answer, numeric_match, similarity, llm_judgement or none.
-	EvaluationMetric string `json:"evaluation_metric,omitempty"`
+	EvaluationMetric string `json:"evaluation_metric,omitempty" default:"exact_match"`
 	// CorrectThreshold: a score at or above it is correct (default 1).
-	CorrectThreshold *float64 `json:"correct_threshold,omitempty"`
+	CorrectThreshold *float64 `json:"correct_threshold,omitempty" default:"1"`
 	// Judge is the llm_judgement model.
 	Judge *JudgeSpec `json:"judge,omitempty"`
 	// Verifier is the default per-sample verifier; a task's own "verifier"
@@ -101,7 +104,7 @@ type Settings struct {
 	Episodes *bool `json:"episodes,omitempty"`
 	// Advantages lists the estimators (grpo, rloo) whose group advantages
 	// are written to groups_<bench>_<ts>.jsonl; empty writes no groups.
-	Advantages []string `json:"advantages,omitempty"`
+	Advantages []string `json:"advantages,omitempty" enum:"grpo,rloo"`
 	// GroupsDropFailed leaves samples whose agent failed out of the groups
 	// (by default they are members with reward 0 and their termination
 	// reason).
@@ -112,13 +115,13 @@ type Settings struct {
 	// last_only (default), broadcast, uniform or geometric (with Gamma,
 	// default 0.9).
 	SegmentReward string  `json:"segment_reward,omitempty"`
-	Gamma         float64 `json:"gamma,omitempty"`
+	Gamma         float64 `json:"gamma,omitempty" default:"0.9"`
 	// Resume (default true) continues the files of an earlier rollout of
 	// the same benchmark in OutputDir, skipping its finished samples.
-	Resume *bool `json:"resume,omitempty"`
+	Resume *bool `json:"resume,omitempty" default:"true"`
 	// RetryFailed (default true) runs again samples whose agent run failed
 	// in an earlier rollout.
-	RetryFailed *bool `json:"retry_failed,omitempty"`
+	RetryFailed *bool `json:"retry_failed,omitempty" default:"true"`
 	// Regrade re-grades every saved answer of the earlier rollout in
 	// OutputDir with the current metric, judge and verifiers and runs no
 	// agent (flock rollout --regrade; inspect_ai's "inspect score").
@@ -135,7 +138,7 @@ type Settings struct {
 // AgentSpec names the agent workflow of each sample.
 type AgentSpec struct {
 	// Workflow is any registered workflow (default react).
-	Workflow string `json:"workflow,omitempty"`
+	Workflow string `json:"workflow,omitempty" default:"react"`
 	// Settings are the agent run's settings (a JSON object).
 	Settings json.RawMessage `json:"settings,omitempty"`
 }
@@ -153,152 +156,32 @@ type JudgeSpec struct {
 // FLOCK_ANSWER and FLOCK_GROUND_TRUTH (a JSON list) in its environment.
 type VerifierSpec struct {
 	Command  string  `json:"command,omitempty"`
-	TimeoutS float64 `json:"timeout_s,omitempty"`
+	TimeoutS float64 `json:"timeout_s,omitempty" default:"300" min:"0"`
 }
 
-// ParseSettings decodes the settings, applies defaults and validates them.
+// ParseSettings decodes the settings, applies defaults and validates them
+// (package phases/settings).
 func ParseSettings(doc json.RawMessage) (Settings, error) {
 	var s Settings
-	if err := json.Unmarshal(doc, &s); err != nil {
-		return s, fmt.Errorf("%w: %v", ErrSettings, err)
+	if err := settings.Decode(doc, &s); err != nil {
+		return s, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
-	bad := func(field, format string, args ...any) (Settings, error) {
-		return s, fmt.Errorf("%w: %s: %s", ErrSettings, field, fmt.Sprintf(format, args...))
-	}
+	return s, nil
+}
+
+// Normalize maps AgentFlow's keys onto flock's, then gives the defaults
+// that AgentFlow's keys may set (max_concurrency, episodes) and the
+// benchmark's name.
+func (s *Settings) Normalize() error {
 	if err := s.applyAgentFlow(); err != nil {
-		return s, err
-	}
-	if strings.TrimSpace(s.DataPath) == "" && strings.TrimSpace(s.Question) == "" {
-		return bad("data_path", "required (or question)")
-	}
-	if s.Agent.Workflow == "" {
-		s.Agent.Workflow = DefaultAgentWorkflow
-	}
-	if s.Agent.Workflow == Name || s.Agent.Workflow == LaneName {
-		return bad("agent.workflow", "%q cannot be the agent", s.Agent.Workflow)
-	}
-	if a := bytes.TrimSpace(s.Agent.Settings); len(a) == 0 || string(a) == "null" {
-		s.Agent.Settings = json.RawMessage("{}")
-	} else if a[0] != '{' {
-		return bad("agent.settings", "must be a JSON object")
-	}
-	if s.Agent.Workflow == react.Name {
-		if _, err := react.ParseSettings(s.Agent.Settings); err != nil {
-			return bad("agent.settings", "%v", err)
-		}
-	}
-	switch {
-	case s.NumChains < 0:
-		return bad("num_chains", "must be >= 1")
-	case s.MaxConcurrency < 0:
-		return bad("max_concurrency", "must be >= 1")
-	case s.ItemsPerLane < 0:
-		return bad("items_per_lane", "must be >= 0")
-	case s.MaxTasks < 0:
-		return bad("max_tasks", "must be >= 0")
-	case s.Offset < 0:
-		return bad("offset", "must be >= 0")
-	case s.Limit < 0:
-		return bad("limit", "must be >= 0")
-	case s.Verifier.TimeoutS < 0:
-		return bad("verifier.timeout_s", "must be >= 0")
-	}
-	if s.NumChains == 0 {
-		s.NumChains = 1
-	}
-	switch s.DataFormat {
-	case "", FormatJSONL, FormatJSON, FormatCSV, FormatTSV, FormatParquet:
-	default:
-		return bad("data_format", "%q is not one of jsonl, json, csv, tsv, parquet", s.DataFormat)
-	}
-	for f, c := range s.Fields {
-		if !slices.Contains(fieldNames, f) {
-			return bad("fields", "%q is not one of %s", f, strings.Join(fieldNames, ", "))
-		}
-		if strings.TrimSpace(c) == "" {
-			return bad("fields."+f, "want a column name")
-		}
+		return err
 	}
 	if s.MaxConcurrency == 0 {
 		s.MaxConcurrency = DefaultMaxConcurrency
 	}
-	if s.Verifier.TimeoutS == 0 {
-		s.Verifier.TimeoutS = DefaultVerifierTimeoutS
-	}
-	if s.EvaluationMetric == "" {
-		s.EvaluationMetric = DefaultMetric
-	}
-	if s.EvaluationMetric != MetricNone && s.EvaluationMetric != grading.NameLLMJudgement {
-		if _, err := grading.Lookup(s.EvaluationMetric); err != nil {
-			return bad("evaluation_metric", "%q is not one of %s, none", s.EvaluationMetric, strings.Join(grading.Names(), ", "))
-		}
-	}
-	if s.EvaluationMetric == grading.NameLLMJudgement {
-		if s.Judge == nil || s.Judge.Model.Model.Model == "" {
-			return bad("judge.model", "required for llm_judgement")
-		}
-		if err := s.Judge.Model.Validate("judge.model"); err != nil {
-			return bad("judge.model", "%v", err)
-		}
-	}
-	seen := map[string]bool{s.EvaluationMetric: true, "verifier": true}
-	for i, m := range s.Metrics {
-		if m == grading.NameLLMJudgement || m == MetricNone {
-			return bad(fmt.Sprintf("metrics[%d]", i), "%q only as evaluation_metric", m)
-		}
-		if _, err := grading.Lookup(m); err != nil {
-			return bad(fmt.Sprintf("metrics[%d]", i), "%q is not one of %s", m, strings.Join(grading.Names(), ", "))
-		}
-		if seen[m] {
-			return bad(fmt.Sprintf("metrics[%d]", i), "%q is already scored", m)
-		}
-		seen[m] = true
-	}
-	for name, cmd := range s.Verifiers {
-		switch {
-		case seen[name]:
-			return bad("verifiers."+name, "the name is already a metric's")
-		case strings.TrimSpace(cmd) == "":
-			return bad("verifiers."+name, "want a command")
-		}
-	}
-	if s.Primary != "" && !seen[s.Primary] && s.Verifiers[s.Primary] == "" {
-		return bad("primary", "%q is not evaluation_metric, one of metrics or one of verifiers", s.Primary)
-	}
-	for i, r := range s.Reducers {
-		if err := grading.CheckReducer(r); err != nil {
-			return bad(fmt.Sprintf("reducers[%d]", i), "%v", err)
-		}
-	}
-	if s.CorrectThreshold == nil {
-		one := 1.0
-		s.CorrectThreshold = &one
-	}
-	if len(s.Advantages) > 0 && s.Episodes != nil && !*s.Episodes {
-		return bad("advantages", "the groups hold the episodes' trajectories: set episodes true or drop advantages")
-	}
-	for i, a := range s.Advantages {
-		if a != grading.EstimatorGRPO && a != grading.EstimatorRLOO {
-			return bad(fmt.Sprintf("advantages[%d]", i), "%q is not one of grpo, rloo", a)
-		}
-	}
-	if s.Gamma == 0 {
-		s.Gamma = DefaultGamma
-	}
-	if _, err := grading.SegmentRewards(s.SegmentReward, 1, 1, s.Gamma); err != nil {
-		return bad("segment_reward", "%v", err)
-	}
 	if s.Episodes == nil {
 		t := true
 		s.Episodes = &t
-	}
-	if s.Resume == nil {
-		t := true
-		s.Resume = &t
-	}
-	if s.RetryFailed == nil {
-		t := true
-		s.RetryFailed = &t
 	}
 	if s.BenchmarkName == "" && s.Question != "" {
 		s.BenchmarkName = "question"
@@ -308,10 +191,93 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		s.BenchmarkName = strings.TrimSuffix(base, filepath.Ext(base))
 	}
 	s.BenchmarkName = fileSafe(s.BenchmarkName)
-	if s.OutputDir == "" {
-		s.OutputDir = DefaultOutputDir
+	return nil
+}
+
+// Validate checks what the tags cannot: the benchmark named, a react
+// agent's settings, the field mapping, the metrics, verifiers and
+// reducers, the judge and the grouping.
+func (s *Settings) Validate() error {
+	if strings.TrimSpace(s.DataPath) == "" && strings.TrimSpace(s.Question) == "" {
+		return settings.Errorf("data_path", "required (or question)")
 	}
-	return s, nil
+	if s.Agent.Workflow == react.Name {
+		var rs react.Settings
+		if err := settings.Decode(s.Agent.Settings, &rs); err != nil {
+			return settings.At("agent.settings", err)
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(s.Fields)) {
+		if !slices.Contains(fieldNames, f) {
+			return settings.Errorf("fields", "%q is not one of %s", f, strings.Join(fieldNames, ", "))
+		}
+		if strings.TrimSpace(s.Fields[f]) == "" {
+			return settings.Errorf("fields."+f, "want a column name")
+		}
+	}
+	if s.EvaluationMetric != MetricNone && s.EvaluationMetric != grading.NameLLMJudgement {
+		if _, err := grading.Lookup(s.EvaluationMetric); err != nil {
+			return settings.Errorf("evaluation_metric", "%q is not one of %s, none", s.EvaluationMetric, strings.Join(grading.Names(), ", "))
+		}
+	}
+	if s.EvaluationMetric == grading.NameLLMJudgement && (s.Judge == nil || s.Judge.Model.Model.Model == "") {
+		return settings.Errorf("judge.model", "required for llm_judgement")
+	}
+	seen := map[string]bool{s.EvaluationMetric: true, "verifier": true}
+	for i, m := range s.Metrics {
+		p := fmt.Sprintf("metrics[%d]", i)
+		if m == grading.NameLLMJudgement || m == MetricNone {
+			return settings.Errorf(p, "%q only as evaluation_metric", m)
+		}
+		if _, err := grading.Lookup(m); err != nil {
+			return settings.Errorf(p, "%q is not one of %s", m, strings.Join(grading.Names(), ", "))
+		}
+		if seen[m] {
+			return settings.Errorf(p, "%q is already scored", m)
+		}
+		seen[m] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Verifiers)) {
+		switch {
+		case seen[name]:
+			return settings.Errorf("verifiers."+name, "the name is already a metric's")
+		case strings.TrimSpace(s.Verifiers[name]) == "":
+			return settings.Errorf("verifiers."+name, "want a command")
+		}
+	}
+	if s.Primary != "" && !seen[s.Primary] && s.Verifiers[s.Primary] == "" {
+		return settings.Errorf("primary", "%q is not evaluation_metric, one of metrics or one of verifiers", s.Primary)
+	}
+	for i, r := range s.Reducers {
+		if err := grading.CheckReducer(r); err != nil {
+			return settings.At(fmt.Sprintf("reducers[%d]", i), err)
+		}
+	}
+	if len(s.Advantages) > 0 && !*s.Episodes {
+		return settings.Errorf("advantages", "the groups hold the episodes' trajectories: set episodes true or drop advantages")
+	}
+	if _, err := grading.SegmentRewards(s.SegmentReward, 1, 1, s.Gamma); err != nil {
+		return settings.At("segment_reward", err)
+	}
+	return nil
+}
+
+// Normalize gives an agent without settings empty ones.
+func (a *AgentSpec) Normalize() error {
+	if t := bytes.TrimSpace(a.Settings); len(t) == 0 || string(t) == "null" {
+		a.Settings = json.RawMessage("{}")
+	} else if t[0] != '{' {
+		return settings.Errorf("settings", "must be a JSON object")
+	}
+	return nil
+}
+
+// Validate refuses the rollout's own workflows as the agent.
+func (a *AgentSpec) Validate() error {
+	if a.Workflow == Name || a.Workflow == LaneName {
+		return settings.Errorf("workflow", "%q cannot be the agent", a.Workflow)
+	}
+	return nil
 }
 
 // CheckSettings checks a rollout's settings at start: ParseSettings, then

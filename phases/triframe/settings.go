@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // Defaults of the triframe settings.
@@ -140,7 +141,7 @@ func (s *Settings) check() error {
 		list []agent.Model
 	}{{"advisors", s.Advisors}, {"actors", s.Actors}, {"raters", s.Raters}} {
 		for i, m := range g.list {
-			if err := m.Validate(fmt.Sprintf("%s[%d]", g.name, i)); err != nil {
+			if err := settings.At(fmt.Sprintf("%s[%d]", g.name, i), m.Validate()); err != nil {
 				return err
 			}
 		}
@@ -178,7 +179,7 @@ func (s *Settings) check() error {
 		return err
 	}
 	if s.Subagents.Judge != nil {
-		if err := s.Subagents.Judge.Validate("subagents.judge"); err != nil {
+		if err := settings.At("subagents.judge", s.Subagents.Judge.Validate()); err != nil {
 			return err
 		}
 	}
