@@ -111,10 +111,10 @@ type RunUsage struct {
 
 // RunLimits caps a run's usage; a zero field means no limit.
 type RunLimits struct {
-	Tokens  int     `json:"tokens,omitempty"`
-	Actions int     `json:"actions,omitempty"`
-	Seconds float64 `json:"seconds,omitempty"`
-	Cost    float64 `json:"cost,omitempty"`
+	Tokens  int     `json:"tokens,omitempty" min:"0"`
+	Actions int     `json:"actions,omitempty" min:"0"`
+	Seconds float64 `json:"seconds,omitempty" min:"0"`
+	Cost    float64 `json:"cost,omitempty" min:"0"`
 }
 
 // GetUsageResult reports usage and limits.

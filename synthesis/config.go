@@ -3,35 +3,25 @@ package synthesis
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"os"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/flockrun/flock/internal/editdist"
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/phases/settings"
 )
 
-// Defaults of the config (AgentFlow's dataclass defaults, §1.9), plus
-// flock's own.
+// Defaults of the config that code reads; the others (AgentFlow's
+// dataclass defaults, §1.9, plus flock's own) are the default tags of
+// Config.
 const (
-	DefaultModel                   = "gpt-4.1-2025-04-14"
-	DefaultMaxDepth                = 5
-	DefaultBranchingFactor         = 2
-	DefaultDepthThreshold          = 3
-	DefaultMinDepth                = 2
-	DefaultMaxSelectedTraj         = 3
-	DefaultPathSimilarityThreshold = 0.7
-	DefaultMaxConcurrency          = 16
-	DefaultMaxRetries              = 3
-	DefaultMaxReasks               = 2
-	DefaultTemperature             = 0.7
-	DefaultObservationChars        = 500
-	DefaultSandboxTimeout          = 120
+	// DefaultModel is model_name's default.
+	DefaultModel = "gpt-4.1-2025-04-14"
+	// DefaultMinDepth is min_depth's default, unless max_depth is less.
+	DefaultMinDepth = 2
 )
 
 // Proposal formats.
@@ -65,25 +55,25 @@ type Config struct {
 	// "gpt-4.1-2025-04-14"); with BaseURL and APIKey ("${VAR}" only: flock
 	// stores no keys) it declares an OpenAI-compatible endpoint unless
 	// models already declares it.
-	ModelName string `json:"model_name,omitempty"`
+	ModelName string `json:"model_name,omitempty" default:"gpt-4.1-2025-04-14"`
 	BaseURL   string `json:"base_url,omitempty"`
 	APIKey    string `json:"api_key,omitempty"`
 	// Tree shape (defaults 5, 2, 3): a node below MaxDepth gets
 	// BranchingFactor children while its depth < DepthThreshold, else one.
-	MaxDepth        int  `json:"max_depth,omitempty"`
-	BranchingFactor int  `json:"branching_factor,omitempty"`
-	DepthThreshold  *int `json:"depth_threshold,omitempty"`
+	MaxDepth        int  `json:"max_depth,omitempty" default:"5" min:"1" max:"50"`
+	BranchingFactor int  `json:"branching_factor,omitempty" default:"2" min:"1" max:"16"`
+	DepthThreshold  *int `json:"depth_threshold,omitempty" default:"3" min:"0"`
 	// Selection (defaults 2, 3, 0.7): paths of depth >= MinDepth, at most
 	// MaxSelectedTraj per seed, none more similar than
 	// PathSimilarityThreshold to one picked before.
 	MinDepth                int      `json:"min_depth,omitempty"`
-	MaxSelectedTraj         int      `json:"max_selected_traj,omitempty"`
-	PathSimilarityThreshold *float64 `json:"path_similarity_threshold,omitempty"`
+	MaxSelectedTraj         int      `json:"max_selected_traj,omitempty" default:"3" min:"1"`
+	PathSimilarityThreshold *float64 `json:"path_similarity_threshold,omitempty" default:"0.7" min:"0" max:"1"`
 	// SelectionWeights weigh the score's depth, richness and diversity
 	// parts (default 40, 30, 30, AgentFlow's).
-	SelectionWeights *Weights `json:"selection_weights,omitempty"`
+	SelectionWeights *Weights `json:"selection_weights,omitempty" default:"{\"depth\": 40, \"richness\": 30, \"diversity\": 30}"`
 	// NumberOfSeed limits the seeds processed (0: all).
-	NumberOfSeed int `json:"number_of_seed,omitempty"`
+	NumberOfSeed int `json:"number_of_seed,omitempty" min:"0"`
 	// Prompting. SamplingTips and SynthesisTips are a string or a list of
 	// strings (joined with newlines).
 	SeedDescription string          `json:"seed_description,omitempty"`
@@ -98,7 +88,7 @@ type Config struct {
 	// hosts in-process when SandboxServerURL is empty.
 	SandboxConfigPath string `json:"sandbox_config_path,omitempty"`
 	// SandboxTimeout is each tool call's timeout in seconds (default 120).
-	SandboxTimeout float64 `json:"sandbox_timeout,omitempty"`
+	SandboxTimeout float64 `json:"sandbox_timeout,omitempty" default:"120" min:"0"`
 	// Accepted AgentFlow keys with nothing to do in flock: sessions are
 	// created per branch on first use, and the sandbox is started by the
 	// server (or flock synthesize), not by the pipeline.
@@ -108,22 +98,22 @@ type Config struct {
 
 	// MaxConcurrency caps the model and tool calls in flight across all
 	// seeds (default 16); see the package doc for how.
-	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	MaxConcurrency int `json:"max_concurrency,omitempty" default:"16" min:"1"`
 	// MaxRetries bounds QA attempts per selected path (default 3).
-	MaxRetries int `json:"max_retries,omitempty"`
+	MaxRetries int `json:"max_retries,omitempty" default:"3" min:"1"`
 	// MaxReasks bounds the re-asks of one proposal that was a duplicate
 	// action or did not parse (default 2); then the branch ends.
-	MaxReasks *int `json:"max_reasks,omitempty"`
+	MaxReasks *int `json:"max_reasks,omitempty" default:"2" min:"0" max:"10"`
 	// ProposalFormat is "tools" (native tool calls, default) or "xml"
 	// (AgentFlow's tags). Replies are parsed both ways either way.
-	ProposalFormat string `json:"proposal_format,omitempty"`
+	ProposalFormat string `json:"proposal_format,omitempty" default:"tools" enum:"tools,xml"`
 	// Temperature of proposals (default 0.7; QA attempts add 0.1 each).
-	Temperature *float64 `json:"temperature,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty" default:"0.7" min:"0" max:"2"`
 	// ObservationChars cuts observations in proposal prompts (default
 	// 500; QA prompts show 800, package qa's).
-	ObservationChars int `json:"observation_chars,omitempty"`
+	ObservationChars int `json:"observation_chars,omitempty" default:"500" min:"0"`
 	// MinHops is the fewest reasoning steps a QA may have (default 3).
-	MinHops int `json:"min_hops,omitempty"`
+	MinHops int `json:"min_hops,omitempty" default:"3" min:"1"`
 	// ClosedBook turns on the closed-book filter: a model that sees no
 	// trajectory must fail to answer the question (default off).
 	// ClosedBookModel is that model (default ModelName).
@@ -149,9 +139,9 @@ type Config struct {
 
 // Weights weigh the parts of a path's score.
 type Weights struct {
-	Depth     float64 `json:"depth"`
-	Richness  float64 `json:"richness"`
-	Diversity float64 `json:"diversity"`
+	Depth     float64 `json:"depth" min:"0"`
+	Richness  float64 `json:"richness" min:"0"`
+	Diversity float64 `json:"diversity" min:"0"`
 }
 
 // QAExample is one example QA shown to the synthesizer.
@@ -165,10 +155,10 @@ type QAExample struct {
 // writes sandbox_tools with the schemas of the resolved available_tools).
 var RunKeys = []string{"workflow_type", "sandbox_tools", "sandbox_url", "sandbox_token_env", "isolation", "python", "bash", "scoring", "sandbox"}
 
-// Keys returns the config's top-level keys, sorted.
+// Keys returns the config's top-level keys and RunKeys, sorted.
 func Keys() []string {
-	t := reflect.TypeOf(Config{})
 	var keys []string
+	t := reflect.TypeFor[Config]()
 	for i := 0; i < t.NumField(); i++ {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		if name != "" && name != "-" {
@@ -180,167 +170,74 @@ func Keys() []string {
 	return keys
 }
 
-// Parse decodes a config document (JSON), refuses keys it does not know
-// (naming them, with the closest known key), applies the defaults and
-// validates. It does no I/O and expands no variables: a "${...}" left in a
-// value other than api_key is an error naming the key (flock synthesize
-// expands them from the environment before; see Expand).
+// Parse decodes a config document (JSON), refuses keys it does not know,
+// at any depth (naming them, with the closest known key), applies the
+// defaults and validates (package phases/settings). It does no I/O and
+// expands no variables: a "${...}" left in a value other than api_key is
+// an error naming the key (flock synthesize expands them from the
+// environment before; see Expand).
 func Parse(doc json.RawMessage) (Config, error) {
 	var c Config
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &raw); err != nil || raw == nil {
 		return c, fmt.Errorf("%w: the config must be a JSON object", ErrConfig)
 	}
-	if err := unknownKeys(raw); err != nil {
-		return c, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("%w: %s", ErrConfig, describe(err))
-	}
-	for k, v := range raw {
-		if k == "api_key" || k == "models" {
-			continue
-		}
-		if bytes.Contains(v, []byte("${")) {
+	for _, k := range sortedKeys(raw) {
+		if k != "api_key" && k != "models" && bytes.Contains(raw[k], []byte("${")) {
 			return c, fmt.Errorf("%w: %s holds an unexpanded ${...} reference (flock synthesize expands them from the environment; over HTTP send the value)", ErrConfig, k)
 		}
 	}
-	c.applyDefaults()
-	return c, c.Validate()
+	if err := (settings.Decoder{Strict: true, Allow: RunKeys}).Decode(doc, &c); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return c, nil
 }
 
-func (c *Config) applyDefaults() {
-	if c.ModelName == "" {
-		c.ModelName = DefaultModel
-	}
-	if c.MaxDepth == 0 {
-		c.MaxDepth = DefaultMaxDepth
-	}
-	if c.BranchingFactor == 0 {
-		c.BranchingFactor = DefaultBranchingFactor
-	}
-	if c.DepthThreshold == nil {
-		v := DefaultDepthThreshold
-		c.DepthThreshold = &v
-	}
+// Normalize gives the defaults that depend on other keys: min_depth at
+// most max_depth, closed_book_model the model.
+func (c *Config) Normalize() error {
 	if c.MinDepth == 0 {
-		c.MinDepth = DefaultMinDepth
-		if c.MinDepth > c.MaxDepth {
-			c.MinDepth = c.MaxDepth
-		}
-	}
-	if c.MaxSelectedTraj == 0 {
-		c.MaxSelectedTraj = DefaultMaxSelectedTraj
-	}
-	if c.PathSimilarityThreshold == nil {
-		v := DefaultPathSimilarityThreshold
-		c.PathSimilarityThreshold = &v
-	}
-	if c.SelectionWeights == nil {
-		c.SelectionWeights = &Weights{Depth: 40, Richness: 30, Diversity: 30}
-	}
-	if c.MaxConcurrency == 0 {
-		c.MaxConcurrency = DefaultMaxConcurrency
-	}
-	if c.MaxRetries == 0 {
-		c.MaxRetries = DefaultMaxRetries
-	}
-	if c.MaxReasks == nil {
-		v := DefaultMaxReasks
-		c.MaxReasks = &v
-	}
-	if c.ProposalFormat == "" {
-		c.ProposalFormat = FormatTools
-	}
-	if c.Temperature == nil {
-		v := DefaultTemperature
-		c.Temperature = &v
-	}
-	if c.ObservationChars == 0 {
-		c.ObservationChars = DefaultObservationChars
-	}
-	if c.MinHops == 0 {
-		c.MinHops = 3
-	}
-	if c.SandboxTimeout == 0 {
-		c.SandboxTimeout = DefaultSandboxTimeout
+		c.MinDepth = min(DefaultMinDepth, c.MaxDepth)
 	}
 	if c.ClosedBookModel == "" {
 		c.ClosedBookModel = c.ModelName
 	}
+	return nil
 }
 
-// Validate checks a config whose defaults are applied; the error names the
-// first bad key and its value.
+// Validate checks what the tags of a config whose defaults are applied
+// cannot: the seeds, output_dir and tools given, min_depth within
+// max_depth, the tools' names, the tips, api_key and the sandbox's URL.
 func (c *Config) Validate() error {
-	bad := func(key string, v any, want string) error {
-		return fmt.Errorf("%w: %s is %v, want %s", ErrConfig, key, v, want)
-	}
 	switch {
 	case c.SeedsFile == "" && len(c.Seeds) == 0:
-		return fmt.Errorf("%w: seeds_file is required (or seeds, a list given inline)", ErrConfig)
+		return settings.Errorf("seeds_file", "required (or seeds, a list given inline)")
 	case c.SeedsFile != "" && len(c.Seeds) > 0:
-		return fmt.Errorf("%w: seeds_file and seeds both given: give one", ErrConfig)
+		return settings.Errorf("", "seeds_file and seeds both given: give one")
 	case strings.TrimSpace(c.OutputDir) == "":
-		return fmt.Errorf("%w: output_dir is required", ErrConfig)
+		return settings.Errorf("output_dir", "required")
 	case len(c.AvailableTools) == 0:
-		return fmt.Errorf("%w: available_tools is required: the sandbox tools to explore with (\"rag:search\", \"text2sql:*\")", ErrConfig)
-	case c.MaxDepth < 1 || c.MaxDepth > 50:
-		return bad("max_depth", c.MaxDepth, "1 to 50")
-	case c.BranchingFactor < 1 || c.BranchingFactor > 16:
-		return bad("branching_factor", c.BranchingFactor, "1 to 16")
-	case *c.DepthThreshold < 0:
-		return bad("depth_threshold", *c.DepthThreshold, ">= 0")
+		return settings.Errorf("available_tools", "required: the sandbox tools to explore with (\"rag:search\", \"text2sql:*\")")
 	case c.MinDepth < 1 || c.MinDepth > c.MaxDepth:
-		return bad("min_depth", c.MinDepth, fmt.Sprintf("1 to max_depth (%d)", c.MaxDepth))
-	case c.MaxSelectedTraj < 1:
-		return bad("max_selected_traj", c.MaxSelectedTraj, ">= 1")
-	case math.IsNaN(*c.PathSimilarityThreshold) || *c.PathSimilarityThreshold < 0 || *c.PathSimilarityThreshold > 1:
-		return bad("path_similarity_threshold", *c.PathSimilarityThreshold, "0 to 1")
-	case c.SelectionWeights.Depth < 0 || c.SelectionWeights.Richness < 0 || c.SelectionWeights.Diversity < 0:
-		return bad("selection_weights", *c.SelectionWeights, "no negative weight")
-	case c.NumberOfSeed < 0:
-		return bad("number_of_seed", c.NumberOfSeed, ">= 0 (0: all)")
-	case c.MaxConcurrency < 1:
-		return bad("max_concurrency", c.MaxConcurrency, ">= 1")
-	case c.MaxRetries < 1:
-		return bad("max_retries", c.MaxRetries, ">= 1")
-	case *c.MaxReasks < 0 || *c.MaxReasks > 10:
-		return bad("max_reasks", *c.MaxReasks, "0 to 10")
-	case c.ProposalFormat != FormatTools && c.ProposalFormat != FormatXML:
-		return bad("proposal_format", fmt.Sprintf("%q", c.ProposalFormat), `"tools" or "xml"`)
-	case *c.Temperature < 0 || *c.Temperature > 2:
-		return bad("temperature", *c.Temperature, "0 to 2")
-	case c.ObservationChars < 0:
-		return bad("observation_chars", c.ObservationChars, ">= 0")
-	case c.MinHops < 1:
-		return bad("min_hops", c.MinHops, ">= 1")
-	case c.SandboxTimeout < 0:
-		return bad("sandbox_timeout", c.SandboxTimeout, ">= 0")
-	}
-	for key, l := range map[string]operations.RunLimits{"limits": c.Limits, "seed_limits": c.SeedLimits} {
-		if l.Tokens < 0 || l.Actions < 0 || l.Cost < 0 || l.Seconds < 0 || math.IsNaN(l.Cost) || math.IsNaN(l.Seconds) {
-			return bad(key, fmt.Sprintf("%+v", l), "no negative limit (0: none)")
-		}
+		return settings.Errorf("min_depth", "must be between 1 and max_depth (%d)", c.MaxDepth)
 	}
 	for i, t := range c.AvailableTools {
 		r, tool, ok := strings.Cut(t, ":")
 		if !ok || r == "" || tool == "" {
-			return fmt.Errorf("%w: available_tools[%d] is %q, want a sandbox tool \"resource:tool\" or \"resource:*\"", ErrConfig, i, t)
+			return settings.Errorf(fmt.Sprintf("available_tools[%d]", i), "%q is not a sandbox tool \"resource:tool\" or \"resource:*\"", t)
 		}
 	}
 	if _, err := Tips(c.SamplingTips); err != nil {
-		return fmt.Errorf("%w: sampling_tips: %v", ErrConfig, err)
+		return settings.At("sampling_tips", err)
 	}
 	if _, err := Tips(c.SynthesisTips); err != nil {
-		return fmt.Errorf("%w: synthesis_tips: %v", ErrConfig, err)
+		return settings.At("synthesis_tips", err)
 	}
 	if _, err := keyEnv(c.APIKey); err != nil {
 		return err
 	}
 	if u := c.SandboxServerURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return bad("sandbox_server_url", fmt.Sprintf("%q", u), "an http:// or https:// URL")
+		return settings.Errorf("sandbox_server_url", "%q is not an http:// or https:// URL", u)
 	}
 	return nil
 }
@@ -412,8 +309,8 @@ func keyEnv(v string) (string, error) {
 	}
 	m := envRef.FindStringSubmatch(strings.TrimSpace(v))
 	if m == nil {
-		return "", fmt.Errorf("%w: api_key: flock takes no API key in a config (configs are stored with the run); "+
-			"put the key in an environment variable and write api_key: \"${VAR}\"", ErrConfig)
+		return "", settings.Errorf("api_key", "flock takes no API key in a config (configs are stored with the run); "+
+			"put the key in an environment variable and write api_key: \"${VAR}\"")
 	}
 	return m[1] + m[2], nil
 }
@@ -432,7 +329,7 @@ func (c *Config) ModelsDoc() (json.RawMessage, error) {
 	if _, ok := models[c.ModelName]; !ok && (c.BaseURL != "" || c.APIKey != "") {
 		env, err := keyEnv(c.APIKey)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		e := map[string]string{"provider": "openai"}
 		if c.BaseURL != "" {
@@ -450,49 +347,13 @@ func (c *Config) ModelsDoc() (json.RawMessage, error) {
 	return json.Marshal(models)
 }
 
-// unknownKeys refuses keys neither the config nor the engine knows, naming
-// each with the closest known key.
-func unknownKeys(raw map[string]json.RawMessage) error {
-	known := map[string]bool{}
-	keys := Keys()
-	for _, k := range keys {
-		known[k] = true
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	var bad []string
-	for k := range raw {
-		if known[k] {
-			continue
-		}
-		msg := fmt.Sprintf("%q", k)
-		if c := closest(k, keys); c != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", c)
-		}
-		bad = append(bad, msg)
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	sort.Strings(bad)
-	return fmt.Errorf("%w: unknown key %s", ErrConfig, strings.Join(bad, ", "))
-}
-
-func closest(k string, keys []string) string {
-	best, bestD := "", 4
-	for _, c := range keys {
-		if d := editdist.Distance([]byte(k), []byte(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// describe makes a decode error name the key.
-func describe(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Sprintf("%s: want %s, got a JSON %s", te.Field, te.Type, te.Value)
-	}
-	return err.Error()
+	sort.Strings(keys)
+	return keys
 }
 
 // Expand replaces ${VAR} and $VAR references in the document's string

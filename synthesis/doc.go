@@ -16,9 +16,10 @@
 // dataclass defaults (max_depth 5, branching_factor 2, depth_threshold 3,
 // min_depth 2, max_selected_traj 3, path_similarity_threshold 0.7).
 //
-// Unknown keys are refused, naming each and the closest known key: AgentFlow
-// dropped them silently, so a typo ("max_dept") ran with the default. The
-// same rule holds for a config given to flock synthesize and for settings
+// Unknown keys are refused, at any depth ("limits.tokns" as well as
+// "max_dept"), naming each and the closest known key: AgentFlow dropped
+// them silently, so a typo ("max_dept") ran with the default. The same
+// rule holds for a config given to flock synthesize and for settings
 // sent to POST /start_workflow.
 //
 // "${VAR}" references are expanded by Expand, which flock synthesize runs

@@ -11,6 +11,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
+	"github.com/flockrun/flock/phases/settings"
 	cfgpkg "github.com/flockrun/flock/synthesis"
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
@@ -38,8 +39,8 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 		SandboxURL      string                       `json:"sandbox_url"`
 		SandboxTokenEnv string                       `json:"sandbox_token_env"`
 	}
-	if err := json.Unmarshal(doc, &t); err != nil {
-		return Settings{}, fmt.Errorf("%w: sandbox_tools: %v", ErrSettings, err)
+	if err := settings.Decode(doc, &t); err != nil {
+		return Settings{}, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
 	return Settings{Config: c, SandboxTools: t.SandboxTools, SandboxURL: t.SandboxURL, SandboxTokenEnv: t.SandboxTokenEnv}, nil
 }
