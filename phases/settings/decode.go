@@ -69,8 +69,11 @@ func (d Decoder) Decode(doc []byte, v any) error {
 		}
 		return &Error{Reason: "must be a JSON object, got JSON " + jsonKind(doc)}
 	}
-	if err := decodeValue(doc, rv.Elem(), ""); err != nil {
+	if err := decodeFast(doc, rv.Elem()); err != nil {
 		return err
+	}
+	if !needsWalk(rv.Elem().Type()) {
+		return nil
 	}
 	if err := complete(rv.Elem(), ""); err != nil {
 		return err
@@ -93,7 +96,23 @@ func Unmarshal(raw []byte, v any) error {
 	if !json.Valid(raw) {
 		return syntaxError(raw, "")
 	}
-	return decodeValue(raw, rv.Elem(), "")
+	return decodeFast(raw, rv.Elem())
+}
+
+// decodeFast decodes raw into v with encoding/json in one pass, the
+// common case; only when that fails does it decode again, value by value
+// into a scratch value, to name the path of what is wrong.
+func decodeFast(raw []byte, v reflect.Value) error {
+	err := json.Unmarshal(raw, v.Addr().Interface())
+	if err == nil {
+		return nil
+	}
+	if fieldwise(v.Type()) {
+		if perr := decodeValue(raw, reflect.New(v.Type()).Elem(), ""); perr != nil {
+			return perr
+		}
+	}
+	return jsonError(err, raw, "")
 }
 
 // fieldwise reports whether the decoder goes inside values of t (a
@@ -255,6 +274,11 @@ func jsonInto(raw []byte, v reflect.Value, path string) error {
 			return decodeMap(raw, v, path)
 		}
 	}
+	return jsonError(err, raw, path)
+}
+
+// jsonError describes an error of encoding/json decoding raw at path.
+func jsonError(err error, raw []byte, path string) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return &Error{Path: Join(path, te.Field), Reason: fmt.Sprintf("want %s, got JSON %s", describe(te.Type), te.Value)}

@@ -51,6 +51,9 @@ type field struct {
 type structInfo struct {
 	fields []*field          // in declaration order, embedded structs' in place
 	byName map[string]*field // by json name
+	// The fields with a default tag, with a min, max or enum tag, and
+	// those whose values have something to walk (needsWalk).
+	defaults, checked, walked []*field
 }
 
 var structInfos sync.Map // reflect.Type → *structInfo
@@ -65,6 +68,17 @@ func infoOf(t reflect.Type) *structInfo {
 	si := &structInfo{byName: map[string]*field{}}
 	depth := map[string]int{}
 	collectFields(t, nil, 0, si, depth)
+	for _, f := range si.fields {
+		if f.def != "" {
+			si.defaults = append(si.defaults, f)
+		}
+		if f.min != nil || f.max != nil || f.enum != nil {
+			si.checked = append(si.checked, f)
+		}
+		if needsWalk(f.typ) {
+			si.walked = append(si.walked, f)
+		}
+	}
 	actual, _ := structInfos.LoadOrStore(t, si)
 	return actual.(*structInfo)
 }
@@ -213,6 +227,27 @@ func needsWalk(t reflect.Type) bool {
 	b := walkNeeded(t, map[reflect.Type]bool{})
 	walkNeeds.Store(t, b)
 	return b
+}
+
+// hooks says which hooks a type has, and whether by its pointer.
+type hooks struct {
+	normalize, normalizePtr, validate, validatePtr bool
+}
+
+var hookCache sync.Map // reflect.Type → hooks
+
+// hooksOf returns t's hooks.
+func hooksOf(t reflect.Type) hooks {
+	if h, ok := hookCache.Load(t); ok {
+		return h.(hooks)
+	}
+	p := reflect.PointerTo(t)
+	h := hooks{
+		normalize: t.Implements(normalizerType), normalizePtr: p.Implements(normalizerType),
+		validate: t.Implements(validatorType), validatePtr: p.Implements(validatorType),
+	}
+	hookCache.Store(t, h)
+	return h
 }
 
 // walkNeeded reports whether values of t need the defaults and checks

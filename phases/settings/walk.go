@@ -12,12 +12,9 @@ import (
 // value below it their default tags, then runs the Normalize hooks, inner
 // values first.
 func complete(v reflect.Value, path string) error {
-	if !needsWalk(v.Type()) {
-		return nil
-	}
 	if v.Kind() == reflect.Struct {
-		for _, f := range infoOf(v.Type()).fields {
-			if fv, ok := fieldOf(v, f.index); ok && f.def != "" && fv.IsZero() {
+		for _, f := range infoOf(v.Type()).defaults {
+			if fv, ok := fieldOf(v, f.index); ok && fv.IsZero() {
 				setDefault(fv, f)
 			}
 		}
@@ -25,8 +22,14 @@ func complete(v reflect.Value, path string) error {
 	if err := below(v, path, complete); err != nil {
 		return err
 	}
-	if n, ok := hook[Normalizer](v); ok && v.Kind() != reflect.Pointer {
-		return At(path, n.Normalize())
+	if v.Kind() == reflect.Pointer {
+		return nil
+	}
+	switch h := hooksOf(v.Type()); {
+	case h.normalizePtr:
+		return At(path, v.Addr().Interface().(Normalizer).Normalize())
+	case h.normalize:
+		return At(path, v.Interface().(Normalizer).Normalize())
 	}
 	return nil
 }
@@ -34,11 +37,8 @@ func complete(v reflect.Value, path string) error {
 // check checks the min, max and enum tags of v's fields (v addressable,
 // at path), then every value below it, then runs v's Validate hook.
 func check(v reflect.Value, path string) error {
-	if !needsWalk(v.Type()) {
-		return nil
-	}
 	if v.Kind() == reflect.Struct {
-		for _, f := range infoOf(v.Type()).fields {
+		for _, f := range infoOf(v.Type()).checked {
 			if fv, ok := fieldOf(v, f.index); ok {
 				if err := checkTags(fv, f, Join(path, f.name)); err != nil {
 					return err
@@ -49,8 +49,14 @@ func check(v reflect.Value, path string) error {
 	if err := below(v, path, check); err != nil {
 		return err
 	}
-	if c, ok := hook[Validator](v); ok && v.Kind() != reflect.Pointer {
-		return At(path, c.Validate())
+	if v.Kind() == reflect.Pointer {
+		return nil
+	}
+	switch h := hooksOf(v.Type()); {
+	case h.validatePtr:
+		return At(path, v.Addr().Interface().(Validator).Validate())
+	case h.validate:
+		return At(path, v.Interface().(Validator).Validate())
 	}
 	return nil
 }
@@ -61,11 +67,11 @@ func check(v reflect.Value, path string) error {
 func below(v reflect.Value, path string, fn func(reflect.Value, string) error) error {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if !v.IsNil() {
+		if !v.IsNil() && needsWalk(v.Type().Elem()) {
 			return fn(v.Elem(), path)
 		}
 	case reflect.Struct:
-		for _, f := range infoOf(v.Type()).fields {
+		for _, f := range infoOf(v.Type()).walked {
 			if fv, ok := fieldOf(v, f.index); ok {
 				if err := fn(fv, Join(path, f.name)); err != nil {
 					return err
@@ -73,12 +79,18 @@ func below(v reflect.Value, path string, fn func(reflect.Value, string) error) e
 			}
 		}
 	case reflect.Slice, reflect.Array:
+		if !needsWalk(v.Type().Elem()) {
+			return nil
+		}
 		for i := 0; i < v.Len(); i++ {
 			if err := fn(v.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
 				return err
 			}
 		}
 	case reflect.Map:
+		if !needsWalk(v.Type().Elem()) {
+			return nil
+		}
 		keys := v.MapKeys()
 		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
 		for _, k := range keys {
