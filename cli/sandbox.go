@@ -12,7 +12,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // DefaultSandboxAddr is AgentFlow's default sandbox address.
@@ -77,7 +77,7 @@ func serveSandbox(ctx context.Context, log *slog.Logger, cfg configs.Server, pat
 	}
 	stop := make(chan struct{})
 	var once sync.Once
-	srv, err := server.NewSandbox(cfg, svc, func() { once.Do(func() { close(stop) }) }, log)
+	srv, err := sandboxapi.NewServer(cfg, svc, func() { once.Do(func() { close(stop) }) }, log)
 	if err != nil {
 		return errors.Join(err, svc.Close(context.Background()))
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/configs"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // TestRolloutWithSandboxTools runs `flock rollout` whose react agent
@@ -72,7 +72,7 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Close(context.Background()) })
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, func() {}, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0"}, svc, func() {}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

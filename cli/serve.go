@@ -19,6 +19,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/viewer"
 	"github.com/flockrun/flock/workflows"
@@ -255,7 +256,7 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 	srv.MountGateway(a.Gateway)
 	srv.MountUI(viewer.Handler())
 	if sb != nil {
-		srv.MountSandbox(sb)
+		srv.MountGroup(sandboxapi.New(sb, sandboxapi.Options{}))
 	}
 	// A server on the data directory's bbolt file takes the runs of flock
 	// run, rollout and synthesize on that directory: it tells them where
@@ -263,7 +264,7 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 	var token string
 	if node == nil {
 		token = newOperatorToken()
-		if err := srv.MountOperator(token, a.Keys, a.Config.DataDir); err != nil {
+		if err := srv.MountOperator(server.Operator{Token: token, Keys: a.Keys, DataDir: a.Config.DataDir, Sandbox: sb != nil}); err != nil {
 			return errors.Join(err, closeApp(context.Background()), closeSandbox(context.Background()))
 		}
 	}

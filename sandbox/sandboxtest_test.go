@@ -17,7 +17,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/bash"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // probe is a test backend: probe:echo (stateless), probe:count (stateful,
@@ -79,7 +79,7 @@ func newEnv(t testing.TB, token string, cfgJSON string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", AuthToken: token}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", AuthToken: token}, svc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,12 @@
 // routes): it starts runs, lists and reads them, streams their events and
 // cancels them.
 //
-// It depends on two narrow interfaces, not on the executor: Engine (start,
-// cancel, pause, resume, subscribe to a run or its tree, list workflows,
-// and the live overlay of a run and of the whole, which *workflows.Executor
-// implements) and state.Reader for stored runs. It answers with the view
+// It depends on the engine's roles, not on the executor: each group of
+// routes asks for its own interface of one to three methods (Starter,
+// Controller, Forker, Questioner, Subscriber, Catalog, Monitor; Engine is
+// them together, what New takes, and *workflows.Executor plays them all),
+// the operator routes for one more found by type assertion (Launcher);
+// stored runs are read through a state.Reader. It answers with the view
 // types of package api, converted field by field from the journal's
 // structs (state.Run, state.Op, state.Event, record.Entry), so the journal
 // schema can change without breaking clients; a golden test
@@ -40,6 +42,12 @@
 // OpenAI-compatible, authenticated by the
 // session's own token instead of the server's (which neither opens them
 // nor is needed there); the guard's checks apply to them as to every route.
+//
+// MountGroup mounts the routes of another package (a Group) behind the
+// same guard, bearer token and body limit: flock serve --sandbox-config
+// mounts AgentFlow's sandbox API (package server/sandboxapi), whose
+// errors are AgentFlow envelopes (a Group may answer its own errors,
+// ErrorWriter). NewBare is a server of groups alone: flock sandbox.
 //
 // Paginated lists return "next", the cursor to pass as "after" for the next
 // page; it is empty when there was nothing more at the time of the call.
@@ -155,8 +163,9 @@
 //
 // # Caveats
 //
-// echo (v5) is confined to this package, so that echo's next major
-// version again touches nothing else. Shutdown ends open event streams
+// echo (v5) is confined to this package and the groups mounted from
+// beneath it (server/sandboxapi), so that echo's next major version again
+// touches nothing else. Shutdown ends open event streams
 // first, then drains other requests; stop the executor after the server so
 // in-flight requests can still read state.
 package server

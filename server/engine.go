@@ -12,42 +12,97 @@ import (
 	"github.com/flockrun/flock/workflows"
 )
 
-// Engine is what the server asks of the engine that runs workflows: the
-// operations of the API's POST routes, live event subscriptions, the
-// registered workflows and the live overlay of a run (what holds it) and
-// of the whole (health). *workflows.Executor implements it; tests wrap it
-// or fake it. Reads of stored runs go through a state.Reader instead.
-type Engine interface {
+// The engine's roles: what each group of the API's routes asks of the
+// engine that runs workflows, a few methods each. *workflows.Executor
+// plays every role (cluster.Engine too, with its own subscriptions and
+// health); a test fakes one by wrapping the executor. Reads of stored runs
+// go through a state.Reader instead.
+
+// Starter starts runs (POST /start_workflow).
+type Starter interface {
 	// StartRunWithWarnings creates a run and returns its head and the
 	// settings warnings.
 	StartRunWithWarnings(ctx context.Context, req workflows.StartRequest) (state.Run, []string, error)
-	// Cancel, Pause and Resume control a run (and its children); they
-	// return workflows.ErrEnded or workflows.ErrNotPaused when the run's
-	// status does not allow it, state.ErrNotFound for an unknown run.
+}
+
+// Controller cancels, pauses and resumes runs (POST /runs/{id}/cancel,
+// pause, resume). Each acts on the run and its children; they return
+// workflows.ErrEnded or workflows.ErrNotPaused when the run's status does
+// not allow it, state.ErrNotFound for an unknown run.
+type Controller interface {
 	Cancel(ctx context.Context, id string) error
 	Pause(ctx context.Context, id string) error
 	Resume(ctx context.Context, id string) error
-	// Fork starts a run from the state of run id at a past step
-	// (workflows.ErrBadFork for a step it never reached).
+}
+
+// Forker starts a run from the state of run id at a past step (POST
+// /runs/{id}/fork); workflows.ErrBadFork for a step it never reached.
+type Forker interface {
 	Fork(ctx context.Context, id string, req workflows.ForkRequest) (state.Run, error)
-	// Questions lists the operations a run waits on a person for; Answer
-	// answers one (workflows.ErrNoQuestion, ErrAnswered); Intervene
-	// answers the run's pending intervention (workflows.ErrNotWaiting).
+}
+
+// Questioner serves the people a run waits on (GET /runs/{id}/human, POST
+// .../answer, POST /runs/{id}/intervene, the questions count of a list).
+type Questioner interface {
+	// Questions lists the operations a run waits on a person for.
 	Questions(ctx context.Context, id string) ([]workflows.Question, error)
+	// Answer answers one (workflows.ErrNoQuestion, ErrAnswered).
 	Answer(ctx context.Context, id, op string, answer json.RawMessage) error
+	// Intervene answers the run's pending intervention
+	// (workflows.ErrNotWaiting).
 	Intervene(ctx context.Context, id string, answer json.RawMessage) error
-	// Subscribe follows a run's events as they are committed; the channel
-	// is closed when the subscriber falls behind or the engine lets go of
-	// the run. SubscribeTree also delivers live-only events (Seq 0) of the
-	// run's operations and descendant runs. Both return a function that
-	// ends the subscription.
+}
+
+// Subscriber follows runs' events as they are committed (GET
+// /runs/{id}/events). The channel is closed when the subscriber falls
+// behind or the engine lets go of the run. SubscribeTree also delivers
+// live-only events (Seq 0) of the run's operations and descendant runs.
+// Both return a function that ends the subscription.
+type Subscriber interface {
 	Subscribe(id string) (<-chan state.Event, func())
 	SubscribeTree(id string) (<-chan state.Event, func())
-	// Workflows returns the registered workflows' graphs, by name.
+}
+
+// Catalog lists the registered workflows' graphs, by name (GET
+// /workflows, and the names an unknown workflow's error offers).
+type Catalog interface {
 	Workflows() []phases.Graph
-	// Live says what holds a live run; Health the engine's condition.
+}
+
+// Monitor is the live overlay on stored runs: Live says what holds a live
+// run (GET /runs/{id}, the notices an event stream starts with), Health
+// the engine's condition (GET /health).
+type Monitor interface {
 	Live(id string) workflows.Live
 	Health() workflows.Health
+}
+
+// Engine is every role the API's routes need: the one value New takes,
+// which hands each group of routes its own role. The operator routes ask
+// for one more, Launcher, found by type assertion (MountOperator).
+type Engine interface {
+	Starter
+	Controller
+	Forker
+	Questioner
+	Subscriber
+	Catalog
+	Monitor
+}
+
+// roles holds the engine as each group of routes sees it.
+type roles struct {
+	starter    Starter
+	controller Controller
+	forker     Forker
+	questioner Questioner
+	subscriber Subscriber
+	catalog    Catalog
+	monitor    Monitor
+}
+
+func rolesOf(eng Engine) roles {
+	return roles{starter: eng, controller: eng, forker: eng, questioner: eng, subscriber: eng, catalog: eng, monitor: eng}
 }
 
 var _ Engine = (*workflows.Executor)(nil)

@@ -35,11 +35,10 @@ func (s *Server) handleError(c *echo.Context, err error) {
 	if code == http.StatusUnauthorized {
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="flock"`)
 	}
-	var werr error
-	if s.sandbox != nil && isSandboxPath(c.Request()) {
-		s.sandboxError(c, err, code, msg)
+	if s.writeGroupError(c, code, msg, err) {
 		return
 	}
+	var werr error
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(code)
 	} else {
@@ -62,10 +61,6 @@ func (s *Server) describe(err error, c *echo.Context) (int, string) {
 		return http.StatusInternalServerError, fmt.Sprintf("internal server error (request id %s)", requestID(c))
 	case errors.As(err, &re):
 		return re.status, re.msg
-	case errors.As(err, new(*errEnvelope)):
-		ee := (*errEnvelope)(nil)
-		errors.As(err, &ee)
-		return ee.status, ee.msg
 	case errors.Is(err, ErrBadInput):
 		return http.StatusBadRequest, err.Error()
 	case echo.StatusCode(err) != 0:
@@ -127,7 +122,7 @@ func errorText(err error) string {
 func (s *Server) unknownWorkflow(err error) string {
 	msg := trimSentinel(err, workflows.ErrUnknownWorkflow)
 	var names []string
-	for _, w := range s.eng.Workflows() {
+	for _, w := range s.roles.catalog.Workflows() {
 		names = append(names, w.Name)
 	}
 	if len(names) == 0 {

@@ -120,9 +120,9 @@ type eventStream struct {
 
 func (st *eventStream) subscribe() (<-chan state.Event, func()) {
 	if st.tree {
-		return st.s.eng.SubscribeTree(st.id)
+		return st.s.roles.subscriber.SubscribeTree(st.id)
 	}
-	return st.s.eng.Subscribe(st.id)
+	return st.s.roles.subscriber.Subscribe(st.id)
 }
 
 // follow sends stored then live events until the run's end. It owns
@@ -144,7 +144,7 @@ func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan sta
 			// What holds the run now was announced live, before this
 			// client came: say it again (subscribed already, so a wait
 			// that begins meanwhile is not missed; one may come twice).
-			for _, ev := range st.s.eng.Live(st.id).Notices(st.id, time.Now().UTC()) {
+			for _, ev := range st.s.roles.monitor.Live(st.id).Notices(st.id, time.Now().UTC()) {
 				if err := st.sendLive(ev); err != nil {
 					return err
 				}

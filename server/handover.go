@@ -30,11 +30,26 @@ type Launcher interface {
 
 var _ Launcher = (*workflows.Executor)(nil)
 
+// Operator is what MountOperator needs to know.
+type Operator struct {
+	// Token is the operator token: at least 16 bytes, which the command
+	// line writes to the data directory's server file (mode 0600).
+	Token string
+	// Keys receives the API keys handed over with runs.
+	Keys *keyring.Ring
+	// DataDir is the data directory the server holds.
+	DataDir string
+	// Sandbox says that the server's runs have a sandbox service (flock
+	// serve --sandbox-config): GET /operator tells the command line so.
+	Sandbox bool
+}
+
 // operator is what MountOperator set up.
 type operator struct {
 	token   string
 	keys    *keyring.Ring
 	dataDir string
+	sandbox bool
 	eng     Launcher
 }
 
@@ -50,27 +65,27 @@ var errOperatorToken = echo.NewHTTPError(http.StatusUnauthorized,
 //	POST /operator/runs              api.Handover -> 201 (200 when resumed) {"run_id","status","warnings"?,"resumed"?}
 //	POST /operator/runs/:id/resume   api.HandoverResume -> {"run_id","status"}
 //
-// They take only "Authorization: Bearer TOKEN" with token, which the
+// They take only "Authorization: Bearer TOKEN" with o.Token, which the
 // server writes to that file (mode 0600) and nowhere else: the person
 // who can read the data directory is the operator, who may grant a run
 // files (read and write roots of that run tree only) and hand over API
-// keys given literally on the command line (kept in keys, in memory).
+// keys given literally on the command line (kept in o.Keys, in memory).
 // The server's own auth token, when it has one, is not enough; the
 // operator token also passes wherever the auth token is asked. Call it
-// before Start; the engine must implement Launcher.
-func (s *Server) MountOperator(token string, keys *keyring.Ring, dataDir string) error {
+// on a server of New, before Start; the engine must implement Launcher.
+func (s *Server) MountOperator(o Operator) error {
 	l, ok := s.eng.(Launcher)
 	if !ok {
 		return errors.New("server: the engine cannot take runs from the command line (no Launcher)")
 	}
-	if len(token) < 16 {
+	if len(o.Token) < 16 {
 		return errors.New("server: operator token shorter than 16 bytes")
 	}
-	abs, err := filepath.Abs(dataDir)
+	abs, err := filepath.Abs(o.DataDir)
 	if err != nil {
 		return fmt.Errorf("server: data directory: %w", err)
 	}
-	s.op = &operator{token: token, keys: keys, dataDir: abs, eng: l}
+	s.op = &operator{token: o.Token, keys: o.Keys, dataDir: abs, sandbox: o.Sandbox, eng: l}
 	g := s.e.Group("/operator", s.operatorOnly)
 	g.GET("", s.operatorInfo)
 	g.POST("/runs", s.handover)
@@ -109,7 +124,7 @@ func (s *Server) operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
 
 // operatorInfo answers GET /operator.
 func (s *Server) operatorInfo(c *echo.Context) error {
-	return c.JSON(http.StatusOK, api.Operator{DataDir: s.op.dataDir, PID: os.Getpid(), Mode: s.cfg.Mode, Sandbox: s.sandbox != nil})
+	return c.JSON(http.StatusOK, api.Operator{DataDir: s.op.dataDir, PID: os.Getpid(), Mode: s.cfg.Mode, Sandbox: s.op.sandbox})
 }
 
 // handoverFields are the keys a hand-over body may have.

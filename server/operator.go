@@ -50,7 +50,7 @@ func (s *Server) forkRun(c *echo.Context) error {
 		}
 	}
 	id := c.Param("id")
-	head, err := s.eng.Fork(c.Request().Context(), id, req)
+	head, err := s.roles.forker.Fork(c.Request().Context(), id, req)
 	if err != nil {
 		return &runError{id: id, err: err}
 	}
@@ -62,7 +62,7 @@ func (s *Server) forkRun(c *echo.Context) error {
 // current step waits on.
 func (s *Server) listQuestions(c *echo.Context) error {
 	id := c.Param("id")
-	qs, err := s.eng.Questions(c.Request().Context(), id)
+	qs, err := s.roles.questioner.Questions(c.Request().Context(), id)
 	if err != nil {
 		return &runError{id: id, err: err}
 	}
@@ -94,7 +94,7 @@ func (s *Server) answerQuestion(c *echo.Context) error {
 	if !ok || jsonKind(ans) == "null" {
 		return badInput("answer", "required: a JSON string or number")
 	}
-	if err := s.eng.Answer(c.Request().Context(), id, op, ans); err != nil {
+	if err := s.roles.questioner.Answer(c.Request().Context(), id, op, ans); err != nil {
 		return &runError{id: id, err: err}
 	}
 	return c.JSON(http.StatusOK, api.OK{OK: true})
@@ -130,7 +130,7 @@ func (s *Server) intervene(c *echo.Context) error {
 	default:
 		return badInput("action", "required: the action to execute instead ({\"name\", \"arguments\"}), or approve: true")
 	}
-	if err := s.eng.Intervene(c.Request().Context(), id, ans); err != nil {
+	if err := s.roles.questioner.Intervene(c.Request().Context(), id, ans); err != nil {
 		return &runError{id: id, err: err}
 	}
 	return c.JSON(http.StatusOK, api.OK{OK: true})

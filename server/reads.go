@@ -91,7 +91,7 @@ func (s *Server) runView(ctx context.Context, r state.Run, task *string) (api.Ru
 	}
 	v.Children = kids
 	if !r.Status.Terminal() && r.NumOps > 0 {
-		qs, err := s.eng.Questions(ctx, r.ID)
+		qs, err := s.roles.questioner.Questions(ctx, r.ID)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return v, &runError{id: r.ID, err: err}
 		}

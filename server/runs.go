@@ -39,7 +39,7 @@ func (s *Server) startWorkflow(c *echo.Context) error {
 	if err := refuseKeyNames(req.Settings); err != nil {
 		return err
 	}
-	head, warnings, err := s.eng.StartRunWithWarnings(c.Request().Context(), req)
+	head, warnings, err := s.roles.starter.StartRunWithWarnings(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (s *Server) getRun(c *echo.Context) error {
 	}
 	v.Vars = head.Vars
 	if !head.Status.Terminal() {
-		v = withLive(v, s.eng.Live(head.ID))
+		v = withLive(v, s.roles.monitor.Live(head.ID))
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -312,20 +312,20 @@ func page[T any](items []T, limit int, cursor func(T) string) ([]T, string) {
 // its children and returns once the run has ended; a run that had already
 // ended gives 409.
 func (s *Server) cancelRun(c *echo.Context) error {
-	return s.control(c, s.eng.Cancel)
+	return s.control(c, s.roles.controller.Cancel)
 }
 
 // pauseRun answers POST /runs/:id/pause: the run (and its running
 // children) stop being driven and get status paused; operations in flight
 // run again on resume. Pausing a paused run is a no-op; an ended run gives 409.
 func (s *Server) pauseRun(c *echo.Context) error {
-	return s.control(c, s.eng.Pause)
+	return s.control(c, s.roles.controller.Pause)
 }
 
 // resumeRun answers POST /runs/:id/resume for a paused run; any other
 // status gives 409.
 func (s *Server) resumeRun(c *echo.Context) error {
-	return s.control(c, s.eng.Resume)
+	return s.control(c, s.roles.controller.Resume)
 }
 
 // control applies a pause or resume and answers with the run's status.
@@ -348,7 +348,7 @@ func (s *Server) control(c *echo.Context, act func(context.Context, string) erro
 
 // listWorkflows answers GET /workflows with every registered graph.
 func (s *Server) listWorkflows(c *echo.Context) error {
-	list := s.eng.Workflows()
+	list := s.roles.catalog.Workflows()
 	graphs := make([]api.Graph, 0, len(list))
 	for _, g := range list {
 		graphs = append(graphs, viewGraph(g))

@@ -17,7 +17,6 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/httpserver"
 	"github.com/flockrun/flock/internal/selfaddr"
-	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
 )
 
@@ -25,28 +24,37 @@ import (
 // sends while the run is quiet, so proxies and clients keep the connection.
 const DefaultHeartbeat = 15 * time.Second
 
-// Server serves the HTTP API of one engine and its store. Create it with New, then call
-// Start and, at the end, Shutdown. Handler serves the same routes without a
-// listener (for tests).
+// Server serves the HTTP API of one engine and its store (New), or the
+// routes that other packages mount on it alone (NewBare, MountGroup: the
+// sandbox service of `flock sandbox`, package server/sandboxapi). Create
+// it, mount what it serves, then call Start and, at the end, Shutdown.
+// Handler serves the same routes without a listener (for tests).
 type Server struct {
 	cfg       configs.Server
 	guard     *guard
-	eng       Engine
-	store     state.Reader
 	log       *slog.Logger
 	e         *echo.Echo
 	heartbeat time.Duration
-	// mounted are the paths given to Mount, documented in /openapi.json.
-	mounted []string
-	// ui are the viewer's paths (MountUI), documented in /openapi.json.
-	ui []string
-	// sandbox is the mounted sandbox service, nil when none.
-	sandbox *sandbox.Service
-	// gateway is true once MountGateway has mounted the model gateway.
-	gateway bool
 	// public are the route paths served without the bearer token: /health
 	// and the viewer's (MountUI). Written before Start only.
 	public map[string]bool
+	// groups are the groups mounted by MountGroup, in order: they may
+	// answer their own errors (ErrorWriter).
+	groups []Group
+
+	// The API of New: the engine in its roles, the store runs are read
+	// from, and what was mounted beside it (documented in /openapi.json).
+	// A bare server (NewBare) has none of them and serves none of its
+	// routes.
+	eng   Engine
+	roles roles
+	store state.Reader
+	// mounted are the paths given to Mount.
+	mounted []string
+	// ui are the viewer's paths (MountUI).
+	ui []string
+	// gateway is true once MountGateway has mounted the model gateway.
+	gateway bool
 	// counts caches GET /stats/runs.
 	counts countCache
 	// op is set by MountOperator (before Start): the operator routes.
@@ -64,11 +72,11 @@ type Server struct {
 	served chan error   // guarded by mu; receives Serve's result once
 }
 
-// New returns a server for eng (a *workflows.Executor) and the store it
-// reads runs from, configured by cfg. Zero fields of cfg get their
-// defaults (configs.Server.ApplyDefaults). It fails when cfg is invalid,
-// notably when cfg.Addr is not a loopback address and no cfg.AuthToken is
-// set. New does not listen; Start does.
+// New returns a server of flock's API for eng (a *workflows.Executor) and
+// the store it reads runs from, configured by cfg. Zero fields of cfg get
+// their defaults (configs.Server.ApplyDefaults). It fails when cfg is
+// invalid, notably when cfg.Addr is not a loopback address and no
+// cfg.AuthToken is set. New does not listen; Start does.
 func New(cfg configs.Server, eng Engine, store state.Reader, logger *slog.Logger) (*Server, error) {
 	if eng == nil {
 		return nil, errors.New("server: engine is nil")
@@ -76,6 +84,20 @@ func New(cfg configs.Server, eng Engine, store state.Reader, logger *slog.Logger
 	if store == nil {
 		return nil, errors.New("server: store is nil")
 	}
+	s, err := NewBare(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	s.eng, s.roles, s.store = eng, rolesOf(eng), store
+	s.routes()
+	return s, nil
+}
+
+// NewBare returns a server without routes, configured as New's: the same
+// guard, bearer token, body limit, logging and error answers, for routes
+// that other packages mount (MountGroup). GET /health needs no token here
+// either.
+func NewBare(cfg configs.Server, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,8 +115,6 @@ func New(cfg configs.Server, eng Engine, store state.Reader, logger *slog.Logger
 	s := &Server{
 		guard:     g,
 		cfg:       cfg,
-		eng:       eng,
-		store:     store,
 		log:       logger,
 		heartbeat: DefaultHeartbeat,
 		quit:      make(chan struct{}),
@@ -220,10 +240,13 @@ func (s *Server) newEcho() *echo.Echo {
 	}
 	e.Use(middleware.BodyLimit(s.cfg.MaxBodyBytes))
 
+	return e
+}
+
+// routes registers the API's routes (New).
+func (s *Server) routes() {
+	e := s.e
 	e.GET("/health", s.health)
-	if s.eng == nil { // a sandbox server alone
-		return e
-	}
 	e.GET("/openapi.json", s.openAPIHandler)
 	e.POST("/start_workflow", s.startWorkflow)
 	e.GET("/runs", s.listRuns)
@@ -241,7 +264,6 @@ func (s *Server) newEcho() *echo.Echo {
 	e.POST("/runs/:id/human/:op_id/answer", s.answerQuestion)
 	e.POST("/runs/:id/intervene", s.intervene)
 	e.GET("/workflows", s.listWorkflows)
-	return e
 }
 
 // errUnauthorized answers requests without the right bearer token.
@@ -285,13 +307,7 @@ func (s *Server) logPanic(c *echo.Context, pe *middleware.PanicStackError) {
 // health answers GET /health: {"status":"ok"}, or, while some run cannot
 // commit (a full disk), {"status":"degraded","reason":...,"stalled_runs":N}
 // still with 200: the server answers and runs go on once space is back.
-//
-// A sandbox server alone (NewSandbox) answers AgentFlow's
-// {"status":"healthy","timestamp":...}.
 func (s *Server) health(c *echo.Context) error {
-	if s.eng == nil {
-		return c.JSON(http.StatusOK, map[string]any{"status": "healthy", "timestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000000")})
-	}
-	h := s.eng.Health()
+	h := s.roles.monitor.Health()
 	return c.JSON(healthCode(h), viewHealth(h))
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/all"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -47,7 +47,7 @@ func openSandbox(t *testing.T) *sandbox.Service {
 // does, and returns its base URL.
 func serveSandbox(t *testing.T, svc *sandbox.Service) string {
 	t.Helper()
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, func() {}, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0"}, svc, func() {}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,3 +50,26 @@ func Trickle(tb testing.TB, addr, head string) (closed bool, answer string) {
 	timedOut := errors.As(err, &ne) && ne.Timeout()
 	return !timedOut, string(b)
 }
+
+// SlowRequest is the head of a request to trickle (Trickle).
+type SlowRequest struct {
+	Name, Head string
+}
+
+// SlowRequests are the requests of the slow-client attack on a listener
+// of flock's (issue 23.5): a trickled header, a trickled body on the
+// public /health (large, and small enough that net/http reads what the
+// handler left), bodies on routes that need the token sent without it,
+// and a chunked body sent with token that a handler reads.
+func SlowRequests(token string) []SlowRequest {
+	return []SlowRequest{
+		{"header", "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "},
+		{"body of /health", "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n"},
+		// Under 256 KiB, net/http reads what the handler left of the
+		// body, to keep the connection: that read is what was held.
+		{"small body of /health", "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200000\r\n\r\n"},
+		{"small body without a token", "POST /runs/x/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n{"},
+		{"body without a token", "POST /api/v1/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"},
+		{"chunked body read by the handler", "POST /api/v1/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer " + token + "\r\nTransfer-Encoding: chunked\r\n\r\n10000000\r\n"},
+	}
+}

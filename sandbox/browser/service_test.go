@@ -18,7 +18,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/browser"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // chromiumProcesses returns the pids of live processes started with profile
@@ -92,7 +92,7 @@ func TestHTTP(t *testing.T) {
 			svc.Close(context.Background())
 		}
 	}()
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestOwnAPIOutOfReach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close(context.Background())
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

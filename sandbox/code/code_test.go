@@ -19,7 +19,7 @@ import (
 	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/code"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 type env struct {
@@ -45,7 +45,7 @@ func newEnvIn(t *testing.T, codeCfg, dataDir string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

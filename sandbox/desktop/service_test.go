@@ -23,7 +23,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 type envelope struct {
@@ -73,7 +73,7 @@ func newHarness(tb testing.TB, server_ string, vm map[string]any) *harness {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", DataDir: tb.TempDir()}, h.svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: tb.TempDir()}, h.svc, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

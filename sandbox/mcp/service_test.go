@@ -14,7 +14,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // newHTTP starts a sandbox service whose only backend is mcp with the given servers, served
@@ -34,7 +34,7 @@ func newHTTP(t testing.TB, servers map[string]any) (string, *sandbox.Service) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/text2sql"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 var sampleDB = filepath.Join("..", "..", "configs", "sandbox", "data", "concert.sqlite")
@@ -44,7 +44,7 @@ func newService(tb testing.TB, extra string) *sandbox.Service {
 // newHTTP serves svc alone (as `flock sandbox` does) on a real listener.
 func newHTTP(tb testing.TB, svc *sandbox.Service) string {
 	tb.Helper()
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", DataDir: tb.TempDir()}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: tb.TempDir()}, svc, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/web"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 const secret = "serper-KEY-abc123"
@@ -56,7 +56,7 @@ func TestHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close(context.Background())
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/server"
+	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // StartSandbox starts what `flock sandbox` serves (a sandbox service with
@@ -28,7 +28,7 @@ func StartSandbox(tb testing.TB) net.Addr {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := server.NewSandbox(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
+	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0"}, svc, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
