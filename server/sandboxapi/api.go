@@ -148,8 +148,8 @@ func owns(r *http.Request) bool {
 }
 
 // WriteError answers a failed request beneath Prefix (and GET /ready) as
-// an envelope (server.ErrorWriter), with AgentFlow's "status": "error"
-// for clients reading the schema route's 404.
+// an envelope and nothing more (server.ErrorWriter): the code, the
+// message, data null, and the request id as meta.trace_id.
 func (h *API) WriteError(c *echo.Context, status int, msg string, err error) bool {
 	if !owns(c.Request()) {
 		return false
@@ -163,10 +163,7 @@ func (h *API) WriteError(c *echo.Context, status int, msg string, err error) boo
 	} else if status >= 500 {
 		code = sandbox.CodeUnexpectedError
 	}
-	_ = c.JSON(status, map[string]any{
-		"code": code, "message": msg, "data": nil, "status": "error",
-		"meta": sandbox.Meta{Tool: "", ResourceType: "", TraceID: server.RequestID(c)},
-	})
+	_ = c.JSON(status, sandbox.Envelope{Code: code, Message: msg, Meta: sandbox.Meta{TraceID: server.RequestID(c)}})
 	return true
 }
 
