@@ -2,10 +2,13 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // Bounds every duration setting of the config (the server section's and
@@ -19,6 +22,119 @@ const (
 	// command's output).
 	MaxOutputLimit = 1 << 30
 )
+
+// Seconds is a duration setting written as a number of seconds, for a
+// backend's tagged config struct (see Env.Decode). Its field's min and max
+// tags, in seconds, bound it (MinSeconds and MaxSeconds when absent); a
+// value of another type or out of range is refused naming the bounds:
+// "want a number of seconds from 0.001 to 1e+07, got 1e-10". Use a
+// *Seconds, nil when the key is absent or null, and give the default in
+// code: 0 is a value to refuse, not a default.
+type Seconds float64
+
+// UnmarshalJSON takes any JSON value: what is not a number is refused by
+// CheckBounds, which knows the bounds to name.
+func (s *Seconds) UnmarshalJSON(b []byte) error {
+	var f float64
+	if json.Unmarshal(b, &f) != nil {
+		f = math.NaN()
+	}
+	*s = Seconds(f)
+	return nil
+}
+
+// CheckBounds implements settings.Bounded.
+func (s Seconds) CheckBounds(lo, hi *float64) error {
+	l, h := MinSeconds.Seconds(), MaxSeconds.Seconds()
+	if lo != nil {
+		l = *lo
+	}
+	if hi != nil {
+		h = *hi
+	}
+	f := float64(s)
+	if math.IsNaN(f) {
+		return fmt.Errorf("want a number of seconds from %s to %s", formatNumber(l), formatNumber(h))
+	}
+	if f < l || f > h {
+		return fmt.Errorf("want a number of seconds from %s to %s, got %s", formatNumber(l), formatNumber(h), formatNumber(f))
+	}
+	return nil
+}
+
+// Duration returns the setting as a duration.
+func (s Seconds) Duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
+
+// Count is a whole-number setting (bytes, items, seconds counted whole),
+// for a backend's tagged config struct: its field's min and max tags bound
+// it (both required), and a fraction, a value of another type or one out
+// of range is refused naming them: "want a whole number from 1 to 1024,
+// got 1.5". Use a *Count, nil when the key is absent or null.
+type Count float64
+
+// UnmarshalJSON takes any JSON value: what is not a number is refused by
+// CheckBounds.
+func (c *Count) UnmarshalJSON(b []byte) error {
+	var f float64
+	if json.Unmarshal(b, &f) != nil {
+		f = math.NaN()
+	}
+	*c = Count(f)
+	return nil
+}
+
+// CheckBounds implements settings.Bounded.
+func (c Count) CheckBounds(lo, hi *float64) error {
+	if lo == nil || hi == nil {
+		return errors.New("sandbox: a Count setting needs min and max tags")
+	}
+	f := float64(c)
+	want := fmt.Sprintf("want a whole number from %s to %s", formatWhole(*lo), formatWhole(*hi))
+	switch {
+	case math.IsNaN(f):
+		return errors.New(want)
+	case f != math.Trunc(f) || f < *lo || f > *hi:
+		return fmt.Errorf("%s, got %s", want, formatNumber(f))
+	}
+	return nil
+}
+
+// Int returns the setting.
+func (c Count) Int() int64 { return int64(c) }
+
+// Decode decodes the backend's section into v, a pointer to the backend's
+// config struct, with the settings decoder (package phases/settings): the
+// json tags name the keys, default, min, max and enum tags and Normalize
+// and Validate methods complete and check it; keys the struct does not
+// know are left alone (AgentFlow's backend_class, description ...). An
+// error is a *ConfigError at the setting's path relative to the section.
+func (e Env) Decode(v any) error { return DecodeConfig(e.Config, v) }
+
+// DecodeConfig decodes a config section (or a session's config) into v as
+// Env.Decode does.
+func DecodeConfig(section map[string]any, v any) error {
+	b, err := json.Marshal(section)
+	if err != nil {
+		return &ConfigError{Reason: err.Error(), Err: err}
+	}
+	err = settings.Decode(b, v)
+	var se *settings.Error
+	if errors.As(err, &se) {
+		return &ConfigError{Path: se.Path, Reason: se.Reason, Err: se.Err}
+	}
+	return err
+}
+
+// Within places a *ConfigError's path (relative to a backend's section)
+// under section, for a backend whose errors name full paths
+// ("apis.text2sql.databases.a"); other errors pass unchanged.
+func Within(section string, err error) error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &ConfigError{Path: settings.Join(section, ce.Path), Reason: ce.Reason, Err: ce.Err}
+}
 
 // SecondsSetting reads cfg[key], a number of seconds, as a duration from
 // lo to hi (inclusive). ok is false when the key is absent or null. A
@@ -93,5 +209,7 @@ func number(v any) (float64, bool) {
 }
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func formatWhole(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func formatSeconds(d time.Duration) string { return formatNumber(d.Seconds()) }

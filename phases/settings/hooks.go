@@ -19,7 +19,8 @@ type Validator interface {
 }
 
 // Bounded is implemented by a numeric settings type that checks itself
-// against its field's min and max tags (nil when the tag is absent), to
+// against its field's min and max tags (nil when the tag is absent; it is
+// called with or without tags, unless the field is a nil pointer), to
 // word the error in its own terms ("want a number of seconds from 0.001
 // to 1e+07, got 1e-10"). Without it, numbers get the decoder's wording
 // ("must be >= 0").

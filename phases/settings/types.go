@@ -72,7 +72,7 @@ func infoOf(t reflect.Type) *structInfo {
 		if f.def != "" {
 			si.defaults = append(si.defaults, f)
 		}
-		if f.min != nil || f.max != nil || f.enum != nil {
+		if f.min != nil || f.max != nil || f.enum != nil || bounded(f.typ) {
 			si.checked = append(si.checked, f)
 		}
 		if needsWalk(f.typ) {
@@ -182,9 +182,14 @@ func plainString(t reflect.Type) bool {
 	return t.Kind() == reflect.String && !decodesItself(t)
 }
 
+// bounded reports whether t (or *t) implements Bounded.
+func bounded(t reflect.Type) bool {
+	return t.Implements(boundedType) || reflect.PointerTo(t).Implements(boundedType)
+}
+
 // numeric reports whether min and max tags apply to t.
 func numeric(t reflect.Type) bool {
-	if t.Implements(boundedType) || reflect.PointerTo(t).Implements(boundedType) {
+	if bounded(t) {
 		return true
 	}
 	if t.Kind() == reflect.Pointer {
@@ -279,6 +284,9 @@ func walkNeeded(t reflect.Type, seen map[reflect.Type]bool) bool {
 			if _, ok := sf.Tag.Lookup(tag); ok {
 				return true
 			}
+		}
+		if bounded(sf.Type) {
+			return true
 		}
 		if walkNeeded(sf.Type, seen) {
 			return true

@@ -168,13 +168,13 @@ func copyValue(dst, src reflect.Value) bool {
 
 // checkTags checks fv, field f at path, against f's min, max and enum tags.
 func checkTags(fv reflect.Value, f *field, path string) error {
-	if f.min != nil || f.max != nil {
-		if b, ok := hook[Bounded](fv); ok {
-			if fv.Kind() == reflect.Pointer && fv.IsNil() {
-				return nil
-			}
-			return At(path, b.CheckBounds(f.min, f.max))
+	if b, ok := hook[Bounded](fv); ok {
+		if fv.Kind() == reflect.Pointer && fv.IsNil() {
+			return nil
 		}
+		return At(path, b.CheckBounds(f.min, f.max))
+	}
+	if f.min != nil || f.max != nil {
 		if x, ok := number(fv); ok {
 			if err := inBounds(x, f.min, f.max); err != nil {
 				return At(path, err)

@@ -36,29 +36,33 @@ type Backend struct {
 	settings *configs.RunSettings
 }
 
+// config is resources.bash.config.
+type config struct {
+	// Timeout is a command's timeout when the call names none (the
+	// handler's default, 600 s, when absent).
+	Timeout *sandbox.Seconds `json:"timeout"`
+	// OutputLimit caps each stream, in bytes (100000 when absent).
+	OutputLimit *sandbox.Count `json:"output_limit" min:"1" max:"1073741824"` // sandbox.MaxOutputLimit
+	// Isolation is "none" (the default) or "bwrap".
+	Isolation string `json:"isolation" enum:"none,bwrap"`
+}
+
 // Provision reads the config section.
 func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
+	var c config
+	if err := env.Decode(&c); err != nil {
+		return err
+	}
 	opts := bashh.Options{}
+	if c.Timeout != nil {
+		opts.DefaultTimeout = c.Timeout.Duration()
+	}
+	if c.OutputLimit != nil {
+		opts.OutputLimit = int(c.OutputLimit.Int())
+	}
 	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
-	d, _, err := sandbox.SecondsSetting(env.Config, "", "timeout", sandbox.MinSeconds, sandbox.MaxSeconds)
-	if err != nil {
-		return err
-	}
-	opts.DefaultTimeout = d
-	limit, _, err := sandbox.IntSetting(env.Config, "", "output_limit", 1, sandbox.MaxOutputLimit)
-	if err != nil {
-		return err
-	}
-	opts.OutputLimit = int(limit)
-	if v, ok := env.Config["isolation"]; ok {
-		s, _ := v.(string)
-		switch s {
-		case "", "none":
-		case "bwrap":
-			b.settings.Isolation.Kind = "bwrap"
-		default:
-			return &sandbox.ConfigError{Path: "isolation", Reason: fmt.Sprintf("%v: want none or bwrap", v)}
-		}
+	if c.Isolation == "bwrap" {
+		b.settings.Isolation.Kind = "bwrap"
 	}
 	b.h = bashh.New(opts)
 	return nil

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/internal/netguard"
@@ -35,6 +34,27 @@ type Backend struct {
 // configPath is the JSON path of the backend's settings.
 const configPath = "resources." + Name + ".config"
 
+// config is resources.browser.config.
+type config struct {
+	ChromiumPath   string           `json:"chromium_path"`
+	ActionTimeout  *sandbox.Seconds `json:"action_timeout_s" default:"15"`
+	StartTimeout   *sandbox.Seconds `json:"start_timeout_s" default:"30"`
+	Width          *sandbox.Count   `json:"width" default:"1280" min:"100" max:"16384"`
+	Height         *sandbox.Count   `json:"height" default:"800" min:"100" max:"16384"`
+	ContentLimit   *sandbox.Count   `json:"content_limit" default:"50000" min:"1" max:"1073741824"`          // sandbox.MaxOutputLimit
+	InlineImageMax *sandbox.Count   `json:"inline_image_max_bytes" default:"65536" min:"0" max:"1073741824"` // sandbox.MaxOutputLimit
+	netguard.Settings
+
+	policy *netguard.Policy
+}
+
+// Validate reads the network policy.
+func (c *config) Validate() error {
+	pol, err := c.Settings.Policy()
+	c.policy = pol
+	return err
+}
+
 // Provision reads resources.browser.config: chromium_path (default
 // /usr/bin/chromium, else chromium on PATH), action_timeout_s (15),
 // start_timeout_s (30), width and height (1280x800), content_limit (50000),
@@ -46,62 +66,20 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
-	b.opts = Options{InlineImageMax: 65536}
-	cfg := env.Config
-	// Numbers first: a bad one is named whether or not chromium is there.
-	ints := []struct {
-		key      string
-		min, max int64
-		dst      *int
-	}{
-		{"width", 100, 16384, &b.opts.Width},
-		{"height", 100, 16384, &b.opts.Height},
-		{"content_limit", 1, sandbox.MaxOutputLimit, &b.opts.ContentLimit},
-		{"inline_image_max_bytes", 0, sandbox.MaxOutputLimit, &b.opts.InlineImageMax},
+	var c config
+	if err := env.Decode(&c); err != nil {
+		return sandbox.Within(configPath, err)
 	}
-	for _, it := range ints {
-		n, ok, err := sandbox.IntSetting(cfg, configPath, it.key, it.min, it.max)
-		if err != nil {
-			return err
-		}
-		if ok {
-			*it.dst = int(n)
-		}
+	b.opts = Options{
+		ActionTimeout: c.ActionTimeout.Duration(), StartTimeout: c.StartTimeout.Duration(),
+		Width: int(c.Width.Int()), Height: int(c.Height.Int()), ContentLimit: int(c.ContentLimit.Int()),
+		InlineImageMax: int(c.InlineImageMax.Int()), Policy: c.policy,
 	}
-	for _, d := range []struct {
-		key string
-		dst *time.Duration
-	}{{"action_timeout_s", &b.opts.ActionTimeout}, {"start_timeout_s", &b.opts.StartTimeout}} {
-		v, ok, err := sandbox.SecondsSetting(cfg, configPath, d.key, sandbox.MinSeconds, sandbox.MaxSeconds)
-		if err != nil {
-			return err
-		}
-		if ok {
-			*d.dst = v
-		}
-	}
-	path, ok := cfg["chromium_path"]
-	if !ok || path == nil {
-		path = ""
-	}
-	p, isStr := path.(string)
-	if !isStr {
-		return &sandbox.ConfigError{Path: configPath + ".chromium_path", Reason: "want a string"}
-	}
-	exe, err := FindChromium(p)
+	exe, err := FindChromium(c.ChromiumPath)
 	if err != nil {
 		return &sandbox.ConfigError{Path: configPath + ".chromium_path", Reason: err.Error()}
 	}
 	b.opts.Chromium = exe
-	pol, err := netguard.Parse(configPath, cfg)
-	if err != nil {
-		var se *netguard.SettingError
-		if errors.As(err, &se) {
-			return &sandbox.ConfigError{Path: se.Path, Reason: se.Reason}
-		}
-		return err
-	}
-	b.opts.Policy = pol
 	b.opts.defaults()
 	b.tabs = map[string]*Tab{}
 	b.log.Info("browser backend ready", "chromium", exe)

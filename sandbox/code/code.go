@@ -41,41 +41,46 @@ type Backend struct {
 	grace    time.Duration // how long past the call's deadline a timed-out cell may take to stop
 }
 
+// config is resources.code.config.
+type config struct {
+	// Timeout is a call's timeout when it names none (the handlers'
+	// default, 600 s, when absent).
+	Timeout *sandbox.Seconds `json:"timeout"`
+	// OutputLimit caps each stream, in bytes (100000 when absent).
+	OutputLimit *sandbox.Count `json:"output_limit" min:"1" max:"1073741824"` // sandbox.MaxOutputLimit
+	// MaxFileSize bounds what code:read and code:write move, in bytes
+	// (DefaultMaxFileSize when absent).
+	MaxFileSize *sandbox.Count `json:"max_file_size" min:"1" max:"1073741824"` // MaxFileSizeLimit
+	// Isolation is "none" (the default) or "bwrap".
+	Isolation string `json:"isolation" enum:"none,bwrap"`
+}
+
 // Provision reads the config section.
 func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
+	var c config
+	if err := env.Decode(&c); err != nil {
+		return err
+	}
 	var popts pyh.Options
 	var bopts bashh.Options
-	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
+	if c.Timeout != nil {
+		popts.DefaultTimeout, bopts.DefaultTimeout = c.Timeout.Duration(), c.Timeout.Duration()
+	}
+	if c.OutputLimit != nil {
+		popts.OutputLimit, bopts.OutputLimit = int(c.OutputLimit.Int()), int(c.OutputLimit.Int())
+	}
 	b.maxFile = DefaultMaxFileSize
-	d, _, err := sandbox.SecondsSetting(env.Config, "", "timeout", sandbox.MinSeconds, sandbox.MaxSeconds)
-	if err != nil {
-		return err
+	if c.MaxFileSize != nil {
+		b.maxFile = c.MaxFileSize.Int()
 	}
-	popts.DefaultTimeout, bopts.DefaultTimeout = d, d
-	limit, _, err := sandbox.IntSetting(env.Config, "", "output_limit", 1, sandbox.MaxOutputLimit)
-	if err != nil {
-		return err
-	}
-	popts.OutputLimit, bopts.OutputLimit = int(limit), int(limit)
-	if n, ok, err := sandbox.IntSetting(env.Config, "", "max_file_size", 1, MaxFileSizeLimit); err != nil {
-		return err
-	} else if ok {
-		b.maxFile = n
-	}
-	if v, ok := env.Config["isolation"]; ok {
-		s, _ := v.(string)
-		switch s {
-		case "", "none":
-		case "bwrap":
-			b.settings.Isolation.Kind = "bwrap"
-			// Hide the service's data dir (env.DataDir is
-			// <data>/backends/code): other sessions' workspaces and
-			// backends' data; the session's own workspace is bound back.
-			hidden := []string{filepath.Dir(filepath.Dir(env.DataDir))}
-			popts.Hidden, bopts.Hidden = hidden, hidden
-		default:
-			return &sandbox.ConfigError{Path: "isolation", Reason: fmt.Sprintf("%v: want none or bwrap", v)}
-		}
+	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
+	if c.Isolation == "bwrap" {
+		b.settings.Isolation.Kind = "bwrap"
+		// Hide the service's data dir (env.DataDir is
+		// <data>/backends/code): other sessions' workspaces and
+		// backends' data; the session's own workspace is bound back.
+		hidden := []string{filepath.Dir(filepath.Dir(env.DataDir))}
+		popts.Hidden, bopts.Hidden = hidden, hidden
 	}
 	b.grace = pyh.DefaultInterruptGrace + 2*time.Second
 	b.py = pyh.New(popts)

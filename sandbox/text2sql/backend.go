@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,31 +35,47 @@ type Backend struct {
 	limits  Limits
 }
 
+// config is apis.text2sql.
+type config struct {
+	// Databases maps a database id to its SQLite file; DBPaths is
+	// AgentFlow's name for the same map (both may be given, without an id
+	// naming two files).
+	Databases map[string]string `json:"databases"`
+	DBPaths   map[string]string `json:"db_paths"`
+	// QueryTimeout bounds one query (DefaultQueryTimeout when absent).
+	QueryTimeout *sandbox.Seconds `json:"query_timeout_s"`
+	// MaxAnswerBytes and MaxCellBytes bound an answer and one of its cells
+	// (DefaultMaxAnswerBytes, DefaultMaxCellBytes when absent).
+	MaxAnswerBytes *sandbox.Count `json:"max_answer_bytes" min:"256" max:"67108864"` // maxRowBytes
+	MaxCellBytes   *sandbox.Count `json:"max_cell_bytes" min:"256" max:"67108864"`   // maxRowBytes
+}
+
+// section is the backend's JSON path in the sandbox config, named in errors.
+const section = "apis." + Name
+
 // Provision reads apis.text2sql ({databases: {id: path}}, AgentFlow's db_paths
 // too, query_timeout_s, max_answer_bytes, max_cell_bytes) and opens every
 // database read-only. Errors name the JSON
 // path of the setting at fault.
 func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
-	paths, sources, err := databasePaths(env.Config)
+	var c config
+	if err := env.Decode(&c); err != nil {
+		return sandbox.Within(section, err)
+	}
+	paths, sources, err := c.databasePaths()
 	if err != nil {
 		return err
 	}
 	b.timeout = DefaultQueryTimeout
-	if d, ok, err := sandbox.SecondsSetting(env.Config, "apis.text2sql", "query_timeout_s", sandbox.MinSeconds, sandbox.MaxSeconds); err != nil {
-		return err
-	} else if ok {
-		b.timeout = d
+	if c.QueryTimeout != nil {
+		b.timeout = c.QueryTimeout.Duration()
 	}
 	b.limits = Limits{MaxAnswerBytes: DefaultMaxAnswerBytes, MaxCellBytes: DefaultMaxCellBytes}
-	for _, l := range []struct {
-		key string
-		dst *int
-	}{{"max_answer_bytes", &b.limits.MaxAnswerBytes}, {"max_cell_bytes", &b.limits.MaxCellBytes}} {
-		if n, ok, err := sandbox.IntSetting(env.Config, "apis.text2sql", l.key, 256, maxRowBytes); err != nil {
-			return err
-		} else if ok {
-			*l.dst = int(n)
-		}
+	if c.MaxAnswerBytes != nil {
+		b.limits.MaxAnswerBytes = int(c.MaxAnswerBytes.Int())
+	}
+	if c.MaxCellBytes != nil {
+		b.limits.MaxCellBytes = int(c.MaxCellBytes.Int())
 	}
 	dbs, err := Open(ctx, paths)
 	if err != nil {
@@ -76,45 +92,34 @@ func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
 	return nil
 }
 
-// databasePaths merges apis.text2sql.databases and db_paths into id → path, and
-// says which of the two sections each id came from.
-func databasePaths(cfg map[string]any) (map[string]string, map[string]string, error) {
+// databasePaths merges databases and db_paths into id → path, and says
+// which of the two sections each id came from.
+func (c *config) databasePaths() (map[string]string, map[string]string, error) {
 	paths := map[string]string{}
 	sources := map[string]string{}
-	for _, key := range []string{"databases", "db_paths"} {
-		section := "apis.text2sql." + key
-		v, ok := cfg[key]
-		if !ok || v == nil {
-			continue
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, nil, &sandbox.ConfigError{Path: section, Reason: "must be an object of database id to SQLite file path"}
-		}
-		ids := make([]string, 0, len(m))
-		for id := range m {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids) // the first error reported is the same on every start
-		for _, id := range ids {
-			path, ok := m[id].(string)
-			if !ok || path == "" {
-				return nil, nil, &sandbox.ConfigError{Path: section + "." + id, Reason: "must be the path of a SQLite file"}
+	for _, s := range []struct {
+		key string
+		m   map[string]string
+	}{{"databases", c.Databases}, {"db_paths", c.DBPaths}} {
+		path := section + "." + s.key
+		for _, id := range slices.Sorted(maps.Keys(s.m)) { // the first error reported is the same on every start
+			p := s.m[id]
+			switch prev, dup := paths[id]; {
+			case id == "":
+				return nil, nil, &sandbox.ConfigError{Path: path, Reason: "a database id is empty"}
+			case p == "":
+				return nil, nil, &sandbox.ConfigError{Path: path + "." + id, Reason: "must be the path of a SQLite file"}
+			case dup && prev != p:
+				return nil, nil, &sandbox.ConfigError{Path: path + "." + id, Reason: fmt.Sprintf("also in %s.%s with another path", sources[id], id)}
 			}
-			if id == "" {
-				return nil, nil, &sandbox.ConfigError{Path: section, Reason: "a database id is empty"}
-			}
-			if prev, dup := paths[id]; dup && prev != path {
-				return nil, nil, &sandbox.ConfigError{Path: section + "." + id, Reason: fmt.Sprintf("also in %s.%s with another path", sources[id], id)}
-			}
-			paths[id] = path
+			paths[id] = p
 			if _, seen := sources[id]; !seen {
-				sources[id] = section
+				sources[id] = path
 			}
 		}
 	}
 	if len(paths) == 0 {
-		return nil, nil, &sandbox.ConfigError{Path: "apis.text2sql.databases", Reason: "no databases configured (want {\"id\": \"path/to/file.sqlite\"})"}
+		return nil, nil, &sandbox.ConfigError{Path: section + ".databases", Reason: "no databases configured (want {\"id\": \"path/to/file.sqlite\"})"}
 	}
 	return paths, sources, nil
 }

@@ -2,11 +2,11 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"time"
 
+	"github.com/flockrun/flock/phases/settings"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
@@ -53,105 +53,82 @@ type Config struct {
 	Policy *netguard.Policy
 }
 
-// ParseConfig reads the backend's config section. path is the section's JSON
-// path (e.g. "apis.web"); errors are *sandbox.ConfigError naming the setting.
-func ParseConfig(path string, m map[string]any) (Config, error) {
-	c := Config{
-		SearchProvider: "serper",
-		SearchURL:      "https://google.serper.dev/search",
-		ReaderProvider: "jina",
-		ReaderURL:      "https://r.jina.ai/",
-		MaxResults:     10,
-		ContentLimit:   50000,
-		CacheTTL:       24 * time.Hour,
-		Timeout:        30 * time.Second,
-		Retries:        2,
-		Parallel:       5,
+// rawConfig is the section as written.
+type rawConfig struct {
+	SearchProvider string         `json:"search_provider" default:"serper"`
+	SearchURL      string         `json:"search_url" default:"https://google.serper.dev/search"`
+	SerperAPIKey   string         `json:"serper_api_key"`
+	ReaderProvider string         `json:"reader_provider" default:"jina"`
+	ReaderURL      string         `json:"reader_url" default:"https://r.jina.ai/"`
+	JinaAPIKey     string         `json:"jina_api_key"`
+	MaxResults     *sandbox.Count `json:"max_results" default:"10" min:"1" max:"100"`
+	ContentLimit   *sandbox.Count `json:"content_limit" default:"50000" min:"1" max:"1073741824"` // sandbox.MaxOutputLimit
+	Retries        *sandbox.Count `json:"retries" default:"2" min:"0" max:"10"`
+	Parallel       *sandbox.Count `json:"parallel" default:"5" min:"1" max:"64"`
+	CacheTTL       *sandbox.Count `json:"cache_ttl_s" default:"86400" min:"0" max:"10000000"` // sandbox.MaxSeconds
+	Timeout        *sandbox.Count `json:"timeout_s" default:"30" min:"1" max:"10000000"`      // sandbox.MaxSeconds
+	netguard.Settings
+
+	policy *netguard.Policy
+}
+
+// Normalize takes the keys not in the section from the environment.
+func (s *rawConfig) Normalize() error {
+	if s.SerperAPIKey == "" {
+		s.SerperAPIKey = os.Getenv("SERPER_API_KEY")
 	}
-	var err error
-	str := func(key string, dst *string) {
-		if err != nil {
-			return
-		}
-		v, ok := m[key]
-		if !ok || v == nil {
-			return
-		}
-		s, isStr := v.(string)
-		if !isStr {
-			err = &sandbox.ConfigError{Path: path + "." + key, Reason: "want a string"}
-			return
-		}
-		if s != "" {
-			*dst = s
-		}
+	if s.JinaAPIKey == "" {
+		s.JinaAPIKey = os.Getenv("JINA_API_KEY")
 	}
-	num := func(key string, min, max int, dst *int) {
-		if err != nil {
-			return
-		}
-		n, ok, nerr := sandbox.IntSetting(m, path, key, int64(min), int64(max))
-		if nerr != nil {
-			err = nerr
-			return
-		}
-		if ok {
-			*dst = int(n)
-		}
+	return nil
+}
+
+// Validate checks that a search key is set, the policy, the providers'
+// URLs against it, and the providers' names.
+func (s *rawConfig) Validate() error {
+	if s.SerperAPIKey == "" {
+		return settings.Errorf("serper_api_key", "not set (set it, or the environment variable SERPER_API_KEY)")
 	}
-	str("search_provider", &c.SearchProvider)
-	str("search_url", &c.SearchURL)
-	str("serper_api_key", &c.SearchKey)
-	str("reader_provider", &c.ReaderProvider)
-	str("reader_url", &c.ReaderURL)
-	str("jina_api_key", &c.ReaderKey)
-	const maxSecs = int(sandbox.MaxSeconds / time.Second)
-	num("max_results", 1, 100, &c.MaxResults)
-	num("content_limit", 1, sandbox.MaxOutputLimit, &c.ContentLimit)
-	num("retries", 0, 10, &c.Retries)
-	num("parallel", 1, 64, &c.Parallel)
-	ttl, timeout := int(c.CacheTTL/time.Second), int(c.Timeout/time.Second)
-	num("cache_ttl_s", 0, maxSecs, &ttl)
-	num("timeout_s", 1, maxSecs, &timeout)
+	pol, err := s.Settings.Policy()
 	if err != nil {
-		return Config{}, err
+		return err
 	}
-	c.CacheTTL, c.Timeout = time.Duration(ttl)*time.Second, time.Duration(timeout)*time.Second
-	if c.SearchKey == "" {
-		c.SearchKey = os.Getenv("SERPER_API_KEY")
-	}
-	if c.ReaderKey == "" {
-		c.ReaderKey = os.Getenv("JINA_API_KEY")
-	}
-	if c.SearchKey == "" {
-		return Config{}, &sandbox.ConfigError{Path: path + ".serper_api_key", Reason: "not set (set it, or the environment variable SERPER_API_KEY)"}
-	}
-	pol, perr := netguard.Parse(path, m)
-	if perr != nil {
-		var se *netguard.SettingError
-		if errors.As(perr, &se) {
-			return Config{}, &sandbox.ConfigError{Path: se.Path, Reason: se.Reason}
-		}
-		return Config{}, perr
-	}
-	c.Policy = pol
-	for _, kv := range [][2]string{{"search_url", c.SearchURL}, {"reader_url", c.ReaderURL}} {
+	s.policy = pol
+	for _, kv := range [][2]string{{"search_url", s.SearchURL}, {"reader_url", s.ReaderURL}} {
 		key, raw := kv[0], kv[1]
 		u, perr := url.Parse(raw)
 		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return Config{}, &sandbox.ConfigError{Path: path + "." + key, Reason: "want an http(s) URL"}
+			return settings.Errorf(key, "want an http(s) URL")
 		}
 		if err := pol.Static(u.Hostname()); err != nil {
 			var be *netguard.BlockedError
 			errors.As(err, &be)
-			return Config{}, &sandbox.ConfigError{Path: path + "." + key, Reason: fmt.Sprintf("%s is not a public address (%s): list %q in %s.allow_hosts (or set allow_private) to use a provider there", u.Host, be.Reason, u.Hostname(), path)}
+			return settings.Errorf(key, "%s is not a public address (%s): list %q in %s.allow_hosts (or set allow_private) to use a provider there",
+				u.Host, be.Reason, u.Hostname(), "apis."+Name)
 		}
 	}
-	if _, ok := searchers[c.SearchProvider]; !ok {
-		return Config{}, &sandbox.ConfigError{Path: path + ".search_provider", Reason: fmt.Sprintf("unknown provider %q (known: serper)", c.SearchProvider)}
+	if _, ok := searchers[s.SearchProvider]; !ok {
+		return settings.Errorf("search_provider", "unknown provider %q (known: serper)", s.SearchProvider)
 	}
-	if _, ok := readers[c.ReaderProvider]; !ok {
-		return Config{}, &sandbox.ConfigError{Path: path + ".reader_provider", Reason: fmt.Sprintf("unknown provider %q (known: jina)", c.ReaderProvider)}
+	if _, ok := readers[s.ReaderProvider]; !ok {
+		return settings.Errorf("reader_provider", "unknown provider %q (known: jina)", s.ReaderProvider)
 	}
-	return c, nil
+	return nil
+}
+
+// ParseConfig reads the backend's config section. path is the section's JSON
+// path (e.g. "apis.web"); errors are *sandbox.ConfigError naming the setting.
+func ParseConfig(path string, m map[string]any) (Config, error) {
+	var s rawConfig
+	if err := sandbox.DecodeConfig(m, &s); err != nil {
+		return Config{}, sandbox.Within(path, err)
+	}
+	return Config{
+		SearchProvider: s.SearchProvider, SearchURL: s.SearchURL, SearchKey: s.SerperAPIKey,
+		ReaderProvider: s.ReaderProvider, ReaderURL: s.ReaderURL, ReaderKey: s.JinaAPIKey,
+		MaxResults: int(s.MaxResults.Int()), ContentLimit: int(s.ContentLimit.Int()),
+		CacheTTL: time.Duration(s.CacheTTL.Int()) * time.Second, Timeout: time.Duration(s.Timeout.Int()) * time.Second,
+		Retries: int(s.Retries.Int()), Parallel: int(s.Parallel.Int()),
+		Policy: s.policy,
+	}, nil
 }

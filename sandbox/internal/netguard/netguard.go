@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/flockrun/flock/internal/selfaddr"
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // ErrBlocked marks a destination the policy refuses. Errors carrying it
@@ -59,14 +60,6 @@ func own(host string, a netip.Addr, port uint16) *BlockedError {
 
 func (e *BlockedError) Unwrap() error { return ErrBlocked }
 
-// SettingError is a bad allow_hosts or allow_private: Path is the
-// setting's JSON path.
-type SettingError struct {
-	Path, Reason string
-}
-
-func (e *SettingError) Error() string { return e.Path + ": " + e.Reason }
-
 // Policy decides which destinations a sandbox tool may connect to. The zero
 // Policy refuses every non-public address. It is safe for concurrent use.
 type Policy struct {
@@ -77,36 +70,28 @@ type Policy struct {
 	nets         []netip.Prefix
 }
 
-// Parse reads the settings allow_hosts (a list of host names, IP addresses
-// or CIDR prefixes) and allow_private (a boolean) from a config section;
-// path is the section's JSON path, named in errors.
-func Parse(path string, cfg map[string]any) (*Policy, error) {
-	p := &Policy{}
-	if v, ok := cfg["allow_private"]; ok && v != nil {
-		b, isBool := v.(bool)
-		if !isBool {
-			return nil, &SettingError{Path: path + ".allow_private", Reason: "want true or false"}
+// Settings are the allow_hosts and allow_private settings of a backend's
+// config section; a backend embeds them in its config struct (package
+// phases/settings decodes them).
+type Settings struct {
+	// AllowHosts lists host names, IP addresses or CIDR prefixes a tool
+	// may reach beyond public addresses.
+	AllowHosts []string `json:"allow_hosts"`
+	// AllowPrivate allows every address (loopback, private, link-local...).
+	AllowPrivate bool `json:"allow_private"`
+}
+
+// Policy returns the policy the settings describe. A bad host is a
+// *settings.Error naming allow_hosts (or the item).
+func (s Settings) Policy() (*Policy, error) {
+	p := &Policy{AllowPrivate: s.AllowPrivate}
+	for i, h := range s.AllowHosts {
+		if strings.TrimSpace(h) == "" {
+			return nil, settings.Errorf(fmt.Sprintf("allow_hosts[%d]", i), "want a host name, an IP address or a CIDR prefix")
 		}
-		p.AllowPrivate = b
 	}
-	v, ok := cfg["allow_hosts"]
-	if !ok || v == nil {
-		return p, nil
-	}
-	list, isList := v.([]any)
-	if !isList {
-		return nil, &SettingError{Path: path + ".allow_hosts", Reason: "want a list of host names, IP addresses or CIDR prefixes"}
-	}
-	hosts := make([]string, 0, len(list))
-	for i, e := range list {
-		s, isStr := e.(string)
-		if !isStr || strings.TrimSpace(s) == "" {
-			return nil, &SettingError{Path: fmt.Sprintf("%s.allow_hosts[%d]", path, i), Reason: "want a host name, an IP address or a CIDR prefix"}
-		}
-		hosts = append(hosts, s)
-	}
-	if err := p.Allow(hosts...); err != nil {
-		return nil, &SettingError{Path: path + ".allow_hosts", Reason: err.Error()}
+	if err := p.Allow(s.AllowHosts...); err != nil {
+		return nil, settings.At("allow_hosts", err)
 	}
 	return p, nil
 }

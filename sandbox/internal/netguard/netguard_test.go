@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/flockrun/flock/phases/settings"
 )
 
 func TestClassify(t *testing.T) {
@@ -75,13 +77,21 @@ func TestPolicyResolve(t *testing.T) {
 	if _, err := (&Policy{AllowPrivate: true}).Resolve(ctx, "169.254.169.254"); err != nil {
 		t.Errorf("allow_private: %v", err)
 	}
-	for _, bad := range []any{"x", []any{3.0}, []any{"10.0.0.0/33"}, []any{"host:80"}} {
-		if _, err := Parse("apis.web", map[string]any{"allow_hosts": bad}); err == nil || !strings.Contains(err.Error(), "apis.web.allow_hosts") {
-			t.Errorf("Parse(allow_hosts %v) = %v, want an error naming apis.web.allow_hosts", bad, err)
+	parse := func(doc string) error {
+		var s Settings
+		if err := settings.Decode([]byte(doc), &s); err != nil {
+			return err
+		}
+		_, err := s.Policy()
+		return err
+	}
+	for _, bad := range []string{`"x"`, `[3]`, `["10.0.0.0/33"]`, `["host:80"]`, `[" "]`} {
+		if err := parse(`{"allow_hosts": ` + bad + `}`); err == nil || !strings.HasPrefix(err.Error(), "allow_hosts") {
+			t.Errorf("allow_hosts %s: %v, want an error naming allow_hosts", bad, err)
 		}
 	}
-	if _, err := Parse("apis.web", map[string]any{"allow_private": "yes"}); err == nil || !strings.Contains(err.Error(), "apis.web.allow_private") {
-		t.Errorf("Parse(allow_private yes) = %v", err)
+	if err := parse(`{"allow_private": "yes"}`); err == nil || !strings.HasPrefix(err.Error(), "allow_private: want true or false") {
+		t.Errorf("allow_private yes: %v", err)
 	}
 }
 
