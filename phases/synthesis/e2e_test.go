@@ -333,19 +333,7 @@ func TestSimulatedSynthesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close(context.Background())
-	seeds, err := os.ReadFile(filepath.Join(repo(t), "examples/synthesis/seeds.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(string(seeds)), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, m)
-	}
-	end := run(t, a, map[string]any{"seeds": list, "output_dir": out, "available_tools": []string{"text2sql:*", "rag:search"},
+	end := run(t, a, map[string]any{"seeds": exampleSeeds(t), "output_dir": out, "available_tools": []string{"text2sql:*", "rag:search"},
 		"model_name": "simulated", "min_depth": 3, "max_selected_traj": 2})
 	var sum synthesis.Summary
 	if err := json.Unmarshal(end.Result, &sum); err != nil {
@@ -448,18 +436,7 @@ func TestSynthesisBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close(context.Background())
-	seeds, err := os.ReadFile(filepath.Join(repo(t), "examples/synthesis/seeds.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(string(seeds)), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, m)
-	}
+	list := exampleSeeds(t)
 	for _, tc := range []struct {
 		actions      int
 		done         int

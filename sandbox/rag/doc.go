@@ -38,6 +38,10 @@
 //
 // rag:search answers {query, context}: the passages as "[title]\ntext" joined by
 // "\n---\n" (AgentFlow's format), the title being "Document title — Section heading".
+// Passages are ranked by BM25 score, passages of equal score by their id
+// ("singers.md#1"), so a search of the same folder gives the same passages in the same
+// order every time (bleve's own tie-break follows the order its concurrent analysis of
+// a batch finished in, which changes from one build of the index to the next).
 // rag:batch_search answers {count, contexts} with one context per query in order; when
 // some queries fail (a blank one) it answers 5010, when all fail 5009, with data
 // {count, contexts, errors:[{index, query, error}]} and "" for a failed query's context.

@@ -211,7 +211,12 @@ type Hit struct {
 	Score float64 `json:"score"`
 }
 
-// Search returns the topK passages best matching q by BM25 over title and text.
+// Search returns the topK passages best matching q by BM25 over title and
+// text; passages of equal score in the order of their ids. The tie-break
+// is ours because bleve's own (the order documents were numbered in)
+// follows the order its concurrent analysis of a batch finished in, which
+// changes from one build of the same documents to the next: the same
+// search must give the same passages, in the same order, every time.
 func (ix *Index) Search(ctx context.Context, q string, topK int) ([]Hit, error) {
 	text := bleve.NewMatchQuery(q)
 	text.SetField("text")
@@ -219,6 +224,7 @@ func (ix *Index) Search(ctx context.Context, q string, topK int) ([]Hit, error) 
 	title.SetField("title")
 	title.SetBoost(0.5)
 	req := bleve.NewSearchRequestOptions(query.NewDisjunctionQuery([]query.Query{text, title}), topK, 0, false)
+	req.SortBy([]string{"-_score", "_id"})
 	req.Fields = []string{"title", "text", "doc"}
 	res, err := ix.idx.SearchInContext(ctx, req)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -293,5 +294,46 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want prefix %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestTiesInPassageOrder: passages that score the same come back in the
+// order of their ids, whatever order bleve analysed them in (it analyses a
+// batch's documents concurrently and numbers them as they finish, so its
+// own tie-break changes from one build to the next), and a top_k that
+// cuts through the ties keeps the same ones. A search is a pure function
+// of the documents and the query.
+func TestTiesInPassageOrder(t *testing.T) {
+	docs := t.TempDir()
+	corpus := map[string]string{}
+	var ids []string
+	for i := 0; i < 16; i++ {
+		name := fmt.Sprintf("d%02d.txt", i)
+		corpus[name] = "The harbour arena holds the summer concert."
+		ids = append(ids, name+"#1")
+	}
+	writeFiles(t, docs, corpus)
+	ctx := context.Background()
+	for build := 0; build < 4; build++ {
+		ix, err := OpenIndex(ctx, IndexOptions{DocumentsDir: docs, DataDir: t.TempDir(), PassageChars: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{16, 5} {
+			hits, err := ix.Search(ctx, "harbour concert", k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range hits {
+				got = append(got, h.ID)
+			}
+			if want := strings.Join(ids[:k], " "); strings.Join(got, " ") != want {
+				t.Fatalf("build %d, top %d: %v, want %s", build, k, got, want)
+			}
+		}
+		if err := ix.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
