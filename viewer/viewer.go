@@ -21,36 +21,61 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 // /ui/NAME its assets. Any other path is 404. Every answer carries a
 // Content-Security-Policy that allows only the server's own origin and
 // forbids framing, and no-cache, so that a new binary's assets are used at
-// once.
+// once. The handler lists its assets (Assets), so that the server routes
+// and documents each.
 func Handler() http.Handler {
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree always has assets/
 	}
-	files := http.FileServerFS(sub)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", csp)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-cache")
-		p := r.URL.Path
-		switch {
-		case p == "/" || p == "":
-			serveIndex(w, r, sub)
-		case strings.HasPrefix(p, "/ui/"):
-			name := path.Clean(strings.TrimPrefix(p, "/ui"))
-			if name == "/" || name == "/index.html" || strings.HasSuffix(name, "/") {
-				http.NotFound(w, r)
-				return
-			}
-			r2 := r.Clone(r.Context())
-			r2.URL.Path = name
-			files.ServeHTTP(w, r2)
-		default:
+	return &handler{sub: sub, files: http.FileServerFS(sub)}
+}
+
+// handler is the viewer's http.Handler.
+type handler struct {
+	sub   fs.FS
+	files http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Cache-Control", "no-cache")
+	p := r.URL.Path
+	switch {
+	case p == "/" || p == "":
+		serveIndex(w, r, h.sub)
+	case strings.HasPrefix(p, "/ui/"):
+		name := path.Clean(strings.TrimPrefix(p, "/ui"))
+		if name == "/" || name == "/index.html" || strings.HasSuffix(name, "/") {
 			http.NotFound(w, r)
+			return
 		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = name
+		h.files.ServeHTTP(w, r2)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Assets returns the names the handler serves at /ui/NAME, sorted: every
+// file of the embedded assets (a file in a directory by its slash path)
+// but index.html (the page, served at /).
+func (h *handler) Assets() []string {
+	var names []string
+	err := fs.WalkDir(h.sub, ".", func(name string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && name != "index.html" {
+			names = append(names, name)
+		}
+		return err
 	})
+	if err != nil {
+		panic(err) // the embedded tree is readable
+	}
+	return names
 }
 
 // serveIndex writes index.html (FileServer would redirect "/index.html").

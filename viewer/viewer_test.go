@@ -2,9 +2,12 @@ package viewer_test
 
 import (
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +95,41 @@ func TestNoRemoteAssets(t *testing.T) {
 			if strings.Contains(text, bad) {
 				t.Errorf("%s refers to %q", p, bad)
 			}
+		}
+	}
+}
+
+// TestAssetsListed: the handler lists every file it serves beneath /ui/
+// (what the server routes and documents one by one), and each answers.
+func TestAssetsListed(t *testing.T) {
+	h, ok := viewer.Handler().(interface{ Assets() []string })
+	if !ok {
+		t.Fatal("the viewer's handler does not list its assets")
+	}
+	var want []string
+	err := filepath.WalkDir("assets", func(name string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && name != filepath.Join("assets", "index.html") {
+			rel, _ := filepath.Rel("assets", name)
+			want = append(want, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Assets(); !slices.Equal(got, want) {
+		t.Fatalf("Assets() = %v, want %v", got, want)
+	}
+	ts := httptest.NewServer(viewer.Handler())
+	defer ts.Close()
+	for _, name := range want {
+		res, err := http.Get(ts.URL + "/ui/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET /ui/%s: %d", name, res.StatusCode)
 		}
 	}
 }
