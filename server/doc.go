@@ -34,7 +34,7 @@
 //	POST /runs/:id/intervene   {"action":{...}} or {"approve":true} -> {"ok":true}; 409 when the run waits for no intervention
 //	GET  /workflows            {"workflows":[graph...]}
 //	GET  /stats/runs           {"total","running","paused","succeeded","failed","cancelled"}, at most 1 s old
-//	GET  /, GET /ui/*          the browser viewer (MountUI, package viewer); no token needed
+//	GET  /, GET /ui/NAME       the browser viewer (MountUI, package viewer): its page and each of its assets; no token needed
 //
 // MountGateway adds the model gateway of external agents (package
 // gateway): POST /gateway/:session/v1/chat/completions, POST
@@ -60,15 +60,23 @@
 //
 // # OpenAPI
 //
-// GET /openapi.json is generated at run time: apiRoutes documents each
-// route (parameters, request body, success and error statuses) by the Go
-// values of its api types, and schemas turns those types into JSON Schema
-// by reflection (json tags give the names, omitempty makes a field
-// optional, a doc tag its description; time.Time is a date-time string,
-// json.RawMessage any JSON). Every error response has the Error schema.
-// Paths given to Mount are listed as plain-text GETs. TestOpenAPIMatchesRoutes
-// checks the document against echo's routes both ways, and
-// TestOpenAPIDescribesResponses validates real answers against it.
+// GET /openapi.json is generated at run time, on every server (New and
+// NewBare): a Route documents each route (parameters, request body,
+// success and error statuses and their bodies) by Go values of the types
+// it answers, and schemas turns those types into JSON Schema by
+// reflection (json tags give the names, omitempty makes a field
+// optional, a pointer without it may be null, a doc tag is its
+// description; time.Time is a date-time string, json.RawMessage any
+// JSON). apiRoutes and operatorRoutes are the API's, gatewayRoutes the
+// gateway's; the viewer's page and each of its assets (MountUI), the
+// paths given to Mount, and the routes of a Group that documents them
+// (Documented, as server/sandboxapi does) are listed too. Errors have
+// the Error schema, beneath /gateway/ also OpenAI's error object, and a
+// group's own when it answers them (ErrorWriter).
+// TestOpenAPICoversEveryRoute walks echo's route table of every kind of
+// server flock runs and checks it against the document both ways (a real
+// request of every documented operation answers a documented status and
+// body); TestOpenAPIDescribesResponses validates more real answers.
 //
 // # Errors
 //

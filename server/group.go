@@ -39,6 +39,13 @@ type ErrorWriter interface {
 	WriteError(c *echo.Context, status int, msg string, err error) bool
 }
 
+// Documented is implemented by a Group whose routes GET /openapi.json
+// lists, each with its response schema: every route a Group registers
+// should be documented (TestOpenAPICoversEveryRoute checks flock serve's).
+type Documented interface {
+	Routes() []Route
+}
+
 // MountGroup registers g's routes. Call it before Start.
 func (s *Server) MountGroup(g Group) {
 	g.Register(Mount{Routes: s.e.Group(""), Caller: callerID(s.cfg.AuthToken)})

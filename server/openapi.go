@@ -7,51 +7,79 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/flockrun/flock/api"
 )
 
-// apiRoute documents one route for the OpenAPI document. The routes
-// themselves are registered in newEcho; TestOpenAPIMatchesRoutes checks
-// that the two lists agree.
-type apiRoute struct {
-	method  string
-	path    string // OpenAPI form: /runs/{id}
-	id      string // operationId
-	summary string
-	query   []apiParam
-	header  []apiParam
-	body    any // request body (a value of an api type), or nil
-	status  int // success status
-	resp    any // response body (a value of an api type)
-	stream  bool
-	errors  []int // error statuses besides those every route may answer
+// Route documents one route in GET /openapi.json. The API's routes are
+// listed here (apiRoutes, operatorRoutes) and registered in routes and
+// MountOperator; a Group documents its own (Documented);
+// TestOpenAPICoversEveryRoute checks that every route echo serves is
+// documented and every documented path is served.
+type Route struct {
+	Method  string
+	Path    string // OpenAPI form: /runs/{id}
+	ID      string // operationId
+	Summary string
+	// PathParams documents path parameters ({name}); those not listed
+	// are documented as a run id ({id}) or an operation id ({op_id}).
+	PathParams []Param
+	// Query and Header are the route's other parameters.
+	Query, Header []Param
+	// Body is a value of the request body's Go type; nil for none.
+	Body any
+	// Status is the success status; Resp a value of its JSON body's Go
+	// type, and Content its other media types (or the only ones, with
+	// Resp nil).
+	Status  int
+	Resp    any
+	Content []Content
+	// Errors are the route's own statuses besides those every route may
+	// answer (403, 500 and, with a token, 401), answered with a body of
+	// ErrorBody's type (nil: api.Error). A status in both lists may have
+	// either body, unless GroupErrors.
+	Errors    []int
+	ErrorBody any
+	// GroupErrors: every error of the route, the server's included, has
+	// ErrorBody's type, because the route's Group answers them all
+	// (ErrorWriter).
+	GroupErrors bool
+	// Public routes need no bearer token.
+	Public bool
 }
 
-// apiParam is a query or header parameter.
-type apiParam struct {
-	name, typ, doc string
+// Content is one media type of a route's success answer.
+type Content struct {
+	// Media is the media type, e.g. "text/event-stream", "text/html".
+	Media string
+	// Body is a value of the body's Go type; for text/event-stream, of
+	// each event's data. A string is text.
+	Body any
+}
+
+// Param is a path, query or header parameter.
+type Param struct {
+	Name, Type, Doc string
 }
 
 var (
-	limitParam = apiParam{"limit", "integer", "page size, 1 to 1000"}
-	afterSeq   = apiParam{"after", "integer", "the cursor: the seq after which to start (the previous page's next)"}
+	limitParam = Param{"limit", "integer", "page size, 1 to 1000"}
+	afterSeq   = Param{"after", "integer", "the cursor: the seq after which to start (the previous page's next)"}
 )
 
 // apiRoutes are the API's routes, in the order of the package doc.
-var apiRoutes = []apiRoute{
-	{method: http.MethodGet, path: "/health", id: "health", status: http.StatusOK, resp: api.Health{},
-		summary: "The server's condition: ok; degraded while some run cannot commit (still 200); unavailable (503, the same body) when it cannot read or write runs, as a cluster node whose store does not answer. Needs no token."},
-	{method: http.MethodGet, path: "/openapi.json", id: "openapi", status: http.StatusOK, resp: map[string]any{},
-		summary: "This document."},
-	{method: http.MethodPost, path: "/start_workflow", id: "startWorkflow", status: http.StatusCreated,
-		body: api.StartRequest{}, resp: api.RunStatus{},
-		errors:  []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusInsufficientStorage, http.StatusServiceUnavailable},
-		summary: "Start a run; returns at once with its id (Location: /runs/{id})."},
-	{method: http.MethodGet, path: "/runs", id: "listRuns", status: http.StatusOK, resp: api.Runs{},
-		query: []apiParam{
+var apiRoutes = []Route{
+	{Method: http.MethodGet, Path: "/health", ID: "health", Status: http.StatusOK, Resp: api.Health{}, Public: true,
+		Summary: "The server's condition: ok; degraded while some run cannot commit (still 200); unavailable (503, the same body) when it cannot read or write runs, as a cluster node whose store does not answer. Needs no token."},
+	{Method: http.MethodPost, Path: "/start_workflow", ID: "startWorkflow", Status: http.StatusCreated,
+		Body: api.StartRequest{}, Resp: api.RunStatus{},
+		Errors:  []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusInsufficientStorage, http.StatusServiceUnavailable},
+		Summary: "Start a run; returns at once with its id (Location: /runs/{id})."},
+	{Method: http.MethodGet, Path: "/runs", ID: "listRuns", Status: http.StatusOK, Resp: api.Runs{},
+		Query: []Param{
 			{"status", "string", "only runs with this status"},
 			{"workflow", "string", "only runs of this workflow"},
 			{"parent_id", "string", "only the children of this run"},
@@ -59,119 +87,109 @@ var apiRoutes = []apiRoute{
 			{"q", "string", "only the runs whose task contains this text, ignoring case; one request reads at most 2,000 runs (follow next)"},
 			{"after", "string", "the cursor (the previous page's next)"},
 			limitParam},
-		errors:  []int{http.StatusBadRequest},
-		summary: "Run heads, newest first (default limit 50), each with its task's first line, its number of child runs and of questions waiting."},
-	{method: http.MethodGet, path: "/stats/runs", id: "runCounts", status: http.StatusOK, resp: api.RunCounts{},
-		errors:  []int{http.StatusNotImplemented},
-		summary: "How many runs the store holds, by status; at most a second old."},
-	{method: http.MethodGet, path: "/runs/{id}", id: "getRun", status: http.StatusOK, resp: api.Run{},
-		errors:  []int{http.StatusNotFound},
-		summary: "A run's head; a live run's also says what holds it (stalled, waiting)."},
-	{method: http.MethodGet, path: "/runs/{id}/entries", id: "listEntries", status: http.StatusOK, resp: api.Entries{},
-		query: []apiParam{afterSeq, limitParam,
+		Errors:  []int{http.StatusBadRequest},
+		Summary: "Run heads, newest first (default limit 50), each with its task's first line, its number of child runs and of questions waiting."},
+	{Method: http.MethodGet, Path: "/stats/runs", ID: "runCounts", Status: http.StatusOK, Resp: api.RunCounts{},
+		Errors:  []int{http.StatusNotImplemented},
+		Summary: "How many runs the store holds, by status; at most a second old."},
+	{Method: http.MethodGet, Path: "/runs/{id}", ID: "getRun", Status: http.StatusOK, Resp: api.Run{},
+		Errors:  []int{http.StatusNotFound},
+		Summary: "A run's head; a live run's also says what holds it (stalled, waiting)."},
+	{Method: http.MethodGet, Path: "/runs/{id}/entries", ID: "listEntries", Status: http.StatusOK, Resp: api.Entries{},
+		Query: []Param{afterSeq, limitParam,
 			{"type", "string", "only entries of these types (comma-separated, e.g. row or qa,qa_rejected); one request reads at most 20,000 entries (follow next)"}},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
-		summary: "A run's entry log, oldest first (default limit 100)."},
-	{method: http.MethodGet, path: "/runs/{id}/ops", id: "listOps", status: http.StatusOK, resp: api.Ops{},
-		query:   []apiParam{{"after", "string", "the op id after which to start (the previous page's next)"}, limitParam},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
-		summary: "A run's operation journal by step and index (default limit 100)."},
-	{method: http.MethodGet, path: "/runs/{id}/usage", id: "runUsage", status: http.StatusOK, resp: api.UsageByModel{},
-		query:   []apiParam{{"descendants", "boolean", "also count the run's descendant runs (at most 1,000 runs in all)"}},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
-		summary: "The tokens and cost of a run's generate operations, by model."},
-	{method: http.MethodGet, path: "/runs/{id}/events", id: "streamEvents", status: http.StatusOK, resp: api.Event{}, stream: true,
-		query: []apiParam{afterSeq,
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound},
+		Summary: "A run's entry log, oldest first (default limit 100)."},
+	{Method: http.MethodGet, Path: "/runs/{id}/ops", ID: "listOps", Status: http.StatusOK, Resp: api.Ops{},
+		Query:   []Param{{"after", "string", "the op id after which to start (the previous page's next)"}, limitParam},
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound},
+		Summary: "A run's operation journal by step and index (default limit 100)."},
+	{Method: http.MethodGet, Path: "/runs/{id}/usage", ID: "runUsage", Status: http.StatusOK, Resp: api.UsageByModel{},
+		Query:   []Param{{"descendants", "boolean", "also count the run's descendant runs (at most 1,000 runs in all)"}},
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound},
+		Summary: "The tokens and cost of a run's generate operations, by model."},
+	{Method: http.MethodGet, Path: "/runs/{id}/events", ID: "streamEvents", Status: http.StatusOK, Resp: api.Events{}, Content: []Content{{"text/event-stream", api.Event{}}},
+		Query: []Param{afterSeq,
 			{"descendants", "boolean", "also live-only events (seq 0) of the run's operations and descendant runs"}},
-		header:  []apiParam{{"Last-Event-ID", "integer", "resume after this event id; wins over after"}},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound},
-		summary: "Server-Sent Events (id: seq, event: type, data: Event JSON): stored events, then live ones, until the run's terminal run event. Asked with Accept: application/json (and not text/event-stream), a page of the stored events instead: {events, next}."},
-	{method: http.MethodPost, path: "/runs/{id}/cancel", id: "cancelRun", status: http.StatusOK, resp: api.RunStatus{},
-		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Cancel a run and its children; returns once it has ended. 409 once it had ended."},
-	{method: http.MethodPost, path: "/runs/{id}/pause", id: "pauseRun", status: http.StatusOK, resp: api.RunStatus{},
-		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Pause a run and its running children. 409 once it has ended."},
-	{method: http.MethodPost, path: "/runs/{id}/resume", id: "resumeRun", status: http.StatusOK, resp: api.RunStatus{},
-		errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Resume a paused run. 409 unless it is paused."},
-	{method: http.MethodPost, path: "/runs/{id}/fork", id: "forkRun", status: http.StatusCreated,
-		body: api.ForkRequest{}, resp: api.Forked{},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Start a new run from the state of this one at a past step (entries, ops, vars, work-dir snapshot), with optional edited vars and an injected message (Location: /runs/{new id})."},
-	{method: http.MethodGet, path: "/runs/{id}/human", id: "listQuestions", status: http.StatusOK, resp: api.Questions{},
-		errors:  []int{http.StatusNotFound},
-		summary: "The questions the run waits on a person for (human and intervention operations of its current step)."},
-	{method: http.MethodPost, path: "/runs/{id}/human/{op_id}/answer", id: "answerQuestion", status: http.StatusOK,
-		body: api.AnswerRequest{}, resp: api.OK{},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Answer a question (op_id path-escaped, its slashes as %2F); returns once the answer is journaled. 404 for an op that is no question, 409 once answered."},
-	{method: http.MethodPost, path: "/runs/{id}/intervene", id: "intervene", status: http.StatusOK,
-		body: api.InterveneRequest{}, resp: api.OK{},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Replace (action) or approve the action a run in intervention mode waits to execute. 409 when it waits for none."},
-	{method: http.MethodGet, path: "/workflows", id: "listWorkflows", status: http.StatusOK, resp: api.Workflows{},
-		summary: "The registered workflows' graphs."},
+		Header:  []Param{{"Last-Event-ID", "integer", "resume after this event id; wins over after"}},
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound},
+		Summary: "Server-Sent Events (id: seq, event: type, data: Event JSON): stored events, then live ones, until the run's terminal run event. Asked with Accept: application/json (and not text/event-stream), a page of the stored events instead: {events, next}."},
+	{Method: http.MethodPost, Path: "/runs/{id}/cancel", ID: "cancelRun", Status: http.StatusOK, Resp: api.RunStatus{},
+		Errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Cancel a run and its children; returns once it has ended. 409 once it had ended."},
+	{Method: http.MethodPost, Path: "/runs/{id}/pause", ID: "pauseRun", Status: http.StatusOK, Resp: api.RunStatus{},
+		Errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Pause a run and its running children. 409 once it has ended."},
+	{Method: http.MethodPost, Path: "/runs/{id}/resume", ID: "resumeRun", Status: http.StatusOK, Resp: api.RunStatus{},
+		Errors:  []int{http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Resume a paused run. 409 unless it is paused."},
+	{Method: http.MethodPost, Path: "/runs/{id}/fork", ID: "forkRun", Status: http.StatusCreated,
+		Body: api.ForkRequest{}, Resp: api.Forked{},
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Start a new run from the state of this one at a past step (entries, ops, vars, work-dir snapshot), with optional edited vars and an injected message (Location: /runs/{new id})."},
+	{Method: http.MethodGet, Path: "/runs/{id}/human", ID: "listQuestions", Status: http.StatusOK, Resp: api.Questions{},
+		Errors:  []int{http.StatusNotFound},
+		Summary: "The questions the run waits on a person for (human and intervention operations of its current step)."},
+	{Method: http.MethodPost, Path: "/runs/{id}/human/{op_id}/answer", ID: "answerQuestion", Status: http.StatusOK,
+		Body: api.AnswerRequest{}, Resp: api.OK{},
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Answer a question (op_id path-escaped, its slashes as %2F); returns once the answer is journaled. 404 for an op that is no question, 409 once answered."},
+	{Method: http.MethodPost, Path: "/runs/{id}/intervene", ID: "intervene", Status: http.StatusOK,
+		Body: api.InterveneRequest{}, Resp: api.OK{},
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Replace (action) or approve the action a run in intervention mode waits to execute. 409 when it waits for none."},
+	{Method: http.MethodGet, Path: "/workflows", ID: "listWorkflows", Status: http.StatusOK, Resp: api.Workflows{},
+		Summary: "The registered workflows' graphs."},
 }
+
+// openAPIRoute documents GET /openapi.json, which every server serves
+// (New and NewBare).
+var openAPIRoute = Route{Method: http.MethodGet, Path: "/openapi.json", ID: "openapi", Status: http.StatusOK, Resp: map[string]any{},
+	Summary: "This document: the OpenAPI 3.1 document of every route the server serves."}
 
 // operatorRoutes are the routes of MountOperator, documented when mounted.
-var operatorRoutes = []apiRoute{
-	{method: http.MethodGet, path: "/operator", id: "operatorInfo", status: http.StatusOK, resp: api.Operator{},
-		summary: "The data directory this server holds (operator token only: the command line checks the server it found in the data directory's server file)."},
-	{method: http.MethodPost, path: "/operator/runs", id: "handover", status: http.StatusCreated, body: api.Handover{}, resp: api.RunStatus{},
-		errors:  []int{http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Start a run handed over by the command line, with its grants and keys (operator token only); 200 with resumed when the unfinished run of the same key was resumed instead."},
-	{method: http.MethodPost, path: "/operator/runs/{id}/resume", id: "handoverResume", status: http.StatusOK, body: api.HandoverResume{}, resp: api.RunStatus{},
-		errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
-		summary: "Resume a run and every unfinished descendant nothing drives, with the keys handed over (operator token only). 409 when a key is still missing."},
+var operatorRoutes = []Route{
+	{Method: http.MethodGet, Path: "/operator", ID: "operatorInfo", Status: http.StatusOK, Resp: api.Operator{},
+		Summary: "The data directory this server holds (operator token only: the command line checks the server it found in the data directory's server file)."},
+	{Method: http.MethodPost, Path: "/operator/runs", ID: "handover", Status: http.StatusCreated, Body: api.Handover{}, Resp: api.RunStatus{},
+		Errors:  []int{http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Start a run handed over by the command line, with its grants and keys (operator token only); 200 with resumed when the unfinished run of the same key was resumed instead."},
+	{Method: http.MethodPost, Path: "/operator/runs/{id}/resume", ID: "handoverResume", Status: http.StatusOK, Body: api.HandoverResume{}, Resp: api.RunStatus{},
+		Errors:  []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusServiceUnavailable},
+		Summary: "Resume a run and every unfinished descendant nothing drives, with the keys handed over (operator token only). 409 when a key is still missing."},
 }
 
-// openAPI builds the OpenAPI 3.1 document of the server: apiRoutes, the
-// paths given to Mount, and the schemas of the api types they use.
+// openAPI builds the OpenAPI 3.1 document of the server: the API's routes,
+// what was mounted beside them (Mount, MountUI, MountGateway,
+// MountOperator, the groups), and the schemas of the Go types they use.
 func (s *Server) openAPI() map[string]any {
-	sc := &schemas{defs: map[string]any{}}
-	errRef := sc.of(reflect.TypeFor[api.Error]())
-	paths := map[string]any{}
-	routes := apiRoutes
+	d := &document{s: s, sc: &schemas{defs: map[string]any{}}, paths: map[string]any{}}
+	d.add(openAPIRoute)
+	if s.eng != nil {
+		d.add(apiRoutes...)
+	}
 	if s.op != nil {
-		routes = append(slices.Clone(routes), operatorRoutes...)
+		d.add(operatorRoutes...)
 	}
-	for _, r := range routes {
-		item, _ := paths[r.path].(map[string]any)
-		if item == nil {
-			item = map[string]any{}
-			paths[r.path] = item
+	d.add(s.uiRoutes()...)
+	d.add(s.mountedRoutes()...)
+	if s.gateway {
+		d.add(gatewayRoutes...)
+	}
+	for _, g := range s.groups {
+		if doc, ok := g.(Documented); ok {
+			d.add(doc.Routes()...)
 		}
-		item[strings.ToLower(r.method)] = s.operation(r, sc, errRef)
 	}
-	for _, p := range s.ui {
-		paths[p] = map[string]any{"get": map[string]any{
-			"operationId": "ui" + p,
-			"summary":     "The browser viewer's page and assets (package viewer); needs no token.",
-			"responses": s.errorResponses(map[string]any{
-				"200": map[string]any{"description": "OK", "content": map[string]any{"text/html": map[string]any{}}},
-			}, false, []int{http.StatusNotFound}, errRef),
-		}}
-	}
-	for _, p := range s.mounted {
-		paths[p] = map[string]any{"get": map[string]any{
-			"operationId": "mounted" + p,
-			"summary":     "Mounted by the command line (Prometheus metrics at /metrics); not JSON.",
-			"responses": s.errorResponses(map[string]any{
-				"200": map[string]any{"description": "OK", "content": map[string]any{"text/plain": map[string]any{}}},
-			}, true, nil, errRef),
-		}}
-	}
-	s.gatewayOpenAPI(paths)
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
 			"title":       "flock",
 			"version":     "1",
-			"description": "flock's HTTP API: start, follow and control runs of workflows. Every error is a JSON body {\"error\"} and every response carries X-Request-ID.",
+			"description": "flock's HTTP API: start, follow and control runs of workflows. Every error is a JSON body {\"error\"} (beneath /api/v1, the sandbox's envelope; beneath /gateway/, OpenAI's error object) and every response carries X-Request-ID.",
 		},
-		"paths":      paths,
-		"components": map[string]any{"schemas": sc.defs},
+		"paths":      d.paths,
+		"components": map[string]any{"schemas": d.sc.defs},
 	}
 	if s.cfg.AuthToken != "" {
 		doc["components"].(map[string]any)["securitySchemes"] = map[string]any{
@@ -181,69 +199,136 @@ func (s *Server) openAPI() map[string]any {
 	return doc
 }
 
+// document is an OpenAPI document being built.
+type document struct {
+	s     *Server
+	sc    *schemas
+	paths map[string]any
+}
+
+// add documents routes.
+func (d *document) add(routes ...Route) {
+	for _, r := range routes {
+		item, _ := d.paths[r.Path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			d.paths[r.Path] = item
+		}
+		item[strings.ToLower(r.Method)] = d.operation(r)
+	}
+}
+
 // operation documents one route.
-func (s *Server) operation(r apiRoute, sc *schemas, errRef map[string]any) map[string]any {
-	op := map[string]any{"operationId": r.id, "summary": r.summary}
+func (d *document) operation(r Route) map[string]any {
+	op := map[string]any{"operationId": r.ID, "summary": r.Summary}
 	var params []any
-	for _, name := range pathParams(r.path) {
+	for _, name := range pathParams(r.Path) {
 		doc := "the run id"
 		if name == "op_id" {
 			doc = "the operation id (<run>/<step>/<index>), path-escaped"
 		}
+		for _, p := range r.PathParams {
+			if p.Name == name {
+				doc = p.Doc
+			}
+		}
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true,
 			"schema": map[string]any{"type": "string"}, "description": doc})
 	}
-	for _, p := range r.query {
-		params = append(params, map[string]any{"name": p.name, "in": "query",
-			"schema": map[string]any{"type": p.typ}, "description": p.doc})
-	}
-	for _, p := range r.header {
-		params = append(params, map[string]any{"name": p.name, "in": "header",
-			"schema": map[string]any{"type": p.typ}, "description": p.doc})
+	for _, in := range []struct {
+		where string
+		ps    []Param
+	}{{"query", r.Query}, {"header", r.Header}} {
+		for _, p := range in.ps {
+			params = append(params, map[string]any{"name": p.Name, "in": in.where,
+				"schema": map[string]any{"type": p.Type}, "description": p.Doc})
+		}
 	}
 	if params != nil {
 		op["parameters"] = params
 	}
-	if r.body != nil {
+	if r.Body != nil {
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
-			"application/json": map[string]any{"schema": sc.of(reflect.TypeOf(r.body))}}}
+			"application/json": map[string]any{"schema": d.sc.of(reflect.TypeOf(r.Body))}}}
 	}
-	ok := map[string]any{"description": http.StatusText(r.status)}
-	switch {
-	case r.stream:
-		ok["content"] = map[string]any{"text/event-stream": map[string]any{
-			"schema": map[string]any{"type": "string", "description": "each event's data is an Event"},
-			// OpenAPI 3.1 has no SSE item type; the Event schema is named here.
-			"x-event-schema": sc.of(reflect.TypeOf(r.resp)),
-		}}
-	case r.path == "/openapi.json":
-		ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
-	default:
-		ok["content"] = map[string]any{"application/json": map[string]any{"schema": sc.of(reflect.TypeOf(r.resp))}}
+	content := map[string]any{}
+	if r.Resp != nil {
+		content["application/json"] = map[string]any{"schema": d.sc.of(reflect.TypeOf(r.Resp))}
 	}
-	op["responses"] = s.errorResponses(map[string]any{strconv.Itoa(r.status): ok}, r.path != "/health", r.errors, errRef)
-	if r.path == "/health" && s.cfg.AuthToken != "" {
-		op["security"] = []any{} // /health never needs the token
+	for _, c := range r.Content {
+		if c.Media == "text/event-stream" {
+			content[c.Media] = map[string]any{
+				"schema": map[string]any{"type": "string", "description": "Server-Sent Events; each event's data is the x-event-schema"},
+				// OpenAPI 3.1 has no SSE item type; the data's schema is named here.
+				"x-event-schema": d.sc.of(reflect.TypeOf(c.Body)),
+			}
+			continue
+		}
+		content[c.Media] = map[string]any{"schema": d.sc.of(reflect.TypeOf(c.Body))}
+	}
+	responses := map[string]any{strconv.Itoa(r.Status): map[string]any{"description": http.StatusText(r.Status), "content": content}}
+	d.errorResponses(responses, r)
+	op["responses"] = responses
+	if r.Public && d.s.cfg.AuthToken != "" {
+		op["security"] = []any{} // no bearer token
 	}
 	return op
 }
 
-// errorResponses adds the error statuses of a route to responses: those
-// every route may answer (403 from the guard, 500), 401 when a token is
-// required, and the route's own.
-func (s *Server) errorResponses(responses map[string]any, auth bool, own []int, errRef map[string]any) map[string]any {
-	codes := append([]int{http.StatusForbidden, http.StatusInternalServerError}, own...)
-	if auth && s.cfg.AuthToken != "" {
-		codes = append(codes, http.StatusUnauthorized)
+// errorResponses adds the error statuses of r to responses: those every
+// route may answer (403 from the guard, 500), 401 when a token is
+// required, and the route's own. The server's are api.Error (unless the
+// route's group answers them, GroupErrors), the route's own ErrorBody.
+func (d *document) errorResponses(responses map[string]any, r Route) {
+	common := []int{http.StatusForbidden, http.StatusInternalServerError}
+	if !r.Public && d.s.cfg.AuthToken != "" {
+		common = append(common, http.StatusUnauthorized)
 	}
+	errRef := d.sc.of(reflect.TypeFor[api.Error]())
+	own := errRef
+	if r.ErrorBody != nil {
+		own = d.sc.of(reflect.TypeOf(r.ErrorBody))
+	}
+	server := errRef
+	if r.GroupErrors {
+		server = own
+	}
+	codes := slices.Concat(common, r.Errors)
 	sort.Ints(codes)
-	for _, c := range codes {
+	for _, c := range slices.Compact(codes) {
+		schema := server
+		switch inOwn, inCommon := slices.Contains(r.Errors, c), slices.Contains(common, c); {
+		case inOwn && inCommon && !r.GroupErrors && r.ErrorBody != nil:
+			schema = map[string]any{"oneOf": []any{own, server}}
+		case inOwn:
+			schema = own
+		}
 		responses[strconv.Itoa(c)] = map[string]any{
 			"description": http.StatusText(c),
-			"content":     map[string]any{"application/json": map[string]any{"schema": errRef}},
+			"content":     map[string]any{"application/json": map[string]any{"schema": schema}},
 		}
 	}
-	return responses
+}
+
+// operationID names the route of path for an operationId: prefix and
+// the path's words in camel case ("ui", "app.js" -> "uiAppJs").
+func operationID(prefix, path string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	upper := true
+	for _, r := range path {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+			if upper {
+				r = unicode.ToUpper(r)
+			}
+			b.WriteRune(r)
+			upper = false
+		default:
+			upper = true
+		}
+	}
+	return b.String()
 }
 
 // pathParams returns the {names} of an OpenAPI path.

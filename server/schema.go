@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"path"
 	"reflect"
 	"strings"
 	"time"
@@ -15,6 +16,10 @@ import (
 // field without omitempty is required, a `doc` tag is its description.
 type schemas struct {
 	defs map[string]any
+	// names are the component names given, by type: a struct named as
+	// one of another package (sandbox.Error, api.Error) gets its
+	// package's name in front.
+	names map[reflect.Type]string
 }
 
 var (
@@ -65,9 +70,19 @@ func (s *schemas) of(t reflect.Type) map[string]any {
 
 // ref adds the struct t to s.defs once and returns a reference to it.
 func (s *schemas) ref(t reflect.Type) map[string]any {
-	name := t.Name()
+	name, seen := s.names[t]
+	if !seen {
+		name = t.Name()
+		if _, taken := s.defs[name]; taken {
+			name = path.Base(t.PkgPath()) + "." + name
+		}
+		if s.names == nil {
+			s.names = map[reflect.Type]string{}
+		}
+		s.names[t] = name
+	}
 	ref := map[string]any{"$ref": "#/components/schemas/" + name}
-	if _, ok := s.defs[name]; ok {
+	if seen {
 		return ref
 	}
 	obj := map[string]any{"type": "object"}
@@ -95,8 +110,12 @@ func (s *schemas) ref(t reflect.Type) map[string]any {
 				p["description"] = d
 			}
 		}
+		omit := hasOpt(opts, "omitempty") || hasOpt(opts, "omitzero")
+		if f.Type.Kind() == reflect.Pointer && !omit {
+			p = nullable(p) // a nil pointer is null
+		}
 		props[name] = p
-		if !hasOpt(opts, "omitempty") && !hasOpt(opts, "omitzero") {
+		if !omit {
 			required = append(required, name)
 		}
 	}
@@ -105,6 +124,23 @@ func (s *schemas) ref(t reflect.Type) map[string]any {
 		obj["required"] = required
 	}
 	return ref
+}
+
+// nullable returns p that also allows null: a type list with "null", or
+// anyOf a reference and null.
+func nullable(p map[string]any) map[string]any {
+	if t, ok := p["type"].(string); ok {
+		p["type"] = []any{t, "null"}
+		return p
+	}
+	if ref, ok := p["$ref"]; ok {
+		q := map[string]any{"anyOf": []any{map[string]any{"$ref": ref}, map[string]any{"type": "null"}}}
+		if d, ok := p["description"]; ok {
+			q["description"] = d
+		}
+		return q
+	}
+	return p // any JSON already
 }
 
 func hasOpt(opts, want string) bool {

@@ -51,7 +51,7 @@ type Server struct {
 	store state.Reader
 	// mounted are the paths given to Mount.
 	mounted []string
-	// ui are the viewer's paths (MountUI).
+	// ui are the viewer's route paths (MountUI).
 	ui []string
 	// gateway is true once MountGateway has mounted the model gateway.
 	gateway bool
@@ -95,8 +95,9 @@ func New(cfg configs.Server, eng Engine, store state.Reader, logger *slog.Logger
 
 // NewBare returns a server without routes, configured as New's: the same
 // guard, bearer token, body limit, logging and error answers, for routes
-// that other packages mount (MountGroup). GET /health needs no token here
-// either.
+// that other packages mount (MountGroup). It serves GET /openapi.json,
+// the document of every route mounted on it; GET /health, when a group
+// serves it, needs no token here either.
 func NewBare(cfg configs.Server, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -121,6 +122,7 @@ func NewBare(cfg configs.Server, logger *slog.Logger) (*Server, error) {
 		public:    map[string]bool{"/health": true},
 	}
 	s.e = s.newEcho()
+	s.e.GET("/openapi.json", s.openAPIHandler)
 	return s, nil
 }
 
@@ -130,6 +132,17 @@ func NewBare(cfg configs.Server, logger *slog.Logger) (*Server, error) {
 func (s *Server) Mount(path string, h http.Handler) {
 	s.e.GET(path, echo.WrapHandler(h))
 	s.mounted = append(s.mounted, path)
+}
+
+// mountedRoutes documents the paths given to Mount.
+func (s *Server) mountedRoutes() []Route {
+	var out []Route
+	for _, p := range s.mounted {
+		out = append(out, Route{Method: http.MethodGet, Path: p, ID: operationID("mounted", p), Status: http.StatusOK,
+			Summary: "A handler mounted beside the API (flock serve: the Prometheus metrics at /metrics, in the Prometheus text format).",
+			Content: []Content{{"text/plain", ""}}})
+	}
+	return out
 }
 
 // Handler returns the server's routes with all middleware, for use with
@@ -247,7 +260,6 @@ func (s *Server) newEcho() *echo.Echo {
 func (s *Server) routes() {
 	e := s.e
 	e.GET("/health", s.health)
-	e.GET("/openapi.json", s.openAPIHandler)
 	e.POST("/start_workflow", s.startWorkflow)
 	e.GET("/runs", s.listRuns)
 	e.GET("/stats/runs", s.runCounts)

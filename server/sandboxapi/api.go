@@ -138,7 +138,7 @@ func (h *API) callerOf(b body) (sandbox.Caller, error) {
 
 // health answers GET /health of the sandbox alone as AgentFlow does.
 func (h *API) health(c *echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"status": "healthy", "timestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000000")})
+	return c.JSON(http.StatusOK, healthAnswer{Status: "healthy", Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000000")})
 }
 
 // owns reports whether the request is answered with envelopes.
@@ -171,4 +171,5 @@ func (h *API) WriteError(c *echo.Context, status int, msg string, err error) boo
 var (
 	_ server.Group       = (*API)(nil)
 	_ server.ErrorWriter = (*API)(nil)
+	_ server.Documented  = (*API)(nil)
 )

@@ -5,7 +5,8 @@
 //
 // It is a server.Group: flock serve --sandbox-config mounts it beside
 // flock's API (server.Server.MountGroup), and flock sandbox serves it
-// alone (NewServer, which adds AgentFlow's GET /health). Either way its
+// alone (NewServer, which adds AgentFlow's GET /health). Either way the
+// server's GET /openapi.json lists its routes (Routes), and its
 // routes sit behind the server's guard (Host, Origin, Content-Type),
 // bearer token, body limit and listener bounds; a caller is named by a
 // digest of the server's token (server.Mount.Caller), so that one token

@@ -238,7 +238,7 @@ func (h *API) tools(c *echo.Context) error {
 		return badRequest("include_hidden must be true or false")
 	}
 	tools := h.svc.Tools(include)
-	return c.JSON(http.StatusOK, map[string]any{"tools": tools, "count": len(tools)})
+	return c.JSON(http.StatusOK, toolList{Tools: tools, Count: len(tools)})
 }
 
 func (h *API) schema(c *echo.Context) error {
@@ -302,7 +302,7 @@ func (h *API) serverShutdown(c *echo.Context) error {
 	if h.opts.Shutdown != nil {
 		msg = "server shutting down"
 	}
-	err = c.JSON(http.StatusOK, map[string]any{"status": "success", "message": msg, "sessions_cleaned": cleaned})
+	err = c.JSON(http.StatusOK, shutdownAnswer{Status: "success", Message: msg, SessionsCleaned: cleaned})
 	if h.opts.Shutdown != nil {
 		go h.opts.Shutdown()
 	}
