@@ -99,7 +99,7 @@
 // choice's text; the references are [letter, text], graded by the choice
 // metric), kwargs, verifier (a per-task command); other keys are metadata.
 // Selection: task_ids, then shuffle with seed, offset, limit, max_tasks.
-
+//
 // # Grading
 //
 // A failed agent run scores 0 and counts as failed. Otherwise, with a
