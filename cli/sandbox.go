@@ -20,7 +20,8 @@ const DefaultSandboxAddr = "127.0.0.1:18890"
 
 // openSandbox loads the sandbox config at path and builds the service with
 // its data in dataDir (unless the config's server.data_dir names one,
-// relative to the config file).
+// relative to the config file). The config's keys that flock does not
+// read are logged as warnings, with the closest known key.
 func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger) (*sandbox.Service, error) {
 	cfg, err := sandbox.LoadConfig(path)
 	if err != nil {
@@ -35,6 +36,9 @@ func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger) (*
 	svc, err := sandbox.New(ctx, cfg, sandbox.Options{DataDir: dataDir, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, w := range svc.Warnings() {
+		log.Warn("sandbox config: "+w, "config", path)
 	}
 	return svc, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 // syncBuf is a bytes.Buffer safe for the server's writes and the test's reads.
@@ -90,5 +92,36 @@ asyncio.run(main())
 	got, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(got), "OK") {
 		t.Fatalf("AgentFlow client: %v\n%s", err, got)
+	}
+}
+
+// TestSandboxConfigWarnings: `flock sandbox` starts on a config with a
+// mistyped key, in the file and in a backend's section, and logs each with
+// the closest known key.
+func TestSandboxConfigWarnings(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sandbox.json")
+	doc := `{"server":{"sesion_ttl":300},"resources":{"bash":{"enabled":true,"description":"AgentFlow's","config":{"timout":5}}}}`
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errb := &syncBuf{}, &syncBuf{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"sandbox", "--config", cfg, "--addr", "127.0.0.1:0", "--data", dir}, out, errb)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, "flock sandbox to listen", func() bool { return strings.Contains(out.String(), "listening on") })
+	for _, want := range []string{
+		`server.sesion_ttl`, `did you mean`, `server.session_ttl`,
+		`resources.bash.config.timout`, `resources.bash.config.timeout`,
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb)
+		}
+	}
+	if strings.Contains(errb.String(), "description") {
+		t.Errorf("AgentFlow's description key warned of:\n%s", errb)
 	}
 }

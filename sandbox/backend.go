@@ -77,6 +77,12 @@ type Env struct {
 	// dir (indexes, caches); it exists when Provision is called.
 	DataDir string
 	Logger  *slog.Logger
+
+	// section is Config's JSON path in the file ("resources.bash.config");
+	// warn collects the keys Decode finds that the backend does not read.
+	// Both are set by the service; an Env built elsewhere warns of nothing.
+	section string
+	warn    func(...string)
 }
 
 // Provisioner is implemented by backends that read their config section or

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // Config is AgentFlow's sandbox-server JSON config, as is:
@@ -23,7 +25,9 @@ import (
 // ${VAR} without a default, and any other "${" (${VAR-x}, ${}, an unclosed
 // reference), is an error naming its JSON path. There is no escape for a
 // literal "${". Keys AgentFlow has and flock does not use (backend_class,
-// description, security, server.url/port/title) are accepted and ignored.
+// description, security, server.url/port/title) are accepted and ignored;
+// any other key flock does not read is a warning naming the closest known
+// key (Warnings), not an error, since AgentFlow ignores unknown keys.
 type Config struct {
 	Server ServerConfig
 	// Resources are the enabled resources: name → config section.
@@ -31,6 +35,12 @@ type Config struct {
 	// APIs are the api groups: name → section.
 	APIs   map[string]map[string]any
 	Warmup WarmupConfig
+	// Warnings name the keys of the file outside the backends' sections
+	// that flock does not read, with the closest known key when one is
+	// near (`unknown key "server.sesion_ttl" (did you mean
+	// "server.session_ttl"?)`). The service adds those of each backend's
+	// section (Service.Warnings).
+	Warnings []string
 }
 
 // ServerConfig is the config's server section.
@@ -67,9 +77,86 @@ const DefaultMaxWorkspaceBytes = 2 << 30
 
 // WarmupConfig is the config's warmup section.
 type WarmupConfig struct {
-	Enabled bool
+	Enabled bool `json:"enabled"`
 	// Resources lists the backends warmed at start; empty means all.
-	Resources []string
+	Resources []string `json:"resources"`
+}
+
+// configFile is the config document as the settings decoder reads it
+// (package phases/settings): the tags name the keys, give the defaults
+// and bound the numbers; Validate checks the backends' names.
+type configFile struct {
+	Server    serverSection              `json:"server"`
+	Resources map[string]resourceSection `json:"resources"`
+	// APIs are kept raw: each backend decodes its own section.
+	APIs   map[string]map[string]any `json:"apis"`
+	Warmup WarmupConfig              `json:"warmup"`
+	// Security is AgentFlow's (auth, rate_limit), never enforced there;
+	// flock's listener has its own token.
+	Security json.RawMessage `json:"security"`
+}
+
+// serverSection is the server section.
+type serverSection struct {
+	SessionTTL        *Seconds `json:"session_ttl" default:"300"`
+	CleanupInterval   *Seconds `json:"cleanup_interval" default:"60"`
+	DefaultTimeout    *Seconds `json:"default_timeout" default:"600"`
+	DataDir           string   `json:"data_dir"`
+	MaxWorkspaceBytes *Count   `json:"max_workspace_bytes" default:"2147483648" min:"1" max:"1125899906842624"` // DefaultMaxWorkspaceBytes, 1<<50
+	MaxBodyBytes      *Count   `json:"max_body_bytes" min:"1" max:"1099511627776"`                              // 1<<40
+	HeaderTimeout     *Seconds `json:"header_timeout_s" max:"86400"`
+	BodyTimeout       *Seconds `json:"body_timeout_s" max:"86400"`
+	MaxBatchParallel  *Count   `json:"max_batch_parallel" default:"8" min:"1" max:"1024"`
+	MaxWorkerParallel *Count   `json:"max_worker_parallel" default:"16" min:"1" max:"1024"`
+	// AgentFlow's listener settings: flock sandbox takes --addr, and the
+	// title is FastAPI's.
+	URL   json.RawMessage `json:"url"`
+	Port  json.RawMessage `json:"port"`
+	Title json.RawMessage `json:"title"`
+}
+
+// resourceSection is one entry of resources.
+type resourceSection struct {
+	// Enabled is true when absent.
+	Enabled *bool          `json:"enabled"`
+	Config  map[string]any `json:"config"`
+	// AgentFlow's: the dotted Python class (flock's registry names the
+	// backend) and a line for people.
+	BackendClass json.RawMessage `json:"backend_class"`
+	Description  json.RawMessage `json:"description"`
+}
+
+// Validate checks that each section names a registered backend, once,
+// and that warmup lists enabled ones.
+func (f *configFile) Validate() error {
+	for _, name := range sortedKeys(f.Resources) {
+		if _, ok := LookupBackend(name); !ok {
+			return settings.Errorf("resources."+name, "unknown backend (registered: %v)", Backends())
+		}
+	}
+	for _, name := range sortedKeys(f.APIs) {
+		if _, ok := LookupBackend(name); !ok {
+			return settings.Errorf("apis."+name, "unknown backend (registered: %v)", Backends())
+		}
+		if _, dup := f.Resources[name]; dup {
+			return settings.Errorf("apis."+name, "also configured under resources.%s", name)
+		}
+	}
+	for i, name := range f.Warmup.Resources {
+		if !f.enabled(name) {
+			return settings.Errorf(fmt.Sprintf("warmup.resources[%d]", i), "%s is not an enabled backend", name)
+		}
+	}
+	return nil
+}
+
+// enabled reports whether backend name is configured and enabled.
+func (f *configFile) enabled(name string) bool {
+	if r, ok := f.Resources[name]; ok {
+		return r.Enabled == nil || *r.Enabled
+	}
+	a, ok := f.APIs[name]
+	return ok && a["enabled"] != false
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -84,7 +171,9 @@ func LoadConfig(path string) (*Config, error) {
 	return ParseConfig(data, os.LookupEnv)
 }
 
-// ParseConfig parses a config document; lookup resolves ${VAR}.
+// ParseConfig parses a config document; lookup resolves ${VAR}. An error
+// wraps ErrConfig and, for a bad value, a *ConfigError naming its JSON
+// path.
 func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -95,150 +184,52 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 	if raw == nil {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrConfig)
 	}
-	expanded, err := expand(raw, "", lookup)
-	if err != nil {
+	if _, err := expand(raw, "", lookup); err != nil {
 		return nil, err
 	}
-	raw = expanded.(map[string]any)
+	doc, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	var f configFile
+	if err := decodeSection(doc, &f); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s := f.Server
 	cfg := &Config{
-		Server: ServerConfig{SessionTTL: 300 * time.Second, CleanupInterval: 60 * time.Second, DefaultTimeout: 600 * time.Second,
-			MaxWorkspaceBytes: DefaultMaxWorkspaceBytes, MaxBatchParallel: 8, MaxWorkerParallel: 16},
+		Server: ServerConfig{
+			SessionTTL: s.SessionTTL.Duration(), CleanupInterval: s.CleanupInterval.Duration(), DefaultTimeout: s.DefaultTimeout.Duration(),
+			DataDir: s.DataDir, MaxWorkspaceBytes: s.MaxWorkspaceBytes.Int(),
+			MaxBatchParallel: int(s.MaxBatchParallel.Int()), MaxWorkerParallel: int(s.MaxWorkerParallel.Int()),
+		},
 		Resources: map[string]map[string]any{},
 		APIs:      map[string]map[string]any{},
+		Warmup:    f.Warmup,
+		Warnings:  keyWarnings(settings.KeysOf(f), doc, ""),
 	}
-	if v, ok := raw["server"]; ok {
-		srv, ok := v.(map[string]any)
-		if !ok {
-			return nil, cfgErr("server", "must be an object")
-		}
-		for key, dst := range map[string]*time.Duration{
-			"session_ttl": &cfg.Server.SessionTTL, "cleanup_interval": &cfg.Server.CleanupInterval, "default_timeout": &cfg.Server.DefaultTimeout,
-		} {
-			if v, ok := srv[key]; ok {
-				d, err := seconds(v, MinSeconds, MaxSeconds)
-				if err != nil {
-					return nil, cfgErr("server."+key, err.Error())
-				}
-				*dst = d
+	if s.MaxBodyBytes != nil {
+		cfg.Server.MaxBodyBytes = s.MaxBodyBytes.Int()
+	}
+	if s.HeaderTimeout != nil {
+		cfg.Server.HeaderTimeout = s.HeaderTimeout.Duration()
+	}
+	if s.BodyTimeout != nil {
+		cfg.Server.BodyTimeout = s.BodyTimeout.Duration()
+	}
+	for name, r := range f.Resources {
+		if f.enabled(name) {
+			cfg.Resources[name] = r.Config
+			if r.Config == nil {
+				cfg.Resources[name] = map[string]any{}
 			}
-		}
-		if n, ok, err := IntSetting(srv, "server", "max_workspace_bytes", 1, 1<<50); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		} else if ok {
-			cfg.Server.MaxWorkspaceBytes = n
-		}
-		if n, ok, err := IntSetting(srv, "server", "max_body_bytes", 1, 1<<40); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		} else if ok {
-			cfg.Server.MaxBodyBytes = n
-		}
-		for key, dst := range map[string]*time.Duration{"header_timeout_s": &cfg.Server.HeaderTimeout, "body_timeout_s": &cfg.Server.BodyTimeout} {
-			if d, ok, err := SecondsSetting(srv, "server", key, MinSeconds, 86400*time.Second); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-			} else if ok {
-				*dst = d
-			}
-		}
-		for key, dst := range map[string]*int{"max_batch_parallel": &cfg.Server.MaxBatchParallel, "max_worker_parallel": &cfg.Server.MaxWorkerParallel} {
-			if n, ok, err := IntSetting(srv, "server", key, 1, 1024); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-			} else if ok {
-				*dst = int(n)
-			}
-		}
-		if v, ok := srv["data_dir"]; ok {
-			s, ok := v.(string)
-			if !ok {
-				return nil, cfgErr("server.data_dir", "must be a string")
-			}
-			cfg.Server.DataDir = s
 		}
 	}
-	if v, ok := raw["resources"]; ok {
-		res, ok := v.(map[string]any)
-		if !ok {
-			return nil, cfgErr("resources", "must be an object")
-		}
-		for name, v := range res {
-			path := "resources." + name
-			sec, ok := v.(map[string]any)
-			if !ok {
-				return nil, cfgErr(path, "must be an object")
+	for name, a := range f.APIs {
+		if f.enabled(name) {
+			if a == nil {
+				a = map[string]any{}
 			}
-			if _, ok := LookupBackend(name); !ok {
-				return nil, cfgErr(path, fmt.Sprintf("unknown backend (registered: %v)", Backends()))
-			}
-			enabled := true
-			if e, ok := sec["enabled"]; ok {
-				b, ok := e.(bool)
-				if !ok {
-					return nil, cfgErr(path+".enabled", "must be a boolean")
-				}
-				enabled = b
-			}
-			if !enabled {
-				continue
-			}
-			conf := map[string]any{}
-			if c, ok := sec["config"]; ok && c != nil {
-				m, ok := c.(map[string]any)
-				if !ok {
-					return nil, cfgErr(path+".config", "must be an object")
-				}
-				conf = m
-			}
-			cfg.Resources[name] = conf
-		}
-	}
-	if v, ok := raw["apis"]; ok {
-		apis, ok := v.(map[string]any)
-		if !ok {
-			return nil, cfgErr("apis", "must be an object")
-		}
-		for name, v := range apis {
-			path := "apis." + name
-			sec, ok := v.(map[string]any)
-			if !ok {
-				return nil, cfgErr(path, "must be an object")
-			}
-			if _, ok := LookupBackend(name); !ok {
-				return nil, cfgErr(path, fmt.Sprintf("unknown backend (registered: %v)", Backends()))
-			}
-			if _, dup := cfg.Resources[name]; dup {
-				return nil, cfgErr(path, "also configured under resources."+name)
-			}
-			if e, ok := sec["enabled"]; ok && e == false {
-				continue
-			}
-			cfg.APIs[name] = sec
-		}
-	}
-	if v, ok := raw["warmup"]; ok {
-		w, ok := v.(map[string]any)
-		if !ok {
-			return nil, cfgErr("warmup", "must be an object")
-		}
-		if e, ok := w["enabled"]; ok {
-			b, ok := e.(bool)
-			if !ok {
-				return nil, cfgErr("warmup.enabled", "must be a boolean")
-			}
-			cfg.Warmup.Enabled = b
-		}
-		if r, ok := w["resources"]; ok && r != nil {
-			list, ok := r.([]any)
-			if !ok {
-				return nil, cfgErr("warmup.resources", "must be an array of backend names")
-			}
-			for i, e := range list {
-				s, ok := e.(string)
-				_, res := cfg.Resources[s]
-				_, api := cfg.APIs[s]
-				if !ok || !(res || api) {
-					return nil, cfgErr(fmt.Sprintf("warmup.resources[%d]", i), fmt.Sprintf("%v is not an enabled backend", e))
-				}
-				cfg.Warmup.Resources = append(cfg.Warmup.Resources, s)
-			}
+			cfg.APIs[name] = a
 		}
 	}
 	return cfg, nil

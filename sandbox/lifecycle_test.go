@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/phases/settings"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -78,13 +79,23 @@ func (w warmer) WarmUp(ctx context.Context) error {
 // needy requires its config setting "endpoint".
 type needy struct{}
 
+// needyConfig is needy's section.
+type needyConfig struct {
+	Endpoint string `json:"endpoint"`
+}
+
+func (c needyConfig) Validate() error {
+	if c.Endpoint == "" {
+		return settings.Errorf("endpoint", "required setting missing")
+	}
+	return nil
+}
+
 func (needy) Tools() []sandbox.Tool { return nil }
 
 func (needy) Provision(_ context.Context, env sandbox.Env) error {
-	if s, _ := env.Config["endpoint"].(string); s == "" {
-		return &sandbox.ConfigError{Path: "endpoint", Reason: "required setting missing"}
-	}
-	return nil
+	var c needyConfig
+	return env.Decode(&c)
 }
 
 func init() {
@@ -257,6 +268,42 @@ func TestWarmupStatus(t *testing.T) {
 	}
 }
 
+// TestConfigWarnsUnknownKeys: a key flock does not read, in the file or
+// in a backend's section, starts the service with a warning naming its
+// full path and the closest known key; AgentFlow's keys flock ignores
+// (backend_class, description, security, server.url/port/title) and a
+// disabled backend's section give none.
+func TestConfigWarnsUnknownKeys(t *testing.T) {
+	doc := `{
+	  "server": {"url": "http://127.0.0.1", "port": 18890, "title": "t", "sesion_ttl": 60},
+	  "resources": {"bash": {"enabled": true, "backend_class": "x.Bash", "description": "d", "confg": {}, "config": {"timout": 5}}},
+	  "apis": {"needy": {"endpoint": "e", "endpint": "e"}, "keeper": {"enabled": false, "colour": 1}},
+	  "security": {"auth": {"enabled": false}},
+	  "warmpu": {"enabled": true},
+	  "zzz": 1
+	}`
+	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(context.Background())
+	want := []string{
+		`unknown key "resources.bash.confg" (did you mean "resources.bash.config"?)`,
+		`unknown key "server.sesion_ttl" (did you mean "server.session_ttl"?)`,
+		`unknown key "warmpu" (did you mean "warmup"?)`,
+		`unknown key "zzz"`,
+		`unknown key "resources.bash.config.timout" (did you mean "resources.bash.config.timeout"?)`,
+		`unknown key "apis.needy.endpint" (did you mean "apis.needy.endpoint"?)`,
+	}
+	if got := svc.Warnings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestConfigErrorsNamePath: start-up fails with the JSON path named for an
 // unknown backend, a missing required setting, an unset ${VAR} and a
 // malformed ${...} reference; ${VAR:-default} takes its default when VAR is
@@ -289,6 +336,16 @@ func TestConfigErrorsNamePath(t *testing.T) {
 		{"empty name", `{"server":{"data_dir":"${}"}}`, "server.data_dir: malformed"},
 		{"bad name", `{"apis":{"needy":{"endpoint":"x${1A}"}}}`, "apis.needy.endpoint: malformed"},
 		{"bad server value", `{"server":{"session_ttl":"${SET}"}}`, "server.session_ttl:"},
+		{"server not an object", `{"server":[1]}`, "server: want an object, got JSON array"},
+		{"zero ttl", `{"server":{"session_ttl":0}}`, "server.session_ttl: want a number of seconds from 0.001 to 1e+07, got 0"},
+		{"fraction", `{"server":{"max_batch_parallel":2.5}}`, "server.max_batch_parallel: want a whole number from 1 to 1024, got 2.5"},
+		{"data dir", `{"server":{"data_dir":7}}`, "server.data_dir: want a string, got JSON number"},
+		{"enabled not a bool", `{"resources":{"bash":{"enabled":"yes"}}}`, "resources.bash.enabled: want true or false, got JSON string"},
+		{"config not an object", `{"resources":{"bash":{"config":[]}}}`, "resources.bash.config: want an object, got JSON array"},
+		{"api not an object", `{"apis":{"needy":"x"}}`, "apis.needy: want an object, got JSON string"},
+		{"twice", `{"resources":{"needy":{"config":{"endpoint":"e"}}},"apis":{"needy":{"endpoint":"e"}}}`, "apis.needy: also configured under resources.needy"},
+		{"warm disabled", `{"resources":{"bash":{"enabled":false}},"warmup":{"resources":["bash"]}}`, "warmup.resources[0]: bash is not an enabled backend"},
+		{"warm not a list", `{"warmup":{"resources":"bash"}}`, "warmup.resources: want a list, got JSON string"},
 	}
 	for _, b := range bad {
 		err := start(b.cfg)
@@ -301,6 +358,7 @@ func TestConfigErrorsNamePath(t *testing.T) {
 	}
 	good := []string{
 		`{"apis":{"needy":{"endpoint":"${SET}"}}}`,
+		`{"server":{"session_ttl":null},"resources":{"bash":{"config":null}},"apis":{"needy":{"endpoint":"e","enabled":true}}}`,
 		`{"apis":{"needy":{"endpoint":"${UNSET:-http://default}"}}}`,
 		`{"apis":{"needy":{"endpoint":"${EMPTY:-http://default}"}}}`,
 		`{"apis":{"needy":{"endpoint":"$HOME and $$ are literal"}}}`,

@@ -36,6 +36,7 @@ type Service struct {
 	tools     map[string]*toolEntry
 	toolNames []string            // sorted full names
 	simple    map[string][]string // simple name → full names, sorted
+	warnings  []string            // the config's keys no one reads
 
 	mu       sync.Mutex
 	sessions map[sessionKey]*entry      // guarded by mu
@@ -96,7 +97,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Service, err error)
 		cfg: cfg, dataDir: dataDir, log: log,
 		backends: map[string]*backendEntry{}, tools: map[string]*toolEntry{}, simple: map[string][]string{},
 		sessions: map[sessionKey]*entry{}, counters: map[sessionKey]int{}, workers: map[[2]string]*workerSlots{},
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), warnings: slices.Clone(cfg.Warnings),
 	}
 	s.stopCtx, s.cancel = context.WithCancel(context.Background())
 	if err := os.MkdirAll(filepath.Join(dataDir, "workspaces"), 0o700); err != nil {
@@ -128,7 +129,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Service, err error)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return nil, fmt.Errorf("sandbox: backend %s: %w", name, err)
 			}
-			env := Env{Config: cloneMap(sec), DataDir: dir, Logger: log.With("backend", name)}
+			env := Env{Config: cloneMap(sec), DataDir: dir, Logger: log.With("backend", name),
+				section: cfg.sectionPath(name), warn: func(w ...string) { s.warnings = append(s.warnings, w...) }}
 			if err := p.Provision(ctx, env); err != nil {
 				return nil, s.provisionError(name, err)
 			}
@@ -186,6 +188,13 @@ func (s *Service) provisionError(name string, err error) error {
 	}
 	return fmt.Errorf("%w: %s: %w", ErrConfig, section, err)
 }
+
+// Warnings name the keys of the config that flock does not read, the
+// file's (Config.Warnings) then each backend's section's, in backend
+// order, with the closest known key when one is near: `unknown key
+// "resources.bash.config.timout" (did you mean
+// "resources.bash.config.timeout"?)`. Nil when every key is read.
+func (s *Service) Warnings() []string { return slices.Clone(s.warnings) }
 
 // ServerSettings returns the config's server section.
 func (s *Service) ServerSettings() ServerConfig { return s.cfg.Server }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -105,10 +106,25 @@ func (c Count) Int() int64 { return int64(c) }
 // Decode decodes the backend's section into v, a pointer to the backend's
 // config struct, with the settings decoder (package phases/settings): the
 // json tags name the keys, default, min, max and enum tags and Normalize
-// and Validate methods complete and check it; keys the struct does not
-// know are left alone (AgentFlow's backend_class, description ...). An
-// error is a *ConfigError at the setting's path relative to the section.
-func (e Env) Decode(v any) error { return DecodeConfig(e.Config, v) }
+// and Validate methods complete and check it. An error is a *ConfigError
+// at the setting's path relative to the section. A key the struct does
+// not know (a typo, or an AgentFlow setting flock does not use) is not an
+// error, since AgentFlow ignores such keys: the service reports it among
+// its warnings with the closest known key (Service.Warnings). Decode the
+// section once, into a struct that names every key the backend reads.
+func (e Env) Decode(v any) error {
+	doc, err := json.Marshal(e.Config)
+	if err != nil {
+		return &ConfigError{Reason: err.Error(), Err: err}
+	}
+	if err := decodeSection(doc, v); err != nil {
+		return err
+	}
+	if e.warn != nil {
+		e.warn(keyWarnings(settings.KeysOf(v), doc, e.section)...)
+	}
+	return nil
+}
 
 // DecodeConfig decodes a config section (or a session's config) into v as
 // Env.Decode does.
@@ -117,12 +133,43 @@ func DecodeConfig(section map[string]any, v any) error {
 	if err != nil {
 		return &ConfigError{Reason: err.Error(), Err: err}
 	}
-	err = settings.Decode(b, v)
+	return decodeSection(b, v)
+}
+
+// decodeSection decodes the JSON object doc into v with the settings
+// decoder, a *settings.Error becoming a *ConfigError at the same path.
+func decodeSection(doc []byte, v any) error {
+	err := settings.Decode(doc, v)
 	var se *settings.Error
 	if errors.As(err, &se) {
 		return &ConfigError{Path: se.Path, Reason: se.Reason, Err: se.Err}
 	}
 	return err
+}
+
+// keyWarnings words what keys.Check finds in doc, the section at path
+// prefix: `unknown key "resources.bash.config.timout" (did you mean
+// "resources.bash.config.timeout"?)`.
+func keyWarnings(keys settings.Keys, doc []byte, prefix string) []string {
+	var out []string
+	for _, f := range keys.Check(doc) {
+		f.Path = settings.Join(prefix, f.Path)
+		if f.Suggest != "" {
+			f.Suggest = settings.Join(prefix, f.Suggest)
+		}
+		out = append(out, f.String())
+	}
+	return out
+}
+
+// sortedKeys returns m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // Within places a *ConfigError's path (relative to a backend's section)
