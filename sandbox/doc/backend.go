@@ -19,7 +19,7 @@ type Backend struct {
 
 // Provision validates the config section.
 func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
-	e, err := NewEngine(env.Config)
+	e, err := newEngine(env.Decode)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package doc
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -11,9 +12,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/flockrun/flock/sandbox/internal/textdoc"
-
+	"github.com/flockrun/flock/phases/settings"
 	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/sandbox/internal/textdoc"
 )
 
 // Config is the backend's section (apis.doc or resources.doc.config).
@@ -26,25 +27,38 @@ type Config struct {
 	MaxTextToken int
 }
 
-func parseConfig(m map[string]any) (Config, error) {
-	c := Config{MaxSearchResults: 10, MaxTextToken: 20000}
-	dir, ok := m["documents_dir"].(string)
-	if !ok || strings.TrimSpace(dir) == "" {
-		return c, sandbox.SettingError("documents_dir", ErrMissingSetting, "")
+// section is the config section as written, for the settings decoder.
+type section struct {
+	DocumentsDir     string         `json:"documents_dir"`
+	MaxSearchResults *sandbox.Count `json:"max_search_results" default:"10" min:"1" max:"2147483647"`
+	MaxTextToken     *sandbox.Count `json:"max_text_token" default:"20000" min:"1" max:"2147483647"`
+}
+
+// Validate requires documents_dir.
+func (s section) Validate() error {
+	if strings.TrimSpace(s.DocumentsDir) == "" {
+		return settings.Errorf("documents_dir", "%w", ErrMissingSetting)
 	}
-	c.DocumentsDir = filepath.Clean(dir)
-	for key, dst := range map[string]*int{"max_search_results": &c.MaxSearchResults, "max_text_token": &c.MaxTextToken} {
-		v, ok := m[key]
-		if !ok || v == nil {
-			continue
+	return nil
+}
+
+// parseConfig reads the section with decode (Env.Decode, or
+// sandbox.DecodeConfig of a map); errors are *sandbox.ConfigError naming
+// the key, a bad value's wrapping ErrBadSetting.
+func parseConfig(decode func(any) error) (Config, error) {
+	var s section
+	if err := decode(&s); err != nil {
+		var ce *sandbox.ConfigError
+		if errors.As(err, &ce) && !errors.Is(err, ErrMissingSetting) {
+			ce.Err = ErrBadSetting
 		}
-		n, ok := v.(float64)
-		if !ok || n < 1 || n != float64(int(n)) {
-			return c, sandbox.SettingError(key, ErrBadSetting, "")
-		}
-		*dst = int(n)
+		return Config{}, err
 	}
-	return c, nil
+	return Config{
+		DocumentsDir:     filepath.Clean(s.DocumentsDir),
+		MaxSearchResults: int(s.MaxSearchResults.Int()),
+		MaxTextToken:     int(s.MaxTextToken.Int()),
+	}, nil
 }
 
 // Engine searches and reads the configured documents. It re-reads the folder when a
@@ -60,7 +74,12 @@ type Engine struct {
 
 // NewEngine validates the config section; it touches no file.
 func NewEngine(cfg map[string]any) (*Engine, error) {
-	c, err := parseConfig(cfg)
+	return newEngine(func(v any) error { return sandbox.DecodeConfig(cfg, v) })
+}
+
+// newEngine is NewEngine of the section decode reads.
+func newEngine(decode func(any) error) (*Engine, error) {
+	c, err := parseConfig(decode)
 	if err != nil {
 		return nil, err
 	}

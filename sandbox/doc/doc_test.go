@@ -117,10 +117,27 @@ func TestReloadsWhenFolderChanges(t *testing.T) {
 	}
 }
 
+// TestConfigErrors: a missing documents_dir and a bad number are refused
+// naming the key, with the package's sentinels.
 func TestConfigErrors(t *testing.T) {
-	for _, cfg := range []map[string]any{{}, {"documents_dir": "x", "max_search_results": 0.0}, {"documents_dir": "x", "max_text_token": "big"}} {
-		if _, err := NewEngine(cfg); err == nil {
-			t.Errorf("NewEngine(%v) accepted", cfg)
+	for _, tc := range []struct {
+		cfg  map[string]any
+		want string
+		is   error
+	}{
+		{map[string]any{}, "documents_dir: required setting is missing", ErrMissingSetting},
+		{map[string]any{"documents_dir": " "}, "documents_dir: required setting is missing", ErrMissingSetting},
+		{map[string]any{"documents_dir": "x", "max_search_results": 0.0}, "max_search_results: want a whole number from 1 to 2147483647, got 0", ErrBadSetting},
+		{map[string]any{"documents_dir": "x", "max_text_token": "big"}, "max_text_token: want a whole number from 1 to 2147483647", ErrBadSetting},
+		{map[string]any{"documents_dir": 3.0}, "documents_dir: want a string, got JSON number", ErrBadSetting},
+	} {
+		_, err := NewEngine(tc.cfg)
+		if err == nil || err.Error() != tc.want || !errors.Is(err, tc.is) {
+			t.Errorf("NewEngine(%v) = %v, want %q (%v)", tc.cfg, err, tc.want, tc.is)
 		}
+	}
+	e, err := NewEngine(map[string]any{"documents_dir": "x/"})
+	if err != nil || e.cfg != (Config{DocumentsDir: "x", MaxSearchResults: 10, MaxTextToken: 20000}) {
+		t.Errorf("defaults: %+v %v", e, err)
 	}
 }

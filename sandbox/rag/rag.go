@@ -2,12 +2,14 @@ package rag
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/flockrun/flock/phases/settings"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -27,32 +29,43 @@ type Config struct {
 	PassageChars int
 }
 
-// parseConfig reads the section; errors name the key.
-func parseConfig(m map[string]any) (Config, error) {
-	c := Config{DefaultTopK: 5, MaxTopK: 50, PassageChars: 1000}
-	dir, ok := m["documents_dir"].(string)
-	if !ok || strings.TrimSpace(dir) == "" {
-		return c, sandbox.SettingError("documents_dir", ErrMissingSetting, "")
+// section is the config section as written, for the settings decoder.
+type section struct {
+	DocumentsDir string         `json:"documents_dir"`
+	DefaultTopK  *sandbox.Count `json:"default_top_k" default:"5" min:"1" max:"2147483647"`
+	MaxTopK      *sandbox.Count `json:"max_top_k" default:"50" min:"1" max:"2147483647"`
+	PassageChars *sandbox.Count `json:"passage_chars" default:"1000" min:"100" max:"2147483647"`
+}
+
+// Validate requires documents_dir and default_top_k within max_top_k.
+func (s section) Validate() error {
+	if strings.TrimSpace(s.DocumentsDir) == "" {
+		return settings.Errorf("documents_dir", "%w", ErrMissingSetting)
 	}
-	c.DocumentsDir = filepath.Clean(dir)
-	for key, dst := range map[string]*int{"default_top_k": &c.DefaultTopK, "max_top_k": &c.MaxTopK, "passage_chars": &c.PassageChars} {
-		v, ok := m[key]
-		if !ok || v == nil {
-			continue
+	if *s.DefaultTopK > *s.MaxTopK {
+		return settings.Errorf("default_top_k", "above max_top_k %d: %w", s.MaxTopK.Int(), ErrBadSetting)
+	}
+	return nil
+}
+
+// parseConfig reads the section with decode (Env.Decode, or
+// sandbox.DecodeConfig of a map); errors are *sandbox.ConfigError naming
+// the key, a bad value's wrapping ErrBadSetting.
+func parseConfig(decode func(any) error) (Config, error) {
+	var s section
+	if err := decode(&s); err != nil {
+		var ce *sandbox.ConfigError
+		if errors.As(err, &ce) && !errors.Is(err, ErrMissingSetting) {
+			ce.Err = ErrBadSetting
 		}
-		n, ok := asInt(v)
-		if !ok || n < 1 {
-			return c, sandbox.SettingError(key, ErrBadSetting, "")
-		}
-		*dst = n
+		return Config{}, err
 	}
-	if c.DefaultTopK > c.MaxTopK {
-		return c, sandbox.SettingError("default_top_k", ErrBadSetting, fmt.Sprintf("above max_top_k %d", c.MaxTopK))
-	}
-	if c.PassageChars < 100 {
-		return c, sandbox.SettingError("passage_chars", ErrBadSetting, "below 100")
-	}
-	return c, nil
+	return Config{
+		DocumentsDir: filepath.Clean(s.DocumentsDir),
+		DefaultTopK:  int(s.DefaultTopK.Int()),
+		MaxTopK:      int(s.MaxTopK.Int()),
+		PassageChars: int(s.PassageChars.Int()),
+	}, nil
 }
 
 // Engine holds the configuration and, once warmed up, the index. Tool calls made
@@ -72,7 +85,12 @@ type Engine struct {
 // NewEngine validates cfg (the backend's config section) and returns an engine that
 // keeps its index beneath dataDir. It touches no file.
 func NewEngine(cfg map[string]any, dataDir string, logger *slog.Logger) (*Engine, error) {
-	c, err := parseConfig(cfg)
+	return newEngine(func(v any) error { return sandbox.DecodeConfig(cfg, v) }, dataDir, logger)
+}
+
+// newEngine is NewEngine of the section decode reads.
+func newEngine(decode func(any) error, dataDir string, logger *slog.Logger) (*Engine, error) {
+	c, err := parseConfig(decode)
 	if err != nil {
 		return nil, err
 	}

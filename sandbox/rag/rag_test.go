@@ -276,24 +276,33 @@ func TestWarmUpFailureDoesNotStick(t *testing.T) {
 	}
 }
 
+// TestConfigErrors: a missing documents_dir, a bad number and a default
+// above the cap are refused naming the key, with the package's sentinels;
+// absent keys take their defaults.
 func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  map[string]any
 		want string
+		is   error
 	}{
-		{"missing dir", map[string]any{}, "documents_dir"},
-		{"bad top_k", map[string]any{"documents_dir": "x", "default_top_k": 0.5}, "default_top_k"},
-		{"top_k above max", map[string]any{"documents_dir": "x", "default_top_k": 9.0, "max_top_k": 3.0}, "default_top_k"},
-		{"tiny passages", map[string]any{"documents_dir": "x", "passage_chars": 10.0}, "passage_chars"},
+		{"missing dir", map[string]any{}, "documents_dir: required setting is missing", ErrMissingSetting},
+		{"bad top_k", map[string]any{"documents_dir": "x", "default_top_k": 0.5}, "default_top_k: want a whole number from 1 to 2147483647, got 0.5", ErrBadSetting},
+		{"top_k above max", map[string]any{"documents_dir": "x", "default_top_k": 9.0, "max_top_k": 3.0}, "default_top_k: above max_top_k 3: invalid setting", ErrBadSetting},
+		{"top_k above default max", map[string]any{"documents_dir": "x", "default_top_k": 51.0}, "default_top_k: above max_top_k 50: invalid setting", ErrBadSetting},
+		{"tiny passages", map[string]any{"documents_dir": "x", "passage_chars": 10.0}, "passage_chars: want a whole number from 100 to 2147483647, got 10", ErrBadSetting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewEngine(tt.cfg, t.TempDir(), nil)
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want prefix %q", err, tt.want)
+			if err == nil || err.Error() != tt.want || !errors.Is(err, tt.is) {
+				t.Fatalf("err = %v, want %q (%v)", err, tt.want, tt.is)
 			}
 		})
+	}
+	e, err := NewEngine(map[string]any{"documents_dir": "x/"}, t.TempDir(), nil)
+	if err != nil || e.cfg != (Config{DocumentsDir: "x", DefaultTopK: 5, MaxTopK: 50, PassageChars: 1000}) {
+		t.Fatalf("defaults: %+v %v", e, err)
 	}
 }
 
