@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/flockrun/flock/sandbox"
 )
 
 // ToolSpec is one discovered MCP tool as the sandbox registry lists it.
@@ -36,7 +38,12 @@ type Backend struct {
 // in dataDir/discovery/<server> and stopping it. A server that does not start fails
 // provisioning with the server's config path named.
 func (b *Backend) provision(ctx context.Context, raw map[string]any, dataDir string, logger *slog.Logger) error {
-	cfg, err := parseConfig(raw)
+	return b.provisionWith(ctx, func(v any) error { return sandbox.DecodeConfig(raw, v) }, dataDir, logger)
+}
+
+// provisionWith is provision of the section decode reads (Env.Decode).
+func (b *Backend) provisionWith(ctx context.Context, decode func(any) error, dataDir string, logger *slog.Logger) error {
+	cfg, err := decodeConfig(decode)
 	if err != nil {
 		return err
 	}

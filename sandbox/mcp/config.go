@@ -1,13 +1,18 @@
 package mcp
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/flockrun/flock/phases/settings"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -59,130 +64,146 @@ type Config struct {
 
 var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// parseConfig reads the backend's section. It accepts flock's shape
+// section is the backend's section as written, for the settings decoder
+// (package phases/settings).
+type section struct {
+	StartupTimeout *sandbox.Seconds       `json:"startup_timeout_s" default:"30"` // DefaultStartupTimeout
+	Servers        map[string]serverEntry `json:"servers"`
+	// Enabled is AgentFlow's key: an object of servers (an alias of
+	// servers) or a list of names selecting which of servers start; read
+	// by Normalize (parseSelection) into the fields below.
+	Enabled json.RawMessage `json:"enabled_mcp_servers"`
+
+	enabledServers map[string]serverEntry // the object form
+	enabledNames   []string               // the list form
+}
+
+// serverEntry is one entry of servers.
+type serverEntry struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	Cwd     string            `json:"cwd"`
+}
+
+// Validate checks the entry's command, variable names and cwd.
+func (e serverEntry) Validate() error {
+	if strings.TrimSpace(e.Command) == "" {
+		return settings.Errorf("command", "required: the server's executable")
+	}
+	for _, k := range sortedKeys(e.Env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return settings.Errorf("env", "bad variable name %q", k)
+		}
+	}
+	if s := e.Cwd; s != "" && !filepath.IsAbs(s) && !strings.HasPrefix(s, WorkspacePlaceholder) && !filepath.IsLocal(s) {
+		return settings.Errorf("cwd", "a relative cwd must stay inside the session workspace")
+	}
+	return nil
+}
+
+// parseSelection reads enabled_mcp_servers: an object of servers (each
+// checked) or a list of names (non-nil when given, even empty). An
+// error's path is relative to the key.
+func parseSelection(raw json.RawMessage) (servers map[string]serverEntry, names []string, err error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil, nil
+	case raw[0] == '{':
+		if err := settings.Unmarshal(raw, &servers); err != nil {
+			return nil, nil, err
+		}
+		for _, name := range sortedKeys(servers) {
+			if err := servers[name].Validate(); err != nil {
+				return nil, nil, settings.At(name, err)
+			}
+		}
+		return servers, nil, nil
+	case raw[0] == '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, nil, err
+		}
+		names = make([]string, len(items))
+		for i, item := range items {
+			if len(item) == 0 || item[0] != '"' || json.Unmarshal(item, &names[i]) != nil {
+				return nil, nil, settings.Errorf(fmt.Sprintf("[%d]", i), "want a server name")
+			}
+		}
+		return nil, names, nil
+	}
+	return nil, nil, errors.New("want a list of names or an object of servers")
+}
+
+// Normalize reads enabled_mcp_servers.
+func (s *section) Normalize() error {
+	var err error
+	s.enabledServers, s.enabledNames, err = parseSelection(s.Enabled)
+	return settings.At("enabled_mcp_servers", err)
+}
+
+// Validate checks that there is a server, that names are well formed and
+// that a list names configured servers.
+func (s *section) Validate() error {
+	servers, key := s.Servers, "servers"
+	if s.enabledServers != nil {
+		if s.Servers != nil {
+			return settings.Errorf("enabled_mcp_servers", "an object here replaces \"servers\"; give one of them")
+		}
+		servers, key = s.enabledServers, "enabled_mcp_servers"
+	}
+	if s.enabledNames != nil && len(s.enabledNames) == 0 {
+		return settings.Errorf("enabled_mcp_servers", "an empty list starts no server: name at least one, or leave the key out to start all of servers")
+	}
+	for i, name := range s.enabledNames {
+		if _, ok := servers[name]; !ok {
+			return settings.Errorf(fmt.Sprintf("enabled_mcp_servers[%d]", i), "no server %q in %s.servers", name, configPath)
+		}
+	}
+	if len(servers) == 0 {
+		return settings.Errorf("servers", "required: at least one MCP server")
+	}
+	for _, name := range sortedKeys(servers) {
+		if !serverNameRE.MatchString(name) {
+			return settings.Errorf(key+"."+name, "bad server name: use letters, digits, '_' and '-'")
+		}
+	}
+	return nil
+}
+
+// parseConfig reads the backend's section from a map (see decodeConfig).
+func parseConfig(raw map[string]any) (Config, error) {
+	return decodeConfig(func(v any) error { return sandbox.DecodeConfig(raw, v) })
+}
+
+// decodeConfig reads the backend's section with decode (Env.Decode at
+// Provision). It accepts flock's shape
 //
 //	{"servers": {"fs": {"command": "...", "args": [...], "env": {...}, "cwd": "..."}}}
 //
 // and AgentFlow's key: "enabled_mcp_servers" either as the same map (an alias of
 // "servers") or as a list of names selecting which entries of "servers" start.
-// Errors name the JSON path of the bad value.
-func parseConfig(raw map[string]any) (Config, error) {
-	cfg := Config{StartupTimeout: DefaultStartupTimeout}
-	if d, ok, err := sandbox.SecondsSetting(raw, configPath, "startup_timeout_s", sandbox.MinSeconds, sandbox.MaxSeconds); err != nil {
-		return cfg, err
-	} else if ok {
-		cfg.StartupTimeout = d
+// Errors name the JSON path of the bad value in the file.
+func decodeConfig(decode func(any) error) (Config, error) {
+	var s section
+	if err := decode(&s); err != nil {
+		return Config{}, sandbox.Within(configPath, err)
 	}
-
-	servers := map[string]any{}
-	serversKey := "servers"
-	if v, ok := raw["servers"]; ok {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return cfg, fmt.Errorf("%s.servers: want an object {name: {command, args, env, cwd}}", configPath)
-		}
-		servers = m
+	cfg := Config{StartupTimeout: s.StartupTimeout.Duration()}
+	servers := s.Servers
+	if s.enabledServers != nil {
+		servers = s.enabledServers
 	}
-	var enabled []string
-	if v, ok := raw["enabled_mcp_servers"]; ok {
-		switch ev := v.(type) {
-		case map[string]any:
-			if _, both := raw["servers"]; both {
-				return cfg, fmt.Errorf("%s.enabled_mcp_servers: an object here replaces \"servers\"; give one of them", configPath)
-			}
-			servers, serversKey = ev, "enabled_mcp_servers"
-		case []any:
-			enabled = make([]string, 0, len(ev))
-			for i, n := range ev {
-				name, ok := n.(string)
-				if !ok {
-					return cfg, fmt.Errorf("%s.enabled_mcp_servers[%d]: want a server name", configPath, i)
-				}
-				if _, ok := servers[name]; !ok {
-					return cfg, fmt.Errorf("%s.enabled_mcp_servers[%d]: no server %q in %s.servers", configPath, i, name, configPath)
-				}
-				enabled = append(enabled, name)
-			}
-		default:
-			return cfg, fmt.Errorf("%s.enabled_mcp_servers: want a list of names or an object of servers", configPath)
-		}
+	names := sortedKeys(servers)
+	if s.enabledNames != nil {
+		names = slices.Compact(slices.Sorted(slices.Values(s.enabledNames)))
 	}
-	if len(servers) == 0 {
-		return cfg, fmt.Errorf("%s.servers: required: at least one MCP server", configPath)
-	}
-	names := enabled
-	if names == nil {
-		for name := range servers {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	for i, name := range names {
-		if i > 0 && names[i-1] == name {
-			continue
-		}
-		sc, err := parseServer(name, servers[name], configPath+"."+serversKey+"."+name)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Servers = append(cfg.Servers, sc)
+	for _, name := range names {
+		e := servers[name]
+		cfg.Servers = append(cfg.Servers, ServerConfig{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, Cwd: e.Cwd})
 	}
 	return cfg, nil
-}
-
-func parseServer(name string, v any, path string) (ServerConfig, error) {
-	sc := ServerConfig{Name: name}
-	if !serverNameRE.MatchString(name) {
-		return sc, fmt.Errorf("%s: bad server name: use letters, digits, '_' and '-'", path)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return sc, fmt.Errorf("%s: want an object {command, args, env, cwd}", path)
-	}
-	if sc.Command, ok = m["command"].(string); !ok || strings.TrimSpace(sc.Command) == "" {
-		return sc, fmt.Errorf("%s.command: required: the server's executable", path)
-	}
-	if v, ok := m["args"]; ok {
-		list, ok := v.([]any)
-		if !ok {
-			return sc, fmt.Errorf("%s.args: want a list of strings", path)
-		}
-		for i, a := range list {
-			s, ok := a.(string)
-			if !ok {
-				return sc, fmt.Errorf("%s.args[%d]: want a string", path, i)
-			}
-			sc.Args = append(sc.Args, s)
-		}
-	}
-	if v, ok := m["env"]; ok {
-		env, ok := v.(map[string]any)
-		if !ok {
-			return sc, fmt.Errorf("%s.env: want an object {NAME: value}", path)
-		}
-		sc.Env = make(map[string]string, len(env))
-		for k, ev := range env {
-			s, ok := ev.(string)
-			if !ok {
-				return sc, fmt.Errorf("%s.env.%s: want a string", path, k)
-			}
-			if k == "" || strings.ContainsAny(k, "=\x00") {
-				return sc, fmt.Errorf("%s.env: bad variable name %q", path, k)
-			}
-			sc.Env[k] = s
-		}
-	}
-	if v, ok := m["cwd"]; ok {
-		s, ok := v.(string)
-		if !ok {
-			return sc, fmt.Errorf("%s.cwd: want a string", path)
-		}
-		if !filepath.IsAbs(s) && !strings.HasPrefix(s, WorkspacePlaceholder) && !filepath.IsLocal(s) {
-			return sc, fmt.Errorf("%s.cwd: a relative cwd must stay inside the session workspace", path)
-		}
-		sc.Cwd = s
-	}
-	return sc, nil
 }
 
 // sessionServers reads a session's config: the core passes the backend's section merged
@@ -196,26 +217,24 @@ func sessionServers(cfg map[string]any, all []ServerConfig) ([]ServerConfig, err
 	if !ok || v == nil {
 		return all, nil
 	}
-	if _, isMap := v.(map[string]any); isMap {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("session_config.%s: %w", key, err)
+	}
+	if raw[0] == '{' {
 		return all, nil
 	}
-	list, ok := v.([]any)
-	if !ok {
+	_, names, err := parseSelection(raw)
+	if err != nil {
+		var se *settings.Error
+		if errors.As(err, &se) && se.Path != "" {
+			return nil, fmt.Errorf("session_config.%w", settings.At(key, err))
+		}
 		return nil, fmt.Errorf("session_config.%s: want a list of server names", key)
 	}
 	want := map[string]bool{}
-	for i, n := range list {
-		name, ok := n.(string)
-		if !ok {
-			return nil, fmt.Errorf("session_config.%s[%d]: want a server name", key, i)
-		}
-		found := false
-		for _, sc := range all {
-			if sc.Name == name {
-				found = true
-			}
-		}
-		if !found {
+	for i, name := range names {
+		if !slices.ContainsFunc(all, func(s ServerConfig) bool { return s.Name == name }) {
 			return nil, fmt.Errorf("session_config.%s[%d]: %w: %q", key, i, ErrUnknownServer, name)
 		}
 		want[name] = true
@@ -227,4 +246,9 @@ func sessionServers(cfg map[string]any, all []ServerConfig) ([]ServerConfig, err
 		}
 	}
 	return out, nil
+}
+
+// sortedKeys returns m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -15,10 +15,11 @@
 //	}}
 //
 // AgentFlow's key is accepted too: "enabled_mcp_servers" given as the same object is an
-// alias of "servers"; given as a list of names, it selects which entries of "servers"
-// run (AgentFlow's YAML manifests and its mcp_servers_path, workspace_root and
-// env_overrides are not read: the core owns workspaces, and each server's command is
-// written out here). Errors name the JSON path (resources.mcp.config.servers.fs.command).
+// alias of "servers"; given as a list of names (at least one), it selects which entries
+// of "servers" run (AgentFlow's YAML manifests and its mcp_servers_path, workspace_root
+// and env_overrides are not read: the core owns workspaces, and each server's command is
+// written out here; like any key the section does not name, they are warned of at
+// start). Errors name the JSON path (resources.mcp.config.servers.fs.command).
 //
 // {workspace} in args, env values and cwd becomes the session workspace's absolute
 // path. cwd defaults to the workspace; a relative cwd is a directory beneath it.

@@ -15,7 +15,7 @@ func init() {
 // Provision parses resources.mcp.config and lists every server's tools (see the package
 // doc, # Tools).
 func (b *Backend) Provision(ctx context.Context, env sandbox.Env) error {
-	return b.provision(ctx, env.Config, env.DataDir, env.Logger)
+	return b.provisionWith(ctx, env.Decode, env.DataDir, env.Logger)
 }
 
 // Tools returns one session tool per discovered MCP tool, sorted by server then by the
