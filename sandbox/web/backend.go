@@ -28,7 +28,7 @@ type Backend struct {
 // disk cache in env.DataDir/cache. A missing search key fails here, naming
 // apis.web.serper_api_key.
 func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
-	cfg, err := ParseConfig("apis."+Name, env.Config)
+	cfg, err := parseConfig("apis."+Name, env.Decode)
 	if err != nil {
 		return err
 	}

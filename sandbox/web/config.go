@@ -119,8 +119,14 @@ func (s *rawConfig) Validate() error {
 // ParseConfig reads the backend's config section. path is the section's JSON
 // path (e.g. "apis.web"); errors are *sandbox.ConfigError naming the setting.
 func ParseConfig(path string, m map[string]any) (Config, error) {
+	return parseConfig(path, func(v any) error { return sandbox.DecodeConfig(m, v) })
+}
+
+// parseConfig is ParseConfig of the section decode reads (Env.Decode at
+// Provision, which also warns of the keys rawConfig does not name).
+func parseConfig(path string, decode func(any) error) (Config, error) {
 	var s rawConfig
-	if err := sandbox.DecodeConfig(m, &s); err != nil {
+	if err := decode(&s); err != nil {
 		return Config{}, sandbox.Within(path, err)
 	}
 	return Config{
