@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
 )
@@ -121,8 +122,8 @@ func TestHTTPRunCannotReadOutsideWorkDir(t *testing.T) {
 				}
 			}
 			for _, op := range ops {
-				if op.Result != nil && op.Result.ReadFile != nil && op.Result.ReadFile.Content != "" {
-					t.Fatalf("op %s read %d bytes", op.ID, op.Result.ReadFile.Bytes)
+				if op.Result != nil && operations.ReadFile.Result(*op.Result) != nil && operations.ReadFile.Result(*op.Result).Content != "" {
+					t.Fatalf("op %s read %d bytes", op.ID, operations.ReadFile.Result(*op.Result).Bytes)
 				}
 			}
 		})

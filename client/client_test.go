@@ -65,7 +65,7 @@ func newWorld(t *testing.T) *world {
 		operations.KindBash: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
 			select {
 			case <-w.gate:
-				return operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: &operations.BashResult{}}
+				return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: &operations.BashResult{}}
 			case <-ctx.Done():
 				return operations.Failed(req, "interrupted: %v", ctx.Err())
 			}

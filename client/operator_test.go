@@ -39,14 +39,14 @@ func TestClientOperator(t *testing.T) {
 				Question: "Rate it", Scale: &operations.Scale{Min: 1, Max: 5}})}, Next: "act"}, nil
 		}},
 		{Name: "act", Next: []string{"end"}, Run: func(in phases.Input) (phases.Output, error) {
-			n, _ := in.Results[0].Human().Number()
+			n, _ := operations.Human.Result(in.Results[0]).Number()
 			b, _ := json.Marshal(n)
 			return phases.Output{Set: map[string]json.RawMessage{"rating": b},
 				Ops:  []operations.Request{operations.NewIntervention("", json.RawMessage(`{"name":"bash","arguments":{"command":"rm -rf /"}}`))},
 				Next: "end"}, nil
 		}},
 		{Name: "end", Run: func(in phases.Input) (phases.Output, error) {
-			d := in.Results[0].Intervention()
+			d := operations.Intervention.Result(in.Results[0])
 			res, _ := json.Marshal(map[string]any{"rating": json.RawMessage(in.State.Var("rating")), "action": d.Action, "approved": d.Approved})
 			return phases.Output{End: &phases.End{Result: res}}, nil
 		}},

@@ -84,7 +84,7 @@ func mustParse(t *testing.T, src string) phases.Workflow {
 }
 
 func bashResult(exit int, stdout string) operations.Result {
-	return operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{ExitCode: exit, Stdout: stdout}}
+	return operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{ExitCode: exit, Stdout: stdout}}
 }
 
 func TestDeclarativePhaseSemantics(t *testing.T) {
@@ -138,8 +138,8 @@ phases:
 	if len(out.Append) != 1 || string(out.Append[0].Data) != `{"n":1,"raw":"${not evaluated}","text":"n is 1, task the task"}` {
 		t.Errorf("append = %+v", out.Append)
 	}
-	if len(out.Ops) != 3 || out.Ops[0].Bash.Command != "echo 'a' 0" || out.Ops[1].Bash.Command != "echo 'b c' 1" ||
-		out.Ops[1].Bash.Session != "s1" || out.Ops[1].Meta["i"] != "1" || out.Ops[2].Log.Content != "notes: 1, entries 1" {
+	if len(out.Ops) != 3 || operations.Bash.Params(out.Ops[0]).Command != "echo 'a' 0" || operations.Bash.Params(out.Ops[1]).Command != "echo 'b c' 1" ||
+		operations.Bash.Params(out.Ops[1]).Session != "s1" || out.Ops[1].Meta["i"] != "1" || operations.Log.Params(out.Ops[2]).Content != "notes: 1, entries 1" {
 		b, _ := json.Marshal(out.Ops)
 		t.Errorf("ops = %s", b)
 	}
@@ -289,7 +289,7 @@ func TestLoadJSON(t *testing.T) {
 		t.Fatalf("lookup: %v %+v", ok, wf)
 	}
 	out, err := runPhase(t, *wf, "hello", nil, "")
-	if err != nil || out.Ops[0].Bash.Command != "echo the task" || out.Next != "done" {
+	if err != nil || operations.Bash.Params(out.Ops[0]).Command != "echo the task" || out.Next != "done" {
 		t.Fatalf("out = %+v, %v", out, err)
 	}
 }

@@ -236,7 +236,7 @@ func paramFields(kind operations.Kind) map[string]reflect.Type {
 	if err := json.Unmarshal([]byte(`{"type":"`+string(kind)+`"}`), &req); err != nil {
 		return nil
 	}
-	p := req.Params()
+	p := req.Params
 	if p == nil {
 		return nil
 	}

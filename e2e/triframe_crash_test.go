@@ -159,7 +159,7 @@ func TestTriframeCrashResume(t *testing.T) {
 	redispatched := map[string]bool{}
 	generates := 0
 	for _, op := range ops {
-		g := op.Request.Generate
+		g := operations.Generate.Params(op.Request)
 		if op.Request.Kind != operations.KindGenerate || op.Status != state.OpDone {
 			continue
 		}

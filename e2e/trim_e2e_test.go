@@ -42,7 +42,7 @@ func journalGenerates(t *testing.T, a *app.App, runID string) []state.Op {
 	}
 	var out []state.Op
 	for _, op := range ops {
-		if op.Request.Kind == operations.KindGenerate && op.Request.Generate != nil {
+		if op.Request.Kind == operations.KindGenerate && operations.Generate.Params(op.Request) != nil {
 			out = append(out, op)
 		}
 	}
@@ -118,7 +118,7 @@ func TestTriframeNewestOutputSurvivesTrimming(t *testing.T) {
 	for _, op := range ops {
 		if op.Request.Kind == operations.KindBash {
 			bashStep = op.Step
-			if op.Result == nil || op.Result.Bash == nil || len(op.Result.Bash.Stdout) < 29000 {
+			if op.Result == nil || operations.Bash.Result(*op.Result) == nil || len(operations.Bash.Result(*op.Result).Stdout) < 29000 {
 				t.Fatalf("the command did not print 30,000 characters: %+v", op.Result)
 			}
 		}
@@ -129,7 +129,7 @@ func TestTriframeNewestOutputSurvivesTrimming(t *testing.T) {
 			continue
 		}
 		label := fmt.Sprintf("step %d %s %s", op.Step, op.Request.Meta["role"], op.Request.Meta["advice"])
-		if n := checkNextPrompt(t, label, op.Request.Generate.Messages); n > threshold {
+		if n := checkNextPrompt(t, label, operations.Generate.Params(op.Request).Messages); n > threshold {
 			t.Errorf("%s: prompt is %d characters, budget %d", label, n, threshold)
 		}
 		checked++
@@ -178,7 +178,7 @@ func TestModularNewestOutputSurvivesTrimming(t *testing.T) {
 	if len(gens) != 2 {
 		t.Fatalf("%d generates, want 2", len(gens))
 	}
-	msgs := gens[1].Request.Generate.Messages
+	msgs := operations.Generate.Params(gens[1].Request).Messages
 	checkNextPrompt(t, "second generate", msgs)
 	// The simulated and scripted models are estimated at bytes/4.
 	tokens := 0
@@ -189,7 +189,7 @@ func TestModularNewestOutputSurvivesTrimming(t *testing.T) {
 		}
 		tokens += (n+3)/4 + 4
 	}
-	for _, tl := range gens[1].Request.Generate.Tools {
+	for _, tl := range operations.Generate.Params(gens[1].Request).Tools {
 		tokens += (len(tl.Name)+3)/4 + (len(tl.Description)+3)/4 + (len(tl.Parameters)+3)/4 + 4
 	}
 	if tokens+3 > threshold {

@@ -385,8 +385,8 @@ func (s *Session) Do(ctx context.Context, req operations.GenerateRequest, stepID
 		return nil, &callError{msg: c.res.Error, code: c.res.Code}
 	}
 	var gr operations.GenerateResult
-	if c.res.Generate != nil {
-		gr = *c.res.Generate
+	if g := operations.Generate.Result(c.res); g != nil {
+		gr = *g
 	}
 	t := Trace{ID: s.ID + ":" + strconv.Itoa(seq), Seq: seq, StepID: stepID, OpID: c.opID, CallID: c.id,
 		Time: time.Now().UTC(), Request: req, Result: gr}
@@ -487,7 +487,7 @@ func (s *Session) DeliverAnswered(opID string) bool {
 	s.mu.Unlock()
 	for i := range calls {
 		c := &calls[i]
-		s.Deliver(c.ID, opID, c.Request, operations.Result{Kind: operations.KindGenerate, Error: c.Error, Code: c.Code, Generate: c.Result})
+		s.Deliver(c.ID, opID, c.Request, operations.Result{Kind: operations.KindGenerate, Error: c.Error, Code: c.Code, Data: c.Result})
 	}
 	return ok
 }
@@ -499,8 +499,8 @@ func (s *Session) Deliver(callID, opID string, req operations.GenerateRequest, r
 	s.mu.Lock()
 	c := s.waiting[callID]
 	delete(s.waiting, callID)
-	if c == nil && res.Error == "" && res.Generate != nil {
-		s.recordLocked(Recorded{OpID: opID, CallID: callID, Request: req, Result: *res.Generate})
+	if g := operations.Generate.Result(res); c == nil && res.Error == "" && g != nil {
+		s.recordLocked(Recorded{OpID: opID, CallID: callID, Request: req, Result: *g})
 	}
 	s.mu.Unlock()
 	if c != nil {

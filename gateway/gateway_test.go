@@ -74,7 +74,7 @@ func TestReplayAnswersInOrder(t *testing.T) {
 		t.Fatalf("Take = %v, %v, %v", calls, closed, err)
 	}
 	s.Deliver(calls[0].ID, "r/6/0", req, operations.Result{Kind: operations.KindGenerate,
-		Generate: &operations.GenerateResult{Outputs: []operations.Output{{Content: "third"}}}})
+		Data: &operations.GenerateResult{Outputs: []operations.Output{{Content: "third"}}}})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

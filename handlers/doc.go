@@ -37,10 +37,11 @@
 //
 // # Adding an operation kind
 //
-// A new kind is one package plus one import: the package registers the
+// A new kind is one package plus one import: the package declares the
 // kind's payload types, effects and result fields with
-// operations.RegisterKind and its handler with Register, and the server
-// imports it (app/handlers.go). The executor applies a result's effects
+// operations.Declare (the call that declares the built-in kinds) and
+// registers its handler with Register, and the server imports it
+// (app/handlers.go). The executor applies a result's effects
 // (operations.Effector) and the declarative compiler reads its fields
 // (operations.KindInfo.View) without code for the kind; see
 // handlers/internal/echokind, which a test runs end to end.

@@ -25,8 +25,8 @@ import (
 type Info struct {
 	// ID names the package, namespaced: "flock.bash".
 	ID string
-	// Kinds are the operation kinds the handler serves; each kind must be
-	// registered with operations.RegisterKind (built-in kinds are).
+	// Kinds are the operation kinds the handler serves; each must be
+	// declared with operations.Declare.
 	Kinds []operations.Kind
 	// New returns a new, unprovisioned handler. It must be side-effect
 	// free: set-up belongs in Provision (see Provisioner).
@@ -164,7 +164,7 @@ func Register(info Info) {
 	}
 	for _, k := range info.Kinds {
 		if !k.Valid() {
-			panic(fmt.Sprintf("handlers: %s: kind %q is not registered with operations.RegisterKind", info.ID, k))
+			panic(fmt.Sprintf("handlers: %s: kind %q is not declared with operations.Declare", info.ID, k))
 		}
 		if other, dup := registry.byKind[k]; dup {
 			panic(fmt.Sprintf("handlers: %s: kind %q is served by %s already", info.ID, k, other))

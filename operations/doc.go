@@ -11,14 +11,17 @@
 //
 // # Kinds
 //
-// Kinds are a registry (RegisterKind, Kinds sorted, LookupKind). The
-// built-in kinds (docs/design.md) have a typed field in Request and Result and
-// are registered by this package; a kind added by a handler package is
-// registered from its init with constructors for its payloads, which
-// travel in Request.Ext and Result.Ext, typed. Each kind may declare a
-// View: the fields workflow files read as results[i].NAME (Result.View),
-// known at registration so that a compiler can check expressions against
-// them.
+// Every kind is declared the same way, with Declare: its wire name, its
+// params type and its result type (JSON-tagged structs), and its View, the
+// fields workflow files read as results[i].NAME (Result.View), known at
+// declaration so that a compiler can check expressions against them. A
+// request carries its params in Request.Params and a result its data in
+// Result.Data; the KindOf value Declare returns reads and builds them
+// typed (Bash.Params(req), Generate.Result(res), Bash.New(p)). The kinds
+// of docs/design.md are declared by this package (builtin.go, human.go,
+// external.go) because phases emit them; a package that adds a kind (a
+// handler package, a Go plugin) declares it with the same call, and the
+// registry (Kinds, LookupKind) makes no difference between them.
 //
 // The human and intervention kinds (human.go) are answered by a person
 // through the API, not run: a phase asks a question {question, choices?,
@@ -36,9 +39,10 @@
 //
 // # Caveats
 //
-// Exactly one of the kind-specific pointers of a Request or Result (or its
-// Ext) is set, the one matching Kind. Constructors (NewBash, NewGenerate,
-// ...) keep that invariant; code that builds a Request by hand must keep it
-// too. Payload types are part of the journal: a registered kind's wire
-// name and JSON fields must not change once runs have used them.
+// A request's Params (a result's Data, when set) must be a pointer to the
+// type its kind declares: KindOf.New keeps that invariant; code that
+// builds a Request or Result by hand must keep it too (the codec refuses
+// anything else with ErrPayloadType). Payload types are part of the
+// journal: a declared kind's wire name and JSON fields must not change once
+// runs have used them.
 package operations

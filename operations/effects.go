@@ -49,8 +49,8 @@ type Effector interface {
 // usage so far: those its payload declares (see Effector), none when it
 // has no payload.
 func (r Result) Effects(req Request, usage RunUsage) Effects {
-	e, ok := r.Payload().(Effector)
-	if !ok {
+	e, ok := r.Data.(Effector)
+	if !ok || isNilPayload(r.Data) {
 		return Effects{}
 	}
 	return e.Effects(EffectInput{Request: req, Error: r.Error, Usage: usage})
@@ -103,7 +103,7 @@ func (s *ScoreResult) Effects(in EffectInput) Effects {
 // run's result and a "submission" entry.
 func (s *SubmitResult) Effects(in EffectInput) Effects {
 	e := action(in)
-	sub := in.Request.Submit
+	sub := Submit.Params(in.Request)
 	if in.Error != "" || !s.Accepted || sub == nil {
 		return e
 	}
@@ -115,7 +115,7 @@ func (s *SubmitResult) Effects(in EffectInput) Effects {
 // Effects records the request (a log, action or observation) as an entry
 // named after its kind.
 func (*RecordedResult) Effects(in EffectInput) Effects {
-	p := in.Request.Params()
+	p := in.Request.Params
 	if in.Error != "" || p == nil {
 		return Effects{}
 	}

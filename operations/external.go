@@ -131,29 +131,28 @@ func (r *GatewayWaitResult) Effects(in EffectInput) Effects {
 }
 
 // NewExternal returns an external request.
-func NewExternal(p ExternalRequest) Request { return Request{Kind: KindExternal, Ext: &p} }
+func NewExternal(p ExternalRequest) Request { return Request{Kind: KindExternal, Params: &p} }
 
 // NewGatewayWait returns a gateway_wait request.
 func NewGatewayWait(deliverStep uint64) Request {
-	return Request{Kind: KindGatewayWait, Ext: &GatewayWaitRequest{DeliverStep: deliverStep}}
+	return Request{Kind: KindGatewayWait, Params: &GatewayWaitRequest{DeliverStep: deliverStep}}
 }
 
-func init() {
-	RegisterKind(KindInfo{Kind: KindExternal,
-		NewParams: func() any { return &ExternalRequest{} },
-		NewResult: func() any { return &ExternalResult{} },
-		View: func(r Result) (map[string]any, bool) {
-			v := map[string]any{"answer": "", "exit_code": 0, "calls": 0}
-			x, _ := r.Ext.(*ExternalResult)
-			if x == nil {
-				return v, false
-			}
-			v["answer"], v["exit_code"], v["calls"] = x.Answer, x.ExitCode, x.Calls
-			return v, r.Error == "" && x.ExitCode == 0
-		}})
-	RegisterKind(KindInfo{Kind: KindGatewayWait,
-		NewParams: func() any { return &GatewayWaitRequest{} },
-		NewResult: func() any { return &GatewayWaitResult{} }})
+// The external-agent kinds, declared like any other (see Declare).
+var (
+	External    = Declare[ExternalRequest, ExternalResult](KindExternal, viewExternal)
+	GatewayWait = Declare[GatewayWaitRequest, GatewayWaitResult](KindGatewayWait, nil)
+)
+
+// external: the agent's answer, exit code and model calls; ok needs a
+// program that exited 0.
+func viewExternal(r Result, x *ExternalResult) (map[string]any, bool) {
+	v := map[string]any{"answer": "", "exit_code": 0, "calls": 0}
+	if x == nil {
+		return v, false
+	}
+	v["answer"], v["exit_code"], v["calls"] = x.Answer, x.ExitCode, x.Calls
+	return v, r.Error == "" && x.ExitCode == 0
 }
 
 // Generated is one generate an operation answered: its request and its
@@ -175,10 +174,11 @@ type Generated struct {
 func Generates(req Request, res *Result) []Generated {
 	switch req.Kind {
 	case KindGenerate:
-		if req.Generate == nil {
+		p := Generate.Params(req)
+		if p == nil {
 			return nil
 		}
-		g := Generated{CallID: req.Meta[MetaGatewayCall], Request: req.Generate}
+		g := Generated{CallID: req.Meta[MetaGatewayCall], Request: p}
 		if res != nil {
 			g.Result = *res
 		}
@@ -187,7 +187,7 @@ func Generates(req Request, res *Result) []Generated {
 		if res == nil {
 			return nil
 		}
-		w, _ := res.Ext.(*GatewayWaitResult)
+		w := GatewayWait.Result(*res)
 		if w == nil {
 			return nil
 		}
@@ -198,7 +198,7 @@ func Generates(req Request, res *Result) []Generated {
 				continue // a call of a session run journaled before gateway_wait answered calls
 			}
 			out = append(out, Generated{CallID: c.ID, Request: &c.Request,
-				Result: Result{Kind: KindGenerate, Meta: Meta{MetaGatewayCall: c.ID}, Error: c.Error, Code: c.Code, Generate: c.Result}})
+				Result: Result{Kind: KindGenerate, Meta: Meta{MetaGatewayCall: c.ID}, Error: c.Error, Code: c.Code, Data: c.Result}})
 		}
 		return out
 	}

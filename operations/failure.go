@@ -55,7 +55,7 @@ func (r Result) Fatal() (c Code, msg string, ok bool) {
 	if r.Code.Fatal() {
 		return r.Code, r.Error, true
 	}
-	if s := r.Spawn; s != nil && r.Error == "" && s.Status == record.StatusFailed {
+	if s := Spawn.Result(r); s != nil && r.Error == "" && s.Status == record.StatusFailed {
 		if c := Code(s.EndReason); c.Fatal() {
 			return c, s.Error, true
 		}

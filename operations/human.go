@@ -6,9 +6,7 @@ import (
 )
 
 // Kinds a person answers: the run waits (parked, with no goroutine) until
-// someone answers over the API. They are registered by this package with
-// payloads in Request.Ext and Result.Ext; package handlers/human serves
-// them.
+// someone answers over the API. Package handlers/human serves them.
 const (
 	// KindHuman asks a person a question, with optional choices or a
 	// rating scale; the answer is the op's result.
@@ -73,34 +71,21 @@ type InterventionResult struct {
 }
 
 // NewHuman returns a human request.
-func NewHuman(h HumanRequest) Request { return Request{Kind: KindHuman, Ext: &h} }
+func NewHuman(h HumanRequest) Request { return Request{Kind: KindHuman, Params: &h} }
 
 // NewIntervention returns an intervention request for action.
 func NewIntervention(question string, action json.RawMessage) Request {
-	return Request{Kind: KindIntervention, Ext: &InterventionRequest{Question: question, Action: action}}
+	return Request{Kind: KindIntervention, Params: &InterventionRequest{Question: question, Action: action}}
 }
 
-// HumanParams returns r's human params, or nil.
-func (r Request) HumanParams() *HumanRequest { p, _ := r.Ext.(*HumanRequest); return p }
+// The kinds a person answers, declared like any other (see Declare).
+var (
+	Human        = Declare[HumanRequest, HumanResult](KindHuman, viewHuman)
+	Intervention = Declare[InterventionRequest, InterventionResult](KindIntervention, viewIntervention)
+)
 
-// InterventionParams returns r's intervention params, or nil.
-func (r Request) InterventionParams() *InterventionRequest {
-	p, _ := r.Ext.(*InterventionRequest)
-	return p
-}
-
-// Human returns r's human answer, or nil.
-func (r Result) Human() *HumanResult { p, _ := r.Ext.(*HumanResult); return p }
-
-// Intervention returns r's intervention decision, or nil.
-func (r Result) Intervention() *InterventionResult {
-	p, _ := r.Ext.(*InterventionResult)
-	return p
-}
-
-func viewHuman(r Result) (map[string]any, bool) {
+func viewHuman(_ Result, h *HumanResult) (map[string]any, bool) {
 	v := map[string]any{"answer": ""}
-	h := r.Human()
 	if h == nil {
 		return v, false
 	}
@@ -108,19 +93,11 @@ func viewHuman(r Result) (map[string]any, bool) {
 	return v, true
 }
 
-func viewIntervention(r Result) (map[string]any, bool) {
+func viewIntervention(_ Result, d *InterventionResult) (map[string]any, bool) {
 	v := map[string]any{"approved": false}
-	d := r.Intervention()
 	if d == nil {
 		return v, false
 	}
 	v["approved"] = d.Approved
 	return v, true
-}
-
-func init() {
-	RegisterKind(KindInfo{Kind: KindHuman, View: viewHuman,
-		NewParams: func() any { return new(HumanRequest) }, NewResult: func() any { return new(HumanResult) }})
-	RegisterKind(KindInfo{Kind: KindIntervention, View: viewIntervention,
-		NewParams: func() any { return new(InterventionRequest) }, NewResult: func() any { return new(InterventionResult) }})
 }

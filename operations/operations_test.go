@@ -65,7 +65,7 @@ func TestRequestErrors(t *testing.T) {
 		t.Fatal("a number for command was accepted")
 	}
 	// Missing params decode as the kind's zero payload.
-	if err := json.Unmarshal([]byte(`{"type":"score"}`), &r); err != nil || r.Score == nil {
+	if err := json.Unmarshal([]byte(`{"type":"score"}`), &r); err != nil || Score.Params(r) == nil {
 		t.Fatalf("score without params: %v %+v", err, r)
 	}
 }
@@ -75,11 +75,11 @@ func TestResultRoundTrip(t *testing.T) {
 		name string
 		res  Result
 	}{
-		{name: "bash", res: Result{Kind: KindBash, Bash: &BashResult{Stdout: "a", ExitCode: 1}}},
-		{name: "generate", res: Result{Kind: KindGenerate, Generate: &GenerateResult{Outputs: []Output{{Content: "x",
+		{name: "bash", res: Result{Kind: KindBash, Data: &BashResult{Stdout: "a", ExitCode: 1}}},
+		{name: "generate", res: Result{Kind: KindGenerate, Data: &GenerateResult{Outputs: []Output{{Content: "x",
 			ToolCalls: []ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}}}}, Usage: Usage{PromptTokens: 3}}}},
 		{name: "error only", res: Result{Kind: KindPython, Error: "interpreter died", Meta: map[string]string{"k": "v"}}},
-		{name: "score", res: Result{Kind: KindScore, Score: &ScoreResult{Score: f(0.5), Message: "ok"}}},
+		{name: "score", res: Result{Kind: KindScore, Data: &ScoreResult{Score: f(0.5), Message: "ok"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,17 +103,52 @@ func TestKinds(t *testing.T) {
 		if !k.Valid() {
 			t.Fatalf("%s not valid", k)
 		}
-		r := Request{Kind: k}
-		if _, err := r.alloc(); err != nil {
+		info, _ := LookupKind(k)
+		r := Request{Kind: k, Params: info.NewParams()}
+		if err := r.Validate(); err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
-		res := Result{Kind: k}
-		if _, err := res.alloc(); err != nil {
+		if _, err := json.Marshal(Result{Kind: k, Data: info.NewResult()}); err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
 	}
 	if Kind("nope").Valid() {
 		t.Fatal("nope is valid")
+	}
+}
+
+// TestPayloadType: the codec refuses a payload that is not the type its
+// kind declares, and a kind's accessors read only their own kind's
+// payloads, even where two kinds share a result type.
+func TestPayloadType(t *testing.T) {
+	for name, v := range map[string]any{
+		"request of another kind": Request{Kind: KindBash, Params: &PythonRequest{Code: "1"}},
+		"request by value":        Request{Kind: KindBash, Params: BashRequest{Command: "ls"}},
+		"result of another kind":  Result{Kind: KindBash, Data: &PythonResult{}},
+		"result by value":         Result{Kind: KindSubmit, Data: SubmitResult{Accepted: true}},
+		"request of unknown kind": Request{Kind: "teleport", Params: &BashRequest{}},
+	} {
+		_, err := json.Marshal(v)
+		want := ErrPayloadType
+		if strings.Contains(name, "unknown") {
+			want = ErrUnknownKind
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("%s: err = %v, want %v", name, err, want)
+		}
+	}
+	if err := (&Request{Kind: KindBash, Params: &PythonRequest{}}).Validate(); !errors.Is(err, ErrPayloadType) {
+		t.Errorf("Validate of a python payload in a bash request: %v", err)
+	}
+	logged := Result{Kind: KindLog, Data: &RecordedResult{Recorded: true}}
+	if Log.Result(logged) == nil || Action.Result(logged) != nil || Observation.Result(logged) != nil {
+		t.Fatal("a log result is read as another kind's")
+	}
+	if Bash.Params(NewPython("1", 0)) != nil || Python.Params(NewPython("1", 0)).Code != "1" {
+		t.Fatal("accessors cross kinds")
+	}
+	if r := Bash.New(BashRequest{Command: "ls"}); r.Kind != KindBash || Bash.Params(r).Command != "ls" {
+		t.Fatalf("Bash.New = %+v", r)
 	}
 }
 
@@ -173,7 +208,7 @@ func TestMetaIndex(t *testing.T) {
 	}
 }
 
-func TestRegisterKindRefusesBadKinds(t *testing.T) {
+func TestDeclareRefusesBadKinds(t *testing.T) {
 	mustPanic := func(name string, f func()) {
 		t.Helper()
 		defer func() {
@@ -183,14 +218,18 @@ func TestRegisterKindRefusesBadKinds(t *testing.T) {
 		}()
 		f()
 	}
-	newP := func() any { return new(struct{}) }
-	mustPanic("empty", func() { RegisterKind(KindInfo{NewParams: newP, NewResult: newP}) })
-	mustPanic("built-in twice", func() { RegisterKind(KindInfo{Kind: KindBash}) })
-	mustPanic("no payloads", func() { RegisterKind(KindInfo{Kind: "test_nopayload"}) })
+	type empty struct{}
+	mustPanic("empty", func() { Declare[empty, empty]("", nil) })
+	mustPanic("built-in twice", func() { Declare[BashRequest, BashResult](KindBash, nil) })
+	mustPanic("not a struct", func() { Declare[string, empty]("test_string", nil) })
 	mustPanic("field type clash", func() {
-		RegisterKind(KindInfo{Kind: "test_clash", NewParams: newP, NewResult: newP,
-			View: func(Result) (map[string]any, bool) { return map[string]any{"stdout": 1}, true }})
+		Declare[empty, empty]("test_clash", func(Result, *empty) (map[string]any, bool) { return map[string]any{"stdout": 1}, true })
 	})
+	for _, k := range []Kind{"test_string", "test_clash"} {
+		if k.Valid() {
+			t.Errorf("refused kind %s was declared", k)
+		}
+	}
 	ks := Kinds()
 	if !sort.SliceIsSorted(ks, func(i, j int) bool { return ks[i] < ks[j] }) {
 		t.Fatalf("Kinds not sorted: %v", ks)
@@ -205,15 +244,15 @@ func TestEffects(t *testing.T) {
 		res  Result
 		want Effects
 	}{
-		{name: "bash", req: NewBash("ls", 0), res: Result{Kind: KindBash, Bash: &BashResult{ExitCode: 1}}, want: Effects{Usage: RunUsage{Actions: 1}}},
-		{name: "bash error", req: NewBash("ls", 0), res: Result{Kind: KindBash, Error: "x", Bash: &BashResult{}}},
+		{name: "bash", req: NewBash("ls", 0), res: Result{Kind: KindBash, Data: &BashResult{ExitCode: 1}}, want: Effects{Usage: RunUsage{Actions: 1}}},
+		{name: "bash error", req: NewBash("ls", 0), res: Result{Kind: KindBash, Error: "x", Data: &BashResult{}}},
 		{name: "generate error keeps usage", req: NewGenerate(GenerateRequest{}), res: Result{Kind: KindGenerate, Error: "x",
-			Generate: &GenerateResult{Usage: Usage{PromptTokens: 2, CompletionTokens: 3, Cost: 0.5}}}, want: Effects{Usage: RunUsage{Tokens: 5, Cost: 0.5}}},
-		{name: "log", req: NewLog("hi"), res: Result{Kind: KindLog, Log: &RecordedResult{Recorded: true}},
+			Data: &GenerateResult{Usage: Usage{PromptTokens: 2, CompletionTokens: 3, Cost: 0.5}}}, want: Effects{Usage: RunUsage{Tokens: 5, Cost: 0.5}}},
+		{name: "log", req: NewLog("hi"), res: Result{Kind: KindLog, Data: &RecordedResult{Recorded: true}},
 			want: Effects{Entries: []Record{{Type: "log", Data: &LogRequest{Content: "hi"}}}}},
-		{name: "submit", req: sub, res: Result{Kind: KindSubmit, Submit: &SubmitResult{Accepted: true}},
-			want: Effects{Usage: RunUsage{Actions: 1}, Result: json.RawMessage(`"42"`), Entries: []Record{{Type: EntrySubmission, Data: sub.Submit}}}},
-		{name: "score", req: NewScore(), res: Result{Kind: KindScore, Score: &ScoreResult{Score: f(1), Message: "m"}},
+		{name: "submit", req: sub, res: Result{Kind: KindSubmit, Data: &SubmitResult{Accepted: true}},
+			want: Effects{Usage: RunUsage{Actions: 1}, Result: json.RawMessage(`"42"`), Entries: []Record{{Type: EntrySubmission, Data: Submit.Params(sub)}}}},
+		{name: "score", req: NewScore(), res: Result{Kind: KindScore, Data: &ScoreResult{Score: f(1), Message: "m"}},
 			want: Effects{Usage: RunUsage{Actions: 1}, Entries: []Record{{Type: EntryScore, Data: ScoreLogEntry{ElapsedSeconds: 7, Score: f(1), Message: "m"}}}}},
 		{name: "no payload", req: NewGetUsage(), res: Result{Kind: KindGetUsage}},
 	}
@@ -235,7 +274,7 @@ func TestSpawnViewIsPlain(t *testing.T) {
 		status record.Status
 		ok     bool
 	}{{record.StatusSucceeded, true}, {record.StatusFailed, false}} {
-		v := Result{Kind: KindSpawn, Meta: Meta{"k": "v"}, Spawn: &SpawnResult{RunID: "c", Status: tt.status}}.View()
+		v := Result{Kind: KindSpawn, Meta: Meta{"k": "v"}, Data: &SpawnResult{RunID: "c", Status: tt.status}}.View()
 		if s, isString := v["status"].(string); !isString || s != string(tt.status) || v["ok"] != tt.ok {
 			t.Fatalf("view of a %s child: status %#v, ok %v", tt.status, v["status"], v["ok"])
 		}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Request is one operation asked for by a phase. Exactly one kind-specific
-// field is set, the one named by Kind.
+// Request is one operation asked for by a phase: its kind and the kind's
+// params.
 type Request struct {
 	Kind Kind
 	// Meta carries small free-form labels (purpose, role, option index) that
@@ -14,25 +14,9 @@ type Request struct {
 	// to recognise results; handlers ignore it, except that a model stand-in
 	// reads MetaRole.
 	Meta Meta
-
-	Bash        *BashRequest
-	Python      *PythonRequest
-	Generate    *GenerateRequest
-	Spawn       *SpawnRequest
-	Submit      *SubmitRequest
-	Score       *ScoreRequest
-	ScoreLog    *ScoreLogRequest
-	GetUsage    *GetUsageRequest
-	GetTask     *GetTaskRequest
-	Log         *LogRequest
-	Action      *ActionRequest
-	Observation *ObservationRequest
-	Sandbox     *SandboxRequest
-	ReadFile    *ReadFileRequest
-	WriteFile   *WriteFileRequest
-	// Ext is the params of a kind registered with RegisterKind that has no
-	// field above: the pointer its KindInfo.NewParams returns.
-	Ext any
+	// Params is the kind's params: a pointer to the params type of its
+	// declaration (see Declare; KindOf.Params reads it typed).
+	Params any
 }
 
 // BashRequest runs a command in the run's persistent shell.
@@ -142,30 +126,13 @@ type WriteFileRequest struct {
 	Append  bool   `json:"append,omitempty"`
 }
 
-// params returns the kind-specific payload of r.
-func (r *Request) params() (any, error) { return payloadOf(r, r.Kind, false) }
-
-// Params returns the kind-specific payload of r (the pointer in the field
-// named after the kind, or Ext), or nil when it is absent or the kind is
-// unknown.
-func (r Request) Params() any {
-	p, err := r.params()
-	if err != nil || isNilPayload(p) {
-		return nil
-	}
-	return p
-}
-
-// alloc sets a fresh zero payload for r.Kind and returns it.
-func (r *Request) alloc() (any, error) { return payloadOf(r, r.Kind, true) }
-
-// Validate checks that the payload matching Kind is present.
+// Validate checks that r's kind is declared and that it carries params of
+// the kind's type.
 func (r *Request) Validate() error {
-	p, err := r.params()
-	if err != nil {
+	if _, err := payloadInfo(r.Kind, r.Params, true); err != nil {
 		return err
 	}
-	if isNilPayload(p) {
+	if isNilPayload(r.Params) {
 		return fmt.Errorf("%w: %s request has no params", ErrMissingParams, r.Kind)
 	}
 	return nil
@@ -179,13 +146,13 @@ type wireRequest struct {
 
 // MarshalJSON encodes r as {"type", "params", "meta"}.
 func (r Request) MarshalJSON() ([]byte, error) {
-	p, err := r.params()
-	if err != nil {
+	if _, err := payloadInfo(r.Kind, r.Params, true); err != nil {
 		return nil, err
 	}
 	w := wireRequest{Type: r.Kind, Meta: r.Meta}
-	if !isNilPayload(p) {
-		if w.Params, err = json.Marshal(p); err != nil {
+	if !isNilPayload(r.Params) {
+		var err error
+		if w.Params, err = json.Marshal(r.Params); err != nil {
 			return nil, fmt.Errorf("encode %s params: %w", r.Kind, err)
 		}
 	}
@@ -193,19 +160,19 @@ func (r Request) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes {"type", "params", "meta"}. Missing params decode as
-// the zero payload of the kind.
+// the zero params of the kind.
 func (r *Request) UnmarshalJSON(b []byte) error {
 	var w wireRequest
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*r = Request{Kind: w.Type, Meta: w.Meta}
-	p, err := r.alloc()
-	if err != nil {
-		return err
+	info, ok := LookupKind(w.Type)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownKind, w.Type)
 	}
+	*r = Request{Kind: w.Type, Meta: w.Meta, Params: info.NewParams()}
 	if len(w.Params) > 0 && string(w.Params) != "null" {
-		if err := json.Unmarshal(w.Params, p); err != nil {
+		if err := json.Unmarshal(w.Params, r.Params); err != nil {
 			return fmt.Errorf("decode %s params: %w", w.Type, err)
 		}
 	}

@@ -3,7 +3,6 @@ package operations
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 
 	"github.com/flockrun/flock/record"
 )
@@ -11,7 +10,7 @@ import (
 // Result is the outcome of one operation. Error is set when the operation
 // could not do its job (a handler failure, a bad request, a dead endpoint);
 // an operation that ran and failed on its own terms (a command exiting 1) is
-// not an error. Exactly one kind-specific field is set when Error is empty.
+// not an error. Data is set when Error is empty.
 type Result struct {
 	Kind  Kind
 	Error string
@@ -20,25 +19,9 @@ type Result struct {
 	Code Code
 	// Meta is copied from the request.
 	Meta Meta
-
-	Bash        *BashResult
-	Python      *PythonResult
-	Generate    *GenerateResult
-	Spawn       *SpawnResult
-	Submit      *SubmitResult
-	Score       *ScoreResult
-	ScoreLog    *ScoreLogResult
-	GetUsage    *GetUsageResult
-	GetTask     *GetTaskResult
-	Log         *RecordedResult
-	Action      *RecordedResult
-	Observation *RecordedResult
-	Sandbox     *SandboxResult
-	ReadFile    *ReadFileResult
-	WriteFile   *WriteFileResult
-	// Ext is the data of a kind registered with RegisterKind that has no
-	// field above: the pointer its KindInfo.NewResult returns.
-	Ext any
+	// Data is the kind's result: a pointer to the result type of its
+	// declaration (see Declare; KindOf.Result reads it typed).
+	Data any
 }
 
 // BashResult is the outcome of a shell command.
@@ -168,21 +151,6 @@ func Failed(req Request, format string, args ...any) Result {
 	return Result{Kind: req.Kind, Meta: req.Meta, Error: fmt.Sprintf(format, args...)}
 }
 
-func (r *Result) payload() (any, error) { return payloadOf(r, r.Kind, false) }
-
-// Payload returns the kind-specific data of r (the pointer in the field
-// named after the kind, or Ext), or nil when it is absent or the kind is
-// unknown.
-func (r Result) Payload() any {
-	p, err := r.payload()
-	if err != nil || isNilPayload(p) {
-		return nil
-	}
-	return p
-}
-
-func (r *Result) alloc() (any, error) { return payloadOf(r, r.Kind, true) }
-
 type wireResult struct {
 	Type  Kind            `json:"type"`
 	Error string          `json:"error,omitempty"`
@@ -193,13 +161,13 @@ type wireResult struct {
 
 // MarshalJSON encodes r as {"type", "error", "code", "meta", "data"}.
 func (r Result) MarshalJSON() ([]byte, error) {
-	p, err := r.payload()
-	if err != nil {
+	if _, err := payloadInfo(r.Kind, r.Data, false); err != nil {
 		return nil, err
 	}
 	w := wireResult{Type: r.Kind, Error: r.Error, Code: r.Code, Meta: r.Meta}
-	if !isNilPayload(p) {
-		if w.Data, err = json.Marshal(p); err != nil {
+	if !isNilPayload(r.Data) {
+		var err error
+		if w.Data, err = json.Marshal(r.Data); err != nil {
 			return nil, fmt.Errorf("encode %s result: %w", r.Kind, err)
 		}
 	}
@@ -216,20 +184,13 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if len(w.Data) == 0 || string(w.Data) == "null" {
 		return nil
 	}
-	p, err := r.alloc()
-	if err != nil {
-		return err
+	info, ok := LookupKind(w.Type)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownKind, w.Type)
 	}
-	if err := json.Unmarshal(w.Data, p); err != nil {
+	r.Data = info.NewResult()
+	if err := json.Unmarshal(w.Data, r.Data); err != nil {
 		return fmt.Errorf("decode %s result: %w", w.Type, err)
 	}
 	return nil
-}
-
-func isNilPayload(p any) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }

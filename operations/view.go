@@ -103,13 +103,12 @@ func DecodeJSON(raw json.RawMessage) any {
 	return v
 }
 
-// The views of the built-in kinds. A kind's view returns all its fields
-// whatever the result holds (see KindInfo.View).
+// The views of the kinds declared in builtin.go. A kind's view returns
+// all its fields whatever the result holds (see View).
 
 // bash: exit_code is -1 when the op failed; ok needs exit code 0 without timeout.
-func viewBash(r Result) (map[string]any, bool) {
+func viewBash(_ Result, b *BashResult) (map[string]any, bool) {
 	v := map[string]any{"stdout": "", "stderr": "", "exit_code": -1, "timed_out": false, "truncated": false}
-	b := r.Bash
 	if b == nil {
 		return v, false
 	}
@@ -118,9 +117,8 @@ func viewBash(r Result) (map[string]any, bool) {
 }
 
 // python: ok needs no exception and no timeout.
-func viewPython(r Result) (map[string]any, bool) {
+func viewPython(_ Result, p *PythonResult) (map[string]any, bool) {
 	v := map[string]any{"output": "", "python_error": "", "timed_out": false, "truncated": false}
-	p := r.Python
 	if p == nil {
 		return v, false
 	}
@@ -131,11 +129,11 @@ func viewPython(r Result) (map[string]any, bool) {
 // generate: the first output's fields, all outputs, and the first output
 // as an assistant message ready to append to a conversation; ok needs an
 // output.
-func viewGenerate(r Result) (map[string]any, bool) {
+func viewGenerate(_ Result, g *GenerateResult) (map[string]any, bool) {
 	var outputs []OutputView
 	var first OutputView
 	var msg *MessageView
-	if g := r.Generate; g != nil {
+	if g != nil {
 		for i, o := range g.Outputs {
 			ov := OutputView{Content: o.Content, Reasoning: o.Reasoning, FinishReason: o.FinishReason, ToolCalls: toolCallViews(o.ToolCalls)}
 			outputs = append(outputs, ov)
@@ -150,16 +148,16 @@ func viewGenerate(r Result) (map[string]any, bool) {
 }
 
 // submit: ok needs the submission accepted.
-func viewSubmit(r Result) (map[string]any, bool) {
-	accepted := r.Submit != nil && r.Submit.Accepted
+func viewSubmit(_ Result, s *SubmitResult) (map[string]any, bool) {
+	accepted := s != nil && s.Accepted
 	return map[string]any{"accepted": accepted}, accepted
 }
 
 // score: score is 0 when the scorer gave none; scored says whether it
 // did; text is its message.
-func viewScore(r Result) (map[string]any, bool) {
+func viewScore(_ Result, s *ScoreResult) (map[string]any, bool) {
 	v := map[string]any{"score": 0.0, "scored": false, "text": ""}
-	if s := r.Score; s != nil {
+	if s != nil {
 		v["text"] = s.Message
 		if s.Score != nil {
 			v["score"], v["scored"] = *s.Score, true
@@ -170,9 +168,8 @@ func viewScore(r Result) (map[string]any, bool) {
 
 // spawn: the child's id, status, end reason and result (its error, when
 // the op has none); ok needs a succeeded child.
-func viewSpawn(r Result) (map[string]any, bool) {
+func viewSpawn(r Result, s *SpawnResult) (map[string]any, bool) {
 	v := map[string]any{"run_id": "", "status": "", "end_reason": "", "result": any(nil), "error": r.Error}
-	s := r.Spawn
 	if s == nil {
 		return v, false
 	}
@@ -184,9 +181,8 @@ func viewSpawn(r Result) (map[string]any, bool) {
 }
 
 // sandbox: code, text (the message) and data; ok needs code 0.
-func viewSandbox(r Result) (map[string]any, bool) {
+func viewSandbox(_ Result, s *SandboxResult) (map[string]any, bool) {
 	v := map[string]any{"code": 0, "text": "", "data": any(nil)}
-	s := r.Sandbox
 	if s == nil {
 		return v, false
 	}
@@ -195,20 +191,10 @@ func viewSandbox(r Result) (map[string]any, bool) {
 }
 
 // get_task: the instructions.
-func viewGetTask(r Result) (map[string]any, bool) {
+func viewGetTask(_ Result, t *GetTaskResult) (map[string]any, bool) {
 	v := map[string]any{"instructions": ""}
-	if t := r.GetTask; t != nil {
+	if t != nil {
 		v["instructions"] = t.Instructions
 	}
 	return v, true
-}
-
-func init() {
-	views := map[Kind]func(Result) (map[string]any, bool){
-		KindBash: viewBash, KindPython: viewPython, KindGenerate: viewGenerate, KindSubmit: viewSubmit,
-		KindScore: viewScore, KindSpawn: viewSpawn, KindSandbox: viewSandbox, KindGetTask: viewGetTask,
-	}
-	for _, k := range builtinKinds {
-		RegisterKind(KindInfo{Kind: k, View: views[k]})
-	}
 }

@@ -14,7 +14,7 @@ func TestFatalEnd(t *testing.T) {
 		return operations.Result{Kind: operations.KindGenerate, Code: code, Error: msg}
 	}
 	child := func(status record.Status, reason, msg string) operations.Result {
-		return operations.Result{Kind: operations.KindSpawn, Spawn: &operations.SpawnResult{Status: status, EndReason: reason, Error: msg}}
+		return operations.Result{Kind: operations.KindSpawn, Data: &operations.SpawnResult{Status: status, EndReason: reason, Error: msg}}
 	}
 	tests := []struct {
 		name    string

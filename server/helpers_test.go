@@ -43,7 +43,7 @@ func testRegistry(tb testing.TB) *phases.Registry {
 		return phases.Entry{Type: "message", Data: json.RawMessage(strconv.Quote(text))}
 	}
 	logOp := func(content string) operations.Request {
-		return operations.Request{Kind: operations.KindLog, Log: &operations.LogRequest{Content: content}}
+		return operations.Request{Kind: operations.KindLog, Params: &operations.LogRequest{Content: content}}
 	}
 	reg.MustRegister(phases.Workflow{
 		Name:        "test.log",
@@ -80,7 +80,7 @@ func testRegistry(tb testing.TB) *phases.Registry {
 		Phases: []phases.PhaseSpec{
 			{Name: "start", Next: []string{"finish"}, Run: func(in phases.Input) (phases.Output, error) {
 				return phases.Output{
-					Ops:  []operations.Request{{Kind: operations.KindBash, Bash: &operations.BashRequest{Command: "sleep 3600"}}},
+					Ops:  []operations.Request{{Kind: operations.KindBash, Params: &operations.BashRequest{Command: "sleep 3600"}}},
 					Next: "finish",
 				}, nil
 			}},
@@ -185,14 +185,14 @@ func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *
 	}
 	hs := map[operations.Kind]handlers.Handler{
 		operations.KindLog: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
-			return operations.Result{Kind: req.Kind, Meta: req.Meta, Log: &operations.RecordedResult{Recorded: true}}
+			return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: &operations.RecordedResult{Recorded: true}}
 		}),
 		operations.KindBash: handlers.HandlerFunc(func(ctx context.Context, _ handlers.Env, req operations.Request) operations.Result {
 			select {
 			case <-e.gate:
-				return operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: &operations.BashResult{}}
+				return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: &operations.BashResult{}}
 			case <-e.step:
-				return operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: &operations.BashResult{}}
+				return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: &operations.BashResult{}}
 			case <-ctx.Done():
 				return operations.Failed(req, "interrupted: %v", ctx.Err())
 			}
@@ -539,7 +539,7 @@ func registerOperatorWorkflows(reg *phases.Registry) {
 				}
 				return phases.Output{
 					Ops: []operations.Request{{Kind: operations.KindWriteFile,
-						WriteFile: &operations.WriteFileRequest{Path: fmt.Sprintf("n%d.txt", n), Content: fmt.Sprintf("n=%d", n)}}},
+						Params: &operations.WriteFileRequest{Path: fmt.Sprintf("n%d.txt", n), Content: fmt.Sprintf("n=%d", n)}}},
 					Append: []phases.Entry{{Type: "message", Data: json.RawMessage(strconv.Quote(fmt.Sprintf("step %d", n)))}},
 					Set:    map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(n))},
 					Next:   next,
@@ -570,7 +570,7 @@ func registerOperatorWorkflows(reg *phases.Registry) {
 				}, nil
 			}},
 			{Name: "finish", Run: func(in phases.Input) (phases.Output, error) {
-				h := in.Results[0].Human()
+				h := operations.Human.Result(in.Results[0])
 				if h == nil {
 					return phases.Output{}, fmt.Errorf("no answer: %s", in.Results[0].Error)
 				}

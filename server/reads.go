@@ -251,20 +251,20 @@ func (s *Server) runUsage(c *echo.Context) error {
 
 // addUsage counts op in byModel when it is a finished generate.
 func addUsage(byModel map[string]*api.ModelUsage, op state.Op) {
-	req := op.Request
-	if req.Kind != operations.KindGenerate || req.Generate == nil || op.Status != state.OpDone || op.Result == nil {
+	req := operations.Generate.Params(op.Request)
+	if req == nil || op.Status != state.OpDone || op.Result == nil {
 		return
 	}
-	m := byModel[req.Generate.Model]
+	m := byModel[req.Model]
 	if m == nil {
-		m = &api.ModelUsage{Model: req.Generate.Model}
+		m = &api.ModelUsage{Model: req.Model}
 		byModel[m.Model] = m
 	}
 	m.Calls++
 	if op.Result.Error != "" {
 		m.Errors++
 	}
-	if g := op.Result.Generate; g != nil {
+	if g := operations.Generate.Result(*op.Result); g != nil {
 		m.PromptTokens += g.Usage.PromptTokens
 		m.CompletionTokens += g.Usage.CompletionTokens
 		m.Cost += g.Usage.Cost

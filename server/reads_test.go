@@ -185,15 +185,15 @@ func TestEntriesByType(t *testing.T) {
 // descendants when asked, by model.
 func TestRunUsage(t *testing.T) {
 	gen := func(model string) operations.Request {
-		return operations.Request{Kind: operations.KindGenerate, Generate: &operations.GenerateRequest{Model: model,
+		return operations.Request{Kind: operations.KindGenerate, Params: &operations.GenerateRequest{Model: model,
 			Messages: []operations.Message{{Role: "user", Content: "hi"}}}}
 	}
 	e := newEnvSetup(t, envSetup{extra: func(reg *phases.Registry, hs map[operations.Kind]handlers.Handler) {
 		hs[operations.KindGenerate] = handlers.HandlerFunc(func(_ context.Context, _ handlers.Env, req operations.Request) operations.Result {
-			if req.Generate.Model == "broken" {
+			if operations.Generate.Params(req).Model == "broken" {
 				return operations.Failed(req, "no such model")
 			}
-			return operations.Result{Kind: req.Kind, Meta: req.Meta, Generate: &operations.GenerateResult{
+			return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: &operations.GenerateResult{
 				Outputs: []operations.Output{{Content: "ok"}},
 				Usage:   operations.Usage{PromptTokens: 10, CompletionTokens: 3, Cost: 0.25}}}
 		})

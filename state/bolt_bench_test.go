@@ -40,7 +40,7 @@ func transitionCommit(id string, step uint64) *Commit {
 			ID: OpID(id, step, i), RunID: id, Step: step, Index: i, Phase: "think",
 			Status: OpPending, CreatedAt: t0,
 			Request: operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
-				Bash: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
+				Params: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
 		}
 	}
 	return &Commit{RunID: id, Run: h, Entries: []record.Entry{e}, Ops: ops,

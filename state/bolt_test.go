@@ -92,12 +92,12 @@ func testOp(run string, step uint64, index int, status OpStatus) Op {
 	op := Op{
 		ID: OpID(run, step, index), RunID: run, Step: step, Index: index,
 		Phase: "think", Status: status, CreatedAt: t0,
-		Request: operations.Request{Kind: operations.KindBash, Bash: &operations.BashRequest{Command: "ls"}},
+		Request: operations.Request{Kind: operations.KindBash, Params: &operations.BashRequest{Command: "ls"}},
 	}
 	if status == OpDone {
 		fin := t0.Add(time.Second)
 		op.Attempts, op.FinishedAt = 1, &fin
-		op.Result = &operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "a\n"}}
+		op.Result = &operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "a\n"}}
 	}
 	return op
 }

@@ -100,7 +100,7 @@ func DecodeRequest(rec []byte, chunk func(key []byte) ([]byte, error)) (Op, erro
 	if len(so.MsgChunks) == 0 {
 		return so.Op, nil
 	}
-	g := so.Request.Generate
+	g := operations.Generate.Params(so.Request)
 	if g == nil {
 		return Op{}, fmt.Errorf("op %s: message chunks on a %s request", so.ID, so.Request.Kind)
 	}
@@ -161,8 +161,8 @@ func ApplyResult(op *Op, rec []byte) error {
 // splitChunks returns the stored form of op and the chunks it refers to.
 // It does not modify op.
 func splitChunks(op Op) (storedOp, []Chunk, error) {
-	g := op.Request.Generate
-	if op.Request.Kind != operations.KindGenerate || g == nil || len(g.Messages) < chunkMinMsgs {
+	g := operations.Generate.Params(op.Request)
+	if g == nil || len(g.Messages) < chunkMinMsgs {
 		return storedOp{Op: op}, nil, nil
 	}
 	var (
@@ -208,6 +208,6 @@ func splitChunks(op Op) (storedOp, []Chunk, error) {
 	flush()
 	gc := *g
 	gc.Messages = nil
-	op.Request.Generate = &gc
+	op.Request.Params = &gc
 	return storedOp{Op: op, MsgChunks: refs}, chunks, nil
 }

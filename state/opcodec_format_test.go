@@ -41,7 +41,7 @@ func formatOps() []Op {
 	long := operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: msgs})
 	short := operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: msgs[:2]})
 	bash := operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
-		Bash: &operations.BashRequest{Command: "go test ./... 2>&1 | tail -40", TimeoutS: 60}}
+		Params: &operations.BashRequest{Command: "go test ./... 2>&1 | tail -40", TimeoutS: 60}}
 	var ops []Op
 	for i, req := range []operations.Request{long, short, bash} {
 		ops = append(ops, Op{ID: OpID("fmt", 1, i), RunID: "fmt", Step: 1, Index: i, Phase: "think",

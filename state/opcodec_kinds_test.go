@@ -60,75 +60,75 @@ func kindCases() []kindCase {
 		return r
 	}
 	cases := []kindCase{
-		{"bash", operations.Request{Kind: operations.KindBash, Meta: meta, Bash: &operations.BashRequest{Command: "ls -la", TimeoutS: 2.5, Session: "s2"}},
+		{"bash", operations.Request{Kind: operations.KindBash, Meta: meta, Params: &operations.BashRequest{Command: "ls -la", TimeoutS: 2.5, Session: "s2"}},
 			res(operations.KindBash, func(r *operations.Result) {
-				r.Bash = &operations.BashResult{Stdout: "out\n", Stderr: "err", ExitCode: 2, TimedOut: true, Truncated: true}
+				r.Data = &operations.BashResult{Stdout: "out\n", Stderr: "err", ExitCode: 2, TimedOut: true, Truncated: true}
 			})},
 		{"python", operations.NewPython("print(1)", 3),
 			res(operations.KindPython, func(r *operations.Result) {
-				r.Python = &operations.PythonResult{Output: "1\n", Error: "Traceback", TimedOut: true, Truncated: true}
+				r.Data = &operations.PythonResult{Output: "1\n", Error: "Traceback", TimedOut: true, Truncated: true}
 			})},
 		{"generate", operations.NewGenerate(genReq).WithMeta(operations.MetaRole, operations.ModelRoleActor),
-			res(operations.KindGenerate, func(r *operations.Result) { g := genRes; r.Generate = &g })},
+			res(operations.KindGenerate, func(r *operations.Result) { g := genRes; r.Data = &g })},
 		{"spawn", operations.NewSpawn(operations.SpawnRequest{Workflow: "react", Settings: raw(`{"a":1}`), Task: "t", Name: "child-1"}),
 			res(operations.KindSpawn, func(r *operations.Result) {
-				r.Spawn = &operations.SpawnResult{RunID: "r-1", Status: StatusFailed, Result: raw(`"6"`), EndReason: "error",
+				r.Data = &operations.SpawnResult{RunID: "r-1", Status: StatusFailed, Result: raw(`"6"`), EndReason: "error",
 					Error: "boom", Usage: usage, WorkDir: "/w/children/child-1"}
 			})},
 		{"submit", operations.NewSubmit("6"),
-			res(operations.KindSubmit, func(r *operations.Result) { r.Submit = &operations.SubmitResult{Accepted: true} })},
+			res(operations.KindSubmit, func(r *operations.Result) { r.Data = &operations.SubmitResult{Accepted: true} })},
 		{"score", operations.NewScore(),
-			res(operations.KindScore, func(r *operations.Result) { r.Score = &operations.ScoreResult{Score: &one, Message: "ok"} })},
+			res(operations.KindScore, func(r *operations.Result) { r.Data = &operations.ScoreResult{Score: &one, Message: "ok"} })},
 		{"score_log", operations.NewScoreLog(),
 			res(operations.KindScoreLog, func(r *operations.Result) {
-				r.ScoreLog = &operations.ScoreLogResult{Entries: []operations.ScoreLogEntry{{ElapsedSeconds: 1.25, Score: &half, Message: "m"}, {Message: "none"}}}
+				r.Data = &operations.ScoreLogResult{Entries: []operations.ScoreLogEntry{{ElapsedSeconds: 1.25, Score: &half, Message: "m"}, {Message: "none"}}}
 			})},
 		{"get_usage", operations.NewGetUsage(),
 			res(operations.KindGetUsage, func(r *operations.Result) {
-				r.GetUsage = &operations.GetUsageResult{Usage: usage, Limits: operations.RunLimits{Tokens: 1000, Actions: 10, Seconds: 60, Cost: 1}}
+				r.Data = &operations.GetUsageResult{Usage: usage, Limits: operations.RunLimits{Tokens: 1000, Actions: 10, Seconds: 60, Cost: 1}}
 			})},
 		{"get_task", operations.NewGetTask(),
 			res(operations.KindGetTask, func(r *operations.Result) {
-				r.GetTask = &operations.GetTaskResult{Instructions: "do it", Scoring: operations.Scoring{Intermediate: true, VisibleToAgent: true}}
+				r.Data = &operations.GetTaskResult{Instructions: "do it", Scoring: operations.Scoring{Intermediate: true, VisibleToAgent: true}}
 			})},
-		{"log", operations.Request{Kind: operations.KindLog, Log: &operations.LogRequest{Content: "c", Level: "warn", Title: "t"}},
-			res(operations.KindLog, func(r *operations.Result) { r.Log = &operations.RecordedResult{Recorded: true} })},
-		{"action", operations.Request{Kind: operations.KindAction, Action: &operations.ActionRequest{Type: "bash", Parameters: raw(`{"command":"ls"}`)}},
-			res(operations.KindAction, func(r *operations.Result) { r.Action = &operations.RecordedResult{Recorded: true} })},
-		{"observation", operations.Request{Kind: operations.KindObservation, Observation: &operations.ObservationRequest{Type: "bash", Content: "a.txt"}},
-			res(operations.KindObservation, func(r *operations.Result) { r.Observation = &operations.RecordedResult{Recorded: true} })},
-		{"sandbox", operations.Request{Kind: operations.KindSandbox, Sandbox: &operations.SandboxRequest{Action: "bash:run", Params: raw(`{"command":"ls"}`),
+		{"log", operations.Request{Kind: operations.KindLog, Params: &operations.LogRequest{Content: "c", Level: "warn", Title: "t"}},
+			res(operations.KindLog, func(r *operations.Result) { r.Data = &operations.RecordedResult{Recorded: true} })},
+		{"action", operations.Request{Kind: operations.KindAction, Params: &operations.ActionRequest{Type: "bash", Parameters: raw(`{"command":"ls"}`)}},
+			res(operations.KindAction, func(r *operations.Result) { r.Data = &operations.RecordedResult{Recorded: true} })},
+		{"observation", operations.Request{Kind: operations.KindObservation, Params: &operations.ObservationRequest{Type: "bash", Content: "a.txt"}},
+			res(operations.KindObservation, func(r *operations.Result) { r.Data = &operations.RecordedResult{Recorded: true} })},
+		{"sandbox", operations.Request{Kind: operations.KindSandbox, Params: &operations.SandboxRequest{Action: "bash:run", Params: raw(`{"command":"ls"}`),
 			TimeoutS: 5, Session: "b1", ForkFrom: []string{"b0", ""}}},
 			res(operations.KindSandbox, func(r *operations.Result) {
-				r.Sandbox = &operations.SandboxResult{Code: 3, Message: "m", Data: raw(`{"stdout":"x"}`), Meta: raw(`{"duration":1}`)}
+				r.Data = &operations.SandboxResult{Code: 3, Message: "m", Data: raw(`{"stdout":"x"}`), Meta: raw(`{"duration":1}`)}
 			})},
-		{"read_file", operations.Request{Kind: operations.KindReadFile, ReadFile: &operations.ReadFileRequest{Path: "d.parquet", MaxBytes: 1024, As: operations.ReadAsJSONL}},
+		{"read_file", operations.Request{Kind: operations.KindReadFile, Params: &operations.ReadFileRequest{Path: "d.parquet", MaxBytes: 1024, As: operations.ReadAsJSONL}},
 			res(operations.KindReadFile, func(r *operations.Result) {
-				r.ReadFile = &operations.ReadFileResult{Exists: true, Content: "{}\n", Bytes: 3}
+				r.Data = &operations.ReadFileResult{Exists: true, Content: "{}\n", Bytes: 3}
 			})},
 		{"write_file", operations.NewWriteFile("out/r.jsonl", "line\n", true),
 			res(operations.KindWriteFile, func(r *operations.Result) {
-				r.WriteFile = &operations.WriteFileResult{Path: "/w/out/r.jsonl", Bytes: 5}
+				r.Data = &operations.WriteFileResult{Path: "/w/out/r.jsonl", Bytes: 5}
 			})},
 		{"human", operations.NewHuman(operations.HumanRequest{Question: "ok?", Choices: []string{"yes", "no"}, Scale: &operations.Scale{Min: 1, Max: 5}}),
 			res(operations.KindHuman, func(r *operations.Result) {
-				r.Ext = &operations.HumanResult{Answer: raw(`"yes"`), AnsweredAt: t0}
+				r.Data = &operations.HumanResult{Answer: raw(`"yes"`), AnsweredAt: t0}
 			})},
 		{"intervention", operations.NewIntervention("run this?", raw(`{"name":"bash","arguments":"{}"}`)),
 			res(operations.KindIntervention, func(r *operations.Result) {
-				r.Ext = &operations.InterventionResult{Approved: true, Action: raw(`{"name":"submit"}`), AnsweredAt: t0}
+				r.Data = &operations.InterventionResult{Approved: true, Action: raw(`{"name":"submit"}`), AnsweredAt: t0}
 			})},
 		{"external", operations.NewExternal(operations.ExternalRequest{Command: []string{"python3", "agent.py"}, Shell: true, Model: "simulated",
 			TimeoutS: 30, Env: map[string]string{"B": "2", "A": "1"}, AnswerFile: "answer.txt", TaskFile: "task.txt",
 			TrajectoryFile: "traj.json", EpisodeFile: "ep.json", Name: "agent"}),
 			res(operations.KindExternal, func(r *operations.Result) {
-				r.Ext = &operations.ExternalResult{Answer: "6", ExitCode: 1, TimedOut: true, Stderr: "tail", Calls: 4, Replayed: 1,
+				r.Data = &operations.ExternalResult{Answer: "6", ExitCode: 1, TimedOut: true, Stderr: "tail", Calls: 4, Replayed: 1,
 					SessionRuns: []string{"s-1", "s-2"}, Usage: usage, TerminationReason: "env_done", Episode: raw(`{"id":"e"}`)}
 			})},
 		{"gateway_wait", operations.NewGatewayWait(7),
 			res(operations.KindGatewayWait, func(r *operations.Result) {
 				g := genRes
-				r.Ext = &operations.GatewayWaitResult{Closed: true, Calls: []operations.GatewayCall{
+				r.Data = &operations.GatewayWaitResult{Closed: true, Calls: []operations.GatewayCall{
 					{ID: "call-1", Request: genReq, Result: &g},
 					{ID: "call-2", Request: operations.GenerateRequest{Model: "m", Messages: []operations.Message{
 						{Role: operations.RoleTool, Content: "a.txt", ToolCallID: "c1"}}}, Error: "429", Code: operations.CodeRateLimited},
@@ -137,7 +137,7 @@ func kindCases() []kindCase {
 			})},
 		{"failed with code", operations.NewGenerate(operations.GenerateRequest{Model: "m"}),
 			operations.FailedWith(operations.NewGenerate(operations.GenerateRequest{Model: "m"}).WithMeta("k", "v"), operations.CodeModelError, "generate: model %q: 401", "m")},
-		{"zero data", operations.NewBash("true", 0), operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{}}},
+		{"zero data", operations.NewBash("true", 0), operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{}}},
 		{noParams, operations.Request{Kind: operations.KindScore}, operations.Result{Kind: operations.KindScore, Error: "no scorer"}},
 	}
 	return cases

@@ -333,7 +333,7 @@ func (t *Tracer) opSpan(tid trace.TraceID, parent trace.SpanContext, op state.Op
 	}
 	name := string(kind)
 	sk := trace.SpanKindInternal
-	if g := op.Request.Generate; g != nil {
+	if g := operations.Generate.Params(op.Request); g != nil {
 		sk = trace.SpanKindClient
 		name = "chat " + g.Model
 		attrs = append(attrs,
@@ -349,7 +349,7 @@ func (t *Tracer) opSpan(tid trace.TraceID, parent trace.SpanContext, op state.Op
 		if r.Error != "" {
 			status = sdktrace.Status{Code: codes.Error, Description: r.Error}
 		}
-		if g := r.Generate; g != nil {
+		if g := operations.Generate.Result(*r); g != nil {
 			reasons := make([]string, 0, len(g.Outputs))
 			for _, o := range g.Outputs {
 				if o.FinishReason != "" {

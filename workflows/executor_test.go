@@ -329,7 +329,7 @@ func (b *blocker) Handle(ctx context.Context, env handlers.Env, req operations.R
 	b.started <- env.OpID
 	select {
 	case <-b.release:
-		return operations.Result{Kind: req.Kind, Bash: &operations.BashResult{Stdout: "done"}}
+		return operations.Result{Kind: req.Kind, Data: &operations.BashResult{Stdout: "done"}}
 	case <-ctx.Done():
 		return operations.Failed(req, "interrupted")
 	}
@@ -353,8 +353,8 @@ func fanout(k int) phases.Workflow {
 	last := func(in phases.Input) (phases.Output, error) {
 		var outs []string
 		for _, r := range in.Results {
-			if r.Bash != nil {
-				outs = append(outs, r.Bash.Stdout)
+			if operations.Bash.Result(r) != nil {
+				outs = append(outs, operations.Bash.Result(r).Stdout)
 			} else {
 				outs = append(outs, "error: "+r.Error)
 			}
@@ -431,7 +431,7 @@ func TestResumeSkipsJournaledOps(t *testing.T) {
 				return operations.Failed(req, "interrupted")
 			}
 		}
-		return operations.Result{Kind: req.Kind, Bash: &operations.BashResult{Stdout: env.OpID}}
+		return operations.Result{Kind: req.Kind, Data: &operations.BashResult{Stdout: env.OpID}}
 	})
 	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindBash: h})
 	run := e.start("fanout", "", "")
@@ -454,11 +454,11 @@ func TestResumeSkipsJournaledOps(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	gen := handlers.HandlerFunc(func(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
-		return operations.Result{Kind: req.Kind, Generate: &operations.GenerateResult{
+		return operations.Result{Kind: req.Kind, Data: &operations.GenerateResult{
 			Outputs: []operations.Output{{Content: "x"}}, Usage: operations.Usage{PromptTokens: 60, CompletionTokens: 40, Cost: 0.5}}}
 	})
 	bash := handlers.HandlerFunc(func(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
-		return operations.Result{Kind: req.Kind, Bash: &operations.BashResult{}}
+		return operations.Result{Kind: req.Kind, Data: &operations.BashResult{}}
 	})
 	loop := func(in phases.Input) (phases.Output, error) {
 		return phases.Output{Next: "loop", Ops: []operations.Request{
@@ -510,14 +510,14 @@ func TestSpawnAndCancelChildren(t *testing.T) {
 		}
 		var got []string
 		for i, r := range in.Results {
-			if r.Spawn == nil {
+			if operations.Spawn.Result(r) == nil {
 				return phases.Output{}, fmt.Errorf("spawn failed: %s", r.Error)
 			}
-			got = append(got, string(r.Spawn.Status)+":"+string(r.Spawn.Result))
+			got = append(got, string(operations.Spawn.Result(r).Status)+":"+string(operations.Spawn.Result(r).Result))
 			// The result names the child's work directory, so that the
 			// parent need not know where spawn puts it.
-			if want := filepath.Join(in.Run.WorkDir, "children", []string{"a", "b"}[i]); r.Spawn.WorkDir != want {
-				return phases.Output{}, fmt.Errorf("child work dir %q, want %q", r.Spawn.WorkDir, want)
+			if want := filepath.Join(in.Run.WorkDir, "children", []string{"a", "b"}[i]); operations.Spawn.Result(r).WorkDir != want {
+				return phases.Output{}, fmt.Errorf("child work dir %q, want %q", operations.Spawn.Result(r).WorkDir, want)
 			}
 		}
 		res, _ := json.Marshal(strings.Join(got, ","))
@@ -567,7 +567,7 @@ func TestSubscribeDeliversInOrder(t *testing.T) {
 	reg := phases.NewRegistry()
 	reg.MustRegister(fanout(8))
 	bash := handlers.HandlerFunc(func(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
-		return operations.Result{Kind: req.Kind, Bash: &operations.BashResult{Stdout: "x"}}
+		return operations.Result{Kind: req.Kind, Data: &operations.BashResult{Stdout: "x"}}
 	})
 	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindBash: bash})
 	for i := 0; i < 20; i++ {
@@ -685,7 +685,7 @@ func TestSubscribeTree(t *testing.T) {
 	gate := make(chan struct{})
 	slowLog := handlers.HandlerFunc(func(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
 		<-gate // hold the child until both subscribers are in place
-		return operations.Result{Kind: req.Kind, Log: &operations.RecordedResult{Recorded: true}}
+		return operations.Result{Kind: req.Kind, Data: &operations.RecordedResult{Recorded: true}}
 	})
 	e := newEnv(t, reg, map[operations.Kind]handlers.Handler{operations.KindLog: slowLog})
 	h := e.start("parent", "", "")

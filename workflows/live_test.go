@@ -29,7 +29,7 @@ func TestWaitingShowsOnHeadAndEvents(t *testing.T) {
 			case <-ctx.Done():
 			}
 			// No call ending the wait: the executor ends it with the op.
-			return operations.Result{Kind: req.Kind, Bash: &operations.BashResult{Stdout: "ok"}}
+			return operations.Result{Kind: req.Kind, Data: &operations.BashResult{Stdout: "ok"}}
 		}),
 	})
 	h := e.start("fanout", "", "")

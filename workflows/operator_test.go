@@ -29,7 +29,7 @@ func asker() phases.Workflow {
 			return phases.Output{Ops: []operations.Request{operations.NewHuman(operations.HumanRequest{Question: "name?"})}, Next: "end"}, nil
 		}},
 		{Name: "end", Run: func(in phases.Input) (phases.Output, error) {
-			b, _ := json.Marshal(in.Results[0].Human().Text())
+			b, _ := json.Marshal(operations.Human.Result(in.Results[0]).Text())
 			return phases.Output{End: &phases.End{Result: b}}, nil
 		}},
 	}}
@@ -111,7 +111,7 @@ func scribe() (phases.Workflow, handlers.Handler) {
 			return phases.Output{Ops: []operations.Request{operations.NewBash(strings.TrimSpace(cmds[k]), 0)}, Next: "do"}, nil
 		}}}}
 	h := handlers.HandlerFunc(func(_ context.Context, env handlers.Env, req operations.Request) operations.Result {
-		f := strings.Fields(req.Bash.Command)
+		f := strings.Fields(operations.Bash.Params(req).Command)
 		var err error
 		switch f[0] {
 		case "put":
@@ -122,7 +122,7 @@ func scribe() (phases.Workflow, handlers.Handler) {
 		if err != nil {
 			return operations.Failed(req, "%v", err)
 		}
-		return operations.Result{Kind: req.Kind, Bash: &operations.BashResult{}}
+		return operations.Result{Kind: req.Kind, Data: &operations.BashResult{}}
 	})
 	return wf, h
 }

@@ -47,7 +47,7 @@ func newEnv(tb testing.TB, runID string) handlers.Env {
 // bashReq builds a bash request.
 func bashReq(command string, timeoutS float64, session string) operations.Request {
 	return operations.Request{Kind: operations.KindBash,
-		Bash: &operations.BashRequest{Command: command, TimeoutS: timeoutS, Session: session}}
+		Params: &operations.BashRequest{Command: command, TimeoutS: timeoutS, Session: session}}
 }
 
 // run runs command in the main session and fails on a handler error.
@@ -60,10 +60,10 @@ func run(tb testing.TB, h *Handler, env handlers.Env, command string) *operation
 func runIn(tb testing.TB, h *Handler, env handlers.Env, session, command string) *operations.BashResult {
 	tb.Helper()
 	res := h.Handle(context.Background(), env, bashReq(command, 20, session))
-	if res.Error != "" || res.Bash == nil {
-		tb.Fatalf("%q: error %q, result %+v", command, res.Error, res.Bash)
+	if res.Error != "" || operations.Bash.Result(res) == nil {
+		tb.Fatalf("%q: error %q, result %+v", command, res.Error, operations.Bash.Result(res))
 	}
-	return res.Bash
+	return operations.Bash.Result(res)
 }
 
 // alive reports whether pid is a live (not zombie) process.
@@ -221,7 +221,7 @@ func TestSessionsRunInParallel(t *testing.T) {
 	var waiter *operations.BashResult
 	wg.Go(func() {
 		res := h.Handle(context.Background(), env, bashReq("until [ -e flag ]; do sleep 0.01; done; echo seen", 10, "a"))
-		waiter = res.Bash
+		waiter = operations.Bash.Result(res)
 	})
 	runIn(t, h, env, "b", "touch "+flag)
 	wg.Wait()
@@ -238,7 +238,7 @@ func TestCommandsSerializePerSession(t *testing.T) {
 	results := make([]*operations.BashResult, n)
 	for i := range n {
 		wg.Go(func() {
-			results[i] = h.Handle(context.Background(), env, bashReq(fmt.Sprintf("echo %d; echo e%d >&2", i, i), 20, "")).Bash
+			results[i] = operations.Bash.Result(h.Handle(context.Background(), env, bashReq(fmt.Sprintf("echo %d; echo e%d >&2", i, i), 20, "")))
 		})
 	}
 	wg.Wait()
@@ -272,7 +272,7 @@ func TestTimeoutKeepsOutputAndCwd(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("timeout took %s", elapsed)
 	}
-	got := res.Bash
+	got := operations.Bash.Result(res)
 	if res.Error != "" || got == nil {
 		t.Fatalf("error %q", res.Error)
 	}
@@ -293,8 +293,8 @@ func TestTimeoutUsesSettingsDefault(t *testing.T) {
 	env := newEnv(t, "run1")
 	env.Settings.Bash.TimeoutS = 0.3
 	res := h.Handle(context.Background(), env, bashReq("sleep 30", 0, ""))
-	if res.Bash == nil || !res.Bash.TimedOut {
-		t.Fatalf("want a timeout from settings: %+v %q", res.Bash, res.Error)
+	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
+		t.Fatalf("want a timeout from settings: %+v %q", operations.Bash.Result(res), res.Error)
 	}
 }
 
@@ -303,10 +303,10 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	env := newEnv(t, "run1")
 	shellPID := firstInt(t, run(t, h, env, "echo $$").Stdout)
 	res := h.Handle(context.Background(), env, bashReq("sleep 1000 & echo $!; trap '' INT; sleep 30", 0.3, ""))
-	if res.Bash == nil || !res.Bash.TimedOut {
-		t.Fatalf("want a timeout: %+v %q", res.Bash, res.Error)
+	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
+		t.Fatalf("want a timeout: %+v %q", operations.Bash.Result(res), res.Error)
 	}
-	child := firstInt(t, res.Bash.Stdout)
+	child := firstInt(t, operations.Bash.Result(res).Stdout)
 	waitDead(t, child)
 	waitDead(t, shellPID)
 	if got := run(t, h, env, "echo ok"); got.Stdout != "ok\n" {
@@ -350,7 +350,7 @@ func TestTimeoutWhileFlooding(t *testing.T) {
 	env := newEnv(t, "run1")
 	env.Settings.Bash.OutputLimit = 1000
 	res := h.Handle(context.Background(), env, bashReq("yes", 0.5, ""))
-	got := res.Bash
+	got := operations.Bash.Result(res)
 	if got == nil || !got.TimedOut || !got.Truncated || !strings.HasPrefix(got.Stdout, "y\ny\n") || len(got.Stdout) > 1100 {
 		t.Fatalf("error %q result %+v", res.Error, got)
 	}
@@ -368,8 +368,8 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	res := h.Handle(context.Background(), env, bashReq("sleep 30", 0, ""))
-	if res.Bash == nil || !res.Bash.TimedOut {
-		t.Fatalf("want a timeout from options: %+v", res.Bash)
+	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
+		t.Fatalf("want a timeout from options: %+v", operations.Bash.Result(res))
 	}
 }
 
@@ -450,8 +450,8 @@ func TestContextCancel(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("cancel took %s", elapsed)
 	}
-	if res.Error != "cancelled" || res.Bash == nil || res.Bash.Stdout != "partial\n" {
-		t.Fatalf("error %q result %+v", res.Error, res.Bash)
+	if res.Error != "cancelled" || operations.Bash.Result(res) == nil || operations.Bash.Result(res).Stdout != "partial\n" {
+		t.Fatalf("error %q result %+v", res.Error, operations.Bash.Result(res))
 	}
 	if got := run(t, h, env, "echo again"); got.Stdout != "again\n" {
 		t.Fatalf("after cancel: %+v", got)
@@ -591,7 +591,7 @@ func TestBadRequests(t *testing.T) {
 		req  operations.Request
 	}{
 		{name: "no params", env: env, req: operations.Request{Kind: operations.KindBash}},
-		{name: "wrong kind", env: env, req: operations.Request{Kind: operations.KindPython, Python: &operations.PythonRequest{}}},
+		{name: "wrong kind", env: env, req: operations.Request{Kind: operations.KindPython, Params: &operations.PythonRequest{}}},
 		{name: "no work dir", env: noDir, req: bashReq("true", 1, "")},
 	}
 	for _, tt := range tests {
@@ -650,8 +650,8 @@ func BenchmarkBuiltinRoundTrip(b *testing.B) {
 		start := time.Now()
 		res := h.Handle(ctx, env, req)
 		d = append(d, time.Since(start))
-		if res.Error != "" || res.Bash.ExitCode != 0 {
-			b.Fatalf("%q %+v", res.Error, res.Bash)
+		if res.Error != "" || operations.Bash.Result(res).ExitCode != 0 {
+			b.Fatalf("%q %+v", res.Error, operations.Bash.Result(res))
 		}
 	}
 	b.StopTimer()

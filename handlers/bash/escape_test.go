@@ -13,6 +13,7 @@ import (
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/reaper/reapertest"
+	"github.com/flockrun/flock/operations"
 )
 
 // escapees returns a command that starts three processes that leave the
@@ -40,8 +41,8 @@ func TestEscapeesDie(t *testing.T) {
 	}{
 		{"timeout", func(t *testing.T, h *Handler, env handlers.Env) {
 			res := h.Handle(context.Background(), env, bashReq("sleep 30", 0.3, ""))
-			if res.Bash == nil || !res.Bash.TimedOut {
-				t.Fatalf("want a timeout, got %q %+v", res.Error, res.Bash)
+			if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
+				t.Fatalf("want a timeout, got %q %+v", res.Error, operations.Bash.Result(res))
 			}
 		}, true},
 		{"shell exits", func(t *testing.T, h *Handler, env handlers.Env) {
@@ -78,8 +79,8 @@ func TestEscapeesDieWithTimedOutCommand(t *testing.T) {
 	env := newEnv(t, "escape")
 	command, markers := escapees(t)
 	res := h.Handle(context.Background(), env, bashReq(command+"\nsleep 30", 1, ""))
-	if res.Bash == nil || !res.Bash.TimedOut {
-		t.Fatalf("want a timeout, got %q %+v", res.Error, res.Bash)
+	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
+		t.Fatalf("want a timeout, got %q %+v", res.Error, operations.Bash.Result(res))
 	}
 	reapertest.WaitGone(t, 5*time.Second, markers...)
 }

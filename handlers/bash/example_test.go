@@ -21,8 +21,8 @@ func ExampleHandler() {
 	defer h.Close()
 	env := handlers.Env{RunID: "run1", WorkDir: dir}
 	do := func(command string) *operations.BashResult {
-		req := operations.Request{Kind: operations.KindBash, Bash: &operations.BashRequest{Command: command}}
-		return h.Handle(context.Background(), env, req).Bash
+		req := operations.Request{Kind: operations.KindBash, Params: &operations.BashRequest{Command: command}}
+		return operations.Bash.Result(h.Handle(context.Background(), env, req))
 	}
 
 	r := do("cd /; export GREETING=hello; echo out; echo err >&2; false")

@@ -85,13 +85,14 @@ func New(opts Options) *Handler {
 // the same cwd (exported variables, functions and aliases are lost). A done
 // ctx does the same and sets Error to "cancelled".
 func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
-	if req.Kind != operations.KindBash || req.Bash == nil {
+	p := operations.Bash.Params(req)
+	if p == nil {
 		return operations.Failed(req, "%v: want %s params", ErrBadRequest, operations.KindBash)
 	}
 	if env.WorkDir == "" {
 		return operations.Failed(req, "%v: run %q has no work dir", ErrBadRequest, env.RunID)
 	}
-	name := req.Bash.Session
+	name := p.Session
 	if name == "" {
 		name = DefaultSession
 	}
@@ -100,15 +101,15 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		return operations.Failed(req, "%v", err)
 	}
 	res, err := s.run(ctx, &params{
-		command: req.Bash.Command,
-		timeout: h.timeout(env.Settings, req.Bash.TimeoutS),
+		command: p.Command,
+		timeout: h.timeout(env.Settings, p.TimeoutS),
 		limit:   h.limit(env.Settings),
 		workDir: env.WorkDir,
 		spawn: func(workDir, cmdDir string) ([]string, []string, error) {
 			return h.spawnArgs(isolationOf(env.Settings), workDir, cmdDir)
 		},
 	})
-	out := operations.Result{Kind: req.Kind, Meta: req.Meta, Bash: res}
+	out := operations.Result{Kind: req.Kind, Meta: req.Meta, Data: res}
 	if err != nil {
 		out.Error = err.Error()
 	}

@@ -58,8 +58,8 @@ func TestCancelAtAnyMoment(t *testing.T) {
 				// is dropped; when two SIGINTs were needed and bash was slow
 				// to answer the first, one of its two may stay (shell.go,
 				// interrupt), so only the text is compared exactly.
-				if res.Error != "cancelled" || res.Bash == nil || strings.TrimSuffix(res.Bash.Stdout, "\n") != strings.TrimSuffix(tc.stdout, "\n") {
-					t.Fatalf("round %d: error %q result %+v, want stdout %q", i, res.Error, res.Bash, tc.stdout)
+				if res.Error != "cancelled" || operations.Bash.Result(res) == nil || strings.TrimSuffix(operations.Bash.Result(res).Stdout, "\n") != strings.TrimSuffix(tc.stdout, "\n") {
+					t.Fatalf("round %d: error %q result %+v, want stdout %q", i, res.Error, operations.Bash.Result(res), tc.stdout)
 				}
 				if got := run(t, h, env, "echo again"); got.Stdout != "again\n" {
 					t.Fatalf("round %d: after cancel: %+v", i, got)

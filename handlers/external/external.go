@@ -73,7 +73,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	if h.gw == nil || h.runs == nil || h.store == nil || h.ops == nil {
 		return operations.Failed(req, "%s: this server has no model gateway", req.Kind)
 	}
-	switch p := req.Ext.(type) {
+	switch p := req.Params.(type) {
 	case *operations.ExternalRequest:
 		return h.external(ctx, env, req, p)
 	case *operations.GatewayWaitRequest:
@@ -114,7 +114,7 @@ func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Req
 		return operations.Failed(req, "gateway_wait: %v", err)
 	}
 	if closed {
-		return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: &operations.GatewayWaitResult{Closed: true}}
+		return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: &operations.GatewayWaitResult{Closed: true}}
 	}
 	h.answer(ctx, env, calls)
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -126,7 +126,7 @@ func (h *Handler) wait(ctx context.Context, env handlers.Env, req operations.Req
 		return operations.Failed(req, "gateway_wait: interrupted: %v", context.Cause(ctx))
 	}
 	s.Answered(env.OpID, calls)
-	return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: &operations.GatewayWaitResult{Calls: calls}}
+	return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: &operations.GatewayWaitResult{Calls: calls}}
 }
 
 // answer runs each call as a generate, in parallel, and sets its result.
@@ -137,9 +137,9 @@ func (h *Handler) answer(ctx context.Context, env handlers.Env, calls []operatio
 		go func(c *operations.GatewayCall) {
 			defer wg.Done()
 			g := c.Request
-			res := h.ops.Handle(ctx, env, operations.Request{Kind: operations.KindGenerate, Generate: &g,
+			res := h.ops.Handle(ctx, env, operations.Request{Kind: operations.KindGenerate, Params: &g,
 				Meta: operations.Meta{operations.MetaGatewayCall: c.ID}})
-			c.Result, c.Error, c.Code = res.Generate, res.Error, res.Code
+			c.Result, c.Error, c.Code = operations.Generate.Result(res), res.Error, res.Code
 			if c.Result == nil && c.Error == "" {
 				c.Error = "generate returned no result"
 			}
@@ -217,8 +217,8 @@ func (h *Handler) recorded(ctx context.Context, runID string) ([]gateway.Recorde
 			continue
 		}
 		for _, g := range operations.Generates(op.Request, op.Result) {
-			if g.Result.Error == "" && g.Result.Generate != nil {
-				out = append(out, gateway.Recorded{OpID: op.ID, CallID: g.CallID, Request: *g.Request, Result: *g.Result.Generate})
+			if r := operations.Generate.Result(g.Result); g.Result.Error == "" && r != nil {
+				out = append(out, gateway.Recorded{OpID: op.ID, CallID: g.CallID, Request: *g.Request, Result: *r})
 			}
 		}
 	}
@@ -321,7 +321,7 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 	res := h.finish(env, p, out, s.Trace())
 	res.SessionRuns = append(ended, run.ID)
 	res.Usage = operations.RunUsage{Tokens: used.Tokens + e.run.Usage.Tokens, Cost: used.Cost + e.run.Usage.Cost}
-	r := operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: res}
+	r := operations.Result{Kind: req.Kind, Meta: req.Meta, Data: res}
 	switch {
 	case strings.HasPrefix(e.run.EndReason, "limit_"):
 		// Named first: a program that stopped because its calls were

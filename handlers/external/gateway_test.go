@@ -349,7 +349,7 @@ func TestGatewayTokenIDsAndLogprobs(t *testing.T) {
 	ops, _ := f.app.Store.Ops(t.Context(), s.runID, "", 10)
 	for _, op := range ops {
 		if op.Request.Kind == operations.KindExternal && op.Result != nil {
-			raw, _ := json.Marshal(op.Result.Ext)
+			raw, _ := json.Marshal(op.Result.Data)
 			_ = json.Unmarshal(raw, &x)
 		}
 	}
@@ -366,7 +366,7 @@ func TestGatewayTokenIDsAndLogprobs(t *testing.T) {
 		}
 		for _, g := range operations.Generates(op.Request, op.Result) {
 			gens++
-			if r := g.Result.Generate; r == nil || len(r.PromptTokenIDs) != 4 || len(r.Outputs[0].TokenIDs) != 3 {
+			if r := operations.Generate.Result(g.Result); r == nil || len(r.PromptTokenIDs) != 4 || len(r.Outputs[0].TokenIDs) != 3 {
 				t.Fatalf("journaled call %s", raw)
 			}
 		}
@@ -649,7 +649,7 @@ func externalResult(t testing.TB, f *flock, id string) operations.ExternalResult
 	var x operations.ExternalResult
 	for _, op := range mustOps(t, f, id) {
 		if op.Request.Kind == operations.KindExternal && op.Result != nil {
-			raw, _ := json.Marshal(op.Result.Ext)
+			raw, _ := json.Marshal(op.Result.Data)
 			_ = json.Unmarshal(raw, &x)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
 
@@ -198,7 +199,7 @@ func TestGatewayResponsesAPI(t *testing.T) {
 		roles[i] = m.Role
 	}
 	if strings.Join(roles, ",") != "system,user,assistant,tool" || msgs[2].ToolCalls[0].ID != "call_w" || msgs[3].ToolCallID != "call_w" ||
-		msgs[3].Content != "sunny" || len(gens[1].Request.Tools) != 1 || gens[1].Result.Generate.Outputs[0].Reasoning != "the tool said sunny" {
+		msgs[3].Content != "sunny" || len(gens[1].Request.Tools) != 1 || operations.Generate.Result(gens[1].Result).Outputs[0].Reasoning != "the tool said sunny" {
 		t.Fatalf("second call journaled as %+v", gens[1].Request)
 	}
 	if x.Calls != 3 || x.Usage.Tokens != 71 {

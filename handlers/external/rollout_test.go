@@ -115,7 +115,7 @@ func TestRolloutPythonAgentScripted(t *testing.T) {
 		for _, op := range ops {
 			for _, g := range operations.Generates(op.Request, op.Result) {
 				gens++
-				if g.CallID == "" || g.Result.Generate == nil {
+				if g.CallID == "" || operations.Generate.Result(g.Result) == nil {
 					t.Errorf("%s: a call without its id or answer: %+v", op.ID, g)
 				}
 			}

@@ -98,13 +98,13 @@ func TestAccessReads(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := h.Handle(context.Background(), handlers.Env{WorkDir: tt.workDir}, operations.NewReadFile(tt.path))
 			if tt.refused == nil {
-				if r.Error != "" || r.ReadFile == nil || r.ReadFile.Content != tt.want {
-					t.Fatalf("read %s = %+v %+v, want %q", tt.path, r.Error, r.ReadFile, tt.want)
+				if r.Error != "" || operations.ReadFile.Result(r) == nil || operations.ReadFile.Result(r).Content != tt.want {
+					t.Fatalf("read %s = %+v %+v, want %q", tt.path, r.Error, operations.ReadFile.Result(r), tt.want)
 				}
 				return
 			}
 			if r.Error == "" {
-				t.Fatalf("read %s succeeded: %+v", tt.path, r.ReadFile)
+				t.Fatalf("read %s succeeded: %+v", tt.path, operations.ReadFile.Result(r))
 			}
 			if !strings.Contains(r.Error, strings.TrimPrefix(tt.refused.Error(), "is ")) || !strings.HasPrefix(r.Error, "read_file: /") {
 				t.Fatalf("error = %q, want read_file: PATH %v", r.Error, tt.refused)
@@ -122,7 +122,7 @@ func TestAccessReads(t *testing.T) {
 		t.Fatalf("error = %q", r.Error)
 	}
 	// A missing file beneath a root is reported as missing, one outside as refused.
-	if r := h.Handle(context.Background(), handlers.Env{WorkDir: l.run}, operations.NewReadFile("nope.txt")); r.Error != "" || r.ReadFile.Exists {
+	if r := h.Handle(context.Background(), handlers.Env{WorkDir: l.run}, operations.NewReadFile("nope.txt")); r.Error != "" || operations.ReadFile.Result(r).Exists {
 		t.Fatalf("missing own file: %+v", r)
 	}
 	if r := h.Handle(context.Background(), handlers.Env{WorkDir: l.run}, operations.NewReadFile(filepath.Join(l.outside, "nope.txt"))); !strings.Contains(r.Error, "read_roots") {

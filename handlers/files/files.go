@@ -31,24 +31,25 @@ func New(a *Access) *Handler {
 func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
 	switch req.Kind {
 	case operations.KindReadFile:
-		r, err := h.read(env.WorkDir, req.ReadFile.Path, req.ReadFile.MaxBytes)
+		p := operations.ReadFile.Params(req)
+		r, err := h.read(env.WorkDir, p.Path, p.MaxBytes)
 		if err == nil && r.Exists {
-			if err = convert(r, req.ReadFile.As); err != nil {
-				err = fmt.Errorf("%s: %w", req.ReadFile.Path, err)
+			if err = convert(r, p.As); err != nil {
+				err = fmt.Errorf("%s: %w", p.Path, err)
 			}
 		}
 		if err != nil {
 			return operations.Failed(req, "read_file: %v", err)
 		}
-		return operations.Result{Kind: req.Kind, Meta: req.Meta, ReadFile: r}
+		return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: r}
 	case operations.KindWriteFile:
-		w := req.WriteFile
+		w := operations.WriteFile.Params(req)
 		path, err := h.access.WriteFile(env.WorkDir, w.Path, []byte(w.Content), w.Append)
 		if err != nil {
 			return operations.Failed(req, "write_file: %v", err)
 		}
 		return operations.Result{Kind: req.Kind, Meta: req.Meta,
-			WriteFile: &operations.WriteFileResult{Path: path, Bytes: int64(len(w.Content))}}
+			Data: &operations.WriteFileResult{Path: path, Bytes: int64(len(w.Content))}}
 	}
 	return operations.Failed(req, "files handler cannot run %q", req.Kind)
 }

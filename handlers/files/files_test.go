@@ -17,10 +17,10 @@ func TestReadWrite(t *testing.T) {
 	ctx := context.Background()
 	do := func(r operations.Request) operations.Result { return h.Handle(ctx, env, r) }
 
-	if r := do(operations.NewReadFile("missing.txt")); r.Error != "" || r.ReadFile.Exists {
+	if r := do(operations.NewReadFile("missing.txt")); r.Error != "" || operations.ReadFile.Result(r).Exists {
 		t.Fatalf("missing: %+v", r)
 	}
-	if r := do(operations.NewWriteFile("out/a.txt", "one\n", false)); r.Error != "" || r.WriteFile.Path != filepath.Join(env.WorkDir, "out/a.txt") {
+	if r := do(operations.NewWriteFile("out/a.txt", "one\n", false)); r.Error != "" || operations.WriteFile.Result(r).Path != filepath.Join(env.WorkDir, "out/a.txt") {
 		t.Fatalf("write: %+v", r)
 	}
 	for _, line := range []string{"two\n", "two\n", "three\n"} { // the repeated append is a retry
@@ -29,11 +29,11 @@ func TestReadWrite(t *testing.T) {
 		}
 	}
 	r := do(operations.NewReadFile(filepath.Join(env.WorkDir, "out/a.txt")))
-	if r.Error != "" || !r.ReadFile.Exists || r.ReadFile.Content != "one\ntwo\nthree\n" {
-		t.Fatalf("read: %+v", r.ReadFile)
+	if r.Error != "" || !operations.ReadFile.Result(r).Exists || operations.ReadFile.Result(r).Content != "one\ntwo\nthree\n" {
+		t.Fatalf("read: %+v", operations.ReadFile.Result(r))
 	}
 	big := operations.NewReadFile("out/a.txt")
-	big.ReadFile.MaxBytes = 3
+	operations.ReadFile.Params(big).MaxBytes = 3
 	if r := do(big); !strings.Contains(r.Error, "larger than 3 bytes") {
 		t.Fatalf("cap: %+v", r)
 	}

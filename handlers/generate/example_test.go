@@ -17,7 +17,7 @@ func ExampleHandler_simulated() {
 	defer h.Close()
 	res := h.Handle(context.Background(), handlers.Env{RunID: "demo"}, operations.Request{
 		Kind: operations.KindGenerate,
-		Generate: &operations.GenerateRequest{
+		Params: &operations.GenerateRequest{
 			Model: "simulated",
 			Messages: []operations.Message{
 				{Role: operations.RoleSystem, Content: "You are an agent. <task>Create hello.txt containing hi and submit its word count.</task>"},
@@ -28,7 +28,7 @@ func ExampleHandler_simulated() {
 			},
 		},
 	})
-	call := res.Generate.Outputs[0].ToolCalls[0]
+	call := operations.Generate.Result(res).Outputs[0].ToolCalls[0]
 	fmt.Println(res.Error == "", call.Name, call.Arguments)
 	// Output: true bash {"command":"ls -la"}
 }

@@ -162,10 +162,10 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 			res = operations.Failed(req, "generate: internal error: %v\n%s", p, debug.Stack())
 		}
 	}()
-	if req.Kind != operations.KindGenerate || req.Generate == nil {
+	g := operations.Generate.Params(req)
+	if g == nil {
 		return operations.Failed(req, "generate: %v", operations.ErrMissingParams)
 	}
-	g := req.Generate
 	m, err := h.resolve(env.Settings, g.Model)
 	if err != nil {
 		return operations.FailedWith(req, operations.CodeModelError, "generate: %v", err)
@@ -180,7 +180,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		}
 		if ok {
 			hit.DurationMS = time.Since(start).Milliseconds()
-			return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Generate: hit}
+			return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Data: hit}
 		}
 		replay = operations.ReplayMiss
 	}
@@ -200,7 +200,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	out.Usage.Cost = m.cost(out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	out.DurationMS = time.Since(start).Milliseconds()
 	out.Replay = replay
-	return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Generate: out}
+	return operations.Result{Kind: operations.KindGenerate, Meta: req.Meta, Data: out}
 }
 
 // failureCode is the op's failure code for err: the code of an endpoint

@@ -147,7 +147,7 @@ func liveSettings(fs *fakeServer, tweak func(*configs.Model)) *configs.RunSettin
 }
 
 func genReq(g operations.GenerateRequest) operations.Request {
-	return operations.Request{Kind: operations.KindGenerate, Generate: &g, Meta: map[string]string{"purpose": "test"}}
+	return operations.Request{Kind: operations.KindGenerate, Params: &g, Meta: map[string]string{"purpose": "test"}}
 }
 
 func userMsg(s string) []operations.Message {
@@ -165,10 +165,10 @@ func mustGen(tb testing.TB, r operations.Result) *operations.GenerateResult {
 	if r.Error != "" {
 		tb.Fatalf("unexpected error result: %s", r.Error)
 	}
-	if r.Generate == nil {
+	if operations.Generate.Result(r) == nil {
 		tb.Fatal("no generate result")
 	}
-	return r.Generate
+	return operations.Generate.Result(r)
 }
 
 // onlyCall returns o's one tool call, failing when it has another number.

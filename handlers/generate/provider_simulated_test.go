@@ -32,7 +32,7 @@ func TestSimulatedProviderReadsRole(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := g
 			res := h.Handle(context.Background(), handlers.Env{RunID: "run1"},
-				operations.Request{Kind: operations.KindGenerate, Generate: &g, Meta: tt.meta})
+				operations.Request{Kind: operations.KindGenerate, Params: &g, Meta: tt.meta})
 			out := mustGen(t, res)
 			if out.Model != simulated.Model || out.Usage.PromptTokens <= 0 || out.Usage.CompletionTokens <= 0 {
 				t.Fatalf("model %q usage %+v", out.Model, out.Usage)

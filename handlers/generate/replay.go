@@ -103,15 +103,15 @@ func (rp *replays) reply(ctx context.Context, j Journal, src, runID, workDir, op
 			srcDir = head.WorkDir
 		}
 		err := scanOps(ctx, j, src, func(op state.Op) error {
-			r := op.Result
-			if op.Status != state.OpDone || op.Request.Generate == nil || r == nil || r.Error != "" || r.Generate == nil {
+			req, res := generateOf(op)
+			if res == nil || op.Result.Error != "" {
 				return nil
 			}
-			k, err := requestKey(op.Request.Generate, srcDir, src)
+			k, err := requestKey(req, srcDir, src)
 			if err != nil {
 				return err
 			}
-			idx[k] = append(idx[k], r.Generate)
+			idx[k] = append(idx[k], res)
 			return nil
 		})
 		if err != nil {
@@ -131,11 +131,11 @@ func (rp *replays) reply(ctx context.Context, j Journal, src, runID, workDir, op
 		// journal holds already (a resumed run, a fork).
 		used = map[string]int{}
 		err := scanOps(ctx, j, runID, func(op state.Op) error {
-			r := op.Result
-			if op.ID == opID || op.Status != state.OpDone || op.Request.Generate == nil || r == nil || r.Generate == nil || r.Generate.Replay != operations.ReplayHit {
+			req, res := generateOf(op)
+			if op.ID == opID || res == nil || res.Replay != operations.ReplayHit {
 				return nil
 			}
-			k, err := requestKey(op.Request.Generate, workDir, runID)
+			k, err := requestKey(req, workDir, runID)
 			if err != nil {
 				return err
 			}
@@ -181,4 +181,18 @@ func (h *Handler) checkReplaySource(id string) error {
 		return fmt.Errorf("replay_from: run %q: %w", id, err)
 	}
 	return nil
+}
+
+// generateOf returns the request and result of op when it is a generate
+// op that is done with a result's data, else nils.
+func generateOf(op state.Op) (*operations.GenerateRequest, *operations.GenerateResult) {
+	req := operations.Generate.Params(op.Request)
+	if op.Status != state.OpDone || req == nil || op.Result == nil {
+		return nil, nil
+	}
+	res := operations.Generate.Result(*op.Result)
+	if res == nil {
+		return nil, nil
+	}
+	return req, res
 }

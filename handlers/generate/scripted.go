@@ -259,7 +259,7 @@ func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) 
 			return nil
 		}
 		for _, g := range operations.Generates(op.Request, op.Result) {
-			r := g.Result.Generate
+			r := operations.Generate.Result(g.Result)
 			if g.Request.Model == key && (r == nil || r.Replay != operations.ReplayHit) {
 				c.consume(g.Request)
 			}

@@ -46,13 +46,13 @@ func (Handler) Handle(_ context.Context, _ handlers.Env, req operations.Request)
 func (Handler) Question(req operations.Request) (handlers.Question, error) {
 	switch req.Kind {
 	case operations.KindHuman:
-		p := req.HumanParams()
+		p := operations.Human.Params(req)
 		if p == nil {
 			return handlers.Question{}, operations.ErrMissingParams
 		}
 		return handlers.Question{Text: p.Question, Choices: p.Choices, Scale: p.Scale}, nil
 	case operations.KindIntervention:
-		p := req.InterventionParams()
+		p := operations.Intervention.Params(req)
 		if p == nil {
 			return handlers.Question{}, operations.ErrMissingParams
 		}
@@ -70,7 +70,7 @@ func (Handler) Answer(req operations.Request, answer json.RawMessage, now time.T
 	answer = bytes.TrimSpace(answer)
 	switch req.Kind {
 	case operations.KindHuman:
-		p := req.HumanParams()
+		p := operations.Human.Params(req)
 		if p == nil {
 			return operations.Result{}, operations.ErrMissingParams
 		}
@@ -79,14 +79,14 @@ func (Handler) Answer(req operations.Request, answer json.RawMessage, now time.T
 			return operations.Result{}, err
 		}
 		return operations.Result{Kind: req.Kind, Meta: req.Meta,
-			Ext: &operations.HumanResult{Answer: a, AnsweredAt: now.UTC()}}, nil
+			Data: &operations.HumanResult{Answer: a, AnsweredAt: now.UTC()}}, nil
 	case operations.KindIntervention:
 		d, err := checkIntervention(answer)
 		if err != nil {
 			return operations.Result{}, err
 		}
 		d.AnsweredAt = now.UTC()
-		return operations.Result{Kind: req.Kind, Meta: req.Meta, Ext: d}, nil
+		return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: d}, nil
 	}
 	return operations.Result{}, fmt.Errorf("%s is not a question", req.Kind)
 }

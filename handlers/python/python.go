@@ -101,7 +101,8 @@ type session struct {
 // reported in the PythonResult; failures to run at all (no interpreter,
 // cancelled, closed) in Result.Error.
 func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
-	if req.Kind != operations.KindPython || req.Python == nil {
+	p := operations.Python.Params(req)
+	if p == nil {
 		return operations.Failed(req, "python: not a python request")
 	}
 	s, err := h.session(env.RunID)
@@ -123,7 +124,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	if closed {
 		return operations.Failed(req, "python: %v", ErrClosed)
 	}
-	res, err := h.call(ctx, s, env, req.Python)
+	res, err := h.call(ctx, s, env, p)
 	s.mu.Lock()
 	s.cancel = nil
 	closed = s.closed
@@ -136,7 +137,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	case err != nil:
 		return operations.Failed(req, "python: %v", err)
 	}
-	return operations.Result{Kind: operations.KindPython, Meta: req.Meta, Python: res}
+	return operations.Result{Kind: operations.KindPython, Meta: req.Meta, Data: res}
 }
 
 // session returns the run's session, creating it.

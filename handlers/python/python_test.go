@@ -44,10 +44,10 @@ func run(t testing.TB, h *Handler, env handlers.Env, code string, timeoutS float
 	if res.Error != "" {
 		t.Fatalf("Handle(%q): Result.Error = %q", code, res.Error)
 	}
-	if res.Kind != operations.KindPython || res.Python == nil {
+	if res.Kind != operations.KindPython || operations.Python.Result(res) == nil {
 		t.Fatalf("Handle(%q): result %+v has no python payload", code, res)
 	}
-	return res.Python
+	return operations.Python.Result(res)
 }
 
 // processGone reports whether pid has exited (gone or a zombie).
@@ -688,7 +688,7 @@ func BenchmarkPythonRoundTrip(b *testing.B) {
 		start := time.Now()
 		res := h.Handle(context.Background(), env, req)
 		lat = append(lat, time.Since(start))
-		if res.Error != "" || res.Python.Error != "" {
+		if res.Error != "" || operations.Python.Result(res).Error != "" {
 			b.Fatalf("%+v", res)
 		}
 	}

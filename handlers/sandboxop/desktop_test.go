@@ -145,8 +145,8 @@ func TestReactScreenshotToModel(t *testing.T) {
 		}
 		answer := ""
 		for _, op := range ops {
-			if op.Result != nil && op.Result.Kind == operations.KindSubmit && op.Request.Submit != nil {
-				answer = op.Request.Submit.Answer
+			if op.Result != nil && op.Result.Kind == operations.KindSubmit && operations.Submit.Params(op.Request) != nil {
+				answer = operations.Submit.Params(op.Request).Answer
 			}
 		}
 		if answer != c.want {

@@ -293,7 +293,7 @@ func (h *Handler) target(env handlers.Env) (target, error) {
 
 // Handle runs one sandbox call.
 func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
-	p := req.Sandbox
+	p := operations.Sandbox.Params(req)
 	if p == nil || strings.TrimSpace(p.Action) == "" {
 		return operations.Failed(req, "sandbox: action is required (\"resource:tool\", e.g. \"text2sql:execute\")")
 	}
@@ -339,7 +339,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 
 func result(req operations.Request, e envelope) operations.Result {
 	return operations.Result{Kind: operations.KindSandbox, Meta: req.Meta,
-		Sandbox: &operations.SandboxResult{Code: e.Code, Message: e.Message, Data: e.Data, Meta: e.Meta}}
+		Data: &operations.SandboxResult{Code: e.Code, Message: e.Message, Data: e.Data, Meta: e.Meta}}
 }
 
 // session makes sure the run has its session of rt for worker, created

@@ -90,10 +90,10 @@ func runCalls(t *testing.T, a *app.App, settings string) (state.Run, []operation
 	}
 	var out []operations.SandboxResult
 	for _, op := range ops {
-		if op.Result == nil || op.Result.Sandbox == nil {
+		if op.Result == nil || operations.Sandbox.Result(*op.Result) == nil {
 			t.Fatalf("op %s has no sandbox result: %+v", op.ID, op.Result)
 		}
-		out = append(out, *op.Result.Sandbox)
+		out = append(out, *operations.Sandbox.Result(*op.Result))
 	}
 	return end, out
 }
@@ -250,10 +250,10 @@ func TestSandboxOpRecreatesSession(t *testing.T) {
 	if err != nil || len(ops) < 3 {
 		t.Fatalf("ops = %d (%v)", len(ops), err)
 	}
-	if m := ops[1].Result.Sandbox.Message; !strings.HasPrefix(m, "[session recreated") {
+	if m := operations.Sandbox.Result(*ops[1].Result).Message; !strings.HasPrefix(m, "[session recreated") {
 		t.Fatalf("first bash message = %q, want the recreated note", m)
 	}
-	if m := ops[2].Result.Sandbox.Message; strings.Contains(m, "recreated") {
+	if m := operations.Sandbox.Result(*ops[2].Result).Message; strings.Contains(m, "recreated") {
 		t.Fatalf("second bash message = %q, want no note", m)
 	}
 }
@@ -373,10 +373,10 @@ func agentSandboxRun(t *testing.T, workflow string, agent map[string]any, match 
 			continue
 		}
 		switch {
-		case op.Result.Sandbox != nil:
+		case operations.Sandbox.Result(*op.Result) != nil:
 			sandboxOps++
-			if op.Result.Sandbox.Code != 0 || !strings.Contains(string(op.Result.Sandbox.Data), "6") {
-				t.Fatalf("sandbox op = %d %s %s", op.Result.Sandbox.Code, op.Result.Sandbox.Message, op.Result.Sandbox.Data)
+			if operations.Sandbox.Result(*op.Result).Code != 0 || !strings.Contains(string(operations.Sandbox.Result(*op.Result).Data), "6") {
+				t.Fatalf("sandbox op = %d %s %s", operations.Sandbox.Result(*op.Result).Code, operations.Sandbox.Result(*op.Result).Message, operations.Sandbox.Result(*op.Result).Data)
 			}
 		case op.Result.Kind == operations.KindSubmit:
 			submitted++

@@ -32,7 +32,7 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 
 // Handle implements handlers.Handler.
 func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.Request) operations.Result {
-	sp := req.Spawn
+	sp := operations.Spawn.Params(req)
 	if sp.Workflow == "" {
 		return operations.Failed(req, "spawn: workflow is required")
 	}
@@ -53,7 +53,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	if err != nil {
 		return operations.Failed(req, "spawn %s: waiting for child %s: %v", sp.Workflow, child.ID, err)
 	}
-	return operations.Result{Kind: req.Kind, Meta: req.Meta, Spawn: result(end)}
+	return operations.Result{Kind: req.Kind, Meta: req.Meta, Data: result(end)}
 }
 
 // result is a child's end as spawn reports it.

@@ -39,32 +39,29 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	res := operations.Result{Kind: req.Kind, Meta: req.Meta}
 	switch req.Kind {
 	case operations.KindSubmit:
-		res.Submit = &operations.SubmitResult{Accepted: true}
+		res.Data = &operations.SubmitResult{Accepted: true}
 	case operations.KindGetUsage:
 		u, l := env.Usage()
-		res.GetUsage = &operations.GetUsageResult{Usage: u, Limits: l}
+		res.Data = &operations.GetUsageResult{Usage: u, Limits: l}
 	case operations.KindGetTask:
 		s := env.Settings.Scoring
-		res.GetTask = &operations.GetTaskResult{Instructions: env.Task,
+		res.Data = &operations.GetTaskResult{Instructions: env.Task,
 			Scoring: operations.Scoring{Intermediate: s.Intermediate, VisibleToAgent: s.VisibleToAgent || s.Intermediate}}
 	case operations.KindLog, operations.KindObservation:
-		res.Log = &operations.RecordedResult{Recorded: true}
-		if req.Kind == operations.KindObservation {
-			res.Log, res.Observation = nil, &operations.RecordedResult{Recorded: true}
-		}
+		res.Data = &operations.RecordedResult{Recorded: true}
 	case operations.KindAction:
-		if req.Action.Type == "" {
+		if p := operations.Action.Params(req); p == nil || p.Type == "" {
 			return operations.Failed(req, "action: type is required")
 		}
-		res.Action = &operations.RecordedResult{Recorded: true}
+		res.Data = &operations.RecordedResult{Recorded: true}
 	case operations.KindScore:
 		sc, err := Score(ctx, env)
 		if err != nil {
 			return operations.Failed(req, "score: %v", err)
 		}
-		res.Score = sc
+		res.Data = sc
 	case operations.KindScoreLog:
-		res.ScoreLog = &operations.ScoreLogResult{Entries: scoreLog(env)}
+		res.Data = &operations.ScoreLogResult{Entries: scoreLog(env)}
 	default:
 		return operations.Failed(req, "task handler cannot run %q", req.Kind)
 	}

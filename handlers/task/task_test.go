@@ -67,32 +67,32 @@ func TestHandle(t *testing.T) {
 	e := env(t, `{"scoring":{"command":"test -f answer.txt && echo '{\"score\": 1, \"message\": \"found\"}' || echo 0","intermediate":true,"timeout_s":5}}`)
 
 	res := h.Handle(ctx, e, operations.NewScore())
-	if res.Error != "" || *res.Score.Score != 0 {
+	if res.Error != "" || *operations.Score.Result(res).Score != 0 {
 		t.Fatalf("score before the file exists: %+v", res)
 	}
-	if out := h.Handle(ctx, e, operations.NewSubmit("x")); !out.Submit.Accepted {
+	if out := h.Handle(ctx, e, operations.NewSubmit("x")); !operations.Submit.Result(out).Accepted {
 		t.Fatalf("submit: %+v", out)
 	}
 	if err := writeFile(e.WorkDir, "answer.txt"); err != nil {
 		t.Fatal(err)
 	}
 	res = h.Handle(ctx, e, operations.NewScore())
-	if res.Error != "" || *res.Score.Score != 1 || res.Score.Message != "found" {
+	if res.Error != "" || *operations.Score.Result(res).Score != 1 || operations.Score.Result(res).Message != "found" {
 		t.Fatalf("score after: %+v", res)
 	}
 	u := h.Handle(ctx, e, operations.NewGetUsage())
-	if u.GetUsage.Usage.Tokens != 7 || u.GetUsage.Limits.Tokens != 100 {
-		t.Fatalf("usage: %+v", u.GetUsage)
+	if operations.GetUsage.Result(u).Usage.Tokens != 7 || operations.GetUsage.Result(u).Limits.Tokens != 100 {
+		t.Fatalf("usage: %+v", operations.GetUsage.Result(u))
 	}
 	task := h.Handle(ctx, e, operations.NewGetTask())
-	if task.GetTask.Instructions != "do the thing" || !task.GetTask.Scoring.Intermediate {
-		t.Fatalf("task: %+v", task.GetTask)
+	if operations.GetTask.Result(task).Instructions != "do the thing" || !operations.GetTask.Result(task).Scoring.Intermediate {
+		t.Fatalf("task: %+v", operations.GetTask.Result(task))
 	}
 	log := h.Handle(ctx, e, operations.NewScoreLog())
-	if len(log.ScoreLog.Entries) != 1 || log.ScoreLog.Entries[0].Message != "first" {
-		t.Fatalf("score log: %+v", log.ScoreLog)
+	if len(operations.ScoreLog.Result(log).Entries) != 1 || operations.ScoreLog.Result(log).Entries[0].Message != "first" {
+		t.Fatalf("score log: %+v", operations.ScoreLog.Result(log))
 	}
-	if r := h.Handle(ctx, e, operations.Request{Kind: operations.KindAction, Action: &operations.ActionRequest{}}); !strings.Contains(r.Error, "type is required") {
+	if r := h.Handle(ctx, e, operations.Request{Kind: operations.KindAction, Params: &operations.ActionRequest{}}); !strings.Contains(r.Error, "type is required") {
 		t.Fatalf("action without type: %+v", r)
 	}
 }

@@ -140,13 +140,13 @@ func TestFormatResult(t *testing.T) {
 		res  operations.Result
 		want string
 	}{
-		{"bash ok", operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "hi\n"}}, "hi"},
-		{"bash fail", operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "a", Stderr: "boom", ExitCode: 2}}, "a\nError: boom\nExit code: 2"},
-		{"bash timeout", operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "part", TimedOut: true, ExitCode: 124}}, "part\nThe command timed out and was interrupted; the output above is what it printed before that.\nExit code: 124"},
-		{"bash silent", operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{}}, "(no output)"},
-		{"python", operations.Result{Kind: operations.KindPython, Python: &operations.PythonResult{Output: "1", Error: "ZeroDivisionError"}}, "1\nError: ZeroDivisionError"},
-		{"score", operations.Result{Kind: operations.KindScore, Score: &operations.ScoreResult{Score: &score, Message: "half"}}, "Score: 0.5\nhalf"},
-		{"score log empty", operations.Result{Kind: operations.KindScoreLog, ScoreLog: &operations.ScoreLogResult{}}, "No scores recorded yet."},
+		{"bash ok", operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "hi\n"}}, "hi"},
+		{"bash fail", operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "a", Stderr: "boom", ExitCode: 2}}, "a\nError: boom\nExit code: 2"},
+		{"bash timeout", operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "part", TimedOut: true, ExitCode: 124}}, "part\nThe command timed out and was interrupted; the output above is what it printed before that.\nExit code: 124"},
+		{"bash silent", operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{}}, "(no output)"},
+		{"python", operations.Result{Kind: operations.KindPython, Data: &operations.PythonResult{Output: "1", Error: "ZeroDivisionError"}}, "1\nError: ZeroDivisionError"},
+		{"score", operations.Result{Kind: operations.KindScore, Data: &operations.ScoreResult{Score: &score, Message: "half"}}, "Score: 0.5\nhalf"},
+		{"score log empty", operations.Result{Kind: operations.KindScoreLog, Data: &operations.ScoreLogResult{}}, "No scores recorded yet."},
 		{"op error", operations.Result{Kind: operations.KindBash, Error: "no shell"}, "Error: no shell"},
 	}
 	for _, tc := range tests {

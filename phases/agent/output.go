@@ -72,7 +72,7 @@ func FormatResult(res operations.Result, limit int) string {
 	}
 	switch res.Kind {
 	case operations.KindBash:
-		b := res.Bash
+		b := operations.Bash.Result(res)
 		if b == nil {
 			break
 		}
@@ -87,7 +87,7 @@ func FormatResult(res operations.Result, limit int) string {
 			parts = append(parts, "Exit code: "+strconv.Itoa(b.ExitCode))
 		}
 	case operations.KindPython:
-		p := res.Python
+		p := operations.Python.Result(res)
 		if p == nil {
 			break
 		}
@@ -99,7 +99,7 @@ func FormatResult(res operations.Result, limit int) string {
 			parts = append(parts, "The code timed out and was interrupted.")
 		}
 	case operations.KindScore:
-		if s := res.Score; s != nil {
+		if s := operations.Score.Result(res); s != nil {
 			if s.Score != nil {
 				parts = append(parts, "Score: "+strconv.FormatFloat(*s.Score, 'g', -1, 64))
 			} else {
@@ -108,7 +108,7 @@ func FormatResult(res operations.Result, limit int) string {
 			add(s.Message)
 		}
 	case operations.KindScoreLog:
-		if l := res.ScoreLog; l != nil {
+		if l := operations.ScoreLog.Result(res); l != nil {
 			if len(l.Entries) == 0 {
 				parts = append(parts, "No scores recorded yet.")
 			}
@@ -123,7 +123,7 @@ func FormatResult(res operations.Result, limit int) string {
 	case operations.KindSubmit:
 		parts = append(parts, "Answer submitted.")
 	case operations.KindSandbox:
-		if sb := res.Sandbox; sb != nil {
+		if sb := operations.Sandbox.Result(res); sb != nil {
 			add(formatSandbox(sb, limit))
 		}
 	}
@@ -185,15 +185,16 @@ func Describe(c Call) string {
 // Failed reports whether a tool result is a failure: an operation error, a
 // non-zero exit, a timeout or a python error.
 func Failed(res operations.Result) bool {
+	b, p, sb := operations.Bash.Result(res), operations.Python.Result(res), operations.Sandbox.Result(res)
 	switch {
 	case res.Error != "":
 		return true
-	case res.Bash != nil:
-		return res.Bash.ExitCode != 0 || res.Bash.TimedOut
-	case res.Python != nil:
-		return res.Python.Error != "" || res.Python.TimedOut
-	case res.Sandbox != nil:
-		return res.Sandbox.Code != 0
+	case b != nil:
+		return b.ExitCode != 0 || b.TimedOut
+	case p != nil:
+		return p.Error != "" || p.TimedOut
+	case sb != nil:
+		return sb.Code != 0
 	}
 	return false
 }

@@ -111,7 +111,7 @@ func SandboxCall(name, arguments string, timeoutS float64) (operations.Request, 
 		return operations.Request{}, fmt.Errorf("%w: %s: %v", ErrBadArguments, name, err)
 	}
 	return operations.Request{Kind: operations.KindSandbox,
-		Sandbox: &operations.SandboxRequest{Action: name, Params: b.Bytes(), TimeoutS: timeoutS}}, nil
+		Params: &operations.SandboxRequest{Action: name, Params: b.Bytes(), TimeoutS: timeoutS}}, nil
 }
 
 // pngBase64 is how every base64 PNG starts (the PNG signature).
@@ -153,10 +153,11 @@ func sandboxImage(s *operations.SandboxResult) (*operations.Image, []byte) {
 // (operations.Message.Images); the generate handler sends them to models
 // that accept images and tells text-only models they are not shown.
 func ResultImages(res operations.Result) []operations.Image {
-	if res.Error != "" || res.Kind != operations.KindSandbox || res.Sandbox == nil {
+	sb := operations.Sandbox.Result(res)
+	if res.Error != "" || sb == nil {
 		return nil
 	}
-	if img, _ := sandboxImage(res.Sandbox); img != nil {
+	if img, _ := sandboxImage(sb); img != nil {
 		return []operations.Image{*img}
 	}
 	return nil
@@ -199,7 +200,7 @@ func ParseOutputSandbox(o operations.Output, mode Mode, tools, sandbox []string)
 				p.Invalid = err.Error()
 				return p
 			}
-			p.Call = &Call{ID: tc.ID, Name: tc.Name, Arguments: req.Sandbox.Params}
+			p.Call = &Call{ID: tc.ID, Name: tc.Name, Arguments: operations.Sandbox.Params(req).Params}
 			return p
 		}
 	}

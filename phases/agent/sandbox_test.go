@@ -32,8 +32,8 @@ func TestSandboxToolNames(t *testing.T) {
 		t.Fatal("SandboxCall accepted an array")
 	}
 	req, err := SandboxCall("rag:search", ` {"query": "x"} `, 5)
-	if err != nil || string(req.Sandbox.Params) != `{"query":"x"}` || req.Sandbox.TimeoutS != 5 {
-		t.Fatalf("SandboxCall = %+v, %v", req.Sandbox, err)
+	if err != nil || string(operations.Sandbox.Params(req).Params) != `{"query":"x"}` || operations.Sandbox.Params(req).TimeoutS != 5 {
+		t.Fatalf("SandboxCall = %+v, %v", operations.Sandbox.Params(req), err)
 	}
 }
 
@@ -47,7 +47,7 @@ func TestResultImages(t *testing.T) {
 	}
 	b64 := base64.StdEncoding.EncodeToString(buf.Bytes())
 	data, _ := json.Marshal(map[string]any{"image": b64, "size": []int{4, 3}, "session": "vm_w_001", "accessibility_tree": []any{}})
-	shot := operations.Result{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Message: "success", Data: data,
+	shot := operations.Result{Kind: operations.KindSandbox, Data: &operations.SandboxResult{Code: 0, Message: "success", Data: data,
 		Meta: json.RawMessage(`{"tool":"vm:screenshot"}`)}}
 	text := FormatResult(shot, 1000)
 	want := `{"accessibility_tree":[],"image":"[PNG image 4x3, 1 KB]","session":"vm_w_001","size":[4,3]}`
@@ -60,16 +60,16 @@ func TestResultImages(t *testing.T) {
 		t.Fatalf("ResultImages = %+v", imgs)
 	}
 	for _, r := range []operations.Result{
-		{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`{"image":"not a png"}`)}},
-		{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 4000, Data: data}},
-		{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`[1,2]`)}},
-		{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: b64}},
+		{Kind: operations.KindSandbox, Data: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`{"image":"not a png"}`)}},
+		{Kind: operations.KindSandbox, Data: &operations.SandboxResult{Code: 4000, Data: data}},
+		{Kind: operations.KindSandbox, Data: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`[1,2]`)}},
+		{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: b64}},
 	} {
 		if imgs := ResultImages(r); imgs != nil {
 			t.Errorf("ResultImages(%+v) = %+v, want none", r, imgs)
 		}
 	}
-	if got := FormatResult(operations.Result{Kind: operations.KindSandbox, Sandbox: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`{"image":"not a png"}`)}}, 100); got != `{"image":"not a png"}` {
+	if got := FormatResult(operations.Result{Kind: operations.KindSandbox, Data: &operations.SandboxResult{Code: 0, Data: json.RawMessage(`{"image":"not a png"}`)}}, 100); got != `{"image":"not a png"}` {
 		t.Fatalf("non-PNG data changed: %s", got)
 	}
 }

@@ -164,7 +164,7 @@ func Finish(in phases.Input, _ *Settings) (phases.Output, error) {
 		return phases.Output{}, fmt.Errorf("finish: %d results, want the external op's", len(in.Results))
 	}
 	r := in.Results[0]
-	x, _ := r.Ext.(*operations.ExternalResult)
+	x := operations.External.Result(r)
 	res := Result{}
 	if x != nil {
 		res = Result{Answer: x.Answer, TerminationReason: x.TerminationReason, Calls: x.Calls, Replayed: x.Replayed, ExitCode: x.ExitCode}
@@ -224,7 +224,7 @@ func SessionWait(in phases.Input) (phases.Output, error) {
 			// its calls: its generate ops hold the answers.
 			deliver = in.Run.Step - 1
 		case operations.KindGatewayWait:
-			w, _ := r.Ext.(*operations.GatewayWaitResult)
+			w := operations.GatewayWait.Result(r)
 			if r.Error != "" || w == nil {
 				msg := r.Error
 				if msg == "" {

@@ -225,7 +225,7 @@ func TestRecordedTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	count := newCounter(s.tokenizer())
-	res := operations.Result{Kind: operations.KindGenerate, Generate: &operations.GenerateResult{Outputs: []operations.Output{
+	res := operations.Result{Kind: operations.KindGenerate, Data: &operations.GenerateResult{Outputs: []operations.Output{
 		{Content: "Listing the files first.", ToolCalls: []operations.ToolCall{{ID: "x", Name: "bash", Arguments: `{"command": "ls -la"}`}}}}}}
 	in := phases.Input{Run: phases.RunInfo{Settings: json.RawMessage(`{"generator":{"model":"gpt-4o"}}`), Step: 3},
 		State: &phasetest.State{}, Results: []operations.Result{res}}
@@ -360,7 +360,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs := out.Ops[0].Generate.Messages
+			msgs := operations.Generate.Params(out.Ops[0]).Messages
 			s, err := ParseSettings(in.Run.Settings)
 			if err != nil {
 				t.Fatal(err)

@@ -107,9 +107,10 @@ func Discriminator(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
 	mode, toolset := s.Mode(), s.Toolset()
 	var res *operations.Result
+	var g *operations.GenerateResult
 	for i := range in.Results {
 		if in.Results[i].Kind == operations.KindGenerate {
-			res = &in.Results[i]
+			res, g = &in.Results[i], operations.Generate.Result(in.Results[i])
 			break
 		}
 	}
@@ -119,10 +120,10 @@ func Discriminator(in phases.Input, s *Settings) (phases.Output, error) {
 		return out, fmt.Errorf("%w: discriminator called without a generate result", ErrState)
 	case res.Error != "":
 		w = Warning{Warning: agent.NewWarning("The generate call failed: " + res.Error), Internal: true}
-	case res.Generate == nil || len(res.Generate.Outputs) == 0:
+	case g == nil || len(g.Outputs) == 0:
 		w = Warning{Warning: agent.NewWarning("The generate call returned no outputs."), Internal: true}
 	default:
-		outs := res.Generate.Outputs
+		outs := g.Outputs
 		for i, o := range outs {
 			p := agent.ParseOutputSandbox(o, mode, toolset, s.Tools)
 			if p.Content == "" && p.Call == nil && p.Invalid == "" {
@@ -294,13 +295,13 @@ func ToolOutputPhase(in phases.Input, s *Settings) (phases.Output, error) {
 	t := agent.ToolOutput{Tool: tool, CallID: res.Meta[metaCallID], Output: text, Failed: agent.Failed(res), Images: agent.ResultImages(res)}
 	verb := "output"
 	switch {
-	case res.Bash != nil && res.Bash.TimedOut, res.Python != nil && res.Python.TimedOut:
+	case timedOut(res):
 		verb = "timed out"
 	case t.Failed:
 		verb = "failed"
 	}
 	line := text
-	if res.Sandbox != nil {
+	if operations.Sandbox.Result(res) != nil {
 		line = strings.Join(strings.Fields(text), " ")
 	}
 	t.Summary = tool + " " + verb + ": " + agent.Line(line, 160)
@@ -362,3 +363,9 @@ var (
 
 // typed hands the phases their parsed settings (see phases.Typed).
 var typed = phases.NewTyped(ParseSettings)
+
+// timedOut reports whether res is a bash or python result that timed out.
+func timedOut(res operations.Result) bool {
+	b, p := operations.Bash.Result(res), operations.Python.Result(res)
+	return b != nil && b.TimedOut || p != nil && p.TimedOut
+}

@@ -70,13 +70,14 @@ func Prompt(in phases.Input, s *Settings) (phases.Output, error) {
 		return phases.Output{}, fmt.Errorf("%w: prompt got %d results, want 1", ErrState, len(in.Results))
 	}
 	r := in.Results[0]
+	f := operations.ReadFile.Result(r)
 	switch {
 	case r.Error != "":
 		return fail(in, s, loop{}, nil, "system_prompt_file: "+r.Error)
-	case r.ReadFile == nil || !r.ReadFile.Exists:
+	case f == nil || !f.Exists:
 		return fail(in, s, loop{}, nil, fmt.Sprintf("system_prompt_file: %s does not exist", s.SystemPromptFile))
 	}
-	return open(in, s, r.ReadFile.Content)
+	return open(in, s, f.Content)
 }
 
 // open appends the system prompt and the task and asks for the first reply.
@@ -177,13 +178,14 @@ func lastTurn(ctx []operations.Message) int {
 
 // kwargsError says why a task_kwargs op failed, or "".
 func kwargsError(r operations.Result) string {
+	b, p := operations.Bash.Result(r), operations.Python.Result(r)
 	switch {
 	case r.Error != "":
 		return r.Error
-	case r.Bash != nil && r.Bash.ExitCode != 0:
-		return agent.Line(r.Bash.Stderr, 200)
-	case r.Python != nil && r.Python.Error != "":
-		return agent.Line(r.Python.Error, 200)
+	case b != nil && b.ExitCode != 0:
+		return agent.Line(b.Stderr, 200)
+	case p != nil && p.Error != "":
+		return agent.Line(p.Error, 200)
 	}
 	return ""
 }
@@ -209,7 +211,8 @@ func Act(in phases.Input, s *Settings) (phases.Output, error) {
 		return phases.Output{}, fmt.Errorf("%w: act wants one generate result, got %d results", ErrState, len(results))
 	}
 	r := results[0]
-	if r.Error != "" || r.Generate == nil || len(r.Generate.Outputs) == 0 {
+	g := operations.Generate.Result(r)
+	if r.Error != "" || g == nil || len(g.Outputs) == 0 {
 		msg := r.Error
 		if msg == "" {
 			msg = "the model returned no output"
@@ -218,7 +221,7 @@ func Act(in phases.Input, s *Settings) (phases.Output, error) {
 		// failure's code (ReasonGenerateFailed when the handler gave none).
 		return failWith(in, s, l, nil, cmp.Or(string(r.Code), ReasonGenerateFailed), "generate: "+msg, msg)
 	}
-	o := r.Generate.Outputs[0]
+	o := g.Outputs[0]
 	l.Turns++
 	l.SegTurns++
 	am := Message{
@@ -227,7 +230,7 @@ func Act(in phases.Input, s *Settings) (phases.Output, error) {
 		Turn:         l.Turns,
 		FinishReason: o.FinishReason,
 		TokenIDs:     o.TokenIDs,
-		Usage:        &r.Generate.Usage,
+		Usage:        &g.Usage,
 	}
 	for _, lp := range o.Logprobs {
 		am.Logprobs = append(am.Logprobs, lp.Logprob)
@@ -254,7 +257,7 @@ func Act(in phases.Input, s *Settings) (phases.Output, error) {
 				p.Invalid = err.Error()
 				described = append(described, tc.Name+" (invalid)")
 			} else {
-				described = append(described, full+" "+agent.Line(string(req.Sandbox.Params), 80))
+				described = append(described, full+" "+agent.Line(string(operations.Sandbox.Params(req).Params), 80))
 				p.Op = len(out.Ops)
 				out.Ops = append(out.Ops, req.WithMeta("call_id", tc.ID))
 			}
@@ -341,7 +344,7 @@ func Observe(in phases.Input, s *Settings) (phases.Output, error) {
 			tm.Content = agent.FormatResult(res, s.OutputLimit)
 			tm.Images = agent.ResultImages(res)
 			failed = agent.Failed(res)
-			if p.Name == agent.ToolSubmit && res.Error == "" && res.Submit != nil && res.Submit.Accepted && submitted == nil {
+			if p.Name == agent.ToolSubmit && res.Error == "" && accepted(res) && submitted == nil {
 				submitted = &l.Pending[i]
 			}
 		}
@@ -588,3 +591,9 @@ func toWire(msgs []Message) []operations.Message {
 
 // typed hands the phases their parsed settings (see phases.Typed).
 var typed = phases.NewTyped(ParseSettings)
+
+// accepted reports whether res is an accepted submission.
+func accepted(res operations.Result) bool {
+	s := operations.Submit.Result(res)
+	return s != nil && s.Accepted
+}

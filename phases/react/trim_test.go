@@ -35,10 +35,10 @@ func observe(t *testing.T, st *phasetest.State, settings string, results ...oper
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Ops) != 1 || out.Ops[0].Generate == nil {
+	if len(out.Ops) != 1 || operations.Generate.Params(out.Ops[0]) == nil {
 		t.Fatalf("want one generate, got %+v (end %+v)", out.Ops, out.End)
 	}
-	return out.Ops[0].Generate.Messages
+	return operations.Generate.Params(out.Ops[0]).Messages
 }
 
 // TestNewestOutputSurvivesContextChars: with context_chars, the newest
@@ -58,7 +58,7 @@ func TestNewestOutputSurvivesContextChars(t *testing.T) {
 		msgOf("assistant", "First a look.", operations.ToolCall{ID: "c1", Name: "bash", Arguments: `{"command":"pwd"}`}),
 		react.Message{Message: operations.Message{Role: "tool", ToolCallID: "c1", Content: strings.Repeat("/work ", 100)}},
 		msgOf("assistant", "Listing it.", operations.ToolCall{ID: "c2", Name: "bash", Arguments: `{"command":"ls -R /big"}`}))
-	res := operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: b.String()}}
+	res := operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: b.String()}}
 	msgs := observe(t, st, fmt.Sprintf(`{"model":"m","context_chars":%d,"output_limit":%d}`, budget, budget), res)
 	total := 0
 	for _, m := range msgs {
@@ -85,7 +85,7 @@ func TestFoldKeepsTheTurnsOtherResults(t *testing.T) {
 		msgOf("system", "You solve tasks."), msgOf("user", "Count the files."),
 		msgOf("assistant", "Counting while folding.", operations.ToolCall{ID: "c9", Name: "bash", Arguments: `{"command":"ls | wc -l"}`},
 			operations.ToolCall{ID: "f1", Name: "summarize", Arguments: `{"summary":"Files listed."}`}))
-	res := operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "FOLD-BASH-OUT 17\n"}}
+	res := operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "FOLD-BASH-OUT 17\n"}}
 	msgs := observe(t, st, `{"model":"m","fold":{"summarize":true}}`, res)
 	var all strings.Builder
 	for _, m := range msgs {

@@ -322,14 +322,14 @@ func LaneEvaluatedPhase(in phases.Input, ls *LaneSettings) (phases.Output, error
 // readAgent reads a spawn result.
 func readAgent(r operations.Result, took time.Duration) agentRun {
 	a := agentRun{Status: record.StatusFailed, Seconds: took.Seconds(), TerminationReason: string(grading.TerminationError), EndReason: EndSpawnError}
-	if r.Error != "" || r.Spawn == nil {
+	sp := operations.Spawn.Result(r)
+	if r.Error != "" || sp == nil {
 		a.Error = r.Error
 		if a.Error == "" {
 			a.Error = "spawn returned no result"
 		}
 		return a
 	}
-	sp := r.Spawn
 	if sp.WorkDir == "" {
 		// Only a spawn result journaled before results named the child's
 		// work directory lacks it; its verifier and trajectory cannot be
@@ -547,7 +547,11 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 			row.JudgeReasoning = "empty answer: not sent to the judge"
 			return
 		}
-		if judge == nil || judge.Error != "" || judge.Generate == nil || len(judge.Generate.Outputs) == 0 {
+		var g *operations.GenerateResult
+		if judge != nil {
+			g = operations.Generate.Result(*judge)
+		}
+		if judge == nil || judge.Error != "" || g == nil || len(g.Outputs) == 0 {
 			msg := "judge: no reply"
 			if judge != nil && judge.Error != "" {
 				msg = "judge: " + judge.Error
@@ -555,11 +559,11 @@ func grade(row *Row, l Lane, it Item, verifier, judge *operations.Result) {
 			row.EvalError = msg
 			return
 		}
-		row.GradeTokens = judge.Generate.Usage.PromptTokens + judge.Generate.Usage.CompletionTokens
-		row.GradeCost = judge.Generate.Usage.Cost
+		row.GradeTokens = g.Usage.PromptTokens + g.Usage.CompletionTokens
+		row.GradeCost = g.Usage.Cost
 		row.Tokens += row.GradeTokens
 		row.Cost += row.GradeCost
-		verdict, err := grading.ParseJudgeReply(judge.Generate.Outputs[0].Content)
+		verdict, err := grading.ParseJudgeReply(g.Outputs[0].Content)
 		if err != nil {
 			row.EvalError = err.Error()
 			return
@@ -639,10 +643,10 @@ func verifierResult(r *operations.Result) (grading.VerifierResult, error) {
 	if r == nil {
 		return grading.VerifierResult{}, fmt.Errorf("verifier: not run")
 	}
-	if r.Error != "" || r.Bash == nil {
+	b := operations.Bash.Result(*r)
+	if r.Error != "" || b == nil {
 		return grading.VerifierResult{}, fmt.Errorf("verifier: %s", r.Error)
 	}
-	b := r.Bash
 	failure := func(what string) error {
 		msg := fmt.Sprintf("verifier (exit %d): %s", b.ExitCode, what)
 		if s := strings.TrimSpace(b.Stderr); s != "" {
@@ -676,12 +680,12 @@ func episode(row Row, l Lane, it Item, traj *operations.Result) (*grading.Episod
 	}
 	t := grading.Trajectory{Name: l.Workflow, Steps: []grading.Step{}}
 	problem := ""
-	if traj != nil && traj.Error == "" && traj.ReadFile != nil && traj.ReadFile.Exists {
+	if traj != nil && traj.Error == "" && exists(*traj) {
 		var got grading.Trajectory
 		var multi struct {
 			Trajectories []grading.Trajectory `json:"trajectories"`
 		}
-		content := []byte(traj.ReadFile.Content)
+		content := []byte(operations.ReadFile.Result(*traj).Content)
 		if json.Unmarshal(content, &multi) == nil && len(multi.Trajectories) > 0 {
 			// An episode (an external agent's, with named trajectories).
 			for i := range multi.Trajectories {

@@ -155,7 +155,7 @@ func Init(in phases.Input, s *Settings) (phases.Output, error) {
 	if s.Question == "" {
 		read := operations.NewReadFile(abs(in.Run.WorkDir, s.DataPath))
 		if formatOf(s.DataFormat, s.DataPath) == FormatParquet {
-			read.ReadFile.As = operations.ReadAsJSONL
+			operations.ReadFile.Params(read).As = operations.ReadAsJSONL
 		}
 		out.Ops = []operations.Request{read}
 	}
@@ -193,10 +193,10 @@ func Load(in phases.Input, s *Settings) (phases.Output, error) {
 		switch {
 		case data.Error != "":
 			return failed(out, "data_path: "+data.Error)
-		case data.ReadFile == nil || !data.ReadFile.Exists:
+		case !exists(data):
 			return failed(out, fmt.Sprintf("data_path: %s does not exist", abs(in.Run.WorkDir, s.DataPath)))
 		}
-		content = []byte(data.ReadFile.Content)
+		content = []byte(operations.ReadFile.Result(data).Content)
 	}
 	st.BenchmarkSHA256 = sha256Hex(content)
 	var tasks []Task
@@ -223,9 +223,9 @@ func Load(in phases.Input, s *Settings) (phases.Output, error) {
 	}
 	st.Tasks, st.Samples = len(tasks), len(tasks)*s.NumChains
 	if len(rest) > 0 && *s.Resume {
-		if m := rest[0]; m.Error == "" && m.ReadFile != nil && m.ReadFile.Exists {
+		if m := rest[0]; m.Error == "" && exists(m) {
 			var man Manifest
-			if err := json.Unmarshal([]byte(m.ReadFile.Content), &man); err != nil || man.Timestamp == "" {
+			if err := json.Unmarshal([]byte(operations.ReadFile.Result(m).Content), &man); err != nil || man.Timestamp == "" {
 				return failed(out, fmt.Sprintf("%s: not a rollout manifest (delete it or set resume false)", st.Files.Manifest))
 			}
 			st.Timestamp = man.Timestamp
@@ -312,13 +312,13 @@ func Resume(in phases.Input, s *Settings) (phases.Output, error) {
 	done := map[sampleKey]bool{}
 	regrade := map[sampleKey]bool{}
 	var changedTasks, regradedTasks []string
-	if r.ReadFile != nil && r.ReadFile.Exists {
+	if exists(r) {
 		byID := make(map[string]Task, len(tasks))
 		for _, t := range tasks {
 			byID[t.ID] = t
 		}
 		changed, regraded := map[string]bool{}, map[string]bool{}
-		for _, row := range parseResults(r.ReadFile.Content) {
+		for _, row := range parseResults(operations.ReadFile.Result(r).Content) {
 			t, ok := byID[row.TaskID]
 			if !ok || row.Chain < 0 || row.Chain >= s.NumChains {
 				continue
@@ -544,8 +544,9 @@ func Run(in phases.Input, s *Settings) (phases.Output, error) {
 			}
 		case operations.KindSpawn:
 			var lr LaneResult
-			ok := r.Error == "" && r.Spawn != nil && r.Spawn.Status == record.StatusSucceeded && json.Unmarshal(r.Spawn.Result, &lr) == nil
-			if f := fatalOf(r); f != nil && json.Unmarshal(r.Spawn.Result, &lr) == nil {
+			sp := operations.Spawn.Result(r)
+			ok := r.Error == "" && sp != nil && sp.Status == record.StatusSucceeded && json.Unmarshal(sp.Result, &lr) == nil
+			if f := fatalOf(r); f != nil && json.Unmarshal(sp.Result, &lr) == nil {
 				// The lane stopped on a model failure: its rows are
 				// good, and no further sample can do better.
 				ok = true
@@ -558,10 +559,10 @@ func Run(in phases.Input, s *Settings) (phases.Output, error) {
 			if !ok {
 				st.LaneFailed++
 				le := LaneError{Error: r.Error}
-				if r.Spawn != nil {
-					le.RunID, le.Status = r.Spawn.RunID, r.Spawn.Status
+				if sp != nil {
+					le.RunID, le.Status = sp.RunID, sp.Status
 					if le.Error == "" {
-						le.Error = r.Spawn.Error
+						le.Error = sp.Error
 					}
 				}
 				le.Summary = fmt.Sprintf("lane %s %s: %s", r.Meta["lane"], le.Status, agent.Line(le.Error, 160))
@@ -836,8 +837,8 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 	}
 	if results == nil || results.Error == "" {
 		old := ""
-		if results != nil && results.ReadFile != nil && results.ReadFile.Exists {
-			old = results.ReadFile.Content
+		if results != nil && exists(*results) {
+			old = operations.ReadFile.Result(*results).Content
 		}
 		content, err := resultsFile(rows, old)
 		if err != nil {
@@ -856,8 +857,8 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 		st.WriteErrors++
 		out.Append = append(out.Append, phases.MustEntry("warning", agent.NewWarning("episodes: "+read.Error+"; the file is left as appended and no groups are written")))
 		return toDone(in, s, st, rows, out)
-	case read.ReadFile != nil && read.ReadFile.Exists:
-		for _, line := range strings.Split(read.ReadFile.Content, "\n") {
+	case exists(*read):
+		for _, line := range strings.Split(operations.ReadFile.Result(*read).Content, "\n") {
 			if strings.TrimSpace(line) == "" {
 				continue
 			}
@@ -956,4 +957,10 @@ func failed(out phases.Output, reason string) (phases.Output, error) {
 	out.Ops, out.Next = nil, ""
 	out.End = &phases.End{Failed: true, Reason: reason}
 	return out, nil
+}
+
+// exists reports whether r, a read_file result, read a file that exists.
+func exists(r operations.Result) bool {
+	f := operations.ReadFile.Result(r)
+	return f != nil && f.Exists
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/phasetest"
 	"github.com/flockrun/flock/phases/rollout"
 )
@@ -27,7 +28,7 @@ func TestLaneUsesSpawnWorkDir(t *testing.T) {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			t.Fatal(err)
 		}
-		c.Results[0].Spawn.WorkDir = workDir
+		operations.Spawn.Result(c.Results[0]).WorkDir = workDir
 		out, err := spec.Run(c.Input(wf.Name))
 		if err != nil {
 			t.Fatal(err)

@@ -70,7 +70,7 @@ func Run(in phases.Input, s *Settings) (phases.Output, error) {
 	if len(in.Results) == 1 {
 		res := in.Results[0]
 		c := Command{Index: sum.Commands, Command: s.Commands[sum.Commands], Error: res.Error, ExitCode: -1}
-		if b := res.Bash; b != nil {
+		if b := operations.Bash.Result(res); b != nil {
 			c.ExitCode, c.Stdout, c.Stderr, c.TimedOut = b.ExitCode, b.Stdout, b.Stderr, b.TimedOut
 		}
 		out.Append = append(out.Append, phases.MustEntry("command", c))

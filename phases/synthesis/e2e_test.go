@@ -172,7 +172,7 @@ func TestScriptedSynthesis(t *testing.T) {
 	var calls []string
 	for _, op := range ops {
 		if op.Request.Kind == operations.KindSandbox {
-			calls = append(calls, op.Request.Sandbox.Session)
+			calls = append(calls, operations.Sandbox.Params(op.Request).Session)
 		}
 	}
 	if strings.Join(calls, " ") != "n0.0 n0.1 n0.0.0 n0.1.0 n0.0.0.0 n0.1.0.0" {

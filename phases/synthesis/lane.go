@@ -63,18 +63,19 @@ func Next(in phases.Input, s *LaneSettings) (phases.Output, error) {
 	}
 	for _, r := range in.Results {
 		seed := r.Meta["seed"]
-		if r.Spawn != nil {
-			st.Spent.Tokens += r.Spawn.Usage.Tokens
-			st.Spent.Actions += r.Spawn.Usage.Actions
-			st.Spent.Cost += r.Spawn.Usage.Cost
+		sp := operations.Spawn.Result(r)
+		if sp != nil {
+			st.Spent.Tokens += sp.Usage.Tokens
+			st.Spent.Actions += sp.Usage.Actions
+			st.Spent.Cost += sp.Usage.Cost
 		}
 		switch {
 		case r.Error != "":
 			st.Failed = append(st.Failed, SeedFailure{SourceID: seed, Error: r.Error})
-		case r.Spawn != nil && r.Spawn.Status == "succeeded":
+		case sp != nil && sp.Status == "succeeded":
 			st.Done++
-		case r.Spawn != nil:
-			st.Failed = append(st.Failed, SeedFailure{SourceID: seed, RunID: r.Spawn.RunID, Reason: r.Spawn.EndReason, Error: r.Spawn.Error})
+		case sp != nil:
+			st.Failed = append(st.Failed, SeedFailure{SourceID: seed, RunID: sp.RunID, Reason: sp.EndReason, Error: sp.Error})
 		}
 	}
 	var out phases.Output

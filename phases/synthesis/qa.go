@@ -143,14 +143,15 @@ func onQA(s *SeedSettings, st *seedState, out *phases.Output, sel *Selection, w 
 	check, reason := "", ""
 	var pair trajectory.QA
 	var passed []string
+	g := operations.Generate.Result(r)
 	switch {
 	case r.Error != "":
 		check, reason = rejectModelError, r.Error
-	case r.Generate == nil || len(r.Generate.Outputs) == 0:
+	case g == nil || len(g.Outputs) == 0:
 		check, reason = rejectModelError, "the model returned no output"
 	default:
 		var err error
-		if pair, err = qa.Parse(r.Generate.Outputs[0].Content); err != nil {
+		if pair, err = qa.Parse(g.Outputs[0].Content); err != nil {
 			check, reason = rejectParse, err.Error()
 		} else {
 			var f *qa.Failure
@@ -174,7 +175,8 @@ func onQA(s *SeedSettings, st *seedState, out *phases.Output, sel *Selection, w 
 // without the trajectory rejects the pair (another attempt follows).
 func onClosedBook(s *SeedSettings, st *seedState, out *phases.Output, sel *Selection, w work, r operations.Result) {
 	p := sel.Paths[w.Path]
-	if r.Error != "" || r.Generate == nil || len(r.Generate.Outputs) == 0 {
+	g := operations.Generate.Result(r)
+	if r.Error != "" || g == nil || len(g.Outputs) == 0 {
 		// The filter could not run: the pair is not kept unverified.
 		msg := r.Error
 		if msg == "" {
@@ -183,7 +185,7 @@ func onClosedBook(s *SeedSettings, st *seedState, out *phases.Output, sel *Selec
 		retry(s, st, out, p, w, rejectModelError, "closed-book model: "+msg)
 		return
 	}
-	if f := qa.ClosedBook(r.Generate.Outputs[0].Content, w.QA.Answer); f != nil {
+	if f := qa.ClosedBook(g.Outputs[0].Content, w.QA.Answer); f != nil {
 		retry(s, st, out, p, w, f.Check, f.Error())
 		return
 	}

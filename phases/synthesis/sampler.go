@@ -219,15 +219,16 @@ func toolNames(tools []string) map[string]string {
 // text: the data (a JSON string as it is, anything else as JSON) on code
 // 0, else "Error executing TOOL: [CODE] MESSAGE" and failed.
 func Observation(tool string, r operations.Result) (string, bool) {
+	sb := operations.Sandbox.Result(r)
 	switch {
 	case r.Error != "":
 		return fmt.Sprintf("Error executing %s: %s", tool, r.Error), true
-	case r.Sandbox == nil:
+	case sb == nil:
 		return fmt.Sprintf("Error executing %s: no result", tool), true
-	case r.Sandbox.Code != 0:
-		return fmt.Sprintf("Error executing %s: [%d] %s", tool, r.Sandbox.Code, r.Sandbox.Message), true
+	case sb.Code != 0:
+		return fmt.Sprintf("Error executing %s: [%d] %s", tool, sb.Code, sb.Message), true
 	}
-	data := bytes.TrimSpace(r.Sandbox.Data)
+	data := bytes.TrimSpace(sb.Data)
 	var s string
 	if json.Unmarshal(data, &s) == nil {
 		return s, false
@@ -252,7 +253,7 @@ func Observation(tool string, r operations.Result) (string, bool) {
 		}
 	}
 	if len(data) == 0 || string(data) == "null" {
-		return r.Sandbox.Message, false
+		return sb.Message, false
 	}
 	var buf bytes.Buffer
 	if json.Indent(&buf, data, "", " ") == nil {

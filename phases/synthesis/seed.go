@@ -294,10 +294,10 @@ func Step(in phases.Input, s *SeedSettings) (phases.Output, error) {
 	names := toolNames(s.Tools())
 	for i, w := range st.Inflight {
 		r := in.Results[i]
-		if r.Generate != nil {
+		if g := operations.Generate.Result(r); g != nil {
 			st.Stats.ModelCalls++
-			st.Stats.Tokens += r.Generate.Usage.PromptTokens + r.Generate.Usage.CompletionTokens
-			st.Stats.Cost += r.Generate.Usage.Cost
+			st.Stats.Tokens += g.Usage.PromptTokens + g.Usage.CompletionTokens
+			st.Stats.Cost += g.Usage.Cost
 		} else if w.Kind == workPropose || w.Kind == workQA || w.Kind == workClosed {
 			st.Stats.ModelCalls++
 		}
@@ -326,14 +326,15 @@ func Step(in phases.Input, s *SeedSettings) (phases.Output, error) {
 func onProposal(s *SeedSettings, st *seedState, out *phases.Output, w work, r operations.Result, names map[string]string, claimed map[string]bool) {
 	reason, detail := "", ""
 	var p Proposal
+	g := operations.Generate.Result(r)
 	switch {
 	case r.Error != "":
 		reason, detail = "model_error", r.Error
-	case r.Generate == nil || len(r.Generate.Outputs) == 0:
+	case g == nil || len(g.Outputs) == 0:
 		reason, detail = "model_error", "the model returned no output"
 	default:
 		var err error
-		if p, err = ParseProposal(r.Generate.Outputs[0], names); err != nil {
+		if p, err = ParseProposal(g.Outputs[0], names); err != nil {
 			reason, detail = "bad_proposal", err.Error()
 		} else if sig := Signature(p.Tool, p.Params); claimed[sig] {
 			st.Stats.Duplicates++
@@ -469,7 +470,7 @@ func executeRequest(s *SeedSettings, tree *trajectory.Tree, w work) operations.R
 		}
 		id = n.ParentID
 	}
-	r := operations.Request{Kind: operations.KindSandbox, Sandbox: &operations.SandboxRequest{
+	r := operations.Request{Kind: operations.KindSandbox, Params: &operations.SandboxRequest{
 		Action: w.Proposal.Tool, Params: params, TimeoutS: s.Config.SandboxTimeout,
 		Session: "n" + w.node(), ForkFrom: fork}}
 	r.Meta = operations.Meta{"work": w.node()}

@@ -117,10 +117,10 @@ func Load(in phases.Input, s *Settings) (phases.Output, error) {
 		switch {
 		case r.Error != "":
 			return failed("seeds_file: " + r.Error)
-		case r.ReadFile == nil || !r.ReadFile.Exists:
+		case !exists(r):
 			return failed(fmt.Sprintf("seeds_file: %s does not exist", abs(in.Run.WorkDir, s.SeedsFile)))
 		}
-		data = []byte(r.ReadFile.Content)
+		data = []byte(operations.ReadFile.Result(r).Content)
 	} else {
 		data = s.Seeds
 	}
@@ -135,10 +135,10 @@ func Load(in phases.Input, s *Settings) (phases.Output, error) {
 		if r.Error != "" {
 			return "", fmt.Errorf("%s", r.Error)
 		}
-		if r.ReadFile == nil || !r.ReadFile.Exists {
+		if !exists(r) {
 			return "", nil
 		}
-		return r.ReadFile.Content, nil
+		return operations.ReadFile.Result(r).Content, nil
 	}
 	var out phases.Output
 	doneText, err := content(rest[0])
@@ -339,19 +339,20 @@ func Collect(in phases.Input, s *Settings) (phases.Output, error) {
 	var out phases.Output
 	for _, r := range in.Results {
 		var lr LaneResult
+		sp := operations.Spawn.Result(r)
 		switch {
 		case r.Error != "":
 			out.Append = append(out.Append, phases.MustEntry(EntryLaneFailed, SeedFailure{Lane: r.Meta["lane"], Error: r.Error}))
-		case r.Spawn == nil:
-		case len(r.Spawn.Result) > 0 && json.Unmarshal(r.Spawn.Result, &lr) == nil:
+		case sp == nil:
+		case len(sp.Result) > 0 && json.Unmarshal(sp.Result, &lr) == nil:
 			for _, f := range lr.Failed {
 				out.Append = append(out.Append, phases.MustEntry(EntryLaneFailed, f))
 			}
-			if r.Spawn.Status != "succeeded" && len(lr.Failed) == 0 {
-				out.Append = append(out.Append, phases.MustEntry(EntryLaneFailed, SeedFailure{Lane: r.Meta["lane"], Error: r.Spawn.Error, Reason: r.Spawn.EndReason}))
+			if sp.Status != "succeeded" && len(lr.Failed) == 0 {
+				out.Append = append(out.Append, phases.MustEntry(EntryLaneFailed, SeedFailure{Lane: r.Meta["lane"], Error: sp.Error, Reason: sp.EndReason}))
 			}
 		default:
-			out.Append = append(out.Append, phases.MustEntry(EntryLaneFailed, SeedFailure{Lane: r.Meta["lane"], Error: r.Spawn.Error, Reason: r.Spawn.EndReason}))
+			out.Append = append(out.Append, phases.MustEntry(EntryLaneFailed, SeedFailure{Lane: r.Meta["lane"], Error: sp.Error, Reason: sp.EndReason}))
 		}
 	}
 	out.Ops = []operations.Request{operations.NewReadFile(st.Files.Done)}
@@ -433,8 +434,8 @@ func Report(in phases.Input, s *Settings) (phases.Output, error) {
 		}
 	}
 	seen := map[string]bool{}
-	if r.ReadFile != nil && r.ReadFile.Exists {
-		for _, l := range strings.Split(r.ReadFile.Content, "\n") {
+	if exists(r) {
+		for _, l := range strings.Split(operations.ReadFile.Result(r).Content, "\n") {
 			var d DoneLine
 			if l == "" || json.Unmarshal([]byte(l), &d) != nil || seen[d.SourceID] || !mine[d.SourceID] {
 				continue
@@ -471,4 +472,10 @@ func Done(in phases.Input, s *Settings) (phases.Output, error) {
 	}
 	res := in.State.Var("summary")
 	return phases.Output{End: &phases.End{Reason: "synthesized", Result: res}}, nil
+}
+
+// exists reports whether r, a read_file result, read a file that exists.
+func exists(r operations.Result) bool {
+	f := operations.ReadFile.Result(r)
+	return f != nil && f.Exists
 }

@@ -19,7 +19,7 @@ const benchSettings = `{"advisors":[{"model":"m"}],"actors":[{"model":"m"},{"mod
 
 func gen(role string, outs ...operations.Output) operations.Result {
 	return operations.Result{Kind: operations.KindGenerate, Meta: map[string]string{"role": role, "index": "0", "advice": "with"},
-		Generate: &operations.GenerateResult{Outputs: outs}}
+		Data: &operations.GenerateResult{Outputs: outs}}
 }
 
 // history appends n actions' worth of entries (advice, options, ratings,
@@ -58,7 +58,7 @@ func step(b *testing.B, wf phases.Workflow, st *phasetest.State, stepNo uint64) 
 		triframe.PhaseAdvisorRatings:   {gen("actor", act("ls")), gen("actor", act("pwd")), gen("actor", act("ls"), act("wc -c f")), gen("actor", act("pwd"))},
 		triframe.PhaseAggregateRatings: {rate, rate},
 		triframe.PhaseProcess:          nil,
-		triframe.PhaseToolOutput:       {{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "6\n"}}},
+		triframe.PhaseToolOutput:       {{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "6\n"}}},
 	}
 	for _, name := range []string{triframe.PhaseAdvisor, triframe.PhaseActor, triframe.PhaseAdvisorRatings,
 		triframe.PhaseAggregateRatings, triframe.PhaseProcess, triframe.PhaseToolOutput} {

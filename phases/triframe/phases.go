@@ -193,13 +193,14 @@ func Actor(in phases.Input, s *Settings) (phases.Output, error) {
 }
 
 func adviceEntries(r operations.Result, i int, mode agent.Mode) []phases.Entry {
-	if r.Error != "" || r.Generate == nil {
+	g := operations.Generate.Result(r)
+	if r.Error != "" || g == nil {
 		why := "generate failed: " + r.Error
 		return []phases.Entry{phases.MustEntry(EntryAdvice, Advice{
 			Summary: fmt.Sprintf("advisor %d gave no advice (%s)", i, agent.Line(why, 120)), Invalid: why, Advisor: i})}
 	}
 	var out []phases.Entry
-	for j, o := range r.Generate.Outputs {
+	for j, o := range g.Outputs {
 		a := Advice{Advisor: i, Sample: j}
 		p := agent.ParseOutput(o, mode, []string{agent.ToolAdvise})
 		switch {
@@ -240,11 +241,12 @@ func AdvisorRatings(in phases.Input, s *Settings) (phases.Output, error) {
 		if r.Meta[metaRole] != roleActor {
 			continue
 		}
-		if r.Error != "" || r.Generate == nil {
+		g := operations.Generate.Result(r)
+		if r.Error != "" || g == nil {
 			errs = append(errs, fmt.Sprintf("actor %s: %s", r.Meta[metaIndex], r.Error))
 			continue
 		}
-		for j, o := range r.Generate.Outputs {
+		for j, o := range g.Outputs {
 			p := agent.ParseOutputSandbox(o, mode, tools, s.Tools)
 			opt := agent.Option{Content: p.Content, Call: p.Call, Invalid: p.Invalid, Reasoning: o.Reasoning,
 				Source: fmt.Sprintf("actor %s %s advice #%d", r.Meta[metaIndex], r.Meta[metaAdvice], j)}
@@ -445,11 +447,12 @@ func AggregateRatings(in phases.Input, s *Settings) (phases.Output, error) {
 		if err != nil {
 			return phases.Output{}, err
 		}
-		if r.Error != "" || r.Generate == nil {
+		g := operations.Generate.Result(r)
+		if r.Error != "" || g == nil {
 			rt.Failed++
 			continue
 		}
-		for j, o := range r.Generate.Outputs {
+		for j, o := range g.Outputs {
 			c, err := agent.ParseStructured(o, s.Mode(), agent.ToolRateOptions)
 			if err != nil {
 				rt.Failed++
@@ -657,7 +660,7 @@ func decide(in phases.Input, ch Choice) (Choice, string) {
 	for _, r := range in.Results {
 		switch r.Kind {
 		case operations.KindHuman:
-			h := r.Human()
+			h := operations.Human.Result(r)
 			if h == nil {
 				return ch, fmt.Sprintf("Nobody approved the action %s (%s); it was not run.", agent.Line(ch.Option.Describe(), 120), r.Error)
 			}
@@ -666,7 +669,7 @@ func decide(in phases.Input, ch Choice) (Choice, string) {
 			}
 			return ch, ""
 		case operations.KindIntervention:
-			d := r.Intervention()
+			d := operations.Intervention.Result(r)
 			if d == nil {
 				return ch, fmt.Sprintf("Nobody approved the action %s (%s); it was not run.", agent.Line(ch.Option.Describe(), 120), r.Error)
 			}
@@ -721,23 +724,24 @@ func ToolOutput(in phases.Input, s *Settings) (phases.Output, error) {
 }
 
 func outputSummary(res operations.Result, formatted string) string {
+	b := operations.Bash.Result(res)
 	switch {
 	case res.Error != "":
 		return fmt.Sprintf("%s failed: %s", res.Kind, agent.Line(res.Error, 200))
-	case res.Bash != nil:
-		head := agent.Line(res.Bash.Stdout, 160)
+	case b != nil:
+		head := agent.Line(b.Stdout, 160)
 		if head == "" {
-			head = agent.Line(res.Bash.Stderr, 160)
+			head = agent.Line(b.Stderr, 160)
 		}
 		if head == "" {
 			head = "(no output)"
 		}
-		if res.Bash.TimedOut {
+		if b.TimedOut {
 			return "bash timed out: " + head
 		}
-		return fmt.Sprintf("bash exit %d: %s", res.Bash.ExitCode, head)
+		return fmt.Sprintf("bash exit %d: %s", b.ExitCode, head)
 	}
-	if res.Sandbox != nil {
+	if operations.Sandbox.Result(res) != nil {
 		formatted = strings.Join(strings.Fields(formatted), " ")
 	}
 	return fmt.Sprintf("%s: %s", res.Kind, agent.Line(formatted, 200))

@@ -113,7 +113,7 @@ func Subagents(in phases.Input, s *Settings) (phases.Output, error) {
 		if k >= 0 && k < len(a.Agents) {
 			run.Task, run.Approach = a.Agents[k].Task, a.Agents[k].Approach
 		}
-		switch sp := r.Spawn; {
+		switch sp := operations.Spawn.Result(r); {
 		case r.Error != "" || sp == nil:
 			run.Status, run.Error = "error", r.Error
 		default:
@@ -194,8 +194,8 @@ func Tournament(in phases.Input, s *Settings) (phases.Output, error) {
 		}
 		key := r.Meta[metaA] + "|" + r.Meta[metaB]
 		j := judgement{}
-		if r.Error == "" && r.Generate != nil && len(r.Generate.Outputs) > 0 {
-			c, err := agent.ParseStructured(r.Generate.Outputs[0], s.Mode(), agent.ToolSelectWinner)
+		if g := operations.Generate.Result(r); r.Error == "" && g != nil && len(g.Outputs) > 0 {
+			c, err := agent.ParseStructured(g.Outputs[0], s.Mode(), agent.ToolSelectWinner)
 			var w agent.SelectWinnerArgs
 			if err == nil && c.Decode(&w) == nil && (w.WinnerID == r.Meta[metaA] || w.WinnerID == r.Meta[metaB]) {
 				j = judgement{winner: w.WinnerID, reasoning: w.Reasoning, ok: true}

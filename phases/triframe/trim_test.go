@@ -112,7 +112,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 				t.Fatalf("%d ops, want 2 (with and without advice)", len(out.Ops))
 			}
 			for _, op := range out.Ops {
-				msgs := op.Generate.Messages
+				msgs := operations.Generate.Params(op).Messages
 				if n := promptSize(msgs); n > threshold {
 					t.Errorf("%s advice: prompt is %d characters, budget %d", op.Meta["advice"], n, threshold)
 				}
@@ -143,7 +143,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs := out.Ops[0].Generate.Messages
+			msgs := operations.Generate.Params(out.Ops[0]).Messages
 			if n := promptSize(msgs); n > threshold {
 				t.Errorf("advisor prompt is %d characters, budget %d", n, threshold)
 			}
@@ -164,7 +164,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 				return operations.Output{Content: "```bash\n" + cmd + "\n```"}
 			}
 			res := operations.Result{Kind: operations.KindGenerate, Meta: map[string]string{"role": "actor", "index": "0", "advice": "with"},
-				Generate: &operations.GenerateResult{Outputs: []operations.Output{opts("wc -l"), opts("du -sh")}}}
+				Data: &operations.GenerateResult{Outputs: []operations.Output{opts("wc -l"), opts("du -sh")}}}
 			out, err := runPhase(trimInput(trimHistory(t, output), triframe.PhaseAdvisorRatings, settings, res))
 			if err != nil {
 				t.Fatal(err)
@@ -172,7 +172,7 @@ func TestNewestOutputSurvivesTrimming(t *testing.T) {
 			if len(out.Ops) != 1 {
 				t.Fatalf("%d ops, want one rater generate (next %q)", len(out.Ops), out.Next)
 			}
-			msgs := out.Ops[0].Generate.Messages
+			msgs := operations.Generate.Params(out.Ops[0]).Messages
 			if n := promptSize(msgs); n > threshold {
 				t.Errorf("rater prompt is %d characters, budget %d", n, threshold)
 			}

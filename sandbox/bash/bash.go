@@ -106,9 +106,10 @@ func (b *Backend) run(ctx context.Context, c *sandbox.Call) (any, error) {
 	}
 	s := c.Session
 	res := b.h.Handle(ctx, handlers.Env{RunID: s.ID, WorkDir: s.Workspace, Settings: b.settings}, operations.NewBash(cmd, timeoutS))
-	if res.Bash != nil && res.Bash.TimedOut {
+	r := operations.Bash.Result(res)
+	if r != nil && r.TimedOut {
 		return nil, &sandbox.Error{Code: sandbox.CodeTimeout, Message: fmt.Sprintf("Tool execution timed out after %gs", timeoutS),
-			Data: map[string]any{"timeout": timeoutS, "stdout": res.Bash.Stdout, "stderr": res.Bash.Stderr}}
+			Data: map[string]any{"timeout": timeoutS, "stdout": r.Stdout, "stderr": r.Stderr}}
 	}
 	if res.Error != "" {
 		if ctx.Err() != nil {
@@ -117,8 +118,8 @@ func (b *Backend) run(ctx context.Context, c *sandbox.Call) (any, error) {
 		return nil, fmt.Errorf("bash: %s", res.Error)
 	}
 	return map[string]any{
-		"stdout": res.Bash.Stdout, "stderr": res.Bash.Stderr, "return_code": res.Bash.ExitCode,
-		"cwd": b.h.Cwd(s.ID, ""), "truncated": res.Bash.Truncated,
+		"stdout": r.Stdout, "stderr": r.Stderr, "return_code": r.ExitCode,
+		"cwd": b.h.Cwd(s.ID, ""), "truncated": r.Truncated,
 	}, nil
 }
 

@@ -219,7 +219,7 @@ func (b *Backend) python(ctx context.Context, c *sandbox.Call) (any, error) {
 		}
 		return nil, fmt.Errorf("python: %s", res.Error)
 	}
-	r := res.Python
+	r := operations.Python.Result(res)
 	if r.TimedOut {
 		return nil, timedOut(t, map[string]any{"output": r.Output, "error": r.Error})
 	}
@@ -249,8 +249,9 @@ func (b *Backend) bash(ctx context.Context, c *sandbox.Call) (any, error) {
 		return nil, err
 	}
 	res := b.sh.Handle(ctx, b.env(c.Session), operations.NewBash(cmd, t))
-	if res.Bash != nil && res.Bash.TimedOut {
-		return nil, timedOut(t, map[string]any{"stdout": res.Bash.Stdout, "stderr": res.Bash.Stderr})
+	r := operations.Bash.Result(res)
+	if r != nil && r.TimedOut {
+		return nil, timedOut(t, map[string]any{"stdout": r.Stdout, "stderr": r.Stderr})
 	}
 	if res.Error != "" {
 		if ctx.Err() != nil {
@@ -258,7 +259,7 @@ func (b *Backend) bash(ctx context.Context, c *sandbox.Call) (any, error) {
 		}
 		return nil, fmt.Errorf("bash: %s", res.Error)
 	}
-	return formatBash(res.Bash.Stdout, res.Bash.Stderr), nil
+	return formatBash(r.Stdout, r.Stderr), nil
 }
 
 // formatBash is the removed AgentFlow code backend's answer.

@@ -47,7 +47,7 @@ func transitionCommit(id string, step, expect uint64) *state.Commit {
 			ID: state.OpID(id, step, i), RunID: id, Step: step, Index: i, Phase: "think",
 			Status: state.OpPending, CreatedAt: t0,
 			Request: operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
-				Bash: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
+				Params: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
 		}
 	}
 	return &state.Commit{RunID: id, ExpectRevision: expect, Run: h, Entries: []record.Entry{e}, Ops: ops,

@@ -123,12 +123,12 @@ func testOp(run string, step uint64, index int, status state.OpStatus) state.Op 
 	op := state.Op{
 		ID: state.OpID(run, step, index), RunID: run, Step: step, Index: index,
 		Phase: "think", Status: status, CreatedAt: t0,
-		Request: operations.Request{Kind: operations.KindBash, Bash: &operations.BashRequest{Command: "ls"}},
+		Request: operations.Request{Kind: operations.KindBash, Params: &operations.BashRequest{Command: "ls"}},
 	}
 	if status == state.OpDone {
 		fin := t0.Add(time.Second)
 		op.Attempts, op.FinishedAt = 1, &fin
-		op.Result = &operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "a\n"}}
+		op.Result = &operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "a\n"}}
 	}
 	return op
 }
@@ -706,7 +706,7 @@ func testFencedByRevision(t *testing.T, s state.Store) {
 	stale := h2
 	stale.Step, stale.Entries, stale.Phase = 2, 2, "zombie"
 	done := op
-	done.Status, done.Result = state.OpDone, &operations.Result{Kind: operations.KindBash, Bash: &operations.BashResult{Stdout: "zombie"}}
+	done.Status, done.Result = state.OpDone, &operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "zombie"}}
 	for _, c := range []*state.Commit{
 		{RunID: "r1", ExpectRevision: 1, Run: &stale, Entries: []record.Entry{{Seq: 2, Type: "log", Data: json.RawMessage(`2`)}},
 			Events: []state.Event{{Type: "phase", Message: "zombie"}}},
@@ -902,7 +902,7 @@ func testGenerateMessagesStoredOnce(t *testing.T, s state.Store) {
 		mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
 		done := op
 		done.Status = state.OpDone
-		done.Result = &operations.Result{Kind: operations.KindGenerate, Generate: &operations.GenerateResult{Outputs: []operations.Output{{Content: "fine"}}}}
+		done.Result = &operations.Result{Kind: operations.KindGenerate, Data: &operations.GenerateResult{Outputs: []operations.Output{{Content: "fine"}}}}
 		mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
 		after, _ := written(s)
 		writes = append(writes, after-before)
@@ -912,7 +912,7 @@ func testGenerateMessagesStoredOnce(t *testing.T, s state.Store) {
 			t.Fatalf("step %d: %v %d", step, err, len(got))
 		}
 		sameJSON(t, "op read back", got[0], done)
-		if req.Generate.Messages[0].Content == "" {
+		if operations.Generate.Params(req).Messages[0].Content == "" {
 			t.Fatal("the caller's request was modified")
 		}
 	}
@@ -929,7 +929,7 @@ func testGenerateMessagesStoredOnce(t *testing.T, s state.Store) {
 		}
 	}
 	all, err := s.Ops(ctx, "r1", "", 0)
-	if err != nil || len(all) != 6 || len(all[5].Request.Generate.Messages) != 14 {
+	if err != nil || len(all) != 6 || len(operations.Generate.Params(all[5].Request).Messages) != 14 {
 		t.Fatalf("Ops: %v %d", err, len(all))
 	}
 }
@@ -945,7 +945,7 @@ func testCompletingAnOp(t *testing.T, s state.Store) {
 	before, _ := written(s)
 	done := op
 	done.Status, done.Attempts = state.OpDone, 1
-	done.Result = &operations.Result{Kind: operations.KindWriteFile, WriteFile: &operations.WriteFileResult{Path: "/w/out/results.jsonl", Bytes: 20000}}
+	done.Result = &operations.Result{Kind: operations.KindWriteFile, Data: &operations.WriteFileResult{Path: "/w/out/results.jsonl", Bytes: 20000}}
 	mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
 	if after, ok := written(s); ok && after-before > 2000 {
 		t.Fatalf("completing the op wrote %d bytes", after-before)
@@ -1007,7 +1007,7 @@ func testBigRecords(t *testing.T, s state.Store) {
 	gen := state.Op{ID: state.OpID("r", 1, 0), RunID: "r", Step: 1, Status: state.OpPending, CreatedAt: t0,
 		Request: operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: msgs})}
 	bash := testOp("r", 1, 1, state.OpDone)
-	bash.Result.Bash.Stdout = big(1536<<10, "o")
+	operations.Bash.Result(*bash.Result).Stdout = big(1536<<10, "o")
 	mustCommit(t, s, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning),
 		Spec: &state.Spec{Task: big(300<<10, "t")}, Entries: entries, Ops: []state.Op{gen, bash}})
 	gotE, err := s.Entries(ctx, "r", 0, 0)

@@ -168,7 +168,7 @@ func Map(in phases.Input) (phases.Output, error) {
 				return out, fmt.Errorf("fanout result: %w", err)
 			}
 			it := Item{Index: idx, Item: items[idx], Error: res.Error, ExitCode: -1}
-			if b := res.Bash; b != nil {
+			if b := operations.Bash.Result(res); b != nil {
 				it.ExitCode, it.Stdout, it.Stderr, it.TimedOut = b.ExitCode, b.Stdout, b.Stderr, b.TimedOut
 			}
 			out.Append = append(out.Append, phases.MustEntry("item", it))
@@ -186,7 +186,7 @@ func Map(in phases.Input) (phases.Output, error) {
 		idx := p.Next + slot
 		cmd := fmt.Sprintf("(export ITEM=%s INDEX=%d\n%s\n)", quote(items[idx]), idx, s.Command)
 		req := operations.NewBash(cmd, s.TimeoutS).WithMeta(metaIndex, strconv.Itoa(idx))
-		req.Bash.Session = fmt.Sprintf("fanout-%d", slot)
+		operations.Bash.Params(req).Session = fmt.Sprintf("fanout-%d", slot)
 		out.Ops = append(out.Ops, req)
 	}
 	p.Next += n
@@ -271,16 +271,17 @@ func listed(results []operations.Result) ([]string, error) {
 		return nil, fmt.Errorf("items_command: expected 1 result, got %d", len(results))
 	}
 	res := results[0]
+	b := operations.Bash.Result(res)
 	switch {
 	case res.Error != "":
 		return nil, fmt.Errorf("items_command: %s", res.Error)
-	case res.Bash == nil:
+	case b == nil:
 		return nil, errors.New("items_command: no bash result")
-	case res.Bash.ExitCode != 0:
-		return nil, fmt.Errorf("items_command exited %d: %s", res.Bash.ExitCode, clip(strings.TrimSpace(res.Bash.Stderr)))
+	case b.ExitCode != 0:
+		return nil, fmt.Errorf("items_command exited %d: %s", b.ExitCode, clip(strings.TrimSpace(b.Stderr)))
 	}
 	items := []string{}
-	for _, line := range strings.Split(res.Bash.Stdout, "\n") {
+	for _, line := range strings.Split(b.Stdout, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			items = append(items, line)
 		}

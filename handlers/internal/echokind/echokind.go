@@ -1,7 +1,8 @@
 // Package echokind adds the operation kind "echo" to flock, to show (and
-// test) that a new kind is one package plus one import: it registers the
-// kind's payloads, effects and workflow-file fields with package
-// operations and its handler, with a lifecycle, with package handlers. No
+// test) that a new kind is one package plus one import: it declares the
+// kind's payloads, effects and workflow-file fields with
+// operations.Declare, the one call that declares the built-in kinds too,
+// and registers its handler, with a lifecycle, with package handlers. No
 // other package names it. It is used by tests only.
 package echokind
 
@@ -18,6 +19,11 @@ import (
 
 // Kind is the wire name of the operation.
 const Kind operations.Kind = "echo"
+
+// Echo is the kind, declared as the built-in kinds are (operations.Bash,
+// operations.Generate, ...): its payloads travel typed in
+// operations.Request.Params and operations.Result.Data.
+var Echo = operations.Declare[Request, Result](Kind, view)
 
 // Request echoes Text Times times (default once).
 type Request struct {
@@ -51,9 +57,8 @@ func (r *Result) Effects(in operations.EffectInput) operations.Effects {
 
 // view is how workflow files see an echo result: results[i].echo and
 // results[i].count; ok needs at least one echo.
-func view(r operations.Result) (map[string]any, bool) {
+func view(_ operations.Result, res *Result) (map[string]any, bool) {
 	v := map[string]any{"echo": "", "count": 0}
-	res, _ := r.Ext.(*Result)
 	if res == nil {
 		return v, false
 	}
@@ -95,21 +100,17 @@ func (h *Handler) Cleanup() error {
 
 // Handle echoes.
 func (h *Handler) Handle(_ context.Context, _ handlers.Env, req operations.Request) operations.Result {
-	p, _ := req.Ext.(*Request)
+	p := Echo.Params(req)
 	if p == nil || p.Text == "" {
 		return operations.Failed(req, "echo: text is required")
 	}
 	n := max(p.Times, 1)
 	said := strings.TrimSpace(strings.Repeat(p.Text+" ", n))
 	return operations.Result{Kind: Kind, Meta: req.Meta,
-		Ext: &Result{Echo: h.mode + ": " + said, Count: n, Tokens: len(strings.Fields(said))}}
+		Data: &Result{Echo: h.mode + ": " + said, Count: n, Tokens: len(strings.Fields(said))}}
 }
 
 func init() {
-	operations.RegisterKind(operations.KindInfo{Kind: Kind,
-		NewParams: func() any { return new(Request) },
-		NewResult: func() any { return new(Result) },
-		View:      view})
 	handlers.Register(handlers.Info{ID: "test.echo", Kinds: []operations.Kind{Kind},
 		New: func() handlers.Handler { return &Handler{} }})
 }

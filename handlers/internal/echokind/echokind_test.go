@@ -89,11 +89,11 @@ func TestNewKindIsOnePackage(t *testing.T) {
 	if len(ops) != 1 || ops[0].Request.Kind != echokind.Kind || ops[0].Result == nil {
 		t.Fatalf("ops = %+v", ops)
 	}
-	if p, ok := ops[0].Request.Ext.(*echokind.Request); !ok || p.Text != "hi" || p.Times != 2 {
-		t.Fatalf("journaled request payload = %#v", ops[0].Request.Ext)
+	if p := echokind.Echo.Params(ops[0].Request); p == nil || p.Text != "hi" || p.Times != 2 {
+		t.Fatalf("journaled request payload = %#v", ops[0].Request.Params)
 	}
-	if r, ok := ops[0].Result.Ext.(*echokind.Result); !ok || r.Count != 2 {
-		t.Fatalf("journaled result payload = %#v", ops[0].Result.Ext)
+	if r := echokind.Echo.Result(*ops[0].Result); r == nil || r.Count != 2 {
+		t.Fatalf("journaled result payload = %#v", ops[0].Result.Data)
 	}
 
 	// The handler validates runs at start.
@@ -128,13 +128,13 @@ func TestCompilerKnowsEchoParams(t *testing.T) {
 // TestEchoWire checks the kind's wire form round-trips through the
 // operations codec, typed.
 func TestEchoWire(t *testing.T) {
-	req := operations.Request{Kind: echokind.Kind, Ext: &echokind.Request{Text: "a"}}
+	req := echokind.Echo.New(echokind.Request{Text: "a"})
 	b, err := json.Marshal(req)
 	if err != nil || string(b) != `{"type":"echo","params":{"text":"a"}}` {
 		t.Fatalf("wire = %s (%v)", b, err)
 	}
 	var back operations.Request
-	if err := json.Unmarshal(b, &back); err != nil || back.Ext.(*echokind.Request).Text != "a" {
+	if err := json.Unmarshal(b, &back); err != nil || echokind.Echo.Params(back).Text != "a" {
 		t.Fatalf("back = %#v (%v)", back, err)
 	}
 	if err := back.Validate(); err != nil {
