@@ -181,6 +181,53 @@ func TestStrict(t *testing.T) {
 	}
 }
 
+// size decodes itself from "WxH" and has no keys of its own.
+type size struct{ w, h int }
+
+func (z *size) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New(`want "WxH"`)
+	}
+	if _, err := fmt.Sscanf(s, "%dx%d", &z.w, &z.h); err != nil {
+		return errors.New(`want "WxH"`)
+	}
+	return nil
+}
+
+// ref is a model written as a bare name or as an object.
+type ref struct{ model }
+
+func (r *ref) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.Model)
+	}
+	return settings.Unmarshal(b, &r.model)
+}
+
+// TestKeysOfSelfDecodingType: a struct that decodes itself and has no
+// exported field accepts its own form without a finding; one that embeds
+// a settings struct (a model written as a name or an object) still has
+// its keys checked.
+func TestKeysOfSelfDecodingType(t *testing.T) {
+	var s struct {
+		Size  *size `json:"size"`
+		Other size  `json:"other"`
+		Ref   *ref  `json:"ref"`
+	}
+	d := settings.Decoder{Strict: true}
+	if err := d.Decode([]byte(`{"size": "640x480", "other": "1x2"}`), &s); err != nil || s.Size.w != 640 || s.Other.h != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if err := d.Decode([]byte(`{"size": "big"}`), &s); err == nil || err.Error() != `size: want "WxH"` {
+		t.Fatalf("bad size: %v", err)
+	}
+	got := settings.KeysOf(s).Check([]byte(`{"size": {"w": 1}, "ref": {"model": "m", "modle": "x"}}`))
+	if len(got) != 1 || got[0].String() != `unknown key "ref.modle" (did you mean "ref.model"?)` {
+		t.Fatalf("findings %v", got)
+	}
+}
+
 // seconds is a Bounded type: a number of seconds with its own wording.
 type seconds float64
 

@@ -43,8 +43,10 @@ var keysCache sync.Map // reflect.Type → *node
 
 // KeysOf returns the keys of the settings type of v: a struct value, a
 // pointer to one, or a reflect.Type. Below the top, a json.RawMessage or
-// interface field accepts anything, a map any key (each value checked
-// against the map's element type) and a list any number of items.
+// interface field accepts anything, as does a struct that decodes itself
+// (json.Unmarshaler) and has no exported field; a map accepts any key
+// (each value checked against the map's element type) and a list any
+// number of items.
 func KeysOf(v any) Keys {
 	t, ok := v.(reflect.Type)
 	if !ok {
@@ -93,6 +95,11 @@ func nodeOf(t reflect.Type, seen map[reflect.Type]bool) *node {
 	seen[t] = true
 	defer delete(seen, t)
 	si := infoOf(t)
+	if len(si.fields) == 0 && decodesItself(t) {
+		// A type that decodes itself from its own form, with no keys of
+		// its own to check (a size written "WxH" or [W, H]).
+		return &node{kind: kindOpen}
+	}
 	n := &node{kind: kindStruct, fields: make(map[string]*node, len(si.fields))}
 	for _, f := range si.fields {
 		c := nodeOf(f.typ, seen)
