@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flockrun/flock/phases/settings"
@@ -124,6 +125,41 @@ func (e Env) Decode(v any) error {
 		e.warn(keyWarnings(settings.KeysOf(v), doc, e.section)...)
 	}
 	return nil
+}
+
+// DecodeStrict is Decode for a backend that refuses the keys its struct
+// does not name (an AgentFlow setting it cannot honour must not be
+// ignored): the first is a *ConfigError at its path wrapping
+// settings.ErrUnknownKey, with the closest known key and the others
+// ("colour: unknown setting (did you mean \"color\"?); also unknown:
+// shade").
+func (e Env) DecodeStrict(v any) error {
+	doc, err := json.Marshal(e.Config)
+	if err != nil {
+		return &ConfigError{Reason: err.Error(), Err: err}
+	}
+	var unknown []settings.Finding
+	for _, f := range settings.KeysOf(v).Check(doc) {
+		if f.Kind == settings.Unknown {
+			unknown = append(unknown, f)
+		}
+	}
+	if len(unknown) > 0 {
+		f := unknown[0]
+		reason := "unknown setting"
+		if f.Suggest != "" {
+			reason += fmt.Sprintf(" (did you mean %q?)", f.Suggest)
+		}
+		if len(unknown) > 1 {
+			var others []string
+			for _, o := range unknown[1:] {
+				others = append(others, o.Path)
+			}
+			reason += "; also unknown: " + strings.Join(others, ", ")
+		}
+		return &ConfigError{Path: f.Path, Reason: reason, Err: settings.ErrUnknownKey}
+	}
+	return decodeSection(doc, v)
 }
 
 // DecodeConfig decodes a config section (or a session's config) into v as

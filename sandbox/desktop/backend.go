@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os/exec"
 	"reflect"
@@ -13,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/flockrun/flock/phases/settings"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -40,9 +41,45 @@ var poolSettings = []string{
 	"server_port", "setup", "snapshot_name", "use_proxy", "vlc_port", "vm_path", "vnc_port",
 }
 
-// knownSettings are the settings of resources.vm.config.
-var knownSettings = []string{
-	"env", "screen_size", "start_command", "start_timeout_s", "window_manager", "window_wait_s", "xvfb_path",
+// section is resources.vm.config, for the settings decoder (package
+// phases/settings).
+type section struct {
+	// ScreenSize is "WxH", "WxHx24" or AgentFlow's [W, H] (1280x800x24).
+	ScreenSize    *screenSize       `json:"screen_size"`
+	WindowManager string            `json:"window_manager"`
+	StartCommand  string            `json:"start_command"`
+	Xvfb          string            `json:"xvfb_path"`
+	StartTimeout  *sandbox.Seconds  `json:"start_timeout_s" default:"10" min:"0.1" max:"600"`
+	WindowWait    *sandbox.Seconds  `json:"window_wait_s" default:"5" min:"0" max:"600"`
+	Env           map[string]string `json:"env"`
+}
+
+// Validate refuses variable names the backend sets or cannot pass.
+func (c section) Validate() error {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return settings.Errorf("env."+k, "want a name without '='")
+		}
+		switch k {
+		case "DISPLAY", "XAUTHORITY", "FLOCK_DESKTOP_WM", "FLOCK_DESKTOP_START":
+			return settings.Errorf("env."+k, "is set by the backend")
+		}
+	}
+	return nil
+}
+
+// screenSize is a screen_size setting (see parseScreenSize).
+type screenSize struct{ w, h, d int }
+
+// UnmarshalJSON reads "WxH[x24]" or [W, H(, 24)].
+func (s *screenSize) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var err error
+	s.w, s.h, s.d, err = parseScreenSize(v)
+	return err
 }
 
 // sessionSettings may differ per session (session_config on create).
@@ -59,85 +96,36 @@ type Backend struct {
 }
 
 // Provision reads resources.vm.config (see the package doc) and finds
-// Xvfb. Unknown settings are refused, naming them; AgentFlow's VM-pool
-// settings (provider, pool_size, ...) are refused as such.
+// Xvfb. Unknown settings are refused, naming the closest known one;
+// AgentFlow's VM-pool settings (provider, pool_size, ...) are refused as
+// such, rather than ignore a provider the operator expects.
 func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	b.log = env.Logger
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	cfg := env.Config
-	var pool, unknown []string
+	var pool []string
 	for k := range cfg {
-		switch {
-		case slices.Contains(knownSettings, k):
-		case slices.Contains(poolSettings, k):
+		if slices.Contains(poolSettings, k) {
 			pool = append(pool, k)
-		default:
-			unknown = append(unknown, k)
 		}
 	}
 	slices.Sort(pool)
-	slices.Sort(unknown)
 	if len(pool) > 0 {
 		return &sandbox.ConfigError{Path: configPath + "." + pool[0], Reason: fmt.Sprintf(
 			"AgentFlow VM-pool settings %s are not supported: flock's vm resource runs a local Xvfb display per session, with no provider, pool or image; remove them",
 			strings.Join(pool, ", "))}
 	}
-	if len(unknown) > 0 {
-		return &sandbox.ConfigError{Path: configPath + "." + unknown[0], Reason: fmt.Sprintf(
-			"unknown settings %s (known: %s)", strings.Join(unknown, ", "), strings.Join(knownSettings, ", "))}
+	var c section
+	if err := env.DecodeStrict(&c); err != nil {
+		return err
 	}
-	o := startOptions{Width: 1280, Height: 800, Depth: 24, StartTimeout: 10 * time.Second, WindowWait: 5 * time.Second}
-	if v, ok := cfg["screen_size"]; ok && v != nil {
-		w, h, d, err := parseScreenSize(v)
-		if err != nil {
-			return &sandbox.ConfigError{Path: configPath + ".screen_size", Reason: err.Error()}
-		}
-		o.Width, o.Height, o.Depth = w, h, d
-	}
-	for _, s := range []struct {
-		key string
-		dst *string
-	}{{"window_manager", &o.WindowMgr}, {"start_command", &o.StartCommand}, {"xvfb_path", &o.Xvfb}} {
-		if v, ok := cfg[s.key]; ok && v != nil {
-			str, ok := v.(string)
-			if !ok {
-				return &sandbox.ConfigError{Path: configPath + "." + s.key, Reason: "want a string"}
-			}
-			*s.dst = str
-		}
-	}
-	for _, s := range []struct {
-		key string
-		min float64
-		dst *time.Duration
-	}{{"start_timeout_s", 0.1, &o.StartTimeout}, {"window_wait_s", 0, &o.WindowWait}} {
-		if v, ok := cfg[s.key]; ok && v != nil {
-			f, ok := number(v)
-			if !ok || f < s.min || f > 600 {
-				return &sandbox.ConfigError{Path: configPath + "." + s.key, Reason: fmt.Sprintf("want a number of seconds from %g to 600", s.min)}
-			}
-			*s.dst = time.Duration(f * float64(time.Second))
-		}
-	}
-	if v, ok := cfg["env"]; ok && v != nil {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return &sandbox.ConfigError{Path: configPath + ".env", Reason: "want an object of strings"}
-		}
-		o.Env = map[string]string{}
-		for k, val := range m {
-			s, ok := val.(string)
-			if !ok || k == "" || strings.ContainsAny(k, "=\x00") {
-				return &sandbox.ConfigError{Path: configPath + ".env." + k, Reason: "want a string value and a name without '='"}
-			}
-			switch k {
-			case "DISPLAY", "XAUTHORITY", "FLOCK_DESKTOP_WM", "FLOCK_DESKTOP_START":
-				return &sandbox.ConfigError{Path: configPath + ".env." + k, Reason: "is set by the backend"}
-			}
-			o.Env[k] = s
-		}
+	o := startOptions{Width: 1280, Height: 800, Depth: 24,
+		StartTimeout: c.StartTimeout.Duration(), WindowWait: c.WindowWait.Duration(),
+		WindowMgr: c.WindowManager, StartCommand: c.StartCommand, Xvfb: c.Xvfb, Env: c.Env}
+	if c.ScreenSize != nil {
+		o.Width, o.Height, o.Depth = c.ScreenSize.w, c.ScreenSize.h, c.ScreenSize.d
 	}
 	exe, err := findXvfb(o.Xvfb)
 	if err != nil {

@@ -99,7 +99,9 @@
 // screen_size only. AgentFlow's VM-pool settings (provider, region,
 // pool_size, snapshot_name, os_type, headless, client_password, ports,
 // recording, setup, ...) and unknown keys are refused at start, naming
-// them.
+// them (unlike the other backends, whose unknown keys are warnings): a typo
+// with the closest known key (`resources.vm.config.screen_sise: unknown
+// setting (did you mean "screen_size"?)`).
 //
 // Tests skip naming the missing package when xvfb or python3-tk is absent
 // (they fail instead under scripts/test.sh, which installs them).

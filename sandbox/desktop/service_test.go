@@ -467,7 +467,8 @@ func TestDesktopExpiryAndShutdown(t *testing.T) {
 }
 
 // TestConfig: AgentFlow's VM-pool settings and unknown settings are
-// refused at start naming them; a bad screen_size names it.
+// refused at start naming them (a typo with the closest known key); a bad
+// value names its path.
 func TestConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -475,7 +476,14 @@ func TestConfig(t *testing.T) {
 		want []string
 	}{
 		{"provider", `{"provider": "docker", "pool_size": 2, "screen_size": [1920, 1080]}`, []string{"resources.vm.config.pool_size", "pool_size, provider", "not supported"}},
-		{"unknown", `{"colour": "blue"}`, []string{"resources.vm.config.colour", "unknown settings colour"}},
+		{"unknown", `{"colour": "blue", "shade": 1}`, []string{"resources.vm.config.colour: unknown setting; also unknown: shade"}},
+		{"typo", `{"screen_sise": "640x480"}`, []string{`resources.vm.config.screen_sise: unknown setting (did you mean "screen_size"?)`}},
+		{"env type", `{"env": {"A": 1}}`, []string{"resources.vm.config.env.A: want a string, got JSON number"}},
+		{"env reserved", `{"env": {"DISPLAY": ":9"}}`, []string{"resources.vm.config.env.DISPLAY: is set by the backend"}},
+		{"wait", `{"window_wait_s": 601}`, []string{"resources.vm.config.window_wait_s: want a number of seconds from 0 to 600, got 601"}},
+		{"start", `{"start_timeout_s": 0.01}`, []string{"resources.vm.config.start_timeout_s: want a number of seconds from 0.1 to 600, got 0.01"}},
+		{"wm", `{"window_manager": 3}`, []string{"resources.vm.config.window_manager: want a string, got JSON number"}},
+		{"screen type", `{"screen_size": {"w": 1}}`, []string{"resources.vm.config.screen_size: want \"WIDTHxHEIGHT[x24]\" or [width, height]"}},
 		{"screen", `{"screen_size": "1280x800x16"}`, []string{"resources.vm.config.screen_size", "depth 16"}},
 		{"screen-small", `{"screen_size": [10, 10]}`, []string{"resources.vm.config.screen_size", "64 to 8192"}},
 		{"xvfb", `{"xvfb_path": "/nonexistent/Xvfb"}`, []string{"resources.vm.config.xvfb_path", "Xvfb not found"}},
