@@ -64,6 +64,26 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 	b.ReportMetric(1e6/s.PerSecond, "step-µs")
 }
 
+// BenchmarkSnapshotStep measures what the work-dir snapshot adds to a
+// step (see SnapshotStep): 1,000 files of 4 KiB, one rewritten per step,
+// and a 256 MiB sparse file holding 4 KiB (the store before issue 23.5's follow-up
+// wrote it out whole).
+//
+//	go test -run XXX -bench SnapshotStep -benchtime 1x ./bench
+func BenchmarkSnapshotStep(b *testing.B) {
+	for range b.N {
+		s, err := SnapshotStep(1000, 200, 256<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(s.With)/float64(time.Microsecond), "step-gap-µs")
+		b.ReportMetric(float64(s.Without)/float64(time.Microsecond), "step-gap-nosnap-µs")
+		b.ReportMetric(float64(s.Sparse)/float64(time.Millisecond), "sparse-step-ms")
+		b.ReportMetric(float64(s.SparseWithout)/float64(time.Millisecond), "sparse-step-nosnap-ms")
+		b.ReportMetric(float64(s.StoreBytes)/(1<<20), "store-MiB")
+	}
+}
+
 // BenchmarkLiveRun measures the memory of live, idle runs and the time to
 // resume them (see LiveRuns).
 func BenchmarkLiveRun(b *testing.B) {

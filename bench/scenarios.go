@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/flockrun/flock/handlers"
@@ -108,6 +111,12 @@ type engine struct {
 }
 
 func newEngine(hs map[operations.Kind]handlers.Handler) (*engine, error) {
+	return newEngineWith(hs, workflows.Config{})
+}
+
+// newEngineWith is newEngine with cfg's options (NoSnapshots, the
+// snapshot budgets) on top of the bench's.
+func newEngineWith(hs map[operations.Kind]handlers.Handler, cfg workflows.Config) (*engine, error) {
 	dir, err := os.MkdirTemp("", "flock-bench-")
 	if err != nil {
 		return nil, err
@@ -120,8 +129,9 @@ func newEngine(hs map[operations.Kind]handlers.Handler) (*engine, error) {
 	reg := phases.NewRegistry()
 	reg.MustRegister(tickWorkflow(c))
 	reg.MustRegister(script.Workflow())
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs"),
-		Concurrency: map[string]int{"bash": 64}})
+	cfg.Store, cfg.Registry, cfg.Handlers, cfg.RunsDir = st, reg, handlers.FromMap(hs), filepath.Join(dir, "runs")
+	cfg.Concurrency = map[string]int{"bash": 64}
+	ex, err := workflows.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -295,4 +305,105 @@ func onlyRun(e *engine) string {
 		return ""
 	}
 	return runs[0].ID
+}
+
+// SnapshotStats is what the work-dir snapshot adds to a step (see
+// SnapshotStep).
+type SnapshotStats struct {
+	// With and Without are the p50 gaps between an operation's end and the
+	// next operation's start (the snapshot, the phase call, the commit),
+	// with snapshots and without.
+	With, Without time.Duration
+	// Sparse is the gap after the command that made the sparse file, with
+	// snapshots; SparseWithout without them.
+	Sparse, SparseWithout time.Duration
+	// StoreBytes is the disk the snapshot store takes at the end (allocated
+	// blocks), with snapshots.
+	StoreBytes int64
+}
+
+// SnapshotStep measures the work-dir snapshot of a step through the
+// executor and the persistent shell: a script run whose first command
+// fills the work directory with `files` files of 4 KiB, whose second makes
+// a sparse file of sparseBytes apparent size holding 4 KiB of data, and
+// whose next `steps` commands each rewrite one of the small files; once
+// with snapshots and once without (workflows.Config.NoSnapshots).
+func SnapshotStep(files, steps int, sparseBytes int64) (SnapshotStats, error) {
+	cmds := []string{
+		fmt.Sprintf("for i in $(seq %d); do head -c 4096 /dev/urandom > f$i; done", files),
+		fmt.Sprintf("truncate -s %d sparse.img && head -c 4096 /dev/urandom | dd of=sparse.img bs=4096 seek=1000 conv=notrunc status=none", sparseBytes),
+	}
+	for i := range steps {
+		cmds = append(cmds, fmt.Sprintf("echo %d > f%d", i, i%files+1))
+	}
+	var s SnapshotStats
+	for _, off := range []bool{false, true} {
+		gaps, sparse, used, err := snapshotGaps(cmds, off)
+		if err != nil {
+			return s, err
+		}
+		sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+		if off {
+			s.Without, s.SparseWithout = gaps[len(gaps)/2], sparse
+		} else {
+			s.With, s.Sparse, s.StoreBytes = gaps[len(gaps)/2], sparse, used
+		}
+	}
+	return s, nil
+}
+
+// snapshotGaps runs the script of cmds and returns the gaps after its
+// third command on, the gap after its second (the sparse file's), and the
+// disk the snapshot store takes.
+func snapshotGaps(cmds []string, noSnapshots bool) (gaps []time.Duration, sparse time.Duration, used int64, err error) {
+	e, err := newEngineWith(map[operations.Kind]handlers.Handler{operations.KindBash: bash.New(bash.Options{})},
+		workflows.Config{NoSnapshots: noSnapshots})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer e.close()
+	if _, err := e.runAll("script", map[string]any{"commands": cmds}, 1); err != nil {
+		return nil, 0, 0, err
+	}
+	ops, err := e.store.Ops(context.Background(), onlyRun(e), "", 100000)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for i := 1; i < len(ops); i++ {
+		prev, op := ops[i-1], ops[i]
+		if prev.FinishedAt == nil || op.StartedAt == nil {
+			return nil, 0, 0, fmt.Errorf("op %s has no timings", op.ID)
+		}
+		gap := op.StartedAt.Sub(*prev.FinishedAt)
+		switch {
+		case i == 2:
+			sparse = gap
+		case i > 2:
+			gaps = append(gaps, gap)
+		}
+	}
+	used, err = diskUsage(filepath.Join(e.dir, "runs", ".snapshots"))
+	return gaps, sparse, used, err
+}
+
+// diskUsage is the disk (allocated blocks) the files beneath dir take.
+func diskUsage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	return total, err
 }
