@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/flockrun/flock/internal/sparse"
 )
 
 // Forker is implemented by backends whose sessions can be forked: Fork
@@ -25,8 +27,9 @@ type Forker interface {
 // exists): directories, regular files (mode kept) and symbolic links (as
 // links). Other files (FIFOs, sockets, devices) are skipped. It is the
 // Fork of backends whose session state is their workspace (bash, code).
-// Sparse files stay sparse: only their data is copied (a reflink where the
-// file system shares blocks), so a terabyte of holes costs nothing. The
+// Sparse files stay sparse (package internal/sparse): only their data is
+// copied (a reflink where the file system shares blocks), so a terabyte of
+// holes costs nothing. The
 // data copied may total at most dst.MaxWorkspaceBytes; past it the copy
 // stops with ErrWorkspaceTooLarge.
 func CopyWorkspace(ctx context.Context, src, dst *Session) error {
@@ -63,38 +66,15 @@ func CopyWorkspace(ctx context.Context, src, dst *Session) error {
 			}
 			return os.Symlink(target, to)
 		case d.Type().IsRegular():
-			n, err := copySparse(ctx, p, to, budget-used)
+			n, err := sparse.CopyFile(ctx, p, to, budget-used)
 			used += n
-			if errors.Is(err, ErrWorkspaceTooLarge) {
+			if errors.Is(err, sparse.ErrOverBudget) {
 				return fmt.Errorf("%w: its files hold more than %d bytes of data (server.max_workspace_bytes)", ErrWorkspaceTooLarge, budget)
 			}
 			return err
 		}
 		return nil
 	})
-}
-
-// copySparse copies the regular file from into the new file to (mode
-// kept) with copyData and returns the bytes of data it wrote.
-func copySparse(ctx context.Context, from, to string, budget int64) (int64, error) {
-	in, err := os.Open(from)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return 0, err
-	}
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
-	if err != nil {
-		return 0, err
-	}
-	n, err := copyData(ctx, in, out, info.Size(), budget)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
 }
 
 // WorkspaceUsage is the disk the files and directories beneath dir take
@@ -112,7 +92,7 @@ func WorkspaceUsage(ctx context.Context, dir string) (int64, error) {
 		if err != nil {
 			return err
 		}
-		total += diskUsage(info)
+		total += sparse.DiskUsage(info)
 		return nil
 	})
 	return total, err
