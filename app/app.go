@@ -186,6 +186,10 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 		Concurrency: cfg.Concurrency,
 		Logger:      log,
 		NoResume:    o.noResume,
+
+		NoSnapshots:          cfg.Snapshots.Off,
+		SnapshotMaxFileBytes: cfg.Snapshots.MaxFileBytes,
+		SnapshotMaxRunBytes:  cfg.Snapshots.MaxRunBytes,
 	}
 	if cl != nil {
 		wcfg.Dispatcher, wcfg.LeaseTTL, wcfg.HandoffDelay = cl.Dispatcher, cl.LeaseTTL, cl.HandoffDelay

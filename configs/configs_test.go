@@ -275,6 +275,8 @@ func TestServerValidateNumbers(t *testing.T) {
 		{"huge body timeout", func(s *Server) { s.BodyTimeoutS = 1e300 }, "body_timeout_s"},
 		{"negative body limit", func(s *Server) { s.MaxBodyBytes = -1 }, "max_body_bytes"},
 		{"negative concurrency", func(s *Server) { s.Concurrency = map[string]int{"bash": -3} }, "concurrency.bash"},
+		{"negative snapshot file cap", func(s *Server) { s.Snapshots.MaxFileBytes = -1 }, "snapshots.max_file_bytes"},
+		{"negative snapshot run cap", func(s *Server) { s.Snapshots.MaxRunBytes = -1 }, "snapshots.max_run_bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := Server{}

@@ -83,11 +83,30 @@ type Server struct {
 	// by base URL. They protect a shared endpoint: a run's own settings may
 	// only tighten them for itself.
 	Models map[string]ModelLimits `json:"models,omitempty"`
+	// Snapshots bounds the work-dir snapshots that forks restore.
+	Snapshots Snapshots `json:"snapshots,omitzero"`
 	// NewStore lets the server start with a missing or empty database
 	// (flock.db) although the data directory holds run directories of an
 	// earlier store. Without it, that start is refused: the database was
 	// probably lost, and an empty store would silently forget those runs.
 	NewStore bool `json:"new_store,omitempty"`
+}
+
+// Snapshots bounds the work-dir snapshots the executor takes after each
+// step with operations (see the README's "Fork"). 0 takes the default.
+type Snapshots struct {
+	// MaxFileBytes: a file holding more data than this (holes are free)
+	// is not snapshotted; the manifest records it as "not snapshotted:
+	// too large" and a fork says it could not restore it. Default 64 MiB.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+	// MaxRunBytes caps what one run adds to the snapshot store (the data
+	// of new contents and the manifests, in 4 KiB blocks). Once spent,
+	// changed files are not snapshotted, then the run's snapshots stop.
+	// Default 1 GiB.
+	MaxRunBytes int64 `json:"max_run_bytes,omitempty"`
+	// Off turns the snapshots off: forks then start with an empty work
+	// directory.
+	Off bool `json:"off,omitempty"`
 }
 
 // ModelLimits are the operator's server-wide limits for one model
@@ -200,6 +219,12 @@ func (s *Server) Validate() error {
 	}
 	if s.MaxBodyBytes < 0 {
 		return fieldErr("max_body_bytes", "must not be negative")
+	}
+	if s.Snapshots.MaxFileBytes < 0 {
+		return fieldErr("snapshots.max_file_bytes", "must not be negative (0: the default, 64 MiB)")
+	}
+	if s.Snapshots.MaxRunBytes < 0 {
+		return fieldErr("snapshots.max_run_bytes", "must not be negative (0: the default, 1 GiB)")
 	}
 	kinds := make([]string, 0, len(s.Concurrency))
 	for k := range s.Concurrency {

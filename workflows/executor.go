@@ -64,6 +64,17 @@ type Config struct {
 	// with operations (see Fork), which cost a walk of the run's work
 	// directory per such step and a copy of each changed file.
 	NoSnapshots bool
+	// SnapshotMaxFileBytes caps the data (allocated bytes: holes are free)
+	// of a file a snapshot stores; a larger file is recorded as not
+	// snapshotted, "too large", and a fork says it could not restore it.
+	// Default DefaultSnapshotMaxFileBytes.
+	SnapshotMaxFileBytes int64
+	// SnapshotMaxRunBytes caps what one run adds to the snapshot store
+	// (the data of the objects it stores first, and its manifests). Once
+	// spent, changed files are recorded as not snapshotted, and when a
+	// manifest no longer fits the run's snapshots stop. Default
+	// DefaultSnapshotMaxRunBytes.
+	SnapshotMaxRunBytes int64
 	// LeaseTTL is how long a claim on a run lasts unless renewed; the
 	// executor renews its runs' leases every LeaseTTL/3. Default
 	// DefaultLeaseTTL.
@@ -173,6 +184,16 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.HandoffDelay <= 0 {
 		cfg.HandoffDelay = DefaultHandoffDelay
+	}
+	if cfg.SnapshotMaxFileBytes < 0 || cfg.SnapshotMaxRunBytes < 0 {
+		return nil, fmt.Errorf("workflows: Config.SnapshotMaxFileBytes (%d) and SnapshotMaxRunBytes (%d) must not be negative",
+			cfg.SnapshotMaxFileBytes, cfg.SnapshotMaxRunBytes)
+	}
+	if cfg.SnapshotMaxFileBytes == 0 {
+		cfg.SnapshotMaxFileBytes = DefaultSnapshotMaxFileBytes
+	}
+	if cfg.SnapshotMaxRunBytes == 0 {
+		cfg.SnapshotMaxRunBytes = DefaultSnapshotMaxRunBytes
 	}
 	if cfg.EntryCacheBytes < 0 {
 		return nil, fmt.Errorf("workflows: Config.EntryCacheBytes is negative (%d)", cfg.EntryCacheBytes)

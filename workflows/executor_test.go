@@ -33,11 +33,19 @@ type env struct {
 	ex       *workflows.Executor
 	// refusals says the test makes the store refuse commits on purpose.
 	refusals bool
+	// configure, if set, edits the executor's Config before each open.
+	configure func(*workflows.Config)
 }
 
 func newEnv(t testing.TB, reg *phases.Registry, hs map[operations.Kind]handlers.Handler) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), reg: reg, handlers: hs}
+	return newEnvWith(t, reg, hs, nil)
+}
+
+// newEnvWith is newEnv whose executor's Config configure edits.
+func newEnvWith(t testing.TB, reg *phases.Registry, hs map[operations.Kind]handlers.Handler, configure func(*workflows.Config)) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), reg: reg, handlers: hs, configure: configure}
 	if e.handlers == nil {
 		e.handlers = map[operations.Kind]handlers.Handler{}
 	}
@@ -65,8 +73,12 @@ func (e *env) open() {
 		sp, _ := handlers.Lookup(operations.KindSpawn)
 		infos = append(infos, sp)
 	}
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: e.reg, Handlers: infos,
-		RunsDir: filepath.Join(e.dir, "runs"), Concurrency: map[string]int{"bash": 4}})
+	cfg := workflows.Config{Store: st, Registry: e.reg, Handlers: infos,
+		RunsDir: filepath.Join(e.dir, "runs"), Concurrency: map[string]int{"bash": 4}}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	ex, err := workflows.New(cfg)
 	if err != nil {
 		e.t.Fatalf("new executor: %v", err)
 	}

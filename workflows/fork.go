@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flockrun/flock/configs"
@@ -50,6 +51,20 @@ type forkData struct {
 	Vars       map[string]json.RawMessage `json:"vars,omitempty"`
 	Usage      operations.RunUsage        `json:"usage"`
 	End        *state.PendingEnd          `json:"end,omitempty"`
+	// Warnings say what the fork could not restore of the work directory
+	// (files not snapshotted, snapshots that failed or stopped).
+	Warnings []string `json:"warnings,omitempty"`
+
+	// snapFailed are the steps up to the fork step whose work-dir
+	// manifest could not be written, with why (the runs' snapshot
+	// "warning" events); headAt fills it, it is not stored.
+	snapFailed []failedSnap
+}
+
+// failedSnap is a step whose work-dir manifest could not be written.
+type failedSnap struct {
+	step uint64
+	why  string
 }
 
 // headAt rebuilds what run id's head was right after step's phase
@@ -104,6 +119,11 @@ func (e *Executor) headAt(ctx context.Context, id string, step uint64) (forkData
 				at.Entries += uint64(d.Entries)
 				at.Vars = applyVars(at.Vars, d.Set)
 				found = found || ev.Step == step
+			case ev.Type == "run" && ev.Status == "warning" && ev.Step <= step:
+				var n snapshotNote
+				if json.Unmarshal(ev.Data, &n) == nil && n.Failed {
+					at.snapFailed = append(at.snapFailed, failedSnap{step: n.Step, why: ev.Message})
+				}
 			}
 		}
 		if len(evs) < 1000 {
@@ -140,16 +160,59 @@ func applyVars(vars, set map[string]json.RawMessage) map[string]json.RawMessage 
 }
 
 // manifestAt returns the work-dir snapshot of run id at step (the newest
-// at or before it), following forks back to their origin, or nil.
+// at or before it), following forks back to their origin (a fork that has
+// written no manifest of its own by step has the work directory it
+// restored), or nil.
 func (e *Executor) manifestAt(ctx context.Context, id string, step uint64) (*manifest, error) {
 	head, err := e.store.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if f := head.ForkedFrom; f != nil && step < f.Step {
+	f := head.ForkedFrom
+	if f != nil && step < f.Step {
 		return e.manifestAt(ctx, f.Run, step)
 	}
-	return e.loadManifest(id, step)
+	m, _, err := e.loadManifest(id, step)
+	if m == nil && err == nil && f != nil {
+		return e.manifestAt(ctx, f.Run, f.Step)
+	}
+	return m, err
+}
+
+// forkSnapshot returns the work-dir snapshot a fork of run id at step
+// restores, and what the fork should be told about it: a stop of the
+// run's snapshots at or before step (the manifest before the stop is
+// restored), and manifests that could not be written after the one
+// restored (failed, from headAt).
+func (e *Executor) forkSnapshot(ctx context.Context, id string, step uint64, failed []failedSnap) (*manifest, []string, error) {
+	m, err := e.manifestAt(ctx, id, step)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warns []string
+	as := func(m *manifest) string {
+		if m == nil {
+			return "an empty work directory"
+		}
+		return fmt.Sprintf("the work directory of step %d", m.Step)
+	}
+	if m != nil && m.Stopped != "" {
+		stop := m
+		m = nil
+		if stop.Step > 0 {
+			if m, err = e.manifestAt(ctx, id, stop.Step-1); err != nil {
+				return nil, nil, err
+			}
+		}
+		warns = append(warns, fmt.Sprintf("the run's work-dir snapshots stopped at step %d (%s): the fork gets %s; files changed since are missing or older",
+			stop.Step, stop.Stopped, as(m)))
+	}
+	for _, f := range failed {
+		if m == nil || f.step > m.Step {
+			warns = append(warns, fmt.Sprintf("the fork gets %s: %s", as(m), f.why))
+		}
+	}
+	return m, warns, nil
 }
 
 // Fork starts a new run whose state is run id's as of req.Step: the head
@@ -165,25 +228,41 @@ func (e *Executor) manifestAt(ctx context.Context, id string, step uint64) (*man
 // Errors: state.ErrNotFound for an unknown run; ErrBadFork for a step the
 // run has not reached (or a run journaled before forks were supported)
 // and bad vars.
+//
+// Fork drops the warnings about what of the work directory could not be
+// restored (see ForkWithWarnings); the fork's first event carries them.
 func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.Run, error) {
+	h, _, err := e.ForkWithWarnings(ctx, id, req)
+	return h, err
+}
+
+// ForkWithWarnings is Fork that also returns what the fork could not
+// restore of the work directory as it was at the step: files the source's
+// snapshot holds without their content ("not snapshotted": too large, over
+// the run's snapshot budget, a failure to store them), a snapshot that
+// failed or stopped at or before the step (the fork then gets an older
+// one), stored content that is missing. The fork is started all the same;
+// its first event ("run", "running") carries the warnings in its data,
+// {"warnings": [...]}, and its message.
+func (e *Executor) ForkWithWarnings(ctx context.Context, id string, req ForkRequest) (state.Run, []string, error) {
 	src, err := e.store.Run(ctx, id)
 	if err != nil {
-		return state.Run{}, err
+		return state.Run{}, nil, err
 	}
 	wf, ok := e.reg.Lookup(src.Workflow)
 	if !ok {
-		return state.Run{}, fmt.Errorf("%w: workflow %q is not registered", ErrUnknownWorkflow, src.Workflow)
+		return state.Run{}, nil, fmt.Errorf("%w: workflow %q is not registered", ErrUnknownWorkflow, src.Workflow)
 	}
 	at, err := e.headAt(ctx, id, req.Step)
 	if err != nil {
-		return state.Run{}, err
+		return state.Run{}, nil, err
 	}
 	for k, v := range req.Vars {
 		if k == "" {
-			return state.Run{}, fmt.Errorf("%w: vars: empty name", ErrBadFork)
+			return state.Run{}, nil, fmt.Errorf("%w: vars: empty name", ErrBadFork)
 		}
 		if v != nil && !json.Valid(v) {
-			return state.Run{}, fmt.Errorf("%w: vars.%s: not valid JSON", ErrBadFork, k)
+			return state.Run{}, nil, fmt.Errorf("%w: vars.%s: not valid JSON", ErrBadFork, k)
 		}
 	}
 	vars := applyVars(at.Vars, req.Vars)
@@ -192,18 +271,18 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 		size += len(k) + len(v)
 	}
 	if size > maxVarsBytes {
-		return state.Run{}, fmt.Errorf("%w: vars total %d bytes, over the %d-byte cap", ErrBadFork, size, maxVarsBytes)
+		return state.Run{}, nil, fmt.Errorf("%w: vars total %d bytes, over the %d-byte cap", ErrBadFork, size, maxVarsBytes)
 	}
 	spec, err := e.store.Spec(ctx, id)
 	if err != nil {
-		return state.Run{}, err
+		return state.Run{}, nil, err
 	}
 	// A fork is nobody's command line: it neither resumes as one (Key) nor
 	// reads what the operator granted the run it came from (Grants).
 	spec.Key, spec.Grants = "", nil
 	rs, err := configs.ParseRunSettings(spec.Settings)
 	if err != nil {
-		return state.Run{}, fmt.Errorf("%w: the run's settings are no longer valid: %w", ErrBadFork, err)
+		return state.Run{}, nil, fmt.Errorf("%w: the run's settings are no longer valid: %w", ErrBadFork, err)
 	}
 
 	// The journal up to the step: entries 1..at.Entries and the ops of
@@ -212,50 +291,54 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 	newID := NewRunID(now)
 	entries, err := e.copyEntries(ctx, id, at.Entries)
 	if err != nil {
-		return state.Run{}, err
+		return state.Run{}, nil, err
 	}
 	if req.Message != "" {
 		msg, err := record.NewEntry(record.EntryTypeOperatorMessage, record.OperatorMessage{
 			Summary: "operator: " + oneLine(req.Message, 200), Content: req.Message})
 		if err != nil {
-			return state.Run{}, err
+			return state.Run{}, nil, err
 		}
 		msg.Seq, msg.Phase, msg.Step = at.Entries+1, at.Phase, req.Step
 		entries = append(entries, msg)
 	}
 	ops, err := e.copyOps(ctx, id, newID, req.Step)
 	if err != nil {
-		return state.Run{}, err
+		return state.Run{}, nil, err
 	}
 	if n := countStep(ops, req.Step); req.Step > 0 && n != at.NumOps {
-		return state.Run{}, fmt.Errorf("%w: run %s: step %d has %d operations journaled, its record says %d", ErrBadFork, id, req.Step, n, at.NumOps)
+		return state.Run{}, nil, fmt.Errorf("%w: run %s: step %d has %d operations journaled, its record says %d", ErrBadFork, id, req.Step, n, at.NumOps)
 	}
 
 	workDir, err := filepath.Abs(filepath.Join(e.cfg.RunsDir, newID))
 	if err != nil {
-		return state.Run{}, err
+		return state.Run{}, nil, err
 	}
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
-		return state.Run{}, fmt.Errorf("create work dir: %w", err)
+		return state.Run{}, nil, fmt.Errorf("create work dir: %w", err)
 	}
-	m, err := e.manifestAt(ctx, id, req.Step)
+	m, warns, err := e.forkSnapshot(ctx, id, req.Step, at.snapFailed)
 	if err != nil {
-		return state.Run{}, fmt.Errorf("read the work-dir snapshot: %w", err)
+		os.RemoveAll(workDir)
+		return state.Run{}, nil, fmt.Errorf("read the work-dir snapshot: %w", err)
 	}
 	if m != nil {
-		if err := e.restoreSnapshot(m, workDir); err != nil {
-			return state.Run{}, fmt.Errorf("copy the work-dir snapshot of step %d: %w", m.Step, err)
+		lost, err := e.restoreSnapshot(ctx, m, workDir)
+		if err != nil {
+			os.RemoveAll(workDir)
+			return state.Run{}, nil, fmt.Errorf("copy the work-dir snapshot of step %d: %w", m.Step, err)
 		}
+		warns = append(warns, lost...)
 	}
 
 	e.mu.Lock()
 	stopped := e.stopped || !e.started
 	e.mu.Unlock()
 	if stopped {
-		return state.Run{}, ErrStopped
+		return state.Run{}, nil, ErrStopped
 	}
 	if err := e.claim(ctx, newID); err != nil {
-		return state.Run{}, fmt.Errorf("create fork: %w", err)
+		return state.Run{}, nil, fmt.Errorf("create fork: %w", err)
 	}
 	ref := state.ForkRef{Run: id, Step: req.Step}
 	next := at.Next
@@ -266,18 +349,23 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 		WorkDir: workDir, ForkedFrom: &ref, CreatedAt: now, UpdatedAt: now,
 	}
 	base := forkData{ForkedFrom: ref, Phase: at.Phase, Next: next, NumOps: at.NumOps, Entries: head.Entries,
-		Vars: vars, Usage: at.Usage, End: at.End}
+		Vars: vars, Usage: at.Usage, End: at.End, Warnings: warns}
 	data, err := json.Marshal(base)
 	if err != nil {
 		e.release(newID)
-		return state.Run{}, err
+		return state.Run{}, nil, err
 	}
 	created := state.Event{Time: now, Type: state.EventRun, Status: record.RunEvent(state.StatusRunning), Step: req.Step,
 		Message: fmt.Sprintf("forked from run %s at step %d", id, req.Step), Data: data}
+	if len(warns) > 0 {
+		created.Message += fmt.Sprintf(" with %d warning(s): %s", len(warns), strings.Join(warns, "; "))
+		e.log.Warn("fork: the work directory is not as it was at the step", "run", newID, "from", id, "step", req.Step,
+			"warnings", strings.Join(warns, "; "))
+	}
 	c := &state.Commit{RunID: newID, Run: &head, Spec: &spec, Entries: entries, Ops: ops, Events: []state.Event{created}}
 	if err := e.store.Commit(ctx, c); err != nil {
 		e.release(newID)
-		return state.Run{}, fmt.Errorf("create fork: %w", err)
+		return state.Run{}, nil, fmt.Errorf("create fork: %w", err)
 	}
 	if e.dispatched() {
 		// Cluster mode: whichever node takes the fork's claim drives it.
@@ -286,17 +374,17 @@ func (e *Executor) Fork(ctx context.Context, id string, req ForkRequest) (state.
 			p.PublishEvent(newID, c.Events[0])
 		}
 		e.enqueue(ctx, newID, time.Time{})
-		return head, nil
+		return head, warns, nil
 	}
 	r := e.newRunner(head, spec, rs, wf)
 	r.resumed = true // the copied pending ops may have run in the source
 	e.broker.seed(newID, "", c.Events[0].Seq)
 	if !e.launch(r) {
 		e.release(newID)
-		return head, ErrStopped
+		return head, nil, ErrStopped
 	}
 	e.broker.publish(newID, c.Events)
-	return head, nil
+	return head, warns, nil
 }
 
 // copyEntries reads entries 1..n of run id.

@@ -69,8 +69,16 @@ type runner struct {
 	begun bool
 	// snap is the run's last work-dir manifest (see snapshot.go); loaded
 	// from disk on the first snapshot after a resume (snapLoaded).
-	snap       *manifest
-	snapLoaded bool
+	// snapStored is what the run has added to the snapshot store (see
+	// snapBudget), snapStopped says its budget is spent and it takes no
+	// more snapshots.
+	snap        *manifest
+	snapLoaded  bool
+	snapStored  int64
+	snapStopped bool
+	// notes are "warning" events (about snapshots) waiting to share the
+	// run's next commit, after the carried result's event.
+	notes []state.Event
 
 	// parking guards parked, timer, unhook and answers. parked is set
 	// while the run is parked (see park and parkForAnswer), timer only
@@ -740,15 +748,21 @@ func declared(wf *phases.Workflow, name string) []string {
 	return nil
 }
 
-// takeCarry moves the carried result, if any, into c, ahead of c's own
-// records (its event first, so events stay in the order things happened).
+// takeCarry moves the carried result, if any, and the waiting notes into
+// c, ahead of c's own records (the result's event first, then the notes,
+// so events stay in the order things happened).
 func (r *runner) takeCarry(c *state.Commit) {
-	if r.carry == nil {
+	var first []state.Event
+	if r.carry != nil {
+		c.Ops = append([]state.Op{r.carry.op}, c.Ops...)
+		first = append(first, r.carry.event)
+		r.carry = nil
+	}
+	if len(first)+len(r.notes) == 0 {
 		return
 	}
-	c.Ops = append([]state.Op{r.carry.op}, c.Ops...)
-	c.Events = append([]state.Event{r.carry.event}, c.Events...)
-	r.carry = nil
+	c.Events = append(append(first, r.notes...), c.Events...)
+	r.notes = nil
 }
 
 // commitCarry journals the carried result on its own (best effort: on

@@ -1,18 +1,27 @@
 package workflows
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
+	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"github.com/flockrun/flock/internal/sparse"
+	"github.com/flockrun/flock/state"
 )
 
 // Work-dir snapshots. After the operations of a step have all returned,
@@ -28,132 +37,83 @@ import (
 //	RUNS_DIR/.snapshots/objects/ab/abcdef...    file contents by SHA-256
 //	RUNS_DIR/.snapshots/runs/RUN/00000000000000000007.json  manifest of step 7
 //
+// Sparse files stay sparse (package internal/sparse): only their data
+// extents are read, hashed and stored, with the layout of their holes, so
+// a terabyte of holes costs nothing. Two budgets bound the store: a file
+// holding more data than Config.SnapshotMaxFileBytes is recorded as not
+// snapshotted ("too large"), and a run adds at most
+// Config.SnapshotMaxRunBytes to the store (new objects' data and its
+// manifests); once that is spent, changed files are recorded as not
+// snapshotted, and when a manifest no longer fits, one last small manifest
+// says the run's snapshots stopped there. A snapshot never fails the run:
+// what it cannot store (a full disk) is recorded as not snapshotted, a
+// manifest it cannot write is reported in a "warning" event, and a fork
+// restoring either says what it could not restore.
+//
 // Children's work directories (children/ beneath the run's) are left out:
 // they are the children's own.
 const snapshotsDir = ".snapshots"
+
+// Snapshot budgets' defaults (Config.SnapshotMaxFileBytes and
+// SnapshotMaxRunBytes; the server settings' snapshots.max_file_bytes and
+// snapshots.max_run_bytes).
+const (
+	DefaultSnapshotMaxFileBytes = 64 << 20
+	DefaultSnapshotMaxRunBytes  = 1 << 30
+)
+
+// Why a file's content is not in a manifest: fileSnap.Skipped starts with
+// one of these. A file skipped as too large or for the run's budget is
+// not read again while its size, mode and modification time stay the
+// same; a failed one is tried again at the next snapshot.
+const (
+	skipTooLarge = "too large"
+	skipBudget   = "the run's snapshot budget is spent"
+	skipFailed   = "failed"
+)
 
 // manifest is a work directory as of the end of a step.
 type manifest struct {
 	Step  uint64              `json:"step"`
 	Files map[string]fileSnap `json:"files"`
+	// Stored is what the run had added to the snapshot store when this
+	// manifest was written, this manifest aside: the data of the objects
+	// it stored first and its earlier manifests. It counts against
+	// Config.SnapshotMaxRunBytes across restarts.
+	Stored int64 `json:"stored_bytes,omitempty"`
+	// Incomplete says which parts of the work directory could not be
+	// read (a directory without permission); they are not in Files.
+	Incomplete string `json:"incomplete,omitempty"`
+	// Stopped says why the run's snapshots stopped at this step (its
+	// budget spent). Such a manifest holds no files; a fork at this step
+	// or later restores the manifest before it and says so.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // fileSnap is one file of a manifest: a regular file's content hash, or a
-// symbolic link's target.
+// symbolic link's target; or, for a regular file whose content was not
+// stored, why (Skipped).
 type fileSnap struct {
-	Hash  string      `json:"hash,omitempty"`
-	Link  string      `json:"link,omitempty"`
-	Size  int64       `json:"size"`
-	Mode  fs.FileMode `json:"mode"`
-	MTime int64       `json:"mtime_ns"`
+	Hash    string      `json:"hash,omitempty"`
+	Link    string      `json:"link,omitempty"`
+	Size    int64       `json:"size"`
+	Mode    fs.FileMode `json:"mode"`
+	MTime   int64       `json:"mtime_ns"`
+	Skipped string      `json:"not_snapshotted,omitempty"`
 }
 
 // same reports whether two manifests describe the same files.
 func (m *manifest) same(o *manifest) bool {
-	if m == nil || o == nil || len(m.Files) != len(o.Files) {
+	if m == nil || o == nil || len(m.Files) != len(o.Files) || m.Incomplete != o.Incomplete {
 		return false
 	}
 	for p, f := range m.Files {
 		g, ok := o.Files[p]
-		if !ok || f.Hash != g.Hash || f.Link != g.Link || f.Mode != g.Mode {
+		if !ok || f.Hash != g.Hash || f.Link != g.Link || f.Mode != g.Mode || f.Skipped != g.Skipped {
 			return false
 		}
 	}
 	return true
-}
-
-func (e *Executor) snapRoot() string { return filepath.Join(e.cfg.RunsDir, snapshotsDir) }
-func (e *Executor) snapRunDir(id string) string {
-	return filepath.Join(e.snapRoot(), "runs", filepath.FromSlash(id))
-}
-func (e *Executor) objectPath(hash string) string {
-	return filepath.Join(e.snapRoot(), "objects", hash[:2], hash)
-}
-
-// snapshot records the work directory as of the end of the current step
-// when the step had operations (only they change files) or is the run's
-// first. Failures are logged: a missing snapshot only makes forks of this
-// step take an older one.
-func (r *runner) snapshot() {
-	if r.e.cfg.NoSnapshots || (r.head.NumOps == 0 && r.head.Step > 0) {
-		return
-	}
-	if !r.snapLoaded {
-		r.snapLoaded = true
-		m, err := r.e.loadManifest(r.id, r.head.Step)
-		if err != nil {
-			r.e.log.Warn("read the last work-dir snapshot; taking a full one", "run", r.id, "err", err)
-		}
-		r.snap = m
-	}
-	m, err := r.e.takeSnapshot(r.head.WorkDir, r.head.Step, r.snap)
-	if err != nil {
-		r.e.log.Warn("work-dir snapshot failed; forks of this step take an older one", "run", r.id, "step", r.head.Step, "err", err)
-		return
-	}
-	if r.snap != nil && m.same(r.snap) {
-		return
-	}
-	if r.snap == nil && len(m.Files) == 0 {
-		// Nothing to restore: an empty directory needs no manifest (most
-		// runs never write a file).
-		r.snap = m
-		return
-	}
-	if err := r.e.writeManifest(r.id, m); err != nil {
-		r.e.log.Warn("write work-dir snapshot", "run", r.id, "step", r.head.Step, "err", err)
-		return
-	}
-	r.snap = m
-}
-
-// takeSnapshot walks dir and stores the contents of the files that
-// changed since prev (by size, mode and modification time).
-func (e *Executor) takeSnapshot(dir string, step uint64, prev *manifest) (*manifest, error) {
-	m := &manifest{Step: step, Files: map[string]fileSnap{}}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == dir && errors.Is(err, fs.ErrNotExist) {
-				return filepath.SkipAll
-			}
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "children" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		f := fileSnap{Size: info.Size(), Mode: info.Mode(), MTime: info.ModTime().UnixNano()}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			if f.Link, err = os.Readlink(path); err != nil {
-				return err
-			}
-		case info.Mode().IsRegular():
-			if p, ok := prev.lookup(rel); ok && p.Hash != "" && p.Size == f.Size && p.MTime == f.MTime && p.Mode == f.Mode {
-				f.Hash = p.Hash
-				break
-			}
-			if f.Hash, err = e.storeObject(path); err != nil {
-				return err
-			}
-		default:
-			return nil // sockets, devices, pipes
-		}
-		m.Files[rel] = f
-		return nil
-	})
-	return m, err
 }
 
 func (m *manifest) lookup(rel string) (fileSnap, bool) {
@@ -164,58 +124,435 @@ func (m *manifest) lookup(rel string) (fileSnap, bool) {
 	return f, ok
 }
 
-// storeObject copies a file into the object store under its hash (once
-// per content) and returns the hash.
-func (e *Executor) storeObject(path string) (string, error) {
-	src, err := os.Open(path)
+func (e *Executor) snapRoot() string { return filepath.Join(e.cfg.RunsDir, snapshotsDir) }
+func (e *Executor) snapRunDir(id string) string {
+	return filepath.Join(e.snapRoot(), "runs", filepath.FromSlash(id))
+}
+func (e *Executor) objectPath(hash string) string {
+	return filepath.Join(e.snapRoot(), "objects", hash[:2], hash)
+}
+
+// sparseSuffix ends the name of an object stored with its holes: its
+// hash is of its extents' layout and data, not of its bytes, so it must
+// never be taken for a dense object whose bytes happen to hash the same.
+const sparseSuffix = ".sparse"
+
+// validHash reports whether h names an object (hex SHA-256, maybe with
+// sparseSuffix): a manifest's hashes become paths.
+func validHash(h string) bool {
+	h = strings.TrimSuffix(h, sparseSuffix)
+	if len(h) != sha256.Size*2 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+// snapshotNote is the data of a run's "warning" event about its
+// work-dir snapshot of a step.
+type snapshotNote struct {
+	Step uint64 `json:"snapshot_step"`
+	// Failed says the step's manifest could not be written: a fork at
+	// the step (or later, until the next manifest) restores an older work
+	// directory, and says so.
+	Failed bool `json:"failed,omitempty"`
+	// Stopped says the run's snapshots stopped at the step.
+	Stopped bool `json:"stopped,omitempty"`
+	// NotSnapshotted lists files this step's manifest holds without their
+	// content, for the first time (at most maxListed).
+	NotSnapshotted []string `json:"not_snapshotted,omitempty"`
+}
+
+// maxListed caps the paths a warning lists.
+const maxListed = 20
+
+// listed joins items, at most maxListed of them.
+func listed(items []string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:maxListed], "; ") + fmt.Sprintf("; and %d more", len(items)-maxListed)
+}
+
+// snapshot records the work directory as of the end of the current step
+// when the step had operations (only they change files) or is the run's
+// first. It never fails the run: what goes wrong is logged and told in a
+// "warning" event of the run's next commit, and a missing or partial
+// snapshot only makes a fork of this step restore less, saying so.
+func (r *runner) snapshot() {
+	if r.e.cfg.NoSnapshots || r.snapStopped || (r.head.NumOps == 0 && r.head.Step > 0) {
+		return
+	}
+	if !r.snapLoaded {
+		r.snapLoaded = true
+		m, size, err := r.e.loadManifest(r.id, r.head.Step)
+		if err != nil {
+			r.e.log.Warn("read the last work-dir snapshot; taking a full one", "run", r.id, "err", err)
+		}
+		if m != nil {
+			r.snapStored = m.Stored + diskCost(size)
+			if m.Stopped != "" {
+				r.snapStopped = true
+				return
+			}
+		}
+		r.snap = m
+	}
+	step := r.head.Step
+	b := &snapBudget{file: r.e.cfg.SnapshotMaxFileBytes, left: r.e.cfg.SnapshotMaxRunBytes - r.snapStored}
+	m, err := r.e.takeSnapshot(r.ctx, r.head.WorkDir, step, r.snap, b)
+	r.snapStored += b.added
 	if err != nil {
-		return "", err
+		if r.ctx.Err() != nil {
+			return // the run is stopping; its next snapshot is taken after the resume
+		}
+		r.snapFailed(step, err)
+		return
+	}
+	if r.snap != nil && m.same(r.snap) {
+		return
+	}
+	if r.snap == nil && len(m.Files) == 0 && m.Incomplete == "" {
+		// Nothing to restore: an empty directory needs no manifest (most
+		// runs never write a file).
+		r.snap = m
+		return
+	}
+	m.Stored = r.snapStored
+	doc, err := json.Marshal(m)
+	if err != nil {
+		r.snapFailed(step, err)
+		return
+	}
+	cost := diskCost(int64(len(doc)))
+	if r.snapStored+cost > r.e.cfg.SnapshotMaxRunBytes {
+		r.snapStop(step)
+		return
+	}
+	if err := r.e.writeManifest(r.id, step, doc); err != nil {
+		r.snapFailed(step, err)
+		return
+	}
+	r.snapStored += cost
+	var fresh []string
+	for p, f := range m.Files {
+		if g, ok := r.snap.lookup(p); f.Skipped != "" && (!ok || g.Skipped == "") {
+			fresh = append(fresh, p+" ("+f.Skipped+")")
+		}
+	}
+	sort.Strings(fresh)
+	r.snap = m
+	if len(fresh) > 0 || m.Incomplete != "" {
+		msg := fmt.Sprintf("the work-dir snapshot of step %d does not hold %d file(s), which a fork of this step cannot restore: %s",
+			step, len(fresh), listed(fresh))
+		if m.Incomplete != "" {
+			msg = fmt.Sprintf("the work-dir snapshot of step %d is incomplete: %s", step, m.Incomplete)
+			if len(fresh) > 0 {
+				msg += fmt.Sprintf("; it does not hold %d file(s): %s", len(fresh), listed(fresh))
+			}
+		}
+		if len(fresh) > maxListed {
+			fresh = fresh[:maxListed]
+		}
+		r.snapNote(msg, snapshotNote{Step: step, NotSnapshotted: fresh})
+	}
+}
+
+// snapFailed reports a snapshot whose manifest could not be taken or
+// written; the next snapshot tries again against the last manifest
+// written.
+func (r *runner) snapFailed(step uint64, err error) {
+	r.snapNote(fmt.Sprintf("the work-dir snapshot of step %d failed (%v): a fork of this step restores an older work directory", step, err),
+		snapshotNote{Step: step, Failed: true})
+}
+
+// snapStop writes the small manifest that says the run's snapshots stop at
+// step (its budget spent) and takes no more.
+func (r *runner) snapStop(step uint64) {
+	why := fmt.Sprintf("the run's snapshots reached snapshots.max_run_bytes (%d bytes)", r.e.cfg.SnapshotMaxRunBytes)
+	doc, err := json.Marshal(&manifest{Step: step, Files: map[string]fileSnap{}, Stored: r.snapStored, Stopped: why})
+	if err == nil {
+		err = r.e.writeManifest(r.id, step, doc)
+	}
+	if err != nil {
+		r.snapFailed(step, err)
+		return
+	}
+	r.snapStopped = true
+	r.snapStored += diskCost(int64(len(doc)))
+	r.snapNote(fmt.Sprintf("work-dir snapshots stop at step %d: %s; a fork of this step or a later one restores the work directory of an earlier step", step, why),
+		snapshotNote{Step: step, Stopped: true})
+}
+
+// snapNote logs msg and queues it as a "warning" event for the run's next
+// commit.
+func (r *runner) snapNote(msg string, note snapshotNote) {
+	r.e.log.Warn(msg, "run", r.id)
+	data, _ := json.Marshal(note)
+	r.notes = append(r.notes, state.Event{Time: r.e.now().UTC(), Type: "run", Status: "warning", Step: note.Step,
+		Message: msg, Data: data})
+}
+
+// snapBudget is what one snapshot may add to the store: file caps each
+// file's data, left the run's remaining budget; added is what it did add.
+type snapBudget struct {
+	file, left, added int64
+}
+
+// takeSnapshot walks dir and stores the contents of the files that
+// changed since prev (by size, mode and modification time), within b. It
+// fails only when dir cannot be read at all or ctx ends; a part of the
+// tree it cannot read is named in the manifest's Incomplete, a file it
+// cannot store is recorded as not snapshotted.
+func (e *Executor) takeSnapshot(ctx context.Context, dir string, step uint64, prev *manifest, b *snapBudget) (*manifest, error) {
+	m := &manifest{Step: step, Files: map[string]fileSnap{}}
+	// Everything is read through a root at dir: a run that swaps a file
+	// or a directory for a symbolic link while the walk goes on cannot
+	// make the snapshot read anything outside its work directory.
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	var unread []string
+	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && rel != "." {
+				return nil // removed meanwhile
+			}
+			if rel == "." {
+				return err
+			}
+			unread = append(unread, rel+": "+errText(err))
+			return nil
+		}
+		if d.IsDir() {
+			if rel == "children" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			unread = append(unread, rel+": "+errText(err))
+			return nil
+		}
+		f := fileSnap{Size: info.Size(), Mode: info.Mode(), MTime: info.ModTime().UnixNano()}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if f.Link, err = root.Readlink(rel); err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					unread = append(unread, rel+": "+errText(err))
+				}
+				return nil
+			}
+		case info.Mode().IsRegular():
+			if p, ok := prev.lookup(rel); ok && p.Size == f.Size && p.MTime == f.MTime && p.Mode == f.Mode &&
+				(p.Hash != "" || p.Skipped != "" && !strings.HasPrefix(p.Skipped, skipFailed)) {
+				f.Hash, f.Skipped = p.Hash, p.Skipped
+				break
+			}
+			f.Hash, f.Skipped = e.storeObject(ctx, root, rel, b)
+			if f.Hash == "" && f.Skipped == "" {
+				return nil // no longer a regular file
+			}
+		default:
+			return nil // sockets, devices, pipes
+		}
+		m.Files[rel] = f
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(unread) > 0 {
+		sort.Strings(unread)
+		m.Incomplete = fmt.Sprintf("%d part(s) of the work directory could not be read: %s", len(unread), listed(unread))
+	}
+	return m, nil
+}
+
+// errText is err's message without the path the walk already names.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// storeObject stores the content of the regular file rel of root in the
+// object store (once per content) and returns its hash; or, when it does
+// not, why (skipped). Both are empty when rel is no longer a regular file.
+// Only the file's data extents are read and written: a sparse object
+// keeps its holes and its hash covers the extents' layout
+// (sparseSuffix). The data stored counts against b; a file whose content
+// the store already holds costs nothing.
+func (e *Executor) storeObject(ctx context.Context, root *os.Root, rel string, b *snapBudget) (hash, skipped string) {
+	// O_NONBLOCK: a file swapped for a FIFO after the walk saw it must
+	// not block the open (it is then passed over: not a regular file).
+	src, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", ""
+	}
+	if err != nil {
+		return "", skipFailed + ": open: " + errText(err)
 	}
 	defer src.Close()
+	info, err := src.Stat()
+	if err != nil {
+		return "", skipFailed + ": " + errText(err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", ""
+	}
+	size, disk := info.Size(), sparse.DiskUsage(info)
+	tooLarge := func(data int64) string {
+		return fmt.Sprintf("%s: %d bytes of data or more, over snapshots.max_file_bytes (%d)", skipTooLarge, data, b.file)
+	}
+	switch {
+	case disk > b.file:
+		return "", tooLarge(disk)
+	case diskCost(disk) > b.left:
+		return "", skipBudget
+	}
 	dir := filepath.Join(e.snapRoot(), "objects")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", skipFailed + ": store: " + errText(err)
 	}
 	tmp, err := os.CreateTemp(dir, "tmp-*")
 	if err != nil {
-		return "", err
+		return "", skipFailed + ": store: " + errText(err)
 	}
 	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(tmp, h), src); err != nil {
-		tmp.Close()
-		return "", err
+	hash, data, err := copyHashed(ctx, src, tmp, size, min(b.file, b.left))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return "", err
+	switch {
+	case errors.Is(err, sparse.ErrOverBudget) && b.file <= b.left:
+		return "", tooLarge(data)
+	case errors.Is(err, sparse.ErrOverBudget):
+		return "", skipBudget
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "", skipFailed + ": the file shrank while it was read"
+	case err != nil:
+		return "", skipFailed + ": store: " + errText(err)
 	}
-	hash := hex.EncodeToString(h.Sum(nil))
 	dst := e.objectPath(hash)
 	if _, err := os.Stat(dst); err == nil {
-		return hash, nil
+		return hash, "" // stored already: it costs nothing
+	}
+	if diskCost(data) > b.left {
+		return "", skipBudget
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
+		return "", skipFailed + ": store: " + errText(err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-		return "", err
+		return "", skipFailed + ": store: " + errText(err)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", err
+		return "", skipFailed + ": store: " + errText(err)
 	}
-	return hash, nil
+	b.charge(data)
+	return hash, ""
+}
+
+// charge counts a file of n bytes written to the store against b.
+func (b *snapBudget) charge(n int64) {
+	c := diskCost(n)
+	b.added += c
+	b.left -= c
+}
+
+// diskCost is what a file of n bytes written to the store counts for
+// against a run's budget: the disk it takes, in whole 4 KiB blocks and one
+// at least (its inode and first block), so that many tiny files cost what
+// they take.
+func diskCost(n int64) int64 { return max((n+4095)&^4095, 4096) }
+
+// sparseHeader opens the hashed form of a sparse object: the header, then
+// per data extent its offset, length and data (8-byte big-endian
+// numbers), then math.MaxUint64 and the file's size. A dense file (one
+// extent covering it, or empty) hashes as its bytes.
+const sparseHeader = "flock sparse file v1\n"
+
+// copyHashed copies the size bytes of src into out, which is empty, data
+// extents only, and returns the object name of what it copied (see
+// sparseHeader) and the bytes of data written. Past budget bytes of data
+// it stops with sparse.ErrOverBudget, and the bytes of data it found.
+func copyHashed(ctx context.Context, src, out *os.File, size, budget int64) (string, int64, error) {
+	h := sha256.New()
+	var written int64
+	holes, first := false, true
+	for ext, err := range sparse.Extents(src, size) {
+		if err != nil {
+			return "", written, err
+		}
+		if err := ctx.Err(); err != nil {
+			return "", written, err
+		}
+		if first {
+			first = false
+			if holes = ext.Off != 0 || ext.Len != size; holes {
+				io.WriteString(h, sparseHeader)
+			}
+		}
+		if written+ext.Len > budget {
+			return "", written + ext.Len, sparse.ErrOverBudget
+		}
+		if holes {
+			writeUint64s(h, uint64(ext.Off), uint64(ext.Len))
+		}
+		n, err := io.CopyN(io.MultiWriter(h, io.NewOffsetWriter(out, ext.Off)), io.NewSectionReader(src, ext.Off, ext.Len), ext.Len)
+		written += n
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return "", written, err
+		}
+	}
+	if first && size > 0 {
+		holes = true // all of it is a hole
+		io.WriteString(h, sparseHeader)
+	}
+	name := ""
+	if holes {
+		writeUint64s(h, math.MaxUint64, uint64(size))
+		if err := out.Truncate(size); err != nil {
+			return "", written, err
+		}
+		name = sparseSuffix
+	}
+	return hex.EncodeToString(h.Sum(nil)) + name, written, nil
+}
+
+func writeUint64s(h hash.Hash, vs ...uint64) {
+	var b [8]byte
+	for _, v := range vs {
+		binary.BigEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
 }
 
 func manifestName(step uint64) string { return fmt.Sprintf("%020d.json", step) }
 
-// writeManifest writes m atomically (temp file, rename).
-func (e *Executor) writeManifest(id string, m *manifest) error {
+// writeManifest writes the manifest doc of step atomically (temporary
+// file, rename).
+func (e *Executor) writeManifest(id string, step uint64, doc []byte) error {
 	dir := e.snapRunDir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, "tmp-*")
@@ -223,25 +560,25 @@ func (e *Executor) writeManifest(id string, m *manifest) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
+	if _, err := tmp.Write(doc); err != nil {
 		tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, manifestName(m.Step)))
+	return os.Rename(tmp.Name(), filepath.Join(dir, manifestName(step)))
 }
 
-// loadManifest returns run id's newest manifest at or before step, or nil
-// when it has none.
-func (e *Executor) loadManifest(id string, step uint64) (*manifest, error) {
+// loadManifest returns run id's newest manifest at or before step and the
+// bytes of its file, or nil when it has none.
+func (e *Executor) loadManifest(id string, step uint64) (*manifest, int64, error) {
 	names, err := os.ReadDir(e.snapRunDir(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	best, bestStep := "", uint64(0)
 	for _, n := range names {
@@ -258,65 +595,112 @@ func (e *Executor) loadManifest(id string, step uint64) (*manifest, error) {
 		}
 	}
 	if best == "" {
-		return nil, nil
+		return nil, 0, nil
 	}
 	b, err := os.ReadFile(filepath.Join(e.snapRunDir(id), best))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", best, err)
+		return nil, 0, fmt.Errorf("snapshot %s: %w", best, err)
 	}
-	return &m, nil
+	return &m, int64(len(b)), nil
 }
 
 // restoreSnapshot copies the files of m into dir (copies, not links: the
-// fork may change them in place).
-func (e *Executor) restoreSnapshot(m *manifest, dir string) error {
+// fork may change them in place; sparse files keep their holes) and
+// returns what it could not restore: the files m holds without their
+// content, and those whose stored content is missing or damaged. An error
+// is a failure to write dir.
+func (e *Executor) restoreSnapshot(ctx context.Context, m *manifest, dir string) ([]string, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	paths := make([]string, 0, len(m.Files))
 	for p := range m.Files {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
+	var skipped, lost []string
 	for _, p := range paths {
 		f := m.Files[p]
-		if strings.HasPrefix(p, "../") || filepath.IsAbs(p) {
-			return fmt.Errorf("snapshot path %q escapes the work directory", p)
+		switch {
+		case !fs.ValidPath(p) || p == ".":
+			lost = append(lost, fmt.Sprintf("%q (not a path within the work directory)", p))
+			continue
+		case f.Skipped != "":
+			skipped = append(skipped, p+" ("+f.Skipped+")")
+			continue
+		case f.Link == "" && !validHash(f.Hash):
+			lost = append(lost, p+" (no valid content hash)")
+			continue
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+		if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", p, err)
 		}
 		if f.Link != "" {
-			if err := os.Symlink(f.Link, dst); err != nil {
-				return err
+			if err := root.Symlink(f.Link, p); err != nil {
+				return nil, fmt.Errorf("restore %s: %w", p, err)
 			}
 			continue
 		}
-		if err := copyFile(e.objectPath(f.Hash), dst, f.Mode.Perm()); err != nil {
-			return fmt.Errorf("restore %s: %w", p, err)
+		why, err := e.restoreFile(ctx, root, p, f)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: %w", p, err)
+		}
+		if why != "" {
+			lost = append(lost, p+" ("+why+")")
 		}
 	}
-	return nil
+	var warns []string
+	if len(skipped) > 0 {
+		warns = append(warns, fmt.Sprintf("%d file(s) of the work directory at step %d were not snapshotted and are missing from the fork: %s",
+			len(skipped), m.Step, listed(skipped)))
+	}
+	if len(lost) > 0 {
+		warns = append(warns, fmt.Sprintf("%d file(s) of the work-dir snapshot of step %d could not be restored: %s", len(lost), m.Step, listed(lost)))
+	}
+	if m.Incomplete != "" {
+		warns = append(warns, fmt.Sprintf("the work-dir snapshot of step %d is incomplete: %s", m.Step, m.Incomplete))
+	}
+	return warns, nil
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+// restoreFile copies the object of f into the new file p of root; why
+// says why it did not (the object is missing or damaged), err is a failure
+// to write p.
+func (e *Executor) restoreFile(ctx context.Context, root *os.Root, p string, f fileSnap) (why string, err error) {
+	in, err := os.Open(e.objectPath(f.Hash))
 	if err != nil {
-		return err
+		return "its stored content is missing: " + errText(err), nil
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm|0o200)
+	info, err := in.Stat()
 	if err != nil {
-		return err
+		return "its stored content cannot be read: " + errText(err), nil
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+	if info.Size() != f.Size {
+		return fmt.Sprintf("its stored content has %d bytes, the snapshot says %d", info.Size(), f.Size), nil
 	}
-	if err := out.Close(); err != nil {
-		return err
+	perm := f.Mode.Perm()
+	out, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o200)
+	if err != nil {
+		return "", err
 	}
-	return os.Chmod(dst, perm)
+	// The copy writes no more data than the object takes (and a little
+	// for the extents' rounding): holes stay holes, or it stops.
+	_, err = sparse.Copy(ctx, in, out, f.Size, sparse.DiskUsage(info)+1<<20)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, sparse.ErrOverBudget) {
+		return "its stored content reads as more data than it takes on disk", root.Remove(p)
+	}
+	if err != nil {
+		return "", err
+	}
+	return "", root.Chmod(p, perm)
 }
