@@ -252,6 +252,10 @@ type ForkRequest struct {
 type Forked struct {
 	RunID  string `json:"run_id"`
 	Status Status `json:"status"`
+	// Warnings say what of the work directory at the step the fork could
+	// not restore (files not snapshotted, a snapshot that failed or
+	// stopped); the fork is started all the same.
+	Warnings []string `json:"warnings,omitempty" doc:"what of the work directory at the step the fork could not restore"`
 }
 
 // ForkRef names the run and step a run was forked from.

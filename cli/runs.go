@@ -132,6 +132,9 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
+		for _, w := range f.Warnings {
+			fmt.Fprintln(stderr, "warning:", w)
+		}
 		_, err = fmt.Fprintln(stdout, f.RunID)
 		return err
 	case "questions":

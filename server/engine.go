@@ -36,9 +36,10 @@ type Controller interface {
 }
 
 // Forker starts a run from the state of run id at a past step (POST
-// /runs/{id}/fork); workflows.ErrBadFork for a step it never reached.
+// /runs/{id}/fork); workflows.ErrBadFork for a step it never reached. It
+// says what of the work directory it could not restore.
 type Forker interface {
-	Fork(ctx context.Context, id string, req workflows.ForkRequest) (state.Run, error)
+	ForkWithWarnings(ctx context.Context, id string, req workflows.ForkRequest) (state.Run, []string, error)
 }
 
 // Questioner serves the people a run waits on (GET /runs/{id}/human, POST

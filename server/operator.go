@@ -50,12 +50,12 @@ func (s *Server) forkRun(c *echo.Context) error {
 		}
 	}
 	id := c.Param("id")
-	head, err := s.roles.forker.Fork(c.Request().Context(), id, req)
+	head, warnings, err := s.roles.forker.ForkWithWarnings(c.Request().Context(), id, req)
 	if err != nil {
 		return &runError{id: id, err: err}
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/runs/"+head.ID)
-	return c.JSON(http.StatusCreated, api.Forked{RunID: head.ID, Status: head.Status})
+	return c.JSON(http.StatusCreated, api.Forked{RunID: head.ID, Status: head.Status, Warnings: warnings})
 }
 
 // listQuestions answers GET /runs/:id/human: the questions the run's
