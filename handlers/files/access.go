@@ -385,6 +385,12 @@ func (a *Access) WriteFile(workDir, name string, content []byte, app bool) (stri
 	return p, err
 }
 
+// writeAtomicIn writes content to base in d aside (a temporary file,
+// synced), renames it over base and syncs d, so that once it returns the
+// new content survives a crash: the file's data and the directory entry
+// that names it (a rename is journaled with the directory, not the file).
+// Every whole-file write of a run goes through it (a rollout's results,
+// summary and episodes files, a trajectory, a synthesis's files).
 func writeAtomicIn(d *os.Root, base string, content []byte) error {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
@@ -405,10 +411,32 @@ func writeAtomicIn(d *os.Root, base string, content []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return d.Rename(tmpName, base)
+	if err := d.Rename(tmpName, base); err != nil {
+		return err
+	}
+	return syncDir(d)
 }
 
+// syncDir syncs the directory d, making the names created or renamed in
+// it durable.
+func syncDir(d *os.Root) error {
+	dir, err := d.Open(".")
+	if err != nil {
+		return err
+	}
+	err = dir.Sync()
+	if cerr := dir.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// appendIn appends content to base in d and syncs it; when the append
+// creates the file, d is synced too, so that the file's name survives a
+// crash with its first line.
 func appendIn(d *os.Root, base string, content []byte) error {
+	_, err := d.Lstat(base)
+	created := errors.Is(err, fs.ErrNotExist)
 	f, err := d.OpenFile(base, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -423,5 +451,11 @@ func appendIn(d *os.Root, base string, content []byte) error {
 	if _, err := f.Write(content); err != nil {
 		return err
 	}
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if created {
+		return syncDir(d)
+	}
+	return nil
 }

@@ -40,11 +40,12 @@
 //
 // # Writes
 //
-// Writes replace a file atomically (temporary file, fsync, rename; over a
-// symbolic link, the link itself is replaced). Appends are fsynced, and an
-// append whose content already ends the file is skipped, so that an append
-// dispatched again after a crash does not duplicate its line. Missing
-// parent directories are created.
+// Writes replace a file atomically (temporary file, fsync, rename, fsync
+// of the directory; over a symbolic link, the link itself is replaced).
+// Appends are fsynced (and the directory, when the append creates the
+// file), and an append whose content already ends the file is skipped, so
+// that an append dispatched again after a crash does not duplicate its
+// line. Missing parent directories are created.
 //
 // # Caveats
 //

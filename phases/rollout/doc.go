@@ -127,10 +127,11 @@
 //     the same task_id and chain supersedes an earlier one); the report
 //     phase rewrites the file whole, one line per (task_id, chain) with
 //     its current row, at the end of every rollout, re-run or re-grade:
-//     written aside, synced and renamed over the old file, so a crash
-//     leaves the old file or the new one, never a torn one. Rows of
-//     samples this rollout has no row of (other tasks, or samples it was
-//     to run again but did not) are kept as they were.
+//     written aside, synced and renamed over the old file, then the
+//     directory synced, so a crash leaves the old file or the new one,
+//     never a torn one. Rows of samples this rollout has no row of (other
+//     tasks, or samples it was to run again but did not) are kept as they
+//     were.
 //   - evaluation_<bench>_<ts>.json: Evaluation.
 //   - summary_<bench>_<ts>.json: Summary (also the run's result): the
 //     scorer mean_score is of (metric and primary: the primary scorer, the

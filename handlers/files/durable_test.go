@@ -1,0 +1,76 @@
+package files
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/operations"
+)
+
+// TestWritesSyncTheDirectory watches the system calls of real writes with
+// strace: a whole-file write (a rollout's results_*.jsonl, written aside
+// and renamed over the old file) syncs the directory after the rename, so
+// that the new name survives a crash, not just the data; an append that
+// creates its file syncs the directory once, and one to an existing file
+// does not.
+func TestWritesSyncTheDirectory(t *testing.T) {
+	if work := os.Getenv("FLOCK_TEST_FILES_WORKDIR"); work != "" {
+		h := New(nil)
+		env := handlers.Env{WorkDir: work}
+		for _, r := range []operations.Request{
+			operations.NewWriteFile("out/results.jsonl", "{\"a\":1}\n", false),
+			operations.NewWriteFile("out/episodes.jsonl", "{\"e\":1}\n", true),
+			operations.NewWriteFile("out/episodes.jsonl", "{\"e\":2}\n", true),
+		} {
+			if res := h.Handle(context.Background(), env, r); res.Error != "" {
+				t.Fatal(res.Error)
+			}
+		}
+		return
+	}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		if os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
+			t.Fatal("strace is not installed (scripts/test.sh installs it)")
+		}
+		t.Skip("no strace")
+	}
+	work := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(work, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "strace.log")
+	cmd := exec.Command(strace, "-f", "-y", "-e", "trace=fsync,fdatasync,rename,renameat,renameat2", "-o", log,
+		os.Args[0], "-test.run=^TestWritesSyncTheDirectory$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "FLOCK_TEST_FILES_WORKDIR="+work)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("traced writes: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := filepath.EvalSymlinks(filepath.Join(work, "out"))
+	var renamed bool
+	var dirSyncs, afterRename int
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.Contains(line, "rename") && strings.Contains(line, `"results.jsonl"`):
+			renamed = true
+		case strings.Contains(line, "sync(") && strings.Contains(line, "<"+out+">"):
+			dirSyncs++
+			if renamed {
+				afterRename++
+			}
+		}
+	}
+	if !renamed || afterRename < 1 || dirSyncs != 2 {
+		t.Fatalf("renamed %v, %d syncs of %s (%d after the rename), want 2: one after the rename, one after the append that created its file\n%s",
+			renamed, dirSyncs, out, afterRename, b)
+	}
+}
