@@ -193,7 +193,7 @@ type Event struct {
 	RunID   string          `json:"run_id,omitempty"`
 	Time    time.Time       `json:"time"`
 	Type    EventType       `json:"type" doc:"what the event is about: run, phase or op"`
-	Status  EventStatus     `json:"status,omitempty" doc:"what happened: a run status, stalled or unstalled (run); committed (phase); started, ok, error or waiting (op)"`
+	Status  EventStatus     `json:"status,omitempty" doc:"what happened: a run status, warning, stalled or unstalled (run); committed (phase); started, ok, error or waiting (op)"`
 	Phase   string          `json:"phase,omitempty"`
 	Step    uint64          `json:"step,omitempty"`
 	OpID    string          `json:"op_id,omitempty"`

@@ -17,9 +17,9 @@ const (
 )
 
 // EventStatus says what happened to the subject of an event. A run
-// event's status is a run Status (see RunEvent) or one of the live-only
-// EventStalled and EventUnstalled; the others belong to phase and op
-// events. The values are wire names.
+// event's status is a run Status (see RunEvent), EventWarning, or one of
+// the live-only EventStalled and EventUnstalled; the others belong to
+// phase and op events. The values are wire names.
 type EventStatus string
 
 // Event statuses besides the run statuses.
@@ -29,6 +29,12 @@ const (
 	EventStalled EventStatus = "stalled"
 	// EventUnstalled (run, live only): a stalled run's commit went through.
 	EventUnstalled EventStatus = "unstalled"
+	// EventWarning (run, journaled): something the operator should know
+	// that does not stop the run, such as a work-dir snapshot that could
+	// not hold a file or be written; the message says what. Its data is
+	// the warning's own (a snapshot's: {"snapshot_step", "failed",
+	// "stopped", "not_snapshotted"}).
+	EventWarning EventStatus = "warning"
 	// EventCommitted (phase): the phase's output is journaled.
 	EventCommitted EventStatus = "committed"
 	// EventStarted (op, live only): the operation was dispatched.

@@ -64,6 +64,7 @@ func TestEventPredicates(t *testing.T) {
 		{"run cancelled", EventRun, RunEvent(StatusCancelled), true, false},
 		{"run stalled", EventRun, EventStalled, false, true},
 		{"run unstalled", EventRun, EventUnstalled, false, true},
+		{"run warning", EventRun, EventWarning, false, false},
 		{"phase committed", EventPhase, EventCommitted, false, false},
 		{"op started", EventOp, EventStarted, false, false},
 		{"op ok", EventOp, EventOK, false, false},
@@ -84,7 +85,7 @@ func TestEventPredicates(t *testing.T) {
 	}
 	// The wire names are fixed.
 	for got, want := range map[string]string{string(EventRun): "run", string(EventPhase): "phase", string(EventOp): "op",
-		string(EventStalled): "stalled", string(EventUnstalled): "unstalled", string(EventCommitted): "committed",
+		string(EventStalled): "stalled", string(EventUnstalled): "unstalled", string(EventWarning): "warning", string(EventCommitted): "committed",
 		string(EventStarted): "started", string(EventOK): "ok", string(EventError): "error", string(EventWaiting): "waiting"} {
 		if got != want {
 			t.Errorf("wire name %q, want %q", got, want)

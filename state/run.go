@@ -167,6 +167,7 @@ const (
 
 	EventStalled   = record.EventStalled
 	EventUnstalled = record.EventUnstalled
+	EventWarning   = record.EventWarning
 	EventCommitted = record.EventCommitted
 	EventStarted   = record.EventStarted
 	EventOK        = record.EventOK

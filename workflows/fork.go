@@ -119,7 +119,7 @@ func (e *Executor) headAt(ctx context.Context, id string, step uint64) (forkData
 				at.Entries += uint64(d.Entries)
 				at.Vars = applyVars(at.Vars, d.Set)
 				found = found || ev.Step == step
-			case ev.Type == "run" && ev.Status == "warning" && ev.Step <= step:
+			case ev.Type == state.EventRun && ev.Status == state.EventWarning && ev.Step <= step:
 				var n snapshotNote
 				if json.Unmarshal(ev.Data, &n) == nil && n.Failed {
 					at.snapFailed = append(at.snapFailed, failedSnap{step: n.Step, why: ev.Message})

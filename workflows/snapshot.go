@@ -289,7 +289,7 @@ func (r *runner) snapStop(step uint64) {
 func (r *runner) snapNote(msg string, note snapshotNote) {
 	r.e.log.Warn(msg, "run", r.id)
 	data, _ := json.Marshal(note)
-	r.notes = append(r.notes, state.Event{Time: r.e.now().UTC(), Type: "run", Status: "warning", Step: note.Step,
+	r.notes = append(r.notes, state.Event{Time: r.e.now().UTC(), Type: state.EventRun, Status: state.EventWarning, Step: note.Step,
 		Message: msg, Data: data})
 }
 

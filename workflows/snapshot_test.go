@@ -105,7 +105,7 @@ func (e *env) warnings(id string) []string {
 	}
 	var out []string
 	for _, ev := range evs {
-		if ev.Type == "run" && ev.Status == "warning" {
+		if ev.Type == state.EventRun && ev.Status == state.EventWarning {
 			out = append(out, ev.Message)
 		}
 	}
