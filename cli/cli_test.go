@@ -5,9 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/configs"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -104,6 +107,36 @@ func TestServeConfigFile(t *testing.T) {
 	code, _, errs = run(t, "serve", "--config", bad, "--data", t.TempDir())
 	if code != 1 || !strings.Contains(errs, "/no/such/dir") {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// TestServeConfigFileEveryKey: every key of a --config file reaches the
+// server's settings (header_timeout_s, body_timeout_s and snapshots were
+// dropped when each key was copied by name), and a flag given explicitly
+// wins over the file.
+func TestServeConfigFileEveryKey(t *testing.T) {
+	t.Setenv("FLOCK_AUTH_TOKEN", "")
+	data := t.TempDir()
+	path := filepath.Join(t.TempDir(), "server.yaml")
+	doc := "addr: 127.0.0.1:5555\ndata: " + data + "\nheader_timeout_s: 3\nbody_timeout_s: 7\nmax_body_bytes: 1000\n" +
+		"snapshots:\n  max_file_bytes: 100\n  max_run_bytes: 200\npublic_names: [flock.example]\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := newFlags("serve")
+	var cfg configs.Server
+	var lo logOpts
+	serverFlags(fs, &cfg, &lo)
+	if err := fs.Parse([]string{"--config", path, "--addr", "127.0.0.1:6666"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfigFile(fs, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := configs.Server{Addr: "127.0.0.1:6666", DataDir: data, Mode: "live", HeaderTimeoutS: 3, BodyTimeoutS: 7, MaxBodyBytes: 1000,
+		Snapshots: configs.Snapshots{MaxFileBytes: 100, MaxRunBytes: 200}, PublicNames: []string{"flock.example"}}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("settings\n%+v\nwant\n%+v", cfg, want)
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 // serverFlags registers the flags shared by serve and launch. Call
 // applyConfigFile after parsing.
 func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts) {
-	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models, new_store); flags win")
+	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models, snapshots, new_store); flags win")
 	cfg.Addr, cfg.Mode = configs.DefaultAddr, "live"
 	fs.Var((*addrFlag)(&cfg.Addr), "addr", "listen address, HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
@@ -40,8 +40,10 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts) {
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 }
 
-// applyConfigFile fills cfg from the --config file, for every setting
-// whose flag was not given explicitly.
+// applyConfigFile fills cfg from the --config file: every key the file
+// sets, but for the settings whose flag was given explicitly (the flags
+// win). Starting from the whole file, a key added to configs.Server
+// reaches the server without a line here.
 func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
@@ -56,30 +58,28 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	pick := func(flagName string, dst *string, v string) {
-		if !set[flagName] && v != "" {
+	flags := *cfg
+	*cfg = file
+	keep := func(flagName string, dst *string, v string) {
+		if set[flagName] || *dst == "" {
 			*dst = v
 		}
 	}
-	pick("addr", &cfg.Addr, file.Addr)
-	pick("data", &cfg.DataDir, file.DataDir)
-	pick("mode", &cfg.Mode, file.Mode)
-	pick("auth-token", &cfg.AuthToken, file.AuthToken)
-	if !set["plugins"] {
-		cfg.PluginDirs = file.PluginDirs
+	keep("addr", &cfg.Addr, flags.Addr)
+	keep("data", &cfg.DataDir, flags.DataDir)
+	keep("mode", &cfg.Mode, flags.Mode)
+	keep("auth-token", &cfg.AuthToken, flags.AuthToken)
+	if set["plugins"] {
+		cfg.PluginDirs = flags.PluginDirs
 	}
-	if !set["workflows"] {
-		cfg.WorkflowDirs = file.WorkflowDirs
+	if set["workflows"] {
+		cfg.WorkflowDirs = flags.WorkflowDirs
 	}
-	cfg.MaxBodyBytes = file.MaxBodyBytes
-	cfg.Concurrency = file.Concurrency
-	cfg.AllowedOrigins = file.AllowedOrigins
-	cfg.PublicNames = file.PublicNames
-	cfg.ReadRoots = file.ReadRoots
-	cfg.Models = file.Models
-	if !set["new-store"] {
-		cfg.NewStore = file.NewStore
+	if set["new-store"] {
+		cfg.NewStore = flags.NewStore
 	}
+	// Set by the command, never by a file.
+	cfg.WriteRoots = flags.WriteRoots
 	return nil
 }
 
