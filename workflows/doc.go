@@ -91,6 +91,21 @@
 // Children's directories (children/) are left out. Config.NoSnapshots
 // turns snapshots off.
 //
+// Snapshots are bounded and never fail the run. Only a file's data
+// extents are read and stored (package internal/sparse), with the layout
+// of its holes; a file with more data than Config.SnapshotMaxFileBytes,
+// or that the run's remaining Config.SnapshotMaxRunBytes cannot take, or
+// that the store cannot take (a full disk), is recorded in the manifest
+// without its content and with why ("not_snapshotted"); a run whose
+// budget cannot take a manifest writes one last small manifest saying
+// its snapshots stopped there. The walk and the reads go through an
+// os.Root at the work directory (a run swapping a file for a link cannot
+// make the snapshot read outside it) and never wait on a FIFO. What goes
+// wrong is a "warning" run event (state.EventWarning) in the run's next
+// commit; a fork (ForkWithWarnings) reads the manifest's skipped files,
+// a stop, and the warnings of manifests that could not be written, and
+// says what it could not restore.
+//
 // # Resume
 //
 // On Start every run whose head says running is loaded again: the results
