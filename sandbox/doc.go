@@ -21,10 +21,14 @@
 // registered names sorted. New must be free of side effects; set-up goes in
 // the optional Provision (config section, data dir, logger), global loading in
 // WarmUp, per-session state in Initialize, teardown in Cleanup and Shutdown.
-// Provision reads durations and counts with SecondsSetting and
-// IntSetting, which refuse a value out of range (one that rounds to a zero
+// Provision decodes its section into its own tagged struct with
+// Env.Decode (package phases/settings: defaults, bounds and enums as tags,
+// Normalize and Validate methods), durations as Seconds and counts as
+// Count, which refuse a value out of range (one that rounds to a zero
 // duration, one that overflows) with the setting's path, so that nothing
-// checked at load fails later. Optional capabilities are found by type
+// checked at load fails later; a key the struct does not name is a warning
+// with the closest known key (Service.Warnings), or an error with
+// Env.DecodeStrict. Optional capabilities are found by type
 // assertion (Provisioner, WarmUpper, Initializer, Cleaner, Shutdowner,
 // Forker). A Forker's sessions can be forked (Service.ForkSession, POST
 // /api/v1/session/fork, flock's own route): bash and code copy the
