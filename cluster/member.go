@@ -150,9 +150,7 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 	}
 	// Open the store, then wait until a read and a lease round trip
 	// answer here: the streams may exist before their replicas on this
-	// node serve. A store whose reads find no responder is opened again:
-	// its buckets were bound while another node was still turning their
-	// direct gets off.
+	// node serve.
 	probe := "flock-ready-probe-" + cfg.Name
 	if err := retryEvery(rctx, time.Second, 100*time.Millisecond, func(ctx context.Context) error {
 		if m.Store == nil {
@@ -164,10 +162,6 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 			m.Store = st
 		}
 		err := probeStore(ctx, m.Store, probe, cfg.Name)
-		if errors.Is(err, nats.ErrNoResponders) {
-			_ = m.Store.Close()
-			m.Store = nil
-		}
 		if err != nil {
 			cfg.Logger.Debug("store not ready", "node", cfg.Name, "err", err)
 		}

@@ -103,9 +103,9 @@
 //
 // # Reads
 //
-// Every read starts from the leader's envelope (KV get with direct gets
-// turned off on the bucket's stream, so the stream leader answers, not
-// a replica that may lag) and reads log messages up to the tips with
+// Every read starts from the leader's envelope (KV get on a bucket whose
+// stream is made with direct gets off and never has them on, so the stream
+// leader answers, not a replica that may lag) and reads log messages up to the tips with
 // leader gets (the runs stream has direct gets off too). Reads after a
 // takeover therefore see every acknowledged commit. A log is read message
 // by message from the mark nearest the requested position: Entries and

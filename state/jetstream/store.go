@@ -191,64 +191,65 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	if s.leases, err = s.bucket(ctx, up+"_LEASES", "flock run leases", 1); err != nil {
 		return nil, err
 	}
-	obsCfg := jetstream.ObjectStoreConfig{
-		Bucket:      up + "_BLOBS",
+	// The object store's stream as nats.go's CreateObjectStore makes it
+	// ($O.<bucket>.C.> chunks, $O.<bucket>.M.> metadata, rollups), but with
+	// direct gets off from the start: see bucket.
+	blobs := up + "_BLOBS"
+	obsCfg := jetstream.StreamConfig{
+		Name:        "OBJ_" + blobs,
 		Description: "flock blobs over the blob threshold",
+		Subjects:    []string{"$O." + blobs + ".C.>", "$O." + blobs + ".M.>"},
 		Storage:     jetstream.FileStorage,
 		Replicas:    opts.Replicas,
+		MaxBytes:    -1,
+		Discard:     jetstream.DiscardNew,
+		AllowRollup: true,
+		AllowDirect: false,
 	}
-	if s.blobs, err = js.CreateOrUpdateObjectStore(ctx, obsCfg); err != nil {
-		return nil, fmt.Errorf("open jetstream store: object store %s: %w", obsCfg.Bucket, err)
+	if _, err := js.CreateOrUpdateStream(ctx, obsCfg); err != nil {
+		return nil, fmt.Errorf("open jetstream store: object store %s: %w", blobs, err)
 	}
-	if err := s.leaderReads(ctx, "OBJ_"+obsCfg.Bucket); err != nil {
-		return nil, err
-	}
-	if s.blobs, err = js.ObjectStore(ctx, obsCfg.Bucket); err != nil {
-		return nil, fmt.Errorf("open jetstream store: object store %s: %w", obsCfg.Bucket, err)
+	if s.blobs, err = js.ObjectStore(ctx, blobs); err != nil {
+		return nil, fmt.Errorf("open jetstream store: object store %s: %w", blobs, err)
 	}
 	return s, nil
 }
 
-// bucket creates or updates a KV bucket whose reads go to the stream
-// leader.
-func (s *Store) bucket(ctx context.Context, name, desc string, history uint8) (jetstream.KeyValue, error) {
-	cfg := jetstream.KeyValueConfig{
-		Bucket:      name,
-		Description: desc,
-		History:     history,
-		Storage:     jetstream.FileStorage,
-		Replicas:    s.opts.Replicas,
+// bucket creates or updates KV bucket name and binds to it. Its stream is
+// the one nats.go's CreateKeyValue makes ($KV.<bucket>.> subjects, history
+// as the messages kept per key, rollups, no deletes, new writes refused
+// when full), but with direct gets off from the start, so that its reads
+// go to the stream leader (the last acknowledged write), not to whichever
+// replica answers first. nats.go's own create turns direct gets on, even
+// on a bucket that has them off: while one node opened the store, another
+// binding the bucket would read with direct gets, and fail with "no
+// responders" on every read once they were off again.
+func (s *Store) bucket(ctx context.Context, name, desc string, history int64) (jetstream.KeyValue, error) {
+	cfg := jetstream.StreamConfig{
+		Name:              "KV_" + name,
+		Description:       desc,
+		Subjects:          []string{"$KV." + name + ".>"},
+		MaxMsgsPerSubject: history,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgSize:        -1,
+		MaxConsumers:      -1,
+		Storage:           jetstream.FileStorage,
+		Replicas:          s.opts.Replicas,
+		Discard:           jetstream.DiscardNew,
+		Duplicates:        2 * time.Minute,
+		AllowRollup:       true,
+		DenyDelete:        true,
+		AllowDirect:       false,
 	}
-	if _, err := s.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+	if _, err := s.js.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", name, err)
-	}
-	if err := s.leaderReads(ctx, "KV_"+name); err != nil {
-		return nil, err
 	}
 	kv, err := s.js.KeyValue(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", name, err)
 	}
 	return kv, nil
-}
-
-// leaderReads turns off direct gets on stream name, so that the clients
-// bound to it afterwards read from its leader (the last acknowledged
-// write), not from whichever replica answers first.
-func (s *Store) leaderReads(ctx context.Context, name string) error {
-	st, err := s.js.Stream(ctx, name)
-	if err != nil {
-		return fmt.Errorf("open jetstream store: stream %s: %w", name, err)
-	}
-	cfg := st.CachedInfo().Config
-	if !cfg.AllowDirect {
-		return nil
-	}
-	cfg.AllowDirect = false
-	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("open jetstream store: stream %s: leader reads: %w", name, err)
-	}
-	return nil
 }
 
 // Close makes later calls fail with state.ErrClosed and waits for commits
