@@ -27,7 +27,7 @@
 //     data directory, read roots), the store reader, the logger, the file
 //     opener and Runs, the run starter (the executor, so spawn does not
 //     import it).
-//   - RunValidator: ValidateRun(RunCheck) for every run about to start;
+//   - RunValidator: ValidateRun(ctx, RunCheck) for every run about to start;
 //     an error refuses the run (generate's API keys, bash's isolation).
 //   - RunPreparer: PrepareRun(ctx, RunCheck) after every ValidateRun
 //     passed; it returns the settings document to journal (the sandbox

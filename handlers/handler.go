@@ -72,8 +72,11 @@ type Question struct {
 // RunCloser is implemented by handlers that keep per-run resources.
 type RunCloser interface {
 	// CloseRun releases the run's resources. It is called once the run ends
-	// or is unloaded, and must tolerate runs it never saw.
-	CloseRun(runID string)
+	// or is unloaded, and must tolerate runs it never saw. ctx carries the
+	// run's values but is not cancelled with the run (a cancelled run
+	// still releases what it holds); a handler that waits (destroying
+	// remote sessions) bounds the wait itself.
+	CloseRun(ctx context.Context, runID string)
 }
 
 // Closer is implemented by handlers that hold process-wide resources.

@@ -45,9 +45,11 @@ type Provisioner interface {
 
 // RunValidator is implemented by handlers that check a run's settings at
 // start (an API key for each live model, isolation being available). Its
-// error refuses the run as a bad request; it must not name secrets.
+// error refuses the run as a bad request; it must not name secrets. ctx is
+// the start request's: a check that reads (the journal, a file) stops
+// with it.
 type RunValidator interface {
-	ValidateRun(run RunCheck) error
+	ValidateRun(ctx context.Context, run RunCheck) error
 }
 
 // RunPreparer is implemented by handlers that add to a run's settings at
@@ -288,11 +290,11 @@ func (s *Set) Kinds() []operations.Kind {
 }
 
 // ValidateRun asks every RunValidator about run and joins their errors.
-func (s *Set) ValidateRun(run RunCheck) error {
+func (s *Set) ValidateRun(ctx context.Context, run RunCheck) error {
 	var errs []error
 	for _, h := range s.hs {
 		if v, ok := h.(RunValidator); ok {
-			errs = append(errs, v.ValidateRun(run))
+			errs = append(errs, v.ValidateRun(ctx, run))
 		}
 	}
 	return errors.Join(errs...)
@@ -316,10 +318,10 @@ func (s *Set) PrepareRun(ctx context.Context, run RunCheck) (json.RawMessage, er
 }
 
 // CloseRun tells every RunCloser that the run is gone.
-func (s *Set) CloseRun(runID string) {
+func (s *Set) CloseRun(ctx context.Context, runID string) {
 	for _, h := range s.hs {
 		if c, ok := h.(RunCloser); ok {
-			c.CloseRun(runID)
+			c.CloseRun(ctx, runID)
 		}
 	}
 }

@@ -407,7 +407,7 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 		}()
 	}
 	check := handlers.RunCheck{Workflow: wf.Name, Settings: rs, Raw: json.RawMessage(settingsDoc), WorkDir: workDir}
-	if err := e.hs.ValidateRun(check); err != nil {
+	if err := e.hs.ValidateRun(ctx, check); err != nil {
 		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	prepared, err := e.hs.PrepareRun(ctx, check)
@@ -833,4 +833,4 @@ func (e *Executor) unregister(r *runner) {
 }
 
 // closeRunResources tells every handler that the run is gone.
-func (e *Executor) closeRunResources(id string) { e.hs.CloseRun(id) }
+func (e *Executor) closeRunResources(ctx context.Context, id string) { e.hs.CloseRun(ctx, id) }

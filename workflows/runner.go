@@ -848,7 +848,9 @@ func (r *runner) finish(status state.Status, reason, msg string) {
 	}
 	r.e.broker.publish(h.ID, c.Events)
 	r.e.broker.end(h.ID)
-	r.e.closeRunResources(h.ID)
+	// Without the run's cancellation: a cancelled run still releases what
+	// its handlers hold.
+	r.e.closeRunResources(context.WithoutCancel(r.ctx), h.ID)
 }
 
 // logPanic records a recovered panic in the server log: the value at error

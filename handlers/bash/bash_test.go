@@ -473,13 +473,13 @@ func TestCloseRun(t *testing.T) {
 		_, err := os.Stat(flag)
 		return err
 	})
-	h.CloseRun(env.RunID)
+	h.CloseRun(context.Background(), env.RunID)
 	wg.Wait()
 	if !strings.Contains(res.Error, ErrSessionClosed.Error()) {
 		t.Fatalf("running command: error %q", res.Error)
 	}
 	waitDead(t, pid)
-	h.CloseRun("never-seen")
+	h.CloseRun(context.Background(), "never-seen")
 	if got := run(t, h, keep, "echo $KEPT"); got.Stdout != "1\n" {
 		t.Fatalf("other run disturbed: %+v", got)
 	}
@@ -515,7 +515,7 @@ func TestCloseWithEscapedProcess(t *testing.T) {
 	pid := firstInt(t, run(t, h, env, "setsid sleep 60 & echo $!").Stdout)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	start := time.Now()
-	h.CloseRun(env.RunID)
+	h.CloseRun(context.Background(), env.RunID)
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
 		t.Fatalf("CloseRun blocked %s on an escaped process", elapsed)
 	}

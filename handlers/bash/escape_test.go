@@ -50,7 +50,7 @@ func TestEscapeesDie(t *testing.T) {
 				t.Fatalf("exit code %d, want 3", res.ExitCode)
 			}
 		}, true},
-		{"CloseRun", func(t *testing.T, h *Handler, env handlers.Env) { h.CloseRun(env.RunID) }, false},
+		{"CloseRun", func(t *testing.T, h *Handler, env handlers.Env) { h.CloseRun(context.Background(), env.RunID) }, false},
 		{"Close", func(t *testing.T, h *Handler, env handlers.Env) { _ = h.Close() }, false},
 	}
 	for _, tt := range tests {

@@ -206,7 +206,7 @@ func (h *Handler) shellEnv() []string {
 
 // CloseRun kills the run's shells, interrupting running commands (they
 // return ErrSessionClosed). Runs it never saw are fine.
-func (h *Handler) CloseRun(runID string) {
+func (h *Handler) CloseRun(_ context.Context, runID string) {
 	h.mu.Lock()
 	var victims []*session
 	for k, s := range h.sessions {

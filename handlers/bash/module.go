@@ -22,7 +22,7 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 
 // ValidateRun refuses a run asking for bwrap isolation on a host where
 // bwrap cannot run (isolation.Available), for bash and python alike.
-func (h *Handler) ValidateRun(run handlers.RunCheck) error {
+func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
 	if run.Settings != nil && run.Settings.Isolation.Kind == isolation.KindBwrap {
 		if err := isolation.Available(); err != nil {
 			return fmt.Errorf("isolation.kind: %w", err)

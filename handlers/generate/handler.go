@@ -268,7 +268,7 @@ func (h *Handler) checkSettings(s *configs.RunSettings, models []string, workDir
 }
 
 // CloseRun forgets the scripted cursors and the own rate limiters of a run.
-func (h *Handler) CloseRun(runID string) {
+func (h *Handler) CloseRun(_ context.Context, runID string) {
 	h.scripts.closeRun(runID)
 	h.replays.closeRun(runID)
 	h.closeRunLimiters(runID)

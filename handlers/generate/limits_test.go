@@ -139,8 +139,8 @@ func TestRunCapIsItsOwn(t *testing.T) {
 	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("took %s: the free run was held", d)
 	}
-	h.CloseRun("tight")
-	h.CloseRun("free")
+	h.CloseRun(context.Background(), "tight")
+	h.CloseRun(context.Background(), "free")
 	h.mu.Lock()
 	left := len(h.runLimiters)
 	h.mu.Unlock()

@@ -26,8 +26,8 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 
 // ValidateRun checks that every model the run's settings name resolves
 // and, in live mode, has its API key (see CheckSettings).
-func (h *Handler) ValidateRun(run handlers.RunCheck) error {
-	if err := h.checkReplaySource(run.Settings.ReplayFrom); err != nil {
+func (h *Handler) ValidateRun(ctx context.Context, run handlers.RunCheck) error {
+	if err := h.checkReplaySource(ctx, run.Settings.ReplayFrom); err != nil {
 		return err
 	}
 	return h.checkSettings(run.Settings, ModelsOf(run.Raw), run.WorkDir)

@@ -167,7 +167,7 @@ func (rp *replays) closeRun(id string) {
 }
 
 // checkReplaySource checks at start that replay_from names a run.
-func (h *Handler) checkReplaySource(id string) error {
+func (h *Handler) checkReplaySource(ctx context.Context, id string) error {
 	if id == "" {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (h *Handler) checkReplaySource(id string) error {
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := r.Run(ctx, id); err != nil {
 		return fmt.Errorf("replay_from: run %q: %w", id, err)

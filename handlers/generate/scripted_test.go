@@ -65,7 +65,7 @@ func TestScriptedInOrder(t *testing.T) {
 	if r := mustGen(t, scripted(h, s, "other", operations.GenerateRequest{Messages: userMsg("a")})); r.Outputs[0].Content != "first" {
 		t.Fatalf("other run = %+v", r)
 	}
-	h.CloseRun("run")
+	h.CloseRun(context.Background(), "run")
 	if r := mustGen(t, scripted(h, s, "run", operations.GenerateRequest{Messages: userMsg("a")})); r.Outputs[0].Content != "first" {
 		t.Fatalf("after CloseRun = %+v", r)
 	}

@@ -70,7 +70,7 @@ func TestEscapeesDie(t *testing.T) {
 		{"interpreter exits", func(t *testing.T, h *Handler, env handlers.Env) {
 			run(t, h, env, "import os\nos._exit(3)", 0)
 		}},
-		{"CloseRun", func(t *testing.T, h *Handler, env handlers.Env) { h.CloseRun(env.RunID) }},
+		{"CloseRun", func(t *testing.T, h *Handler, env handlers.Env) { h.CloseRun(context.Background(), env.RunID) }},
 		{"Close", func(t *testing.T, h *Handler, env handlers.Env) { _ = h.Close() }},
 	}
 	for _, tt := range tests {

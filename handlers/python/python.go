@@ -358,7 +358,7 @@ func (h *Handler) limit(env handlers.Env) int {
 
 // CloseRun kills the run's interpreter, aborting a call in flight (it
 // returns an error result). Unknown runs are ignored.
-func (h *Handler) CloseRun(runID string) {
+func (h *Handler) CloseRun(_ context.Context, runID string) {
 	h.mu.Lock()
 	s := h.runs[runID]
 	delete(h.runs, runID)

@@ -440,10 +440,10 @@ func TestCloseRun(t *testing.T) {
 	env := newEnv(t, "close", nil)
 	run(t, h, env, "x = 1", 0)
 	pid := pidOf(t, h, env)
-	h.CloseRun(env.RunID)
+	h.CloseRun(context.Background(), env.RunID)
 	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
-	h.CloseRun(env.RunID)    // twice
-	h.CloseRun("never-seen") // unknown
+	h.CloseRun(context.Background(), env.RunID)    // twice
+	h.CloseRun(context.Background(), "never-seen") // unknown
 	if res := run(t, h, env, "print('x' in globals())", 0); res.Output != "False\n" {
 		t.Fatalf("after CloseRun: %+v, want a fresh interpreter", res)
 	}
@@ -463,7 +463,7 @@ func TestCloseRunAbortsCall(t *testing.T) {
 		h.mu.Unlock()
 		return len(s.sem) == 1
 	})
-	h.CloseRun(env.RunID)
+	h.CloseRun(context.Background(), env.RunID)
 	select {
 	case res := <-done:
 		if !strings.Contains(res.Error, "closed") {

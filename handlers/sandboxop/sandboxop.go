@@ -81,7 +81,7 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 // ValidateRun checks sandbox_url, and refuses a run whose settings offer a
 // sandbox tool (a "resource:tool" name in the top-level tools list) when
 // there is no sandbox to run it on.
-func (h *Handler) ValidateRun(run handlers.RunCheck) error {
+func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
 	if run.Settings == nil {
 		return nil
 	}
@@ -421,8 +421,8 @@ func safeName(s string) string {
 	return s
 }
 
-// CloseRun destroys the sessions the run created.
-func (h *Handler) CloseRun(runID string) {
+// CloseRun destroys the sessions the run created, within 30 seconds.
+func (h *Handler) CloseRun(ctx context.Context, runID string) {
 	h.mu.Lock()
 	rs := h.runs[runID]
 	delete(h.runs, runID)
@@ -430,7 +430,7 @@ func (h *Handler) CloseRun(runID string) {
 	if rs == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for s := range rs.rts {
 		rs.target.destroy(ctx, s.worker, s.rt)

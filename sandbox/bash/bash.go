@@ -131,8 +131,8 @@ func (b *Backend) Fork(ctx context.Context, src, dst *sandbox.Session) error {
 }
 
 // Cleanup kills the session's shell.
-func (b *Backend) Cleanup(_ context.Context, s *sandbox.Session) error {
-	b.h.CloseRun(s.ID)
+func (b *Backend) Cleanup(ctx context.Context, s *sandbox.Session) error {
+	b.h.CloseRun(ctx, s.ID)
 	return nil
 }
 

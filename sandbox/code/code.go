@@ -444,9 +444,9 @@ func (b *Backend) Fork(ctx context.Context, src, dst *sandbox.Session) error {
 
 // Cleanup kills the session's interpreter and shell with every process
 // they started.
-func (b *Backend) Cleanup(_ context.Context, s *sandbox.Session) error {
-	b.py.CloseRun(s.ID)
-	b.sh.CloseRun(s.ID)
+func (b *Backend) Cleanup(ctx context.Context, s *sandbox.Session) error {
+	b.py.CloseRun(ctx, s.ID)
+	b.sh.CloseRun(ctx, s.ID)
 	return nil
 }
 

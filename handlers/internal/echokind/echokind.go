@@ -82,7 +82,7 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 }
 
 // ValidateRun refuses a run whose settings say {"echo": "refuse"}.
-func (h *Handler) ValidateRun(run handlers.RunCheck) error {
+func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
 	var s struct {
 		Echo string `json:"echo"`
 	}
