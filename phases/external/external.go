@@ -10,6 +10,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // Names of the workflows in the registry.
@@ -77,7 +78,7 @@ func (s *Settings) request() operations.ExternalRequest {
 // defaults applied.
 func ParseSettings(doc json.RawMessage) (Settings, error) {
 	var s Settings
-	if err := json.Unmarshal(doc, &s); err != nil {
+	if err := settings.Decode(doc, &s); err != nil {
 		return s, fmt.Errorf("external settings: %w", err)
 	}
 	c := bytes.TrimSpace(s.Command)

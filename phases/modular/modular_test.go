@@ -33,6 +33,9 @@ func TestParseSettings(t *testing.T) {
 		{name: "bad warnings", doc: `{"generator":{"model":"m"},"usage_warnings":[0.9,0.5]}`, err: "usage_warnings"},
 		{name: "bad tokenizer", doc: `{"generator":{"model":"m"},"tokenizer":"words"}`, err: "tokenizer"},
 		{name: "malformed", doc: `{"generator":`, err: "modular settings"},
+		{name: "wrong type names its path", doc: `{"generator":{"model":"m","n":"two"}}`, err: "generator.n: want a whole number, got JSON string"},
+		{name: "wrong type at the top", doc: `{"generator":{"model":"m"},"output_limit":"lots"}`, err: "output_limit: want a whole number, got JSON string"},
+		{name: "not an object", doc: `[1]`, err: "must be a JSON object, got JSON array"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

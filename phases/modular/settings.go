@@ -127,7 +127,7 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	if len(doc) == 0 {
 		doc = json.RawMessage("{}")
 	}
-	if err := json.Unmarshal(doc, &s); err != nil {
+	if err := settings.Decode(doc, &s); err != nil {
 		return s, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
 	if err := s.check(); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
+	"github.com/flockrun/flock/phases/settings"
 )
 
 // Name is the workflow's registry name.
@@ -42,7 +43,7 @@ type Summary struct {
 // ParseSettings decodes and checks the workflow's settings.
 func ParseSettings(doc json.RawMessage) (Settings, error) {
 	var s Settings
-	if err := json.Unmarshal(doc, &s); err != nil {
+	if err := settings.Decode(doc, &s); err != nil {
 		return s, fmt.Errorf("commands: %w", err)
 	}
 	if len(s.Commands) == 0 {

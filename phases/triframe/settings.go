@@ -122,7 +122,7 @@ type SubagentsSettings struct {
 // ParseSettings decodes, checks and completes triframe settings.
 func ParseSettings(doc json.RawMessage) (Settings, error) {
 	var s Settings
-	if err := json.Unmarshal(doc, &s); err != nil {
+	if err := settings.Decode(doc, &s); err != nil {
 		return s, fmt.Errorf("triframe settings: %w", err)
 	}
 	if err := s.check(); err != nil {

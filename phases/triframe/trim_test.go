@@ -197,6 +197,21 @@ func dump(msgs []operations.Message) string {
 	return b.String()
 }
 
+// TestSettingsTypeErrorsNamePath: a value of the wrong type is named by
+// its path (the settings decoder, phases/settings), nested ones included.
+func TestSettingsTypeErrorsNamePath(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{`{"actors":[{"model":"a"},{"model":7}]}`, "triframe settings: actors[1].model: want a string, got JSON number"},
+		{`{"actors":[{"model":"a"}],"subagents":{"max_agents":"4"}}`, "triframe settings: subagents.max_agents: want a whole number, got JSON string"},
+		{`{"actors":[{"model":"a"}],"enable_advising":"yes"}`, "triframe settings: enable_advising: want true or false, got JSON string"},
+	} {
+		_, err := triframe.ParseSettings(json.RawMessage(tc.doc))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
 // TestOutputLimitOverBudget: an output_limit larger than the context
 // budget is refused before the run starts, naming both keys; left unset,
 // output_limit defaults to at most the budget.
