@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flockrun/flock/cli/rolloutview"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/rollout"
-	"github.com/flockrun/flock/phases/rollout/watch"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -143,16 +143,16 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, "rollout %s: resuming the unfinished rollout of this command, started %s (--new starts another)\n", h.ID, h.CreatedAt.Local().Format(time.DateTime))
 		}
 	}
-	end, err := watch.New(d.reader(), h.ID, stdout, isTerminal(stdout), quiet).Follow(ctx, d.wait)
+	end, err := rolloutview.New(d.reader(), h.ID, stdout, isTerminal(stdout), quiet).Follow(ctx, d.wait)
 	if err != nil {
 		if ctx.Err() != nil {
 			return d.interrupted(h.ID, err)
 		}
 		return err
 	}
-	watch.PrintSummary(stdout, end)
+	rolloutview.PrintSummary(stdout, end)
 	if question != "" {
-		watch.PrintAnswers(stdout, end)
+		rolloutview.PrintAnswers(stdout, end)
 	}
 	if end.Status != state.StatusSucceeded {
 		return errRunFailed

@@ -1,9 +1,11 @@
-// Package watch is the terminal view of a rollout: a progress bar (or a
-// line per change) fed by the rows the rollout's lanes append, then the
-// summary as a table and, for a single question, its answers. It reads the
-// store; it is not a phase package (those stay pure), only a neighbour of
-// the rollout it shows, so that the CLI holds no rollout-specific display.
-package watch
+// Package rolloutview is the terminal view of flock rollout: a progress bar
+// (or a line per change) fed by the rows the rollout's lanes append, then
+// the summary as a table and, for a single question, its answers. It reads
+// runs from the store or the server's API, so it lives with the command
+// line rather than in the phases tree (phase packages stay pure); it knows
+// the rollout's row and summary types so that the rest of the CLI holds no
+// rollout-specific display.
+package rolloutview
 
 import (
 	"context"
