@@ -59,6 +59,10 @@ type Run struct {
 	EndedAt   *time.Time      `json:"ended_at,omitempty"`
 	// ForkedFrom names the run and step this run was forked from.
 	ForkedFrom *ForkRef `json:"forked_from,omitempty" doc:"the run and step this run was forked from"`
+	// Driver and DrivenSince name the cluster node that took the run up
+	// last and when (absent outside a cluster).
+	Driver      string     `json:"driver,omitempty" doc:"cluster mode: the node that drives the run (or drove it last, if it is queued, parked or ended)"`
+	DrivenSince *time.Time `json:"driven_since,omitempty" doc:"cluster mode: since when the driver drives the run"`
 	// Stalled and Waiting say what holds a live run (GET /runs/{id}
 	// only): commits retried for lack of disk space, operations waiting on
 	// a rate limit. Absent when nothing does.

@@ -101,6 +101,9 @@ type Cluster struct {
 	LeaseTTL time.Duration
 	// HandoffDelay is the executor's HandoffDelay (0: its default).
 	HandoffDelay time.Duration
+	// Node names this node in the heads of the runs it drives
+	// (workflows.Config.Node).
+	Node string
 }
 
 // OpenCluster builds an App that runs as a node of a cluster: runs live
@@ -192,7 +195,7 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 		SnapshotMaxRunBytes:  cfg.Snapshots.MaxRunBytes,
 	}
 	if cl != nil {
-		wcfg.Dispatcher, wcfg.LeaseTTL, wcfg.HandoffDelay = cl.Dispatcher, cl.LeaseTTL, cl.HandoffDelay
+		wcfg.Dispatcher, wcfg.LeaseTTL, wcfg.HandoffDelay, wcfg.Node = cl.Dispatcher, cl.LeaseTTL, cl.HandoffDelay, cl.Node
 	}
 	ex, err = workflows.New(wcfg)
 	if err != nil {

@@ -147,6 +147,6 @@ func readSecretFile(flag, path string) (string, error) {
 const clusterWriteTimeout = 3 * time.Second
 
 // openClusterStore opens the shared run store on JetStream.
-func openClusterStore(ctx context.Context, js jetstream.JetStream, replicas int) (state.Store, error) {
-	return jsstore.Open(ctx, js, jsstore.Options{Replicas: replicas, WriteTimeout: clusterWriteTimeout})
+func openClusterStore(ctx context.Context, js jetstream.JetStream, o cluster.StoreOptions) (state.Store, error) {
+	return jsstore.Open(ctx, js, jsstore.Options{Replicas: o.Replicas, BindOnly: o.BindOnly, WriteTimeout: clusterWriteTimeout})
 }

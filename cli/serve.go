@@ -211,6 +211,7 @@ func serveUntilDone(ctx context.Context, cfg configs.Server, level logOpts, stdo
 
 // serveWith is serveUntilDone with its logger.
 func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level logOpts, stdout, stderr io.Writer, after func(context.Context, *app.App) (<-chan error, error), sandboxConfig string, cl *clusterFlags) error {
+	began := time.Now()
 	var err error
 	say := newNotices(stdout, level)
 	cfg.ApplyDefaults()
@@ -245,10 +246,11 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 		return err
 	}
 	var eng server.Engine = a.Executor
+	reads := a.Executor.Store()
 	if node != nil {
-		eng = node.engine
+		eng, reads = node.engine, node.member.Reads
 	}
-	srv, err := server.New(a.Config, eng, a.Executor.Store(), log)
+	srv, err := server.New(a.Config, eng, reads, log)
 	if err != nil {
 		return errors.Join(err, closeApp(context.Background()), closeSandbox(context.Background()))
 	}
@@ -288,6 +290,10 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 			url, a.Config.DataDir, a.Config.Mode, node.name, node.url, node.member.Replicas),
 			"flock listening", "url", url, "data", a.Config.DataDir, "mode", a.Config.Mode,
 			"node", node.name, "nats", node.url, "replicas", node.member.Replicas)
+		// On stderr too, for whoever starts nodes and waits for them.
+		newNotices(stderr, level).say(fmt.Sprintf("flock: cluster node %s ready after %.2f s (%s)",
+			node.name, time.Since(began).Seconds(), node.member.Provisioned),
+			"cluster node ready", "node", node.name, "after_s", time.Since(began).Seconds(), "how", node.member.Provisioned.String())
 	} else {
 		resumed := len(a.Executor.Active())
 		say.say(fmt.Sprintf("flock listening on %s (data %s, mode %s, %d runs resumed)", url, a.Config.DataDir, a.Config.Mode, resumed),
@@ -342,7 +348,7 @@ func openNode(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *clu
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := app.OpenCluster(ctx, cfg, log, app.Cluster{Store: m.Store, Dispatcher: m.Dispatcher, LeaseTTL: m.AckWait}, opts...)
+	a, err := app.OpenCluster(ctx, cfg, log, app.Cluster{Store: m.Store, Dispatcher: m.Dispatcher, LeaseTTL: m.AckWait, Node: ccfg.Name}, opts...)
 	if err != nil {
 		m.Close()
 		return nil, nil, errors.Join(err, m.Store.Close())

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/flockrun/flock/configs"
+	jsstore "github.com/flockrun/flock/state/jetstream"
 )
 
 // UserName is the NATS user flock nodes connect as. On an embedded node it
@@ -108,17 +109,19 @@ func insecure(what, addr string) error {
 
 // natsPermissions are the permissions of flock's NATS user: the subjects
 // of the run store (state/jetstream with its default prefix: streams
-// FLOCK_RUNS and FLOCK_INDEX, buckets FLOCK_HEADS and FLOCK_LEASES, the
-// object store FLOCK_BLOBS) and of dispatch (claims, control, events),
-// JetStream's API, acknowledgements and flow control, and reply inboxes.
-// On an external NATS, give flock's user an account of its own with these
-// (README, "Running a cluster").
+// FLOCK_RUNS_<shard> and FLOCK_INDEX, buckets FLOCK_HEADS_<shard> and
+// FLOCK_LEASES, the object store FLOCK_BLOBS) and of dispatch (claims,
+// control, events), JetStream's API, acknowledgements and flow control,
+// and reply inboxes. On an external NATS, give flock's user an account of
+// its own with these (README, "Running a cluster").
 func natsPermissions() *server.Permissions {
+	allow := []string{"flock.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
+		"$KV.FLOCK_LEASES.>", "$O.FLOCK_BLOBS.>", "_INBOX.>"}
+	for i := range jsstore.Shards {
+		allow = append(allow, fmt.Sprintf("$KV.FLOCK_HEADS_%d.>", i))
+	}
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			"flock.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
-			"$KV.FLOCK_HEADS.>", "$KV.FLOCK_LEASES.>", "$O.FLOCK_BLOBS.>", "_INBOX.>",
-		}},
+		Publish:   &server.SubjectPermission{Allow: allow},
 		Subscribe: &server.SubjectPermission{Allow: []string{"flock.>", "_INBOX.>"}},
 	}
 }

@@ -226,9 +226,9 @@ func attacks(id string) []string {
 		"SUB flock.> 1",
 		"SUB _INBOX.> 2",
 		fmt.Sprintf("PUB %s%s _INBOX.a %d", controlPrefix, token(id), len(cancel)), cancel,
-		"PUB $JS.API.STREAM.DELETE.FLOCK_RUNS _INBOX.b 0", "",
+		"PUB $JS.API.STREAM.DELETE.FLOCK_RUNS_0 _INBOX.b 0", "",
 		"PUB $JS.API.STREAM.PURGE.FLOCK_CLAIMS _INBOX.c 0", "",
-		fmt.Sprintf("PUB flock.run.forged.spec _INBOX.d %d", len(forged)), forged,
+		fmt.Sprintf("PUB flock.run.0.forged.spec _INBOX.d %d", len(forged)), forged,
 		fmt.Sprintf("PUB %sforged _INBOX.e 6", claimPrefix), "forged",
 		"PING",
 	}
@@ -547,8 +547,8 @@ func TestJoinExternalREADMEConfig(t *testing.T) {
 				client = files[1]
 			}
 			srv := runNATS(t, opts)
-			open := func(ctx context.Context, js jetstream.JetStream, r int) (state.Store, error) {
-				return jsstore.Open(ctx, js, jsstore.Options{Replicas: r})
+			open := func(ctx context.Context, js jetstream.JetStream, so StoreOptions) (state.Store, error) {
+				return jsstore.Open(ctx, js, jsstore.Options{Replicas: so.Replicas, BindOnly: so.BindOnly})
 			}
 			cfg := Config{Name: "n1", NATSURL: srv.ClientURL(), Secret: "not-the-cluster-secret", TLS: client,
 				Replicas: 1, ReadyTimeout: 10 * time.Second}

@@ -154,17 +154,12 @@ func NewDispatcher(cfg DispatchConfig) (*Dispatcher, error) {
 	return d, nil
 }
 
-// Provision creates (or updates) the claim stream and its consumer,
-// retrying until ctx ends while the cluster elects its leaders.
+// Provision makes sure the claim stream and its consumer exist as this
+// node wants them, creating or updating what is missing or configured
+// otherwise (AckWait, MaxDeliver, MaxAckPending, replicas), retrying
+// until ctx ends while the cluster elects its leaders. Where everything is
+// there already it only reads it.
 func (d *Dispatcher) Provision(ctx context.Context) error {
-	scfg := jetstream.StreamConfig{
-		Name:        ClaimStream,
-		Description: "flock: one claim per run waiting for or held by a node",
-		Subjects:    []string{claimPrefix + ">"},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    d.cfg.Replicas,
-	}
 	ccfg := jetstream.ConsumerConfig{
 		Durable:       ClaimConsumer,
 		Description:   "flock: the nodes that drive runs",
@@ -176,14 +171,37 @@ func (d *Dispatcher) Provision(ctx context.Context) error {
 		Replicas:      d.cfg.Replicas,
 	}
 	return retry(ctx, func(ctx context.Context) error {
-		if _, err := d.js.CreateOrUpdateStream(ctx, scfg); err != nil {
-			return fmt.Errorf("create stream %s: %w", ClaimStream, err)
+		err := d.provisionOnce(ctx, ccfg)
+		if err != nil {
+			d.cfg.Logger.Debug("provision the claim queue", "node", d.cfg.Node, "err", err)
 		}
-		if _, err := d.js.CreateOrUpdateConsumer(ctx, ClaimStream, ccfg); err != nil {
-			return fmt.Errorf("create consumer %s: %w", ClaimConsumer, err)
-		}
-		return nil
+		return err
 	})
+}
+
+// provisionOnce is one try of Provision.
+func (d *Dispatcher) provisionOnce(ctx context.Context, ccfg jetstream.ConsumerConfig) error {
+	st, err := d.js.Stream(ctx, ClaimStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) || (err == nil && st.CachedInfo().Config.Replicas != d.cfg.Replicas) {
+		_, err = d.js.CreateOrUpdateStream(ctx, claimStreamConfig(d.cfg.Replicas))
+	}
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", ClaimStream, err)
+	}
+	c, err := d.js.Consumer(ctx, ClaimStream, ClaimConsumer)
+	if err == nil {
+		have := c.CachedInfo().Config
+		if have.AckWait == ccfg.AckWait && have.MaxDeliver == ccfg.MaxDeliver &&
+			have.MaxAckPending == ccfg.MaxAckPending && have.Replicas == ccfg.Replicas {
+			return nil
+		}
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("consumer %s: %w", ClaimConsumer, err)
+	}
+	if _, err := d.js.CreateOrUpdateConsumer(ctx, ClaimStream, ccfg); err != nil {
+		return fmt.Errorf("create consumer %s: %w", ClaimConsumer, err)
+	}
+	return nil
 }
 
 // retry calls f until it succeeds or ctx ends, each try bounded to 5 s.
@@ -555,7 +573,13 @@ type controlReply struct {
 	// Code is "" (done), "not_driven", "ended" or "error".
 	Code  string `json:"code,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Live is what holds the run, the answer to an actionLive request.
+	Live *workflows.Live `json:"live,omitempty"`
 }
+
+// actionLive asks the driving node what holds a run (Dispatcher.Live);
+// it is answered by the dispatcher, not the executor's Control.
+const actionLive workflows.Action = "live"
 
 // answer serves a control request for run id driven here.
 func (d *Dispatcher) answer(id string, m *nats.Msg) {
@@ -564,6 +588,13 @@ func (d *Dispatcher) answer(id string, m *nats.Msg) {
 	var rep controlReply
 	var req workflows.ControlRequest
 	err := json.Unmarshal(m.Data, &req)
+	if err == nil && req.Action == actionLive {
+		l := d.ex.Live(id)
+		rep.Live = &l
+		b, _ := json.Marshal(rep)
+		_ = m.Respond(b)
+		return
+	}
 	if err == nil {
 		err = d.ex.Control(ctx, id, req)
 	}
@@ -633,6 +664,22 @@ func (d *Dispatcher) Control(ctx context.Context, id string, req workflows.Contr
 		}
 	}
 	return true, fmt.Errorf("%s run %s on the node that drives it: %s", a, id, rep.Error)
+}
+
+// Live asks the node that drives run id what holds it (stalled commits,
+// waits); nothing when no node drives it or the node does not answer
+// before ctx ends.
+func (d *Dispatcher) Live(ctx context.Context, id string) workflows.Live {
+	data, _ := json.Marshal(workflows.ControlRequest{Action: actionLive})
+	m, err := d.nc.RequestWithContext(ctx, controlPrefix+token(id), data)
+	if err != nil {
+		return workflows.Live{}
+	}
+	var rep controlReply
+	if json.Unmarshal(m.Data, &rep) != nil || rep.Live == nil {
+		return workflows.Live{}
+	}
+	return *rep.Live
 }
 
 // PublishEvent forwards an event of a run driven here to the nodes that

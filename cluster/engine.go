@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,7 +27,18 @@ const headPoll = time.Second
 const healthTTL = time.Second
 
 // healthTimeout bounds a check of the store.
-const healthTimeout = 2 * time.Second
+const healthTimeout = time.Second
+
+// electionGrace is how long a store that does not answer (state.
+// ErrUnavailable: streams electing new leaders after a server died) only
+// degrades a node's health; past it the node is unavailable. NATS elects
+// within about 10 s.
+const electionGrace = 30 * time.Second
+
+// liveTimeout bounds the question to the driving node of what holds a
+// run (Live), so that a read of the run stays quick when that node is
+// gone.
+const liveTimeout = 300 * time.Millisecond
 
 // StoreChecker is implemented by stores that can tell whether they are
 // still usable (state/jetstream's Store): a cluster node's /health asks.
@@ -40,38 +53,60 @@ type StoreChecker interface {
 // Health checks the shared store and the claim queue too.
 type Engine struct {
 	*workflows.Executor
-	d *Dispatcher
+	d     *Dispatcher
+	reads state.Reader // the store's failover reads, if it has them
 
-	mu        sync.Mutex // held while checking; see LOCKS.md
-	checkedAt time.Time  // guarded by mu
-	checkErr  error      // guarded by mu
+	mu         sync.Mutex // held while checking; see LOCKS.md
+	checkedAt  time.Time  // guarded by mu
+	checkErr   error      // guarded by mu
+	answeredAt time.Time  // when a check last passed; guarded by mu
 }
 
 // NewEngine returns the engine of a node whose executor is ex and whose
 // dispatcher is d.
 func NewEngine(ex *workflows.Executor, d *Dispatcher) *Engine {
-	return &Engine{Executor: ex, d: d}
+	e := &Engine{Executor: ex, d: d, reads: d.cfg.Store, answeredAt: time.Now()}
+	if fr, ok := d.cfg.Store.(FailoverReader); ok {
+		e.reads = fr.FailoverReads()
+	}
+	return e
 }
 
-// Health is the executor's health, "unavailable" (the server answers
-// 503) when the shared store or the claim queue does not answer or lost
-// a stream: a node that cannot read or write runs is not healthy. The
-// check is at most healthTTL old; concurrent callers share one.
+// Health is the executor's health (degraded while runs' commits are
+// retried) plus a check of the shared store and the claim queue, at most
+// healthTTL old (concurrent callers share one):
+//
+//   - a stream lost (deleted), or a store that has not answered for
+//     electionGrace: "unavailable", and the server answers 503: a node
+//     that cannot read or write runs is not healthy;
+//   - a store that does not answer for less than that (state.
+//     ErrUnavailable: the cluster electing new leaders after a server
+//     died): "degraded", naming it. The node stays in service: it reads
+//     runs from replicas, its runs keep their finished results and retry
+//     their commits, and starts wait for the store.
 func (e *Engine) Health() workflows.Health {
 	h := e.Executor.Health()
-	if err := e.checkStore(); err != nil {
+	err, since := e.checkStore()
+	switch {
+	case err == nil:
+	case errors.Is(err, state.ErrUnavailable) && since < electionGrace:
+		h.Status = "degraded"
+		h.Reason = fmt.Sprintf("the cluster store has not answered for %s (electing new leaders?); runs wait for it: %v",
+			since.Round(100*time.Millisecond), err)
+	default:
 		h.Status, h.Reason = workflows.HealthUnavailable, "the cluster store does not answer: "+err.Error()
 	}
 	return h
 }
 
 // checkStore checks the store and the claim queue, or returns the last
-// check's result while it is fresh.
-func (e *Engine) checkStore() error {
+// check's result while it is fresh, with how long ago a check last
+// passed.
+func (e *Engine) checkStore() (error, time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.checkedAt.IsZero() && time.Since(e.checkedAt) < healthTTL {
-		return e.checkErr
+		return e.checkErr, time.Since(e.answeredAt)
 	}
 	ctx, cancel := context.WithTimeout(e.d.ctx, healthTimeout)
 	defer cancel()
@@ -83,7 +118,28 @@ func (e *Engine) checkStore() error {
 		err = e.d.Check(ctx)
 	}
 	e.checkedAt, e.checkErr = time.Now(), err
-	return err
+	if err == nil {
+		e.answeredAt = e.checkedAt
+	}
+	return err, time.Since(e.answeredAt)
+}
+
+// Questions lists the questions run id waits on a person for, reading
+// the run with the failover reads (workflows.Executor.QuestionsIn).
+func (e *Engine) Questions(ctx context.Context, id string) ([]workflows.Question, error) {
+	return e.Executor.QuestionsIn(ctx, e.reads, id)
+}
+
+// Live says what holds run id: from this node's executor if it drives
+// the run, else from the node that does (asked over NATS, for at most
+// liveTimeout; nothing is known if it does not answer).
+func (e *Engine) Live(id string) workflows.Live {
+	if l := e.Executor.Live(id); !l.Empty() || e.Executor.Drives(id) {
+		return l
+	}
+	ctx, cancel := context.WithTimeout(e.d.ctx, liveTimeout)
+	defer cancel()
+	return e.d.Live(ctx, id)
 }
 
 // Subscribe follows the committed events of run id, wherever it is
@@ -160,10 +216,15 @@ func (e *Engine) follow(ctx context.Context, id string, tree bool, raw <-chan *n
 				quiet = true
 				continue
 			}
-			h, err := e.d.cfg.Store.Run(ctx, id)
-			if err != nil || h.Status != state.StatusRunning {
-				// Ended or paused (or unreadable): the stream reads the
-				// store, which has every event, and decides.
+			h, err := e.reads.Run(ctx, id)
+			if err != nil {
+				// The store does not answer (a failover): keep
+				// following; the driving node goes on publishing.
+				continue
+			}
+			if h.Status != state.StatusRunning {
+				// Ended or paused: the stream reads the store, which
+				// has every event, and decides.
 				return
 			}
 		}

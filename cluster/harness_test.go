@@ -290,8 +290,8 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	}
 	base := t.TempDir()
 	if o.open == nil && !o.bolt {
-		o.open = func(ctx context.Context, js jetstream.JetStream, r int) (state.Store, error) {
-			return jsstore.Open(ctx, js, jsstore.Options{Replicas: r, WriteTimeout: 3 * time.Second})
+		o.open = func(ctx context.Context, js jetstream.JetStream, so StoreOptions) (state.Store, error) {
+			return jsstore.Open(ctx, js, jsstore.Options{Replicas: so.Replicas, BindOnly: so.BindOnly, WriteTimeout: 3 * time.Second})
 		}
 	}
 	own := !o.bolt
@@ -301,7 +301,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { shared.Close() })
-		o.open = func(context.Context, jetstream.JetStream, int) (state.Store, error) { return shared, nil }
+		o.open = func(context.Context, jetstream.JetStream, StoreOptions) (state.Store, error) { return shared, nil }
 	}
 	if o.tls == nil {
 		o.tls = make([]TLSFiles, o.n)
@@ -326,8 +326,8 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 				cfg.Node.ClusterListen = fmt.Sprintf("127.0.0.1:%d", ports[i])
 				cfg.Node.Routes = routes
 			}
-			m, err := Join(context.Background(), cfg, func(ctx context.Context, js jetstream.JetStream, r int) (state.Store, error) {
-				st, err := o.open(ctx, js, r)
+			m, err := Join(context.Background(), cfg, func(ctx context.Context, js jetstream.JetStream, so StoreOptions) (state.Store, error) {
+				st, err := o.open(ctx, js, so)
 				if err != nil {
 					return nil, err
 				}
@@ -351,7 +351,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 			m.Dispatcher.Close()
 			m.Dispatcher = d
 			n.a, err = app.OpenCluster(context.Background(), configs.Server{DataDir: n.dir}, testLogger(n.name),
-				app.Cluster{Store: n.store, Dispatcher: d, LeaseTTL: o.ackWait, HandoffDelay: o.handoffDelay})
+				app.Cluster{Store: n.store, Dispatcher: d, LeaseTTL: o.ackWait, HandoffDelay: o.handoffDelay, Node: n.name})
 			if err != nil {
 				return err
 			}
@@ -462,8 +462,15 @@ func (c *testCluster) alive() *testNode {
 	return nil
 }
 
-// raftGroups are the streams whose leaders a run's takeover needs.
-var raftGroups = []string{ClaimStream, "FLOCK_RUNS", "KV_FLOCK_HEADS", "KV_FLOCK_LEASES", "OBJ_FLOCK_BLOBS"}
+// raftGroups are the streams whose leaders a run's takeover needs (every
+// shard of the runs stream and heads bucket).
+var raftGroups = func() []string {
+	g := []string{ClaimStream, "FLOCK_INDEX", "KV_FLOCK_LEASES", "OBJ_FLOCK_BLOBS"}
+	for i := range jsstore.Shards {
+		g = append(g, fmt.Sprintf("FLOCK_RUNS_%d", i), fmt.Sprintf("KV_FLOCK_HEADS_%d", i))
+	}
+	return g
+}()
 
 // leadsAny reports which of the raft groups on a run's data path node i
 // leads: the streams and the claim consumer. (The meta group only assigns

@@ -164,7 +164,7 @@ func TestClusterHTTPFromEveryNode(t *testing.T) {
 // naming what is missing, once a stream the node needs was deleted, and
 // 200 "ok" while they are all there.
 func TestClusterHealthFollowsStore(t *testing.T) {
-	for _, stream := range []string{"FLOCK_RUNS", "KV_FLOCK_HEADS", "OBJ_FLOCK_BLOBS", ClaimStream} {
+	for _, stream := range []string{"FLOCK_RUNS_1", "KV_FLOCK_HEADS_3", "OBJ_FLOCK_BLOBS", ClaimStream} {
 		t.Run(stream, func(t *testing.T) {
 			c := startCluster(t, clusterOpts{n: 1})
 			srv := serve(t, c.nodes[0])

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -55,23 +54,37 @@ type Config struct {
 	Logger       *slog.Logger
 }
 
-// StoreOpener opens the shared run store on a JetStream context with the
-// given replicas (the CLI opens state/jetstream's store).
-type StoreOpener func(ctx context.Context, js jetstream.JetStream, replicas int) (state.Store, error)
+// FailoverReader is implemented by stores whose reads can answer while a
+// stream has no leader (state/jetstream's Store).
+type FailoverReader interface {
+	FailoverReads() state.Reader
+}
+
+// StoreOpener opens the shared run store on a JetStream context (the CLI
+// opens state/jetstream's store).
+type StoreOpener func(ctx context.Context, js jetstream.JetStream, o StoreOptions) (state.Store, error)
 
 // Member is one node's part of a cluster: its embedded NATS server (nil
 // with an external NATS), its connection, the shared store and the
 // dispatcher. Close it after the App that uses them.
 type Member struct {
-	Node       *Node
-	Conn       *nats.Conn
-	JS         jetstream.JetStream
-	Store      state.Store
+	Node  *Node
+	Conn  *nats.Conn
+	JS    jetstream.JetStream
+	Store state.Store
+	// Reads is what the node's HTTP API reads runs with: the store's
+	// failover reads (FailoverReader) when it has them, which answer
+	// from a replica while a stream elects a new leader, else Store.
+	Reads      state.Reader
 	Dispatcher *Dispatcher
 	// Replicas is the replication of the streams (1 or 3).
 	Replicas int
 	// AckWait is the claims' AckWait, the executor's lease TTL.
 	AckWait time.Duration
+	// Provisioned says whether this node created the cluster's streams
+	// or found them; Ready is how long Join took.
+	Provisioned Provisioned
+	Ready       time.Duration
 }
 
 // Join starts (or connects to) NATS, opens the store with open, and
@@ -105,6 +118,8 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 	}()
 	url := cfg.NATSURL
 	replicas := cfg.Replicas
+	rctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
 	if url == "" {
 		cfg.Node.Secret, cfg.Node.TLS = cfg.Secret, cfg.TLS
 		if cfg.Node.Secret == "" && cfg.Node.ClusterListen == "" {
@@ -117,6 +132,13 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 		if m.Node, err = StartNode(cfg.Node); err != nil {
 			return nil, err
 		}
+		// JetStream answers once the cluster has elected its meta leader
+		// (a majority of the nodes is up); requests sent before are lost
+		// and time out.
+		if err := m.Node.WaitJetStream(rctx); err != nil {
+			return nil, err
+		}
+		cfg.Logger.Debug("jetstream ready", "node", cfg.Name, "after", time.Since(began))
 		url = m.Node.ClientURL()
 		if replicas == 0 && !m.Node.Clustered() {
 			replicas = 1
@@ -135,52 +157,37 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	cfg.Logger.Debug("nats connected", "node", cfg.Name, "url", url, "after", time.Since(began))
-	rctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
-	defer cancel()
-	// JetStream answers once the cluster has elected its meta leader (a
-	// majority of the nodes is up); requests sent before are lost and
-	// time out. Creating a replicated stream often answers later than it
-	// applies (several nodes create the same ones at once): tries are
-	// short, and the next one finds the stream made.
-	if m.Node != nil {
-		if err := m.Node.WaitJetStream(rctx); err != nil {
-			return nil, err
-		}
-		cfg.Logger.Debug("jetstream ready", "node", cfg.Name, "after", time.Since(began))
-	}
-	// Open the store, then wait until a read and a lease round trip
-	// answer here: the streams may exist before their replicas on this
-	// node serve.
-	probe := "flock-ready-probe-" + cfg.Name
-	if err := retryEvery(rctx, time.Second, 100*time.Millisecond, func(ctx context.Context) error {
-		if m.Store == nil {
-			st, err := open(ctx, m.JS, replicas)
-			if err != nil {
-				cfg.Logger.Debug("open store", "node", cfg.Name, "err", err)
-				return err
-			}
-			m.Store = st
-		}
-		err := probeStore(ctx, m.Store, probe, cfg.Name)
-		if err != nil {
-			cfg.Logger.Debug("store not ready", "node", cfg.Name, "err", err)
-		}
-		return err
-	}); err != nil {
+	if m.Provisioned, err = m.provision(rctx, cfg, open, replicas); err != nil {
 		return nil, fmt.Errorf("open the cluster store (%d replicas; a cluster needs a majority of its nodes up): %w", replicas, err)
 	}
-	cfg.Logger.Debug("store open", "node", cfg.Name, "replicas", replicas, "after", time.Since(began))
+	cfg.Logger.Debug("store open", "node", cfg.Name, "replicas", replicas, "how", m.Provisioned, "after", time.Since(began))
+	m.Reads = m.Store
+	if fr, ok := m.Store.(FailoverReader); ok {
+		m.Reads = fr.FailoverReads()
+	}
 	m.Dispatcher, err = NewDispatcher(DispatchConfig{Conn: m.Conn, Store: m.Store, Node: cfg.Name, Replicas: replicas,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: cfg.MaxAckPending,
 		SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	cfg.Logger.Debug("store answers", "node", cfg.Name, "after", time.Since(began))
 	if err := m.Dispatcher.Provision(rctx); err != nil {
 		return nil, err
 	}
-	cfg.Logger.Info("joined the cluster", "node", cfg.Name, "replicas", replicas, "after", time.Since(began))
+	// Wait until a read and a lease round trip answer here: new streams
+	// elect their leaders after they are made.
+	probe := "flock-ready-probe-" + cfg.Name
+	if err := retryEvery(rctx, time.Second, 20*time.Millisecond, func(ctx context.Context) error {
+		err := probeStore(ctx, m.Store, probe, cfg.Name)
+		if err != nil {
+			cfg.Logger.Debug("store not ready", "node", cfg.Name, "err", err)
+		}
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("the cluster store does not answer: %w", err)
+	}
+	m.Ready = time.Since(began)
+	cfg.Logger.Info("joined the cluster", "node", cfg.Name, "replicas", replicas, "how", m.Provisioned, "after", m.Ready)
 	return m, nil
 }
 
@@ -239,16 +246,4 @@ func (m *Member) Close() {
 	if m.Node != nil {
 		m.Node.Shutdown()
 	}
-}
-
-// probeStore reads a run that does not exist and takes and releases a
-// lease on it: both answer once the store's streams serve on this node.
-func probeStore(ctx context.Context, st state.Store, id, owner string) error {
-	if _, err := st.Run(ctx, id); !errors.Is(err, state.ErrNotFound) {
-		return fmt.Errorf("read: %w", err)
-	}
-	if _, err := st.Claim(ctx, id, owner, time.Second); err != nil {
-		return fmt.Errorf("lease: %w", err)
-	}
-	return st.Release(ctx, id, owner)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -56,19 +58,47 @@ type NodeConfig struct {
 // NATS 2.12.1 analysis found acknowledged writes lost under the default
 // 2-minute interval).
 type Node struct {
-	cfg NodeConfig
-	srv *server.Server
+	cfg  NodeConfig
+	opts *server.Options
+	srv  *server.Server
+	// gathering: the server runs without JetStream until routes to its
+	// peers are up (a node of a cluster that has never started; see
+	// WaitJetStream), then starts again with it.
+	gathering bool
+	// peers counts the other nodes named in the routes.
+	peers int
 }
 
 // StartNode starts an embedded NATS server and waits until it accepts
-// connections. With routes, JetStream's meta leader is elected once a
-// majority of the nodes is up; callers that create streams wait for that
-// (Dispatcher.Provision retries).
+// connections. A node of a new cluster (no JetStream state yet) starts
+// without JetStream; WaitJetStream starts it once the other nodes are
+// reachable. Use the node (Connect) only after WaitJetStream.
 func StartNode(cfg NodeConfig) (*Node, error) {
 	opts, err := cfg.options()
 	if err != nil {
 		return nil, err
 	}
+	n := &Node{cfg: cfg, opts: opts}
+	if len(opts.Routes) > 0 {
+		n.peers = peersOf(opts)
+		if _, err := os.Stat(filepath.Join(opts.StoreDir, server.JetStreamStoreDir)); os.IsNotExist(err) {
+			n.gathering = true
+		}
+	}
+	first := opts
+	if n.gathering {
+		first = opts.Clone()
+		first.JetStream = false
+	}
+	if n.srv, err = startServer(cfg.Name, first); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// startServer starts a NATS server with opts and waits until it accepts
+// connections.
+func startServer(name string, opts *server.Options) (*server.Server, error) {
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNode, err)
@@ -76,9 +106,24 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	go srv.Start() // owned by srv: Shutdown stops it
 	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
-		return nil, fmt.Errorf("%w: node %s not ready after 30 s", ErrNode, cfg.Name)
+		return nil, fmt.Errorf("%w: node %s not ready after 30 s", ErrNode, name)
 	}
-	return &Node{cfg: cfg, srv: srv}, nil
+	return srv, nil
+}
+
+// peersOf counts the routes of opts that are not the node's own cluster
+// address.
+func peersOf(opts *server.Options) int {
+	n := 0
+	for _, r := range opts.Routes {
+		own := r.Port() == strconv.Itoa(opts.Cluster.Port) &&
+			(r.Hostname() == opts.Cluster.Host || configs.IsLoopback(r.Hostname()) && configs.IsLoopback(opts.Cluster.Host) ||
+				opts.Cluster.Host == "0.0.0.0" || opts.Cluster.Host == "::")
+		if !own {
+			n++
+		}
+	}
+	return n
 }
 
 // options turns cfg into the server's options, checking every field.
@@ -212,12 +257,52 @@ func (n *Node) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 // Clustered reports whether the node has routes to other nodes configured.
 func (n *Node) Clustered() bool { return n.cfg.ClusterListen != "" }
 
+// peerGrace is how long a node of a new cluster that reaches a majority of
+// its peers waits for the others before it starts JetStream.
+const peerGrace = time.Second
+
 // WaitJetStream waits until the node's JetStream is current with the
 // cluster's meta leader (a majority of the nodes is up and has elected
 // one), or ctx ends.
+//
+// A node of a new cluster first waits, without JetStream, until it has had
+// routes to all its peers (or to a majority, and peerGrace has passed),
+// then starts its server again with JetStream. NATS elects the first meta
+// leader of a cluster at once (a campaign within 100-800 ms) only among
+// the nodes whose JetStream runs by then; a node whose vote requests found
+// no one waits out the election timeout (4-9 s, not configurable). The
+// nodes of a new cluster, each waiting for the others, start JetStream
+// within moments of each other, so that the first campaign finds them.
 func (n *Node) WaitJetStream(ctx context.Context) error {
-	t := time.NewTicker(25 * time.Millisecond)
+	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
+	if n.gathering {
+		majority := (n.peers + 1) / 2 // other nodes that make a majority with this one
+		seen := map[string]bool{}
+		var grace time.Time // when it stops waiting for the rest
+		for len(seen) < n.peers && (grace.IsZero() || time.Now().Before(grace)) {
+			if rz, err := n.srv.Routez(nil); err == nil {
+				for _, r := range rz.Routes {
+					seen[r.RemoteName] = true
+				}
+			}
+			if len(seen) >= majority && grace.IsZero() {
+				grace = time.Now().Add(peerGrace)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: node %s reaches %d of its %d peers (is a majority of the nodes up?)", ErrNotReady, n.cfg.Name, len(seen), n.peers)
+			case <-t.C:
+			}
+		}
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+		srv, err := startServer(n.cfg.Name, n.opts)
+		if err != nil {
+			return err
+		}
+		n.srv, n.gathering = srv, false
+	}
 	for !n.srv.JetStreamIsCurrent() {
 		select {
 		case <-ctx.Done():

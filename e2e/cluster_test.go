@@ -23,6 +23,9 @@ type clusterNode struct {
 	name, data, addr, natsAddr, routeAddr string
 	secretFile                            string
 	extra                                 []string
+	env                                   []string // added to the process's environment
+	// args, if set, replace the flags clusterArgs gives (before extra).
+	args []string
 }
 
 // clusterSecretFile writes a cluster secret into a file only its owner
@@ -53,6 +56,9 @@ func newClusterNodes(t testing.TB, n int) ([]clusterNode, string) {
 
 // clusterArgs are the flags of node n's `flock serve --cluster`.
 func clusterArgs(n clusterNode, routes string) []string {
+	if n.args != nil {
+		return append(slices.Clone(n.args), n.extra...)
+	}
 	args := []string{"serve", "--cluster", "--node", n.name, "--addr", n.addr, "--data", n.data,
 		"--nats-listen", n.natsAddr, "--cluster-listen", n.routeAddr, "--routes", routes,
 		"--nats-secret-file", n.secretFile, "--ack-wait", "1s", "--log-level", "warn"}
@@ -64,6 +70,9 @@ func clusterArgs(n clusterNode, routes string) []string {
 func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, clusterArgs(n, routes)...)
+	if len(n.env) > 0 {
+		cmd.Env = append(os.Environ(), n.env...)
+	}
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -83,17 +92,31 @@ func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
 // waitHealthy waits for p's /health.
 func waitHealthy(t testing.TB, p *proc, d time.Duration) {
 	t.Helper()
+	waitAllHealthy(t, []*proc{p}, d)
+}
+
+// waitAllHealthy waits until every node of ps passes /health; if one does
+// not within d, it fails with the tail of every node's output (a node
+// waits for the others).
+func waitAllHealthy(t testing.TB, ps []*proc, d time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(d)
-	for {
-		resp, err := http.Get(p.base + "/health")
+	for i := 0; i < len(ps); {
+		resp, err := http.Get(ps[i].base + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return
+				i++
+				continue
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node did not come up: %v\n%s", err, p.out.String())
+			var all strings.Builder
+			for j, p := range ps {
+				out := p.out.String()
+				fmt.Fprintf(&all, "--- node %d:\n%s\n", j+1, out[max(0, len(out)-6000):])
+			}
+			t.Fatalf("node %d did not come up: %v\n%s", i+1, err, all.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -30,6 +30,16 @@ type Env struct {
 	// Handlers must call it before a wait of more than a second and end it
 	// after; it is safe for concurrent use.
 	Waiting func(reason string, until time.Time)
+	// MayStart, when not nil, says whether the run may still start work
+	// on this node: nil, or an error when it may not (in a cluster, the
+	// run's lease may have lapsed while the process was stopped, and
+	// another node may drive the run now). The executor checks it before
+	// it calls Handle; a handler that starts work later than that — a
+	// command queued behind another in the run's shell or interpreter, a
+	// model request sent after a limiter wait or a retry's backoff —
+	// calls it right before, and starts nothing on an error. It is safe
+	// for concurrent use.
+	MayStart func() error
 }
 
 // Handler runs one kind of operation.

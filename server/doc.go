@@ -16,7 +16,7 @@
 //
 // # Routes
 //
-//	GET  /health               {"status":"ok"}, or "degraded" with the stalled runs; 503 "unavailable" when runs cannot be read or written (a cluster node's store); never needs a token
+//	GET  /health               {"status":"ok"}, or "degraded" with the stalled runs (or a cluster store electing leaders); 503 "unavailable" when runs cannot be read or written (a cluster node's store lost a stream, or has not answered for 30 s); never needs a token
 //	GET  /openapi.json         the OpenAPI 3.1 document of these routes
 //	POST /start_workflow       {"workflow","settings","task"} -> 201 {"run_id","status"}
 //	GET  /runs                 ?status=&workflow=&parent_id=&top=&q=&after=&limit= -> {"runs","next"}; each run with "task" (first line), "children", "questions"
@@ -85,7 +85,8 @@
 // to statuses with errors.Is: ErrBadInput, workflows.ErrBadRequest and
 // workflows.ErrUnknownWorkflow give 400 (a bad "after" cursor included),
 // ErrRefused 403 or 415 (see Security), state.ErrNotFound 404,
-// workflows.ErrEnded 409, an oversize body 413, workflows.ErrStopped 503 and
+// workflows.ErrEnded 409, an oversize body 413, workflows.ErrStopped and
+// state.ErrUnavailable (a cluster store electing new leaders) 503, and
 // anything else 500 with a request id and no internals. Every response,
 // refusals included, carries the request id in X-Request-ID.
 //

@@ -120,6 +120,7 @@ func viewRun(r state.Run) api.Run {
 		Limits:    api.Limits{Tokens: r.Limits.Tokens, Actions: r.Limits.Actions, Seconds: r.Limits.Seconds, Cost: r.Limits.Cost},
 		EndReason: r.EndReason, Result: r.Result, Error: r.Error,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt,
+		Driver: r.Driver, DrivenSince: r.DrivenSince,
 	}
 	v.Usage.ReplayHits, v.Usage.ReplayMisses = r.Usage.ReplayHits, r.Usage.ReplayMisses
 	if f := r.ForkedFrom; f != nil {

@@ -83,6 +83,8 @@ func (s *Server) describe(err error, c *echo.Context) (int, string) {
 		return http.StatusInsufficientStorage, err.Error() + ": free space on that disk and try again"
 	case errors.Is(err, workflows.ErrStopped):
 		return http.StatusServiceUnavailable, "the executor is stopped (the server is shutting down)"
+	case errors.Is(err, state.ErrUnavailable):
+		return http.StatusServiceUnavailable, "the cluster store does not answer (electing new leaders?); try again: " + err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "request cancelled before it completed"
 	}

@@ -39,4 +39,11 @@ var (
 	// the run's lease (it expired and was claimed by another owner, or was
 	// released).
 	ErrLeaseLost = errors.New("lease on the run was lost")
+	// ErrUnavailable is returned when a shared store did not answer in
+	// time or answered that it cannot serve now: a cluster electing new
+	// leaders after a server died, a connection being re-established.
+	// It is transient: the same call may be retried. A commit that fails
+	// with it may or may not have applied; retried with the same
+	// Commit.ID it applies at most once (see Commit.ID).
+	ErrUnavailable = errors.New("the store does not answer")
 )

@@ -80,6 +80,13 @@ type Run struct {
 	WorkDir string `json:"work_dir"`
 	// ForkedFrom names the run and step this run was forked from.
 	ForkedFrom *ForkRef `json:"forked_from,omitempty"`
+	// Driver names the cluster node that took the run up last, and
+	// DrivenSince when: written by that node when it starts driving the
+	// run (a takeover after a node's death, a wake after a hand-off), kept
+	// when it lets go (the run ended, is paused, parked or queued). Empty
+	// for runs of a single flock process.
+	Driver      string     `json:"driver,omitempty"`
+	DrivenSince *time.Time `json:"driven_since,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

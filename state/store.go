@@ -10,6 +10,14 @@ import (
 // Commit is one atomic change to one run.
 type Commit struct {
 	RunID string
+	// ID, if set, names the commit so that it can be retried safely after
+	// an error that leaves its outcome unknown (ErrUnavailable): a store
+	// that finds a commit of this ID applied to the run's head returns nil
+	// (with the event numbers and revision it was given), and a shared
+	// store reuses what an earlier attempt appended. A retry must carry
+	// the same content. Stores whose commits always know their outcome
+	// (bbolt) ignore it.
+	ID string
 	// ExpectRevision, if not 0, fences the commit: it applies only if the
 	// stored head's Revision equals it (the head the caller last read or
 	// wrote), otherwise Commit fails with an error wrapping ErrFenced and

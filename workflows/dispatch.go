@@ -141,7 +141,7 @@ func (e *Executor) Drive(ctx context.Context, id string) error {
 	case head.Status == state.StatusPaused:
 		return fmt.Errorf("%w: run %s", ErrPaused, id)
 	}
-	if err := e.claim(ctx, id); err != nil {
+	if _, err := e.claim(ctx, id); err != nil {
 		return err
 	}
 	// Read the head again under the lease: the one read before may be
@@ -157,7 +157,33 @@ func (e *Executor) Drive(ctx context.Context, id string) error {
 		}
 		return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
 	}
+	if head, err = e.takeUp(ctx, head); err != nil {
+		e.release(id)
+		return err
+	}
 	return e.resume(ctx, head)
+}
+
+// takeUp writes this node into run head.ID's head as its driver
+// (Run.Driver, DrivenSince), fenced by the head just read. From then on
+// every commit of a node that drove the run before fails with
+// state.ErrFenced, even one that does not know yet that its lease is gone.
+func (e *Executor) takeUp(ctx context.Context, head state.Run) (state.Run, error) {
+	now := e.now().UTC()
+	head.Driver, head.DrivenSince = e.node(), &now
+	c := &state.Commit{RunID: head.ID, ExpectRevision: head.Revision, Run: &head}
+	if err := e.store.Commit(ctx, c); err != nil {
+		return state.Run{}, fmt.Errorf("take up run %s: %w", head.ID, err)
+	}
+	return head, nil
+}
+
+// node names this executor in the heads of the runs it drives.
+func (e *Executor) node() string {
+	if e.cfg.Node != "" {
+		return e.cfg.Node
+	}
+	return e.cfg.Owner
 }
 
 // Control cancels, pauses or answers run id if this executor drives it,
@@ -212,6 +238,35 @@ func (e *Executor) retryFenced(ctx context.Context, action func() error) error {
 	}
 }
 
+// unavailableWait bounds how long a request (a start) waits for a store
+// that does not answer (state.ErrUnavailable): a cluster elects new
+// leaders within about 10 s.
+const unavailableWait = 15 * time.Second
+
+// whileUnavailable calls f until it does not fail with
+// state.ErrUnavailable, for at most unavailableWait or until ctx ends,
+// pausing 100 ms to 1 s between tries. f must be safe to repeat (a
+// commit carrying a Commit.ID, a claim).
+func (e *Executor) whileUnavailable(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(unavailableWait)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := f()
+		if !errors.Is(err, state.ErrUnavailable) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-e.baseCtx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
 // enqueue hands run id to the dispatcher, due at wake.
 //
 // It is called once the run is written (started, resumed, forked): the
@@ -250,7 +305,7 @@ func (r *runner) handoff() {
 // unloadFor maps the cause of an interruption to an Unload.
 func unloadFor(cause, err error) Unload {
 	switch {
-	case errors.Is(cause, errLeaseLost), errors.Is(err, state.ErrFenced):
+	case errors.Is(cause, errLeaseLost), errors.Is(err, errLeaseLost), errors.Is(err, state.ErrFenced):
 		return Unload{Reason: UnloadLost}
 	case errors.Is(cause, ErrStopped):
 		return Unload{Reason: UnloadStopped}

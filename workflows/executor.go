@@ -76,9 +76,15 @@ type Config struct {
 	// DefaultSnapshotMaxRunBytes.
 	SnapshotMaxRunBytes int64
 	// LeaseTTL is how long a claim on a run lasts unless renewed; the
-	// executor renews its runs' leases every LeaseTTL/3. Default
+	// executor renews its runs' leases every LeaseTTL/4. In cluster mode
+	// a run starts an operation or commits only while, by this node's own
+	// clock (package boottime, which counts a stopped process's time), its
+	// lease was confirmed less than 3/4 of LeaseTTL ago. Default
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Node names this executor's cluster node in the heads of the runs it
+	// drives (state.Run.Driver). Default: Owner.
+	Node string
 	// Dispatcher, if set, puts the executor in cluster mode: it drives
 	// only the runs handed to it (Drive), StartRun and Resume enqueue
 	// runs instead of driving them, and a run waiting longer than
@@ -271,6 +277,13 @@ func (e *Executor) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.renewLeases()
 	}()
+	if e.dispatched() {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.watchLeases()
+		}()
+	}
 	if e.dispatched() || e.cfg.NoResume {
 		return nil
 	}
@@ -437,7 +450,7 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 		}
 	}
 
-	if err := e.claim(ctx, id); err != nil {
+	if err := e.whileUnavailable(ctx, func() error { _, err := e.claim(ctx, id); return err }); err != nil {
 		return state.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
 	head := state.Run{
@@ -463,8 +476,8 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 			Warnings []string `json:"warnings"`
 		}{warnings})
 	}
-	c := &state.Commit{RunID: id, Run: &head, Spec: &spec, Events: []state.Event{created}}
-	if err := e.store.Commit(ctx, c); err != nil {
+	c := &state.Commit{RunID: id, ID: newCommitID(), Run: &head, Spec: &spec, Events: []state.Event{created}}
+	if err := e.whileUnavailable(ctx, func() error { return e.store.Commit(ctx, c) }); err != nil {
 		e.release(id)
 		return state.Run{}, nil, fmt.Errorf("create run: %w", err)
 	}
@@ -499,7 +512,8 @@ func warningsHint(warnings []string) string {
 // fails with an error wrapping state.ErrLeaseHeld if another owner drives
 // it.
 func (e *Executor) resume(ctx context.Context, head state.Run) (err error) {
-	if err := e.claim(ctx, head.ID); err != nil {
+	t0, err := e.claim(ctx, head.ID)
+	if err != nil {
 		return err
 	}
 	launched := false
@@ -535,6 +549,7 @@ func (e *Executor) resume(ctx context.Context, head state.Run) (err error) {
 	}
 	r := e.newRunner(head, spec, rs, wf)
 	r.resumed = true
+	r.lease.confirm(t0, e.cfg.LeaseTTL)
 	e.broker.seed(head.ID, head.ParentID, evs)
 	launched = e.launch(r)
 	return nil
@@ -738,7 +753,7 @@ func (e *Executor) Resume(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	if err := e.claim(ctx, id); err != nil {
+	if _, err := e.claim(ctx, id); err != nil {
 		return fmt.Errorf("resume run %s: %w", id, err)
 	}
 	now := e.now().UTC()

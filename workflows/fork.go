@@ -337,7 +337,7 @@ func (e *Executor) ForkWithWarnings(ctx context.Context, id string, req ForkRequ
 	if stopped {
 		return state.Run{}, nil, ErrStopped
 	}
-	if err := e.claim(ctx, newID); err != nil {
+	if _, err := e.claim(ctx, newID); err != nil {
 		return state.Run{}, nil, fmt.Errorf("create fork: %w", err)
 	}
 	ref := state.ForkRef{Run: id, Step: req.Step}

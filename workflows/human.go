@@ -46,14 +46,20 @@ func (e *Executor) asker(kind operations.Kind) handlers.Asker {
 // Questions lists the operations of run id's current step that wait for
 // a person, in request order; none once the run has ended.
 func (e *Executor) Questions(ctx context.Context, id string) ([]Question, error) {
-	head, err := e.store.Run(ctx, id)
+	return e.QuestionsIn(ctx, e.store, id)
+}
+
+// QuestionsIn is Questions reading the run from r (a cluster node's HTTP
+// API reads from replicas while the store elects leaders).
+func (e *Executor) QuestionsIn(ctx context.Context, r state.Reader, id string) ([]Question, error) {
+	head, err := r.Run(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if head.Status.Terminal() || head.NumOps == 0 {
 		return nil, nil
 	}
-	ops, err := e.store.StepOps(ctx, id, head.Step)
+	ops, err := r.StepOps(ctx, id, head.Step)
 	if err != nil {
 		return nil, err
 	}

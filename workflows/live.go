@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,6 +154,14 @@ func waitMessage(reason string, until, now time.Time) string {
 	return fmt.Sprintf("%s in %d s", reason, int64(math.Ceil(left.Seconds())))
 }
 
+// Drives reports whether this executor drives run id now.
+func (e *Executor) Drives(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.runs[id]
+	return ok
+}
+
 // Live returns what holds run id at the moment, if the executor drives it.
 func (e *Executor) Live(id string) Live {
 	e.mu.Lock()
@@ -196,50 +206,81 @@ func (e *Executor) Health() Health {
 	return h
 }
 
-// Backoff of commits retried for lack of space.
+// Backoff of commits retried for lack of space, and while the store does
+// not answer.
 const (
-	stallFirstRetry = 50 * time.Millisecond
-	stallMaxRetry   = 2 * time.Second
+	stallFirstRetry     = 50 * time.Millisecond
+	stallMaxRetry       = 2 * time.Second
+	unavailableMaxRetry = 500 * time.Millisecond
 )
 
-// commit writes c, retrying with backoff while the disk is full: the run
-// shows it is stalled, a live event says so, and it goes on by itself once
-// space is back. Other store errors return at once. It gives up only when
-// the executor stops (the run then resumes on the next start, as after a
-// crash). A commit fenced by another owner's write (state.ErrFenced)
-// returns at once.
+// commit writes c, retrying with backoff while the disk is full or the
+// store does not answer (state.ErrUnavailable: a cluster electing new
+// leaders): the run shows it is stalled, a live event says so, and it goes
+// on by itself once the store answers. The commit keeps its Commit.ID
+// across tries, so that a try whose outcome was unknown applies at most
+// once. In cluster mode each try waits until the run's lease holds by
+// this node's clock (awaitLease). Other store errors return at once. It
+// gives up when the executor stops (the run then resumes on the next
+// start, as after a crash) or, in cluster mode, when the lease is lost
+// (the error then wraps errLeaseLost). A commit fenced by another owner's
+// write (state.ErrFenced) returns at once.
 func (r *runner) commit(c *state.Commit) error {
 	wait := stallFirstRetry
 	// Every commit of a driven run is fenced by the head it last wrote, so
 	// that if another owner took the run, nothing more is written here.
 	c.ExpectRevision = r.head.Revision
+	if c.ID == "" {
+		c.ID = newCommitID()
+	}
 	for {
+		if err := r.awaitLease(); err != nil {
+			return fmt.Errorf("commit to run %s: %w", r.id, err)
+		}
 		err := r.e.store.Commit(context.WithoutCancel(r.ctx), c)
 		if err == nil {
 			if r.live.setStalled("") {
 				r.e.log.Info("commit succeeded again; the run goes on", "run", r.head.ID)
 				r.e.broker.notice(r.head.ID, state.Event{Time: r.e.now().UTC(), Type: state.EventRun, Status: state.EventUnstalled,
-					Message: "space is back; the run goes on"})
+					Message: "the store answers again; the run goes on"})
 			}
 			return nil
 		}
-		if !errors.Is(err, state.ErrNoSpace) {
+		var msg, logMsg string
+		limit := stallMaxRetry
+		switch {
+		case errors.Is(err, state.ErrNoSpace):
+			msg, logMsg = err.Error()+"; retrying", "commit failed for lack of space; retrying until space is freed"
+		case errors.Is(err, state.ErrUnavailable):
+			msg = err.Error() + "; retrying, the finished results kept"
+			logMsg = "commit failed: the store does not answer; retrying until it does (or the lease is lost), results kept"
+			limit = unavailableMaxRetry
+		default:
 			return err
 		}
-		msg := err.Error() + "; retrying"
 		if r.live.setStalled(msg) {
-			r.e.log.Error("commit failed for lack of space; retrying until space is freed", "run", r.head.ID, "err", err)
+			r.e.log.Error(logMsg, "run", r.head.ID, "err", err)
 			r.e.broker.notice(r.head.ID, state.Event{Time: r.e.now().UTC(), Type: state.EventRun, Status: state.EventStalled, Message: msg})
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
+		case <-r.lease.lostC():
+			t.Stop()
+			return fmt.Errorf("commit to run %s: %w: %w", r.id, errLeaseLost, err)
 		case <-r.e.baseCtx.Done():
 			t.Stop()
 			return err
 		}
-		wait = min(wait*2, stallMaxRetry)
+		wait = min(wait*2, limit)
 	}
+}
+
+// newCommitID returns a random Commit.ID.
+func newCommitID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // waiting is the handlers.Env.Waiting of op: it records the wait on the

@@ -17,23 +17,29 @@ import (
 	"github.com/flockrun/flock/workflows"
 )
 
-// flakyStore fails every commit once fail is set, as JetStream does while
-// a stream elects a new leader.
+// flakyStore fails every commit once fail is set (after letting pass
+// the number of commits given to failAfter), as JetStream does while a
+// stream elects a new leader.
 type flakyStore struct {
 	state.Store
 	mu   sync.Mutex
 	fail bool
+	pass int // commits that still pass once fail is set
 }
 
-func (f *flakyStore) setFail(v bool) {
+// failAfter makes every commit fail after the next n.
+func (f *flakyStore) failAfter(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fail = v
+	f.fail, f.pass = true, n
 }
 
 func (f *flakyStore) Commit(ctx context.Context, c *state.Commit) error {
 	f.mu.Lock()
-	fail := f.fail
+	fail := f.fail && f.pass == 0
+	if f.fail && f.pass > 0 {
+		f.pass--
+	}
 	f.mu.Unlock()
 	if fail {
 		return errors.New("nats: timeout")
@@ -88,7 +94,9 @@ func TestClusterStoreErrorReleasesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.setFail(true)
+	// The node's take-up of the run (Run.Driver) is written; the run's
+	// commits after it fail.
+	st.failAfter(1)
 	if err := ex.Drive(ctx, h.ID); err != nil {
 		t.Fatalf("drive: %v", err)
 	}

@@ -97,6 +97,10 @@ type runner struct {
 	// to the dispatcher); set by the drive goroutine before run returns.
 	unload Unload
 
+	// lease is what the run knows of its lease by this node's clock
+	// (cluster mode: see lease.go); it has its own lock.
+	lease runLease
+
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -119,6 +123,11 @@ func (r *runner) run() {
 	r.cancel(nil)
 	r.e.unregister(r)
 	r.e.release(r.id) // after the run's last commit, before done
+	if r.unload.Reason == UnloadLost || r.unload.Reason == UnloadFailed {
+		// Another node takes the run up from the store: nothing of it
+		// stays here (its shells and interpreters are closed).
+		r.e.closeRunResources(context.WithoutCancel(r.ctx), r.id)
+	}
 	if d := r.e.cfg.Dispatcher; d != nil {
 		d.Unloaded(r.id, r.unload)
 	}
@@ -162,6 +171,16 @@ func (r *runner) drive() (parked bool) {
 				}
 				r.interrupted(context.Cause(r.ctx))
 				return false
+			}
+			if errors.Is(err, errLeaseLapsed) {
+				// The step's operations were stopped: wait until the
+				// store confirms the lease (their finished results are
+				// kept; the others run again) or says it is lost.
+				if err := r.awaitLease(); err != nil {
+					r.interrupted(err)
+					return false
+				}
+				continue
 			}
 			if err != nil {
 				r.interrupted(err)
@@ -265,9 +284,9 @@ func (r *runner) interrupted(err error) {
 		r.finish(state.StatusCancelled, state.ReasonCancelled, "")
 	case errors.Is(cause, ErrPaused):
 		r.pause()
-	case errors.Is(cause, errLeaseLost), errors.Is(err, state.ErrFenced):
+	case errors.Is(cause, errLeaseLost), errors.Is(err, errLeaseLost), errors.Is(err, state.ErrFenced):
 		// Another owner drives the run now: write nothing more.
-		r.e.log.Error("run fenced: another owner wrote it; this executor stops driving it", "run", r.id, "err", err)
+		r.e.log.Warn("run taken over: another node drives it now; this one lets it go", "run", r.id, "err", err)
 		r.e.broker.forget(r.id)
 		r.unload = Unload{Reason: UnloadLost}
 	case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
@@ -350,6 +369,7 @@ func (r *runner) collect() ([]operations.Result, error) {
 		running++
 	}
 	r.outstanding.Store(int32(running))
+	sctx, endStep := r.stepContext()
 	for i := range r.ops {
 		if r.ops[i].Status == state.OpDone && r.ops[i].Result != nil {
 			results[i] = *r.ops[i].Result
@@ -359,13 +379,14 @@ func (r *runner) collect() ([]operations.Result, error) {
 			continue
 		}
 		go func(i int) {
-			results[i], errs[i] = r.dispatch(i)
+			results[i], errs[i] = r.dispatch(sctx, i)
 			done <- i
 		}(i)
 	}
 	for ; running > 0; running-- {
 		<-done
 	}
+	endStep()
 	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, errCancelled) {
 		return nil, cause
 	}
@@ -396,19 +417,30 @@ func (r *runner) collect() ([]operations.Result, error) {
 	return results, nil
 }
 
-// dispatch runs op i, journals its result and publishes its event.
-func (r *runner) dispatch(i int) (operations.Result, error) {
+// dispatch runs op i under the step's context sctx, journals its result
+// and publishes its event. In cluster mode the op starts only while the
+// run's lease holds with time to spare by this node's clock; otherwise, or
+// when the lease lapses while it runs (sctx ends with errLeaseLapsed), it
+// fails with errLeaseLapsed and nothing is journaled.
+func (r *runner) dispatch(sctx context.Context, i int) (operations.Result, error) {
 	op := r.ops[i]
 	kind := op.Request.Kind
 	if sem := r.e.sems[kind]; sem != nil {
 		select {
 		case sem <- struct{}{}:
 			defer func() { <-sem }()
-		case <-r.ctx.Done():
+		case <-sctx.Done():
+			if errors.Is(context.Cause(sctx), errLeaseLapsed) && r.ctx.Err() == nil {
+				return operations.Result{}, errLeaseLapsed
+			}
 			return operations.Failed(op.Request, "cancelled before start"), nil
 		}
 	}
-	ctx := r.ctx
+	if !r.leased() {
+		r.lapse()
+		return operations.Result{}, errLeaseLapsed
+	}
+	ctx := sctx
 	if lim := r.ownLimits().Seconds; lim > 0 {
 		left := time.Duration((lim - r.seconds()) * float64(time.Second))
 		var cancel context.CancelFunc
@@ -422,6 +454,14 @@ func (r *runner) dispatch(i int) (operations.Result, error) {
 	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, errCancelled) {
 		// Interrupted by a stop: the op runs again after the restart.
 		return res, nil
+	}
+	if errors.Is(context.Cause(sctx), errLeaseLapsed) {
+		// Stopped because the lease may have lapsed: its result (if it
+		// finished meanwhile) is not journaled, and it runs again once
+		// the lease is confirmed, as another attempt (it may have had
+		// effects).
+		r.ops[i].Attempts++
+		return res, errLeaseLapsed
 	}
 	if err != nil {
 		// A read of the run's log failed: nothing is journaled and the
@@ -504,6 +544,7 @@ func (r *runner) handle(ctx context.Context, op state.Op) (res operations.Result
 		Usage:    r.usage,
 		State:    v,
 		Waiting:  r.waiting(op.ID),
+		MayStart: r.mayStart,
 	}
 	res = h.Handle(ctx, env, req)
 	if err := v.Err(); err != nil {

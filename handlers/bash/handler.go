@@ -108,6 +108,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		spawn: func(workDir, cmdDir string) ([]string, []string, error) {
 			return h.spawnArgs(isolationOf(env.Settings), workDir, cmdDir)
 		},
+		mayStart: env.MayStart,
 	})
 	out := operations.Result{Kind: req.Kind, Meta: req.Meta, Data: res}
 	if err != nil {

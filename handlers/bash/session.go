@@ -53,6 +53,8 @@ type params struct {
 	// spawn returns the argv and environment of a new shell whose command
 	// file lives in cmdDir.
 	spawn func(workDir, cmdDir string) (argv, env []string, err error)
+	// mayStart is the run's handlers.Env.MayStart (nil: always).
+	mayStart func() error
 }
 
 // run runs one command, starting the shell if needed. On a timeout, a
@@ -66,6 +68,16 @@ func (s *session) run(ctx context.Context, p *params) (*operations.BashResult, e
 	case <-s.done:
 		return nil, ErrSessionClosed
 	default:
+	}
+	// The command may have waited for the one before: it starts only if
+	// the run may still start work here.
+	if err := ctx.Err(); err != nil {
+		return &operations.BashResult{ExitCode: CancelExitCode}, ErrCancelled
+	}
+	if p.mayStart != nil {
+		if err := p.mayStart(); err != nil {
+			return &operations.BashResult{ExitCode: CancelExitCode}, fmt.Errorf("%w: not started: %w", ErrCancelled, err)
+		}
 	}
 	if s.sh == nil {
 		if err := s.startLocked(ctx, p); err != nil {

@@ -71,7 +71,7 @@ func (h *Handler) callOpenAI(ctx context.Context, env handlers.Env, m *model, g 
 		return nil, err
 	}
 	c := &call{h: h, m: m, client: h.client(m, apiKey), apiKey: apiKey, lims: h.limiters(env.RunID, m),
-		host: endpointHost(m.baseURL), waiting: env.Waiting, extra: extra}
+		host: endpointHost(m.baseURL), waiting: env.Waiting, mayStart: env.MayStart, extra: extra}
 	c.setDeadline(env)
 	creq := chatRequest(m, g)
 	first, err := c.do(ctx, creq)

@@ -146,6 +146,8 @@ type call struct {
 	extra map[string]json.RawMessage
 	// waiting is the run's Env.Waiting; nil when the run does not listen.
 	waiting func(reason string, until time.Time)
+	// mayStart is the run's Env.MayStart; nil: always.
+	mayStart func() error
 	// deadline is when the run's time limit runs out, taken from Env.Usage
 	// at the op's start; zero when the run has no time limit.
 	deadline time.Time
@@ -325,6 +327,14 @@ func (c *call) attempt(ctx context.Context, creq openai.ChatCompletionRequest) (
 		return nil, &failure{what: "cancelled", err: err}
 	}
 	defer release()
+	// The request may have waited for a limiter or a retry: it is sent
+	// only if the run may still start work here.
+	if c.mayStart != nil {
+		if err := c.mayStart(); err != nil {
+			err = fmt.Errorf("not sent: %w", err)
+			return nil, &failure{what: "cancelled", err: err, final: err}
+		}
+	}
 	actx, cancel := context.WithTimeout(ctx, c.m.timeout)
 	defer cancel()
 	ex := &exchange{extra: c.extra}

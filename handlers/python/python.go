@@ -115,6 +115,16 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		return operations.Failed(req, "cancelled")
 	}
 	defer func() { <-s.sem }()
+	// The call may have waited for the one before: it starts only if the
+	// run may still start work here.
+	if ctx.Err() != nil {
+		return operations.Failed(req, "cancelled")
+	}
+	if env.MayStart != nil {
+		if err := env.MayStart(); err != nil {
+			return operations.Failed(req, "python: not started: %v", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,18 +13,14 @@ import (
 // of its streams was deleted under it, fails naming that stream.
 func TestCheckNamesALostStream(t *testing.T) {
 	servers := []*server.Server{startServer(t)}
-	for _, name := range []string{"RUNS", "INDEX", "KV_HEADS", "KV_LEASES", "OBJ_BLOBS"} {
+	for _, name := range []string{"%s_RUNS_2", "%s_INDEX", "KV_%s_HEADS_1", "KV_%s_LEASES", "OBJ_%s_BLOBS"} {
 		t.Run(name, func(t *testing.T) {
 			s := openStore(t, servers, Options{})
 			ctx := context.Background()
 			if err := s.Check(ctx); err != nil {
 				t.Fatalf("open store: %v", err)
 			}
-			up := strings.ToUpper(s.opts.Prefix)
-			stream := up + "_" + name
-			if i := strings.Index(name, "_"); i > 0 {
-				stream = name[:i] + "_" + up + name[i:]
-			}
+			stream := fmt.Sprintf(name, strings.ToUpper(s.opts.Prefix))
 			if err := s.js.DeleteStream(ctx, stream); err != nil {
 				t.Fatal(err)
 			}

@@ -99,7 +99,7 @@ func (s *Store) Commit(ctx context.Context, c *state.Commit) error {
 	}
 	if err := s.apply(ctx, p); err != nil {
 		s.rejected.Add(1)
-		return err
+		return unavailable(err)
 	}
 	s.commits.Add(1)
 	return nil
@@ -111,7 +111,11 @@ func (s *Store) prepare(c *state.Commit) (*prepared, error) {
 		return nil, err
 	}
 	id := c.RunID
-	p := &prepared{c: c, key: runKey(id), nonce: nuid.Next(),
+	nonce := c.ID
+	if nonce == "" {
+		nonce = nuid.Next()
+	}
+	p := &prepared{c: c, key: runKey(id), nonce: nonce,
 		results: map[opKey][]byte{}, acks: map[string]appended{}}
 	if c.Run != nil {
 		h, err := state.CommitHead(c)
@@ -189,6 +193,17 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 		if err != nil {
 			return fmt.Errorf("commit to run %s: read head: %w", id, err)
 		}
+		if d, ok := cur.env.done(p.c.ID); ok && p.c.ID != "" {
+			// A try of this commit applied, though its caller learnt
+			// nothing of it (a timeout): done, with what it was given.
+			for i := range p.c.Events {
+				p.c.Events[i].Seq = d.Event + uint64(i)
+			}
+			if p.c.Run != nil {
+				p.c.Run.Revision = d.Rev
+			}
+			return nil
+		}
 		w, err := s.plan(p, cur)
 		if err != nil {
 			if !fresh {
@@ -212,7 +227,7 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 		if err != nil {
 			return fmt.Errorf("commit to run %s: encode head: %w", id, err)
 		}
-		rev, err := s.heads.Update(rctx, p.key, val, cur.rev)
+		rev, err := s.shardOf(p.key).heads.Update(rctx, p.key, val, cur.rev)
 		if err != nil {
 			s.forget(p.key)
 			if isWrongLast(err) {
@@ -264,7 +279,7 @@ func (s *Store) settle(ctx context.Context, p *prepared, cause error) (applied b
 		if raw == nil {
 			raw, _ = json.Marshal(now.env)
 		}
-		_, err = s.heads.Update(ctx, p.key, raw, now.rev)
+		_, err = s.shardOf(p.key).heads.Update(ctx, p.key, raw, now.rev)
 		if err == nil {
 			s.forget(p.key)
 			return false, nil
@@ -294,6 +309,14 @@ func (s *Store) plan(p *prepared, cur cached) (*write, error) {
 	old := cur.env
 	w := &write{env: old.clone(), chunks: slices.Clone(p.chunks)}
 	w.env.Commit = p.nonce
+	var done *doneCommit
+	if p.c.ID != "" {
+		w.env.Done = append(w.env.Done, doneCommit{ID: p.c.ID})
+		if len(w.env.Done) > maxDone {
+			w.env.Done = w.env.Done[len(w.env.Done)-maxDone:]
+		}
+		done = &w.env.Done[len(w.env.Done)-1]
+	}
 	if want := p.c.ExpectRevision; want != 0 && want != old.Rev {
 		return nil, fmt.Errorf("%w: run %s: expected head revision %d, stored %d", state.ErrFenced, id, want, old.Rev)
 	}
@@ -305,6 +328,9 @@ func (s *Store) plan(p *prepared, cur cached) (*write, error) {
 			return nil, fmt.Errorf("commit to run %s: encode head: %w", id, err)
 		}
 		w.env.Run, w.env.Rev = b, h.Revision
+		if done != nil {
+			done.Rev = h.Revision
+		}
 	}
 	if len(p.entries) > 0 {
 		if first := p.c.Entries[0].Seq; first != old.Entries+1 {
@@ -396,6 +422,9 @@ func (s *Store) plan(p *prepared, cur cached) (*write, error) {
 	}
 	if len(p.events) > 0 {
 		w.firstEvent = old.Events + 1
+		if done != nil {
+			done.Event = w.firstEvent
+		}
 		evs := make([][]byte, len(p.events))
 		for i := range p.events {
 			ev := p.events[i]
@@ -455,7 +484,7 @@ func joinArray(vs [][]byte) []byte {
 // commit on the same head is not appended again. It returns errStale when
 // a fence failed (after clearing what blocked it, see resolveTail).
 func (s *Store) appendLogs(ctx context.Context, p *prepared, cur cached, w *write) error {
-	n, err := s.putChunks(ctx, w.chunks)
+	n, err := s.putChunks(ctx, s.shardOf(p.key), w.chunks)
 	if err != nil {
 		return err
 	}
@@ -573,6 +602,7 @@ type appended struct {
 // attempt whose acknowledgement was lost.
 func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur cached) (uint64, error) {
 	key := p.key
+	sh := s.shardOf(key)
 	subj := s.subject(key, kind)
 	tip := cur.env.tip(kind)
 	deadline := time.Now().Add(s.opts.OrphanWait)
@@ -585,7 +615,7 @@ func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur c
 		if now.rev != cur.rev {
 			return 0, errStale
 		}
-		last, err := s.runs.GetLastMsgForSubject(ctx, subj)
+		last, err := s.leaderGet(ctx, sh.runsName, getReq{LastFor: subj})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return 0, errStale
 		}
@@ -614,10 +644,10 @@ func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur c
 			// tip, up to a message a live commit appended once the
 			// log was cleared (whose base is the current revision).
 			for last.Sequence > tip && baseOf(last) < cur.rev {
-				if err := s.deleteMsg(ctx, last.Sequence); err != nil {
+				if err := s.deleteMsg(ctx, sh, last.Sequence); err != nil {
 					return 0, fmt.Errorf("append %s: delete dead message %d: %w", kind, last.Sequence, err)
 				}
-				last, err = s.runs.GetLastMsgForSubject(ctx, subj)
+				last, err = s.leaderGet(ctx, sh.runsName, getReq{LastFor: subj})
 				if errors.Is(err, jetstream.ErrMsgNotFound) {
 					break
 				}
@@ -634,7 +664,7 @@ func (s *Store) resolveTail(ctx context.Context, p *prepared, kind string, cur c
 			if raw == nil {
 				raw, _ = json.Marshal(now.env)
 			}
-			if _, err := s.heads.Update(ctx, key, raw, now.rev); err != nil && !isWrongLast(err) {
+			if _, err := sh.heads.Update(ctx, key, raw, now.rev); err != nil && !isWrongLast(err) {
 				return 0, fmt.Errorf("append %s: fence off a stalled commit: %w", kind, err)
 			}
 			return 0, errStale
@@ -663,7 +693,7 @@ func (s *Store) retract(ctx context.Context, p *prepared, base uint64) error {
 		if a.base != base {
 			continue
 		}
-		if err := s.deleteMsg(ctx, a.seq); err != nil {
+		if err := s.deleteMsg(ctx, s.shardOf(p.key), a.seq); err != nil {
 			return fmt.Errorf("append %s: retract message %d: %w", kind, a.seq, err)
 		}
 		delete(p.acks, kind)
@@ -676,13 +706,13 @@ func (s *Store) retract(ctx context.Context, p *prepared, base uint64) error {
 // and the server answers the second with "sequence not found" (10043)
 // through ErrMsgDeleteUnsuccessful, not ErrMsgNotFound, so a refusal is
 // checked by reading the message back.
-func (s *Store) deleteMsg(ctx context.Context, seq uint64) error {
-	err := s.runs.DeleteMsg(ctx, seq)
+func (s *Store) deleteMsg(ctx context.Context, sh *shard, seq uint64) error {
+	err := sh.runs.DeleteMsg(ctx, seq)
 	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
 	}
 	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
-		if _, gerr := s.runs.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+		if _, gerr := s.leaderGet(ctx, sh.runsName, getReq{Seq: seq}); errors.Is(gerr, jetstream.ErrMsgNotFound) {
 			return nil
 		}
 	}
@@ -691,7 +721,7 @@ func (s *Store) deleteMsg(ctx context.Context, seq uint64) error {
 
 // putChunks stores each chunk under its key unless present, and returns
 // the bytes of the chunks it stored.
-func (s *Store) putChunks(ctx context.Context, chunks []state.Chunk) (uint64, error) {
+func (s *Store) putChunks(ctx context.Context, sh *shard, chunks []state.Chunk) (uint64, error) {
 	if len(chunks) == 0 {
 		return 0, nil
 	}
@@ -711,7 +741,7 @@ func (s *Store) putChunks(ctx context.Context, chunks []state.Chunk) (uint64, er
 			n += uint64(len(ch.Val))
 			continue
 		}
-		m := nats.NewMsg(s.subjBlob + k)
+		m := nats.NewMsg(sh.subjChunk + k)
 		m.Data = ch.Val
 		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(0), stallWait(ctx))
 		if err != nil {
@@ -774,20 +804,7 @@ func (s *Store) load(ctx context.Context, key string, fresh bool) (cached, error
 			return c, nil
 		}
 	}
-	e, err := s.heads.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return cached{env: &envelope{}}, nil
-	}
-	if err != nil {
-		return cached{}, err
-	}
-	env, err := decodeEnvelope(key, e.Value())
-	if err != nil {
-		return cached{}, err
-	}
-	c := cached{env: env, raw: e.Value(), rev: e.Revision()}
-	s.remember(key, c)
-	return c, nil
+	return s.strict().load(ctx, key)
 }
 
 func (s *Store) remember(key string, c cached) {

@@ -73,11 +73,11 @@ func crash(tb testing.TB, s *Store, c *state.Commit) []uint64 {
 	return seqs
 }
 
-// gone fails unless every one of seqs was deleted from the runs stream.
+// gone fails unless every one of seqs was deleted from run r's runs stream.
 func gone(tb testing.TB, s *Store, seqs []uint64) {
 	tb.Helper()
 	for _, seq := range seqs {
-		if _, err := s.runs.GetMsg(context.Background(), seq); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if _, err := s.leaderGet(context.Background(), s.shardOf("r").runsName, getReq{Seq: seq}); !errors.Is(err, jetstream.ErrMsgNotFound) {
 			tb.Fatalf("message %d of a commit that never applied is still in the stream: %v", seq, err)
 		}
 	}
@@ -233,7 +233,7 @@ func TestLeaderLoss(t *testing.T) {
 		rev = c.Run.Revision
 	}
 	acked := storetest.Snapshot(t, a, "r")
-	info, err := a.runs.Info(ctx)
+	info, err := a.shardOf("r").runs.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestSettle(t *testing.T) {
 	if err != nil || applied {
 		t.Fatalf("settle of a write that did not apply: applied %v, %v", applied, err)
 	}
-	if _, err := s.heads.Update(ctx, p.key, val, cur.rev); !isWrongLast(err) {
+	if _, err := s.shardOf(p.key).heads.Update(ctx, p.key, val, cur.rev); !isWrongLast(err) {
 		t.Fatalf("the lost write applied after settle: %v", err)
 	}
 	if h, _ := s.Run(ctx, "r"); h.Step != 1 {
@@ -394,7 +394,7 @@ func TestSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.heads.Update(ctx, p.key, val, now.rev); err != nil {
+	if _, err := s.shardOf(p.key).heads.Update(ctx, p.key, val, now.rev); err != nil {
 		t.Fatal(err)
 	}
 	applied, err = s.settle(ctx, p, lost)
@@ -495,16 +495,17 @@ func TestDeleteGoneMessage(t *testing.T) {
 	mustCommit(t, a, step("r", 1, 0, state.StatusRunning))
 	dead := crash(t, a, step("r", 2, 1, state.StatusRunning))
 	ctx := context.Background()
-	if err := a.runs.DeleteMsg(ctx, dead[0]); err != nil {
+	sh := a.shardOf("r")
+	if err := sh.runs.DeleteMsg(ctx, dead[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.runs.DeleteMsg(ctx, dead[0]); !errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+	if err := sh.runs.DeleteMsg(ctx, dead[0]); !errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
 		t.Fatalf("a second raw delete: %v, want ErrMsgDeleteUnsuccessful (the failure mode this guards)", err)
 	}
-	if err := a.deleteMsg(ctx, dead[0]); err != nil {
+	if err := a.deleteMsg(ctx, sh, dead[0]); err != nil {
 		t.Fatalf("deleting a message already gone: %v", err)
 	}
-	if err := a.deleteMsg(ctx, dead[1]); err != nil {
+	if err := a.deleteMsg(ctx, sh, dead[1]); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, a, dead[:2])

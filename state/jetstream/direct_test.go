@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,15 +12,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestDirectGetsNeverOn: no stream of the store allows direct gets at any
-// moment, not even while a second node opens the same store. A client that
-// binds a bucket while its stream allows them (a node starting while
-// another was between nats.go's CreateOrUpdateKeyValue, which turns them
-// on, and turning them off again) reads with direct gets for good; once
-// they are off, every read of it fails with "no responders": a node that
-// passed its start probe and then refused every run (e2e
-// TestClusterTLSProcesses, now and then). The test reads every stream
-// create and update request two opens of one store send.
+// TestDirectGetsNeverOn: no stream of the store changes whether it allows
+// direct gets at any moment, not even while a second node opens the same
+// store: the leases bucket and the object store never allow them, the
+// runs and heads shards and the index always do (failover reads). A
+// client that binds a bucket while its stream allows them (a node
+// starting while another was between nats.go's CreateOrUpdateKeyValue,
+// which turns them on, and turning them off again) reads with direct gets
+// for good; once they are off, every read of it fails with "no
+// responders": a node that passed its start probe and then refused every
+// run (e2e TestClusterTLSProcesses, now and then). The test reads every
+// stream create and update request two opens of one store send.
 func TestDirectGetsNeverOn(t *testing.T) {
 	servers := []*server.Server{startServer(t)}
 	spy := connect(t, servers...)
@@ -39,7 +42,11 @@ func TestDirectGetsNeverOn(t *testing.T) {
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	streams := []string{"DIRECT_RUNS", "DIRECT_INDEX", "KV_DIRECT_HEADS", "KV_DIRECT_LEASES", "OBJ_DIRECT_BLOBS"}
+	direct := map[string]bool{"DIRECT_INDEX": true, "KV_DIRECT_LEASES": false, "OBJ_DIRECT_BLOBS": false}
+	for i := range Shards {
+		direct[fmt.Sprintf("DIRECT_RUNS_%d", i)] = true
+		direct[fmt.Sprintf("KV_DIRECT_HEADS_%d", i)] = true
+	}
 	seen := map[string]int{}
 	for len(reqs) > 0 {
 		m := <-reqs
@@ -48,24 +55,22 @@ func TestDirectGetsNeverOn(t *testing.T) {
 			t.Fatalf("%s: %v", m.Subject, err)
 		}
 		seen[cfg.Name]++
-		if cfg.AllowDirect {
-			t.Errorf("%s turns direct gets on", m.Subject)
-		}
-	}
-	for _, name := range streams {
-		if seen[name] < 2 {
-			t.Errorf("%d requests for stream %s, want one per open at least (seen: %v)", seen[name], name, seen)
+		if want, ok := direct[cfg.Name]; !ok || cfg.AllowDirect != want {
+			t.Errorf("%s: direct gets %v, want %v", m.Subject, cfg.AllowDirect, want)
 		}
 	}
 	ctx := context.Background()
-	for _, s := range []*Store{first, second} {
-		for _, name := range streams {
+	for name, want := range direct {
+		if seen[name] < 1 {
+			t.Errorf("no request made stream %s (seen: %v)", name, seen)
+		}
+		for _, s := range []*Store{first, second} {
 			st, err := s.js.Stream(ctx, name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.CachedInfo().Config.AllowDirect {
-				t.Errorf("%s allows direct gets", name)
+			if st.CachedInfo().Config.AllowDirect != want {
+				t.Errorf("%s: direct gets %v, want %v", name, !want, want)
 			}
 		}
 	}
@@ -85,7 +90,7 @@ func TestOpenOverNatsBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, b := range []string{"OLD_HEADS", "OLD_LEASES"} {
+	for _, b := range []string{"OLD_LEASES"} {
 		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1, Storage: jetstream.FileStorage, Replicas: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -98,13 +103,13 @@ func TestOpenOverNatsBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openStore(t, servers, Options{Prefix: "old"})
-	for _, kv := range []jetstream.KeyValue{s.heads, s.leases} {
+	for _, kv := range []jetstream.KeyValue{s.leases} {
 		e, err := kv.Get(ctx, "before")
 		if err != nil || string(e.Value()) != "kept" {
 			t.Fatalf("%s: the key written before: %v", kv.Bucket(), err)
 		}
 	}
-	for _, name := range []string{"KV_OLD_HEADS", "KV_OLD_LEASES", "OBJ_OLD_BLOBS"} {
+	for _, name := range []string{"KV_OLD_LEASES", "OBJ_OLD_BLOBS"} {
 		st, err := js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)

@@ -103,11 +103,18 @@
 //
 // # Reads
 //
-// Every read starts from the leader's envelope (KV get on a bucket whose
-// stream is made with direct gets off and never has them on, so the stream
-// leader answers, not a replica that may lag) and reads log messages up to the tips with
-// leader gets (the runs stream has direct gets off too). Reads after a
-// takeover therefore see every acknowledged commit. A log is read message
+// Every read of the Store starts from the leader's envelope (a message get
+// of the API, which the stream leader answers, not a replica that may lag)
+// and reads log messages up to the tips with leader gets. Reads after a
+// takeover therefore see every acknowledged commit. The runs and heads
+// streams (4 shards of each, by run id) also allow direct gets, which any
+// current replica answers: FailoverReads, which the HTTP API of a cluster
+// node reads with, asks a replica when a leader does not answer within
+// Options.FailoverAfter (a stream electing a new leader), and asks again
+// when the replica lacks a message at or before a committed tip. Every
+// stream is declared with its direct-gets setting from the start, never
+// turned on and off (a client bound in between would keep reading the
+// wrong way). The leases bucket and the object store never allow them. A log is read message
 // by message from the mark nearest the requested position: Entries and
 // Events of a run's tail cost a few gets; Ops reads the run's whole op
 // log; StepOps of the current step starts at that step's first message.

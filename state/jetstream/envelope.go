@@ -41,6 +41,32 @@ type envelope struct {
 	Child bool `json:"child,omitempty"`
 	// Commit is the id of the commit that wrote this envelope.
 	Commit string `json:"commit,omitempty"`
+	// Done lists the last commits that carried a state.Commit.ID, newest
+	// last (at most maxDone), so that a commit retried after an unknown
+	// outcome is found applied even when later commits followed it.
+	Done []doneCommit `json:"done,omitempty"`
+}
+
+// doneCommit is an applied commit that carried a state.Commit.ID.
+type doneCommit struct {
+	ID string `json:"i"`
+	// Event is the number given to its first event (0: none), Rev the
+	// head revision it wrote (0: none).
+	Event uint64 `json:"e,omitempty"`
+	Rev   uint64 `json:"r,omitempty"`
+}
+
+// maxDone bounds envelope.Done.
+const maxDone = 8
+
+// done returns the applied commit of ID id, if the envelope lists it.
+func (e *envelope) done(id string) (doneCommit, bool) {
+	for _, d := range e.Done {
+		if d.ID == id {
+			return d, true
+		}
+	}
+	return doneCommit{}, false
 }
 
 // mark says that the message at stream sequence Seq starts with item
@@ -143,6 +169,7 @@ func (e *envelope) clone() *envelope {
 	c.EntryMarks = e.EntryMarks.clone()
 	c.EventMarks = e.EventMarks.clone()
 	c.OpIdx = slices.Clone(e.OpIdx)
+	c.Done = slices.Clone(e.Done)
 	return &c
 }
 

@@ -63,15 +63,36 @@ func (s *Store) indexAfter(ctx context.Context, p *prepared, old *envelope) {
 }
 
 // indexed lists the run keys whose index subjects start with prefix
-// (after the index root), in no order.
-func (s *Store) indexed(ctx context.Context, prefix string) ([]string, error) {
+// (after the index root), in no order: from the stream's leader (stream
+// info with a subject filter), or, for a failover reader whose leader does
+// not answer in time, from a replica (at most 1024 keys then).
+func (r reader) indexed(ctx context.Context, prefix string) ([]string, error) {
+	s := r.s
 	root := s.subjIdx + prefix
-	info, err := s.index.Info(ctx, jetstream.WithSubjectFilter(root+">"))
-	if err != nil {
-		return nil, fmt.Errorf("list index %s: %w", prefix, err)
+	lctx, cancel := ctx, context.CancelFunc(func() {})
+	if r.failover {
+		lctx, cancel = context.WithTimeout(ctx, s.opts.FailoverAfter)
 	}
-	keys := make([]string, 0, len(info.State.Subjects))
-	for subj := range info.State.Subjects {
+	info, err := s.index.Info(lctx, jetstream.WithSubjectFilter(root+">"))
+	cancel()
+	var subjects []string
+	switch {
+	case err == nil:
+		for subj := range info.State.Subjects {
+			subjects = append(subjects, subj)
+		}
+	case r.failover && transient(err) && ctx.Err() == nil:
+		fctx, fcancel := withGetTimeout(ctx)
+		subjects, err = fromReplicas(fctx, func(ctx context.Context) ([]string, error) {
+			return s.directLastSubjects(ctx, s.indexName, root+">")
+		})
+		fcancel()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list index %s: %w", prefix, unavailable(err))
+	}
+	keys := make([]string, 0, len(subjects))
+	for _, subj := range subjects {
 		keys = append(keys, strings.TrimPrefix(subj, root))
 	}
 	return keys, nil
@@ -80,8 +101,8 @@ func (s *Store) indexed(ctx context.Context, prefix string) ([]string, error) {
 // headsOf reads the heads of run keys from the leader, concurrently, in
 // ID order; keys without a head are left out, unreadable heads returned
 // as errors beside the others.
-func (s *Store) headsOf(ctx context.Context, keys []string) ([]state.Run, []error, error) {
-	if err := s.check(ctx); err != nil {
+func (r reader) headsOf(ctx context.Context, keys []string) ([]state.Run, []error, error) {
+	if err := r.s.check(ctx); err != nil {
 		return nil, nil, err
 	}
 	var (
@@ -95,11 +116,11 @@ func (s *Store) headsOf(ctx context.Context, keys []string) ([]state.Run, []erro
 	for range min(16, len(keys)) {
 		wg.Go(func() {
 			for key := range next {
-				c, err := s.load(ctx, key, true)
-				var r state.Run
+				c, err := r.load(ctx, key)
+				var h state.Run
 				var ok bool
 				if err == nil {
-					r, ok, err = c.env.head(key)
+					h, ok, err = c.env.head(key)
 				}
 				mu.Lock()
 				switch {
@@ -108,7 +129,7 @@ func (s *Store) headsOf(ctx context.Context, keys []string) ([]state.Run, []erro
 				case err != nil:
 					fail = cmp.Or(fail, err)
 				case ok:
-					runs = append(runs, r)
+					runs = append(runs, h)
 				}
 				mu.Unlock()
 			}
@@ -120,7 +141,7 @@ func (s *Store) headsOf(ctx context.Context, keys []string) ([]state.Run, []erro
 	close(next)
 	wg.Wait()
 	if fail != nil {
-		return nil, nil, fmt.Errorf("read heads: %w", fail)
+		return nil, nil, fmt.Errorf("read heads: %w", unavailable(fail))
 	}
 	slices.SortFunc(runs, func(a, b state.Run) int { return cmp.Compare(a.ID, b.ID) })
 	return runs, bad, nil

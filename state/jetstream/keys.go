@@ -30,7 +30,7 @@ const (
 // kinds lists the logs in the order a commit appends them.
 var kinds = [...]string{kindSpec, kindEntry, kindOp, kindResult, kindEvent}
 
-// subject returns the subject of one of run key's logs.
+// subject returns the subject of one of run key's logs (in its shard).
 func (s *Store) subject(key, kind string) string {
-	return s.subjRun + key + "." + kind
+	return s.shardOf(key).subjRun + key + "." + kind
 }

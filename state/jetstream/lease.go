@@ -67,7 +67,7 @@ func (s *Store) Claim(ctx context.Context, id, owner string, ttl time.Duration) 
 	for range leaseAttempts {
 		l, rev, err := s.readLease(ctx, key)
 		if err != nil {
-			return state.Lease{}, fmt.Errorf("claim run %s: %w", id, err)
+			return state.Lease{}, fmt.Errorf("claim run %s: %w", id, unavailable(err))
 		}
 		now := s.opts.Now()
 		if rev != 0 && l.Owner != "" && l.Owner != owner && now.UnixNano() < l.Expires {
@@ -80,7 +80,7 @@ func (s *Store) Claim(ctx context.Context, id, owner string, ttl time.Duration) 
 			continue
 		}
 		if err != nil {
-			return state.Lease{}, fmt.Errorf("claim run %s: %w", id, err)
+			return state.Lease{}, fmt.Errorf("claim run %s: %w", id, unavailable(err))
 		}
 		return state.Lease{RunID: id, Owner: owner, Expires: exp}, nil
 	}
@@ -99,7 +99,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, ttl time.Duration) 
 	for range leaseAttempts {
 		l, rev, err := s.readLease(ctx, key)
 		if err != nil {
-			return state.Lease{}, fmt.Errorf("renew run %s: %w", id, err)
+			return state.Lease{}, fmt.Errorf("renew run %s: %w", id, unavailable(err))
 		}
 		if rev == 0 || l.Owner != owner {
 			return state.Lease{}, fmt.Errorf("%w: run %s, owner %s", state.ErrLeaseLost, id, owner)
@@ -110,7 +110,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, ttl time.Duration) 
 			continue
 		}
 		if err != nil {
-			return state.Lease{}, fmt.Errorf("renew run %s: %w", id, err)
+			return state.Lease{}, fmt.Errorf("renew run %s: %w", id, unavailable(err))
 		}
 		return state.Lease{RunID: id, Owner: owner, Expires: exp}, nil
 	}
@@ -133,7 +133,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	for range leaseAttempts {
 		l, rev, err := s.readLease(ctx, key)
 		if err != nil {
-			return fmt.Errorf("release run %s: %w", id, err)
+			return fmt.Errorf("release run %s: %w", id, unavailable(err))
 		}
 		if rev == 0 || l.Owner != owner {
 			return nil
@@ -143,7 +143,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("release run %s: %w", id, err)
+			return fmt.Errorf("release run %s: %w", id, unavailable(err))
 		}
 		return nil
 	}

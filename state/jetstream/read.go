@@ -17,42 +17,139 @@ import (
 	"github.com/flockrun/flock/state"
 )
 
-// envelope reads run id's envelope from the leader (nil for an unknown run).
-func (s *Store) envelope(ctx context.Context, id string) (*envelope, error) {
-	if err := s.check(ctx); err != nil {
+// FailoverReads returns a reader of the store that answers during a
+// failover: each read asks the stream's leader first and, when the leader
+// does not answer within Options.FailoverAfter, any current replica, which
+// may not have the last few writes yet (see reader). Listings that read
+// the index or every head still need the leaders. It is what a cluster
+// node's HTTP API reads with; the executor reads through the Store
+// itself, from the leaders only.
+func (s *Store) FailoverReads() state.Reader { return reader{s: s, failover: true} }
+
+// strict returns the store's leader-only reader; the Store's reads are
+// its strict reader's.
+func (s *Store) strict() reader { return reader{s: s} }
+
+// Run returns the head of run id, or an error wrapping state.ErrNotFound.
+func (s *Store) Run(ctx context.Context, id string) (state.Run, error) {
+	return s.strict().Run(ctx, id)
+}
+
+// Spec returns the task and settings of run id (state.Reader).
+func (s *Store) Spec(ctx context.Context, id string) (state.Spec, error) {
+	return s.strict().Spec(ctx, id)
+}
+
+// Entries returns entries of run id (state.Reader).
+func (s *Store) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
+	return s.strict().Entries(ctx, id, after, limit)
+}
+
+// Events returns events of run id (state.Reader).
+func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
+	return s.strict().Events(ctx, id, after, limit)
+}
+
+// StepOps returns the ops of one step of run id (state.Reader).
+func (s *Store) StepOps(ctx context.Context, id string, step uint64) ([]state.Op, error) {
+	return s.strict().StepOps(ctx, id, step)
+}
+
+// Ops returns ops of run id (state.Reader).
+func (s *Store) Ops(ctx context.Context, id string, after string, limit int) ([]state.Op, error) {
+	return s.strict().Ops(ctx, id, after, limit)
+}
+
+// CountRuns counts every run by status (state.RunCounter).
+func (s *Store) CountRuns(ctx context.Context) (state.RunCounts, error) {
+	return s.strict().CountRuns(ctx)
+}
+
+// Runs lists heads (state.Reader).
+func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, string, error) {
+	return s.strict().Runs(ctx, f)
+}
+
+// Unfinished lists the heads of unfinished runs (state.Reader).
+func (s *Store) Unfinished(ctx context.Context) ([]state.Run, error) {
+	return s.strict().Unfinished(ctx)
+}
+
+// CountChildren counts run id's direct children (state.ChildCounter).
+func (s *Store) CountChildren(ctx context.Context, id string) (int, error) {
+	return s.strict().CountChildren(ctx, id)
+}
+
+// Children lists the IDs of run id's direct children (state.Reader).
+func (s *Store) Children(ctx context.Context, id string) ([]string, error) {
+	return s.strict().Children(ctx, id)
+}
+
+// envelope reads run id's envelope (an empty one for an unknown run).
+func (r reader) envelope(ctx context.Context, id string) (*envelope, error) {
+	if err := r.s.check(ctx); err != nil {
 		return nil, err
 	}
 	if err := state.CheckRunID(id); err != nil {
 		// No run can have this id (the bbolt store answers the same).
 		return nil, fmt.Errorf("%w: run %q: %v", state.ErrNotFound, id, err)
 	}
-	c, err := s.load(ctx, runKey(id), true)
+	c, err := r.load(ctx, runKey(id))
 	if err != nil {
-		return nil, fmt.Errorf("read run %s: %w", id, err)
+		return nil, fmt.Errorf("read run %s: %w", id, unavailable(err))
 	}
 	return c.env, nil
 }
 
+// load reads run key's envelope from its heads bucket (an empty envelope
+// at revision 0 for an unknown run). A strict read also refreshes the
+// store's cache of envelopes.
+func (r reader) load(ctx context.Context, key string) (cached, error) {
+	sh := r.s.shardOf(key)
+	m, err := r.get(ctx, sh.headStream, getReq{LastFor: sh.headsSubj + key})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return cached{env: &envelope{}}, nil
+	}
+	if err != nil {
+		return cached{}, err
+	}
+	if op := m.Header.Get(kvOperation); op == "DEL" || op == "PURGE" {
+		return cached{env: &envelope{}}, nil
+	}
+	env, err := decodeEnvelope(key, m.Data)
+	if err != nil {
+		return cached{}, err
+	}
+	c := cached{env: env, raw: m.Data, rev: m.Sequence}
+	if !r.failover {
+		r.s.remember(key, c)
+	}
+	return c, nil
+}
+
+// kvOperation is the header of a KV bucket's delete and purge markers.
+const kvOperation = "KV-Operation"
+
 // Run returns the head of run id, or an error wrapping state.ErrNotFound.
-func (s *Store) Run(ctx context.Context, id string) (state.Run, error) {
-	env, err := s.envelope(ctx, id)
+func (r reader) Run(ctx context.Context, id string) (state.Run, error) {
+	env, err := r.envelope(ctx, id)
 	if err != nil {
 		return state.Run{}, err
 	}
-	r, ok, err := env.head(id)
+	h, ok, err := env.head(id)
 	if err != nil {
 		return state.Run{}, err
 	}
 	if !ok {
 		return state.Run{}, fmt.Errorf("%w: %s", state.ErrNotFound, id)
 	}
-	return r, nil
+	return h, nil
 }
 
 // Spec returns the task and settings of run id, or an error wrapping
 // state.ErrNotFound.
-func (s *Store) Spec(ctx context.Context, id string) (state.Spec, error) {
-	env, err := s.envelope(ctx, id)
+func (r reader) Spec(ctx context.Context, id string) (state.Spec, error) {
+	env, err := r.envelope(ctx, id)
 	if err != nil {
 		return state.Spec{}, err
 	}
@@ -60,11 +157,11 @@ func (s *Store) Spec(ctx context.Context, id string) (state.Spec, error) {
 	if tip == 0 {
 		return state.Spec{}, fmt.Errorf("%w: spec of %s", state.ErrNotFound, id)
 	}
-	m, err := s.runs.GetMsg(ctx, tip)
+	m, err := r.get(ctx, r.s.shardOf(runKey(id)).runsName, getReq{Seq: tip, committed: true})
 	if err != nil {
-		return state.Spec{}, fmt.Errorf("read spec of %s: %w", id, err)
+		return state.Spec{}, fmt.Errorf("read spec of %s: %w", id, unavailable(err))
 	}
-	data, err := s.payload(ctx, m)
+	data, err := r.s.payload(ctx, m)
 	if err != nil {
 		return state.Spec{}, err
 	}
@@ -89,23 +186,24 @@ func (s *Store) payload(ctx context.Context, m *jetstream.RawStreamMsg) ([]byte,
 	return b, nil
 }
 
-// scan calls fn with each committed message of subject subj from stream
-// sequence from through tip, in order, with its payload, until fn returns
-// false. Every read goes to the stream's leader.
-func (s *Store) scan(ctx context.Context, subj string, from, tip uint64, fn func(m *jetstream.RawStreamMsg, data []byte) (bool, error)) error {
+// scan calls fn with each committed message of run key's log kind from
+// stream sequence from through tip, in order, with its payload, until fn
+// returns false.
+func (r reader) scan(ctx context.Context, key, kind string, from, tip uint64, fn func(m *jetstream.RawStreamMsg, data []byte) (bool, error)) error {
+	stream, subj := r.s.shardOf(key).runsName, r.s.subject(key, kind)
 	seq := max(from, 1)
 	for seq <= tip {
-		m, err := s.runs.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		m, err := r.get(ctx, stream, getReq{Seq: seq, NextFor: subj, committed: true})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return fmt.Errorf("%w: %w: %s: messages missing before the committed tip %d", state.ErrCorrupt, ErrCorrupt, subj, tip)
 		}
 		if err != nil {
-			return fmt.Errorf("read %s: %w", subj, err)
+			return fmt.Errorf("read %s: %w", subj, unavailable(err))
 		}
 		if m.Sequence > tip {
 			return fmt.Errorf("%w: %w: %s: no message at the committed tip %d", state.ErrCorrupt, ErrCorrupt, subj, tip)
 		}
-		data, err := s.payload(ctx, m)
+		data, err := r.s.payload(ctx, m)
 		if err != nil {
 			return err
 		}
@@ -120,12 +218,12 @@ func (s *Store) scan(ctx context.Context, subj string, from, tip uint64, fn func
 
 // scanItems reads the numbered items (entries, events) of log kind of run
 // id with number > after, at most limit, up to count.
-func scanItems[T any](ctx context.Context, s *Store, id, kind string, ms *marks, tip, count, after uint64, limit int) ([]T, error) {
+func scanItems[T any](ctx context.Context, r reader, id, kind string, ms *marks, tip, count, after uint64, limit int) ([]T, error) {
 	if after >= count {
 		return nil, nil
 	}
 	var out []T
-	err := s.scan(ctx, s.subject(runKey(id), kind), ms.startFor(after), tip, func(m *jetstream.RawStreamMsg, data []byte) (bool, error) {
+	err := r.scan(ctx, runKey(id), kind, ms.startFor(after), tip, func(m *jetstream.RawStreamMsg, data []byte) (bool, error) {
 		first, err := strconv.ParseUint(m.Header.Get(hdrFirst), 10, 64)
 		if err != nil {
 			return false, fmt.Errorf("%w: %w: %s message %d: bad %s header", state.ErrCorrupt, ErrCorrupt, kind, m.Sequence, hdrFirst)
@@ -155,36 +253,36 @@ func scanItems[T any](ctx context.Context, s *Store, id, kind string, ms *marks,
 
 // Entries returns up to limit entries of run id with Seq > after, oldest
 // first. limit <= 0 means 1000; it is capped at 10000.
-func (s *Store) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
+func (r reader) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
 	if after == math.MaxUint64 {
-		return nil, s.check(ctx)
+		return nil, r.s.check(ctx)
 	}
-	env, err := s.envelope(ctx, id)
+	env, err := r.envelope(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return scanItems[record.Entry](ctx, s, id, kindEntry, &env.EntryMarks, env.tip(kindEntry), env.Entries, after,
+	return scanItems[record.Entry](ctx, r, id, kindEntry, &env.EntryMarks, env.tip(kindEntry), env.Entries, after,
 		state.LogLimit(limit))
 }
 
 // Events returns up to limit events of run id with Seq > after, oldest
 // first. limit <= 0 means 1000; it is capped at 10000.
-func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
+func (r reader) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
 	if after == math.MaxUint64 {
-		return nil, s.check(ctx)
+		return nil, r.s.check(ctx)
 	}
-	env, err := s.envelope(ctx, id)
+	env, err := r.envelope(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return scanItems[state.Event](ctx, s, id, kindEvent, &env.EventMarks, env.tip(kindEvent), env.Events, after,
+	return scanItems[state.Event](ctx, r, id, kindEvent, &env.EventMarks, env.tip(kindEvent), env.Events, after,
 		state.LogLimit(limit))
 }
 
 // StepOps returns every op of step of run id, ordered by index. The
 // current step's ops are read from where that step's messages start.
-func (s *Store) StepOps(ctx context.Context, id string, step uint64) ([]state.Op, error) {
-	env, err := s.envelope(ctx, id)
+func (r reader) StepOps(ctx context.Context, id string, step uint64) ([]state.Op, error) {
+	env, err := r.envelope(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -192,14 +290,14 @@ func (s *Store) StepOps(ctx context.Context, id string, step uint64) ([]state.Op
 	if step == env.OpStep {
 		from = env.OpFrom
 	}
-	return s.ops(ctx, id, env, from, func(k opKey) bool { return k.step == step })
+	return r.ops(ctx, id, env, from, func(k opKey) bool { return k.step == step })
 }
 
 // Ops returns up to limit ops of run id after the op with ID after ("" =
 // from the start), ordered by step then index. after need not exist; an
 // after that is not an op ID of run id is an error. limit <= 0 means 1000;
 // it is capped at 10000.
-func (s *Store) Ops(ctx context.Context, id string, after string, limit int) ([]state.Op, error) {
+func (r reader) Ops(ctx context.Context, id string, after string, limit int) ([]state.Op, error) {
 	keep := func(opKey) bool { return true }
 	if after != "" {
 		run, step, index, err := state.ParseOpID(after)
@@ -212,11 +310,11 @@ func (s *Store) Ops(ctx context.Context, id string, after string, limit int) ([]
 		cur := opKey{step, uint32(index)}
 		keep = func(k opKey) bool { return cmpKey(k, cur) > 0 }
 	}
-	env, err := s.envelope(ctx, id)
+	env, err := r.envelope(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	ops, err := s.ops(ctx, id, env, 0, keep)
+	ops, err := r.ops(ctx, id, env, 0, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -245,11 +343,11 @@ type opRec struct {
 // and its result. A result applies unless the request was written again
 // (pending) by a later commit: the later of two commits has the higher
 // base revision.
-func (s *Store) ops(ctx context.Context, id string, env *envelope, from uint64, keep func(opKey) bool) ([]state.Op, error) {
+func (r reader) ops(ctx context.Context, id string, env *envelope, from uint64, keep func(opKey) bool) ([]state.Op, error) {
 	key := runKey(id)
 	read := func(kind string) (map[opKey]opRec, error) {
 		recs := map[opKey]opRec{}
-		err := s.scan(ctx, s.subject(key, kind), from, env.tip(kind), func(m *jetstream.RawStreamMsg, data []byte) (bool, error) {
+		err := r.scan(ctx, key, kind, from, env.tip(kind), func(m *jetstream.RawStreamMsg, data []byte) (bool, error) {
 			base := baseOf(m)
 			var items []opItem
 			if err := json.Unmarshal(data, &items); err != nil {
@@ -281,7 +379,7 @@ func (s *Store) ops(ctx context.Context, id string, env *envelope, from uint64, 
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, cmpKey)
-	chunk := func(k []byte) ([]byte, error) { return s.chunk(ctx, k) }
+	chunk := func(k []byte) ([]byte, error) { return r.chunk(ctx, key, k) }
 	out := make([]state.Op, 0, len(keys))
 	for _, k := range keys {
 		req := reqs[k]
@@ -299,17 +397,19 @@ func (s *Store) ops(ctx context.Context, id string, env *envelope, from uint64, 
 	return out, nil
 }
 
-// chunk returns the chunk stored under key, or nil if there is none.
-func (s *Store) chunk(ctx context.Context, key []byte) ([]byte, error) {
+// chunk returns the chunk stored under key for run key runKey (in its
+// shard), or nil if there is none.
+func (r reader) chunk(ctx context.Context, runKey string, key []byte) ([]byte, error) {
 	k := hex.EncodeToString(key)
-	m, err := s.runs.GetLastMsgForSubject(ctx, s.subjBlob+k)
+	sh := r.s.shardOf(runKey)
+	m, err := r.get(ctx, sh.runsName, getReq{LastFor: sh.subjChunk + k})
 	if err == nil {
 		return m.Data, nil
 	}
 	if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, err
+		return nil, unavailable(err)
 	}
-	b, err := s.blobs.GetBytes(ctx, "chunk-"+k)
+	b, err := r.s.blobs.GetBytes(ctx, "chunk-"+k)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, nil
 	}
@@ -317,12 +417,23 @@ func (s *Store) chunk(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 // eachHead calls fn with the key and value of every entry of the heads
-// bucket (its latest values, read through one watcher).
-func (s *Store) eachHead(ctx context.Context, fn func(key string, value []byte)) error {
-	if err := s.check(ctx); err != nil {
+// buckets (their latest values, read through one watcher per shard, one
+// shard after the other).
+func (r reader) eachHead(ctx context.Context, fn func(key string, value []byte)) error {
+	if err := r.s.check(ctx); err != nil {
 		return err
 	}
-	w, err := s.heads.WatchAll(ctx, jetstream.IgnoreDeletes())
+	for i := range r.s.shards {
+		if err := eachOf(ctx, r.s.shards[i].heads, fn); err != nil {
+			return unavailable(err)
+		}
+	}
+	return nil
+}
+
+// eachOf calls fn with the key and value of every entry of kv.
+func eachOf(ctx context.Context, kv jetstream.KeyValue, fn func(key string, value []byte)) error {
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
 	}
@@ -345,24 +456,24 @@ func (s *Store) eachHead(ctx context.Context, fn func(key string, value []byte))
 
 // allHeads reads every run head, in ID order. Unreadable heads are returned
 // as errors beside the others.
-func (s *Store) allHeads(ctx context.Context) ([]state.Run, []error, error) {
+func (r reader) allHeads(ctx context.Context) ([]state.Run, []error, error) {
 	var (
 		runs []state.Run
 		bad  []error
 	)
-	err := s.eachHead(ctx, func(key string, value []byte) {
+	err := r.eachHead(ctx, func(key string, value []byte) {
 		env, err := decodeEnvelope(key, value)
 		if err != nil {
 			bad = append(bad, err)
 			return
 		}
-		r, ok, err := env.head(key)
+		h, ok, err := env.head(key)
 		if err != nil {
 			bad = append(bad, err)
 			return
 		}
 		if ok {
-			runs = append(runs, r)
+			runs = append(runs, h)
 		}
 	})
 	if err != nil {
@@ -384,9 +495,9 @@ type statusOnly struct {
 // head, like an unfiltered listing: a caller that shows live counts
 // should cache the answer for a second or so. An unreadable head counts
 // in Total only.
-func (s *Store) CountRuns(ctx context.Context) (state.RunCounts, error) {
+func (r reader) CountRuns(ctx context.Context) (state.RunCounts, error) {
 	var c state.RunCounts
-	err := s.eachHead(ctx, func(_ string, value []byte) {
+	err := r.eachHead(ctx, func(_ string, value []byte) {
 		var h statusOnly
 		if json.Unmarshal(value, &h) != nil {
 			c.Total++
@@ -422,7 +533,7 @@ func (s *Store) CountRuns(ctx context.Context) (state.RunCounts, error) {
 // 1000. A ParentID filter reads the children index and a running or
 // paused Status filter the unfinished index; other filters read every
 // head (see the package doc's caveats).
-func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, string, error) {
+func (r reader) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, string, error) {
 	limit := state.RunsLimit(f.Limit)
 	var (
 		all []state.Run
@@ -431,11 +542,11 @@ func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, strin
 	)
 	switch {
 	case f.ParentID != "":
-		all, bad, err = s.children(ctx, f.ParentID)
+		all, bad, err = r.children(ctx, f.ParentID)
 	case f.Status == state.StatusRunning || f.Status == state.StatusPaused:
-		all, bad, err = s.unfinished(ctx)
+		all, bad, err = r.unfinished(ctx)
 	default:
-		all, bad, err = s.allHeads(ctx)
+		all, bad, err = r.allHeads(ctx)
 	}
 	if err != nil {
 		return nil, "", err
@@ -448,13 +559,13 @@ func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, strin
 		next string
 	)
 	for i := len(all) - 1; i >= 0; i-- {
-		r := all[i]
-		if (f.After != "" && r.ID >= f.After) || !f.Matches(r) {
+		h := all[i]
+		if (f.After != "" && h.ID >= f.After) || !f.Matches(h) {
 			continue
 		}
-		runs = append(runs, r)
+		runs = append(runs, h)
 		if len(runs) == limit {
-			next = r.ID
+			next = h.ID
 			break
 		}
 	}
@@ -463,44 +574,44 @@ func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, strin
 
 // unfinished reads the heads of the runs in the unfinished index that
 // are running or paused, in ID order.
-func (s *Store) unfinished(ctx context.Context) ([]state.Run, []error, error) {
-	if err := s.check(ctx); err != nil {
+func (r reader) unfinished(ctx context.Context) ([]state.Run, []error, error) {
+	if err := r.s.check(ctx); err != nil {
 		return nil, nil, err
 	}
-	keys, err := s.indexed(ctx, "u.")
+	keys, err := r.indexed(ctx, "u.")
 	if err != nil {
 		return nil, nil, err
 	}
-	heads, bad, err := s.headsOf(ctx, keys)
+	heads, bad, err := r.headsOf(ctx, keys)
 	if err != nil {
 		return nil, nil, err
 	}
 	runs := heads[:0]
-	for _, r := range heads {
-		if !r.Status.Terminal() {
-			runs = append(runs, r)
+	for _, h := range heads {
+		if !h.Status.Terminal() {
+			runs = append(runs, h)
 		}
 	}
 	return runs, bad, nil
 }
 
 // children reads the heads of run id's children, in ID order.
-func (s *Store) children(ctx context.Context, id string) ([]state.Run, []error, error) {
-	if err := s.check(ctx); err != nil {
+func (r reader) children(ctx context.Context, id string) ([]state.Run, []error, error) {
+	if err := r.s.check(ctx); err != nil {
 		return nil, nil, err
 	}
-	keys, err := s.indexed(ctx, "c."+runKey(id)+".")
+	keys, err := r.indexed(ctx, "c."+runKey(id)+".")
 	if err != nil {
 		return nil, nil, err
 	}
-	heads, bad, err := s.headsOf(ctx, keys)
+	heads, bad, err := r.headsOf(ctx, keys)
 	if err != nil {
 		return nil, nil, err
 	}
 	runs := heads[:0]
-	for _, r := range heads {
-		if r.ParentID == id {
-			runs = append(runs, r)
+	for _, h := range heads {
+		if h.ParentID == id {
+			runs = append(runs, h)
 		}
 	}
 	return runs, bad, nil
@@ -510,8 +621,8 @@ func (s *Store) children(ctx context.Context, id string) ([]state.Run, []error, 
 // order, from the unfinished index. Unreadable heads do not hide the
 // others: they are named in an error wrapping state.ErrCorrupt returned
 // beside the readable ones.
-func (s *Store) Unfinished(ctx context.Context) ([]state.Run, error) {
-	runs, bad, err := s.unfinished(ctx)
+func (r reader) Unfinished(ctx context.Context) ([]state.Run, error) {
+	runs, bad, err := r.unfinished(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -521,20 +632,25 @@ func (s *Store) Unfinished(ctx context.Context) ([]state.Run, error) {
 // CountChildren counts run id's direct children from the children
 // index, without reading their heads (a child whose head is not written
 // yet is counted).
-func (s *Store) CountChildren(ctx context.Context, id string) (int, error) {
-	if err := s.check(ctx); err != nil {
+func (r reader) CountChildren(ctx context.Context, id string) (int, error) {
+	if err := r.s.check(ctx); err != nil {
 		return 0, err
 	}
-	keys, err := s.indexed(ctx, "c."+runKey(id)+".")
+	keys, err := r.indexed(ctx, "c."+runKey(id)+".")
 	return len(keys), err
 }
 
-var _ state.ChildCounter = (*Store)(nil)
+var (
+	_ state.ChildCounter = (*Store)(nil)
+	_ state.ChildCounter = reader{}
+	_ state.RunCounter   = reader{}
+	_ state.Reader       = reader{}
+)
 
 // Children lists the IDs of run id's direct children in ID order, from
 // the children index.
-func (s *Store) Children(ctx context.Context, id string) ([]string, error) {
-	runs, bad, err := s.children(ctx, id)
+func (r reader) Children(ctx context.Context, id string) ([]string, error) {
+	runs, bad, err := r.children(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -542,8 +658,8 @@ func (s *Store) Children(ctx context.Context, id string) ([]string, error) {
 		return nil, errors.Join(bad...)
 	}
 	var ids []string
-	for _, r := range runs {
-		ids = append(ids, r.ID)
+	for _, h := range runs {
+		ids = append(ids, h.ID)
 	}
 	return ids, nil
 }

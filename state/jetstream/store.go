@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/flockrun/flock/state"
 )
@@ -23,6 +26,13 @@ const (
 	DefaultWriteTimeout  = 10 * time.Second
 	DefaultOrphanWait    = 500 * time.Millisecond
 )
+
+// Shards is the number of shards of the runs stream and of the heads
+// bucket: a run lives in shard fnv32a(key) % Shards. A stream applies its
+// writes one at a time, each synced on its own on a single server (R1),
+// so the shards are what lets commits of many runs be synced in parallel
+// (and, in a cluster, spreads the streams' leaders over the nodes).
+const Shards = 4
 
 // Options configures Open. The zero value gives the defaults.
 type Options struct {
@@ -53,6 +63,15 @@ type Options struct {
 	// written by different nodes, so the nodes' clocks must agree to well
 	// within a lease's duration.
 	Now func() time.Time
+	// FailoverAfter is how long a read of FailoverReads waits for a
+	// stream's leader before it asks any current replica instead.
+	// Default DefaultFailoverAfter.
+	FailoverAfter time.Duration
+	// BindOnly makes Open bind to the streams as they are, creating or
+	// changing nothing: it fails with ErrNotProvisioned while one is
+	// missing or configured otherwise. Nodes of a cluster that did not
+	// create the streams (Provision elsewhere) open with it.
+	BindOnly bool
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
@@ -82,6 +101,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.FailoverAfter <= 0 {
+		o.FailoverAfter = DefaultFailoverAfter
+	}
 	return o, nil
 }
 
@@ -92,16 +114,13 @@ type Store struct {
 	js   jetstream.JetStream
 	opts Options
 
-	runs   jetstream.Stream // the runs stream: logs, specs, chunks
-	heads  jetstream.KeyValue
+	shards [Shards]shard // the runs' logs and heads
 	leases jetstream.KeyValue
 	blobs  jetstream.ObjectStore
 	index  jetstream.Stream // see index.go
 
-	runsName string // stream names and subject roots, from the prefix
-	subjRun  string // "<prefix>.run."
-	subjBlob string // "<prefix>.chunk."
-	subjIdx  string // "<prefix>.idx."
+	subjIdx   string // "<prefix>.idx."
+	indexName string // "<PREFIX>_INDEX"
 
 	// cache holds the envelope this store last read or wrote per run, so
 	// that a run's owner commits without reading its head first. A stale
@@ -123,14 +142,37 @@ type Store struct {
 	bytes    atomic.Uint64
 }
 
+// shard is one shard of the runs stream and the heads bucket.
+type shard struct {
+	runs       jetstream.Stream // the shard's runs stream: logs, specs, chunks
+	heads      jetstream.KeyValue
+	runsName   string // "<PREFIX>_RUNS_<i>"
+	headsName  string // "<PREFIX>_HEADS_<i>", the bucket
+	headsSubj  string // "$KV.<PREFIX>_HEADS_<i>.", the bucket's subject root
+	subjRun    string // "<prefix>.run.<i>."
+	subjChunk  string // "<prefix>.chunk.<i>."
+	headStream string // "KV_<PREFIX>_HEADS_<i>", the bucket's stream
+}
+
+// shardOf returns the shard of run key.
+func (s *Store) shardOf(key string) *shard {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return &s.shards[h%Shards]
+}
+
 // maxCached bounds the envelope cache (a few KiB each); past it an
 // arbitrary entry is dropped: a miss costs one read of the head.
 const maxCached = 8192
 
-// Open creates (or binds to, and updates) the streams, buckets and object
-// store named by opts.Prefix on js's server or cluster and returns a
-// Store on them. The caller keeps ownership of js and its connection:
-// Close does not close them.
+// Open binds to the streams, buckets and object store named by
+// opts.Prefix on js's server or cluster, creating (or updating) those that
+// are missing or configured otherwise, unless opts.BindOnly, and returns a
+// Store on them. The streams are checked and made in parallel. The caller
+// keeps ownership of js and its connection: Close does not close them.
 //
 // The server must have JetStream enabled. Durability depends on it: an
 // acknowledged write is on disk only with `sync_interval: always` in the
@@ -146,110 +188,171 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 	}
 	up := strings.ToUpper(opts.Prefix)
 	s := &Store{
-		js:       js,
-		opts:     opts,
-		runsName: up + "_RUNS",
-		subjRun:  opts.Prefix + ".run.",
-		subjBlob: opts.Prefix + ".chunk.",
-		subjIdx:  opts.Prefix + ".idx.",
-		cache:    make(map[string]cached),
+		js:        js,
+		opts:      opts,
+		subjIdx:   opts.Prefix + ".idx.",
+		indexName: up + "_INDEX",
+		cache:     make(map[string]cached),
 	}
-	runsCfg := jetstream.StreamConfig{
-		Name:        s.runsName,
-		Description: "flock run logs: entries, op requests and results, events, specs, chunks",
-		Subjects:    []string{opts.Prefix + ".run.>", opts.Prefix + ".chunk.>"},
-		Storage:     jetstream.FileStorage,
-		Replicas:    opts.Replicas,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardNew,
-		MaxMsgs:     -1,
-		MaxBytes:    -1,
-		Duplicates:  2 * time.Minute,
-		// Reads go to the stream leader (see the package doc).
-		AllowDirect: false,
+	if _, err := js.Stream(ctx, up+"_RUNS"); err == nil {
+		return nil, fmt.Errorf("%w: stream %s holds runs in the layout of an earlier flock (one stream, not %d shards): "+
+			"remove it with its buckets (nats stream rm %s; nats kv rm %s_HEADS) or give this store another prefix",
+			ErrOptions, up+"_RUNS", Shards, up+"_RUNS", up)
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("open jetstream store: %w", unavailable(err))
 	}
-	if s.runs, err = js.CreateOrUpdateStream(ctx, runsCfg); err != nil {
-		return nil, fmt.Errorf("open jetstream store: stream %s: %w", s.runsName, err)
+	var assets []asset
+	for i := range s.shards {
+		sh := &s.shards[i]
+		n := strconv.Itoa(i)
+		sh.runsName, sh.headsName = up+"_RUNS_"+n, up+"_HEADS_"+n
+		sh.headStream, sh.headsSubj = "KV_"+sh.headsName, "$KV."+sh.headsName+"."
+		sh.subjRun, sh.subjChunk = opts.Prefix+".run."+n+".", opts.Prefix+".chunk."+n+"."
+		assets = append(assets, asset{stream: &jetstream.StreamConfig{
+			Name:        sh.runsName,
+			Description: "flock run logs (shard " + n + "): entries, op requests and results, events, specs, chunks",
+			Subjects:    []string{sh.subjRun + ">", sh.subjChunk + ">"},
+			Storage:     jetstream.FileStorage,
+			Replicas:    opts.Replicas,
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardNew,
+			MaxMsgs:     -1,
+			MaxBytes:    -1,
+			Duplicates:  2 * time.Minute,
+			// Strict reads go to the stream leader (see the package
+			// doc); direct gets let a failover read ask a replica.
+			AllowDirect: true,
+		}}, asset{stream: bucketStream(sh.headsName, "flock run heads (shard "+n+")", opts.Replicas, true)})
 	}
-	idxCfg := jetstream.StreamConfig{
-		Name:              up + "_INDEX",
-		Description:       "flock run indexes: unfinished runs, children",
-		Subjects:          []string{opts.Prefix + ".idx.>"},
-		Storage:           jetstream.FileStorage,
-		Replicas:          opts.Replicas,
-		MaxMsgsPerSubject: 1,
-		MaxMsgs:           -1,
-		MaxBytes:          -1,
-		AllowDirect:       false,
+	assets = append(assets,
+		asset{stream: &jetstream.StreamConfig{
+			Name:              s.indexName,
+			Description:       "flock run indexes: unfinished runs, children",
+			Subjects:          []string{opts.Prefix + ".idx.>"},
+			Storage:           jetstream.FileStorage,
+			Replicas:          opts.Replicas,
+			MaxMsgsPerSubject: 1,
+			MaxMsgs:           -1,
+			MaxBytes:          -1,
+			// Listed from the leader; a failover reader asks a replica.
+			AllowDirect: true,
+		}},
+		// Leases are read from the leader only (the KV client's Get asks
+		// the leader when direct gets are off).
+		asset{stream: bucketStream(up+"_LEASES", "flock run leases", opts.Replicas, false)},
+		asset{stream: objectStream(up+"_BLOBS", "flock blobs over the blob threshold", opts.Replicas)},
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, a := range assets {
+		g.Go(func() error { return s.ensure(gctx, a) })
 	}
-	if s.index, err = js.CreateOrUpdateStream(ctx, idxCfg); err != nil {
-		return nil, fmt.Errorf("open jetstream store: stream %s: %w", idxCfg.Name, err)
-	}
-	if s.heads, err = s.bucket(ctx, up+"_HEADS", "flock run heads", 1); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if s.leases, err = s.bucket(ctx, up+"_LEASES", "flock run leases", 1); err != nil {
-		return nil, err
+	// Bind.
+	for i := range s.shards {
+		sh := &s.shards[i]
+		if sh.runs, err = js.Stream(ctx, sh.runsName); err != nil {
+			return nil, fmt.Errorf("open jetstream store: stream %s: %w", sh.runsName, unavailable(err))
+		}
+		if sh.heads, err = js.KeyValue(ctx, sh.headsName); err != nil {
+			return nil, fmt.Errorf("open jetstream store: bucket %s: %w", sh.headsName, unavailable(err))
+		}
 	}
-	// The object store's stream as nats.go's CreateObjectStore makes it
-	// ($O.<bucket>.C.> chunks, $O.<bucket>.M.> metadata, rollups), but with
-	// direct gets off from the start: see bucket.
-	blobs := up + "_BLOBS"
-	obsCfg := jetstream.StreamConfig{
-		Name:        "OBJ_" + blobs,
-		Description: "flock blobs over the blob threshold",
-		Subjects:    []string{"$O." + blobs + ".C.>", "$O." + blobs + ".M.>"},
-		Storage:     jetstream.FileStorage,
-		Replicas:    opts.Replicas,
-		MaxBytes:    -1,
-		Discard:     jetstream.DiscardNew,
-		AllowRollup: true,
-		AllowDirect: false,
+	if s.index, err = js.Stream(ctx, s.indexName); err != nil {
+		return nil, fmt.Errorf("open jetstream store: stream %s: %w", s.indexName, unavailable(err))
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, obsCfg); err != nil {
-		return nil, fmt.Errorf("open jetstream store: object store %s: %w", blobs, err)
+	if s.leases, err = js.KeyValue(ctx, up+"_LEASES"); err != nil {
+		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", up+"_LEASES", unavailable(err))
 	}
-	if s.blobs, err = js.ObjectStore(ctx, blobs); err != nil {
-		return nil, fmt.Errorf("open jetstream store: object store %s: %w", blobs, err)
+	if s.blobs, err = js.ObjectStore(ctx, up+"_BLOBS"); err != nil {
+		return nil, fmt.Errorf("open jetstream store: object store %s: %w", up+"_BLOBS", unavailable(err))
 	}
 	return s, nil
 }
 
-// bucket creates or updates KV bucket name and binds to it. Its stream is
-// the one nats.go's CreateKeyValue makes ($KV.<bucket>.> subjects, history
-// as the messages kept per key, rollups, no deletes, new writes refused
-// when full), but with direct gets off from the start, so that its reads
-// go to the stream leader (the last acknowledged write), not to whichever
-// replica answers first. nats.go's own create turns direct gets on, even
-// on a bucket that has them off: while one node opened the store, another
-// binding the bucket would read with direct gets, and fail with "no
-// responders" on every read once they were off again.
-func (s *Store) bucket(ctx context.Context, name, desc string, history int64) (jetstream.KeyValue, error) {
-	cfg := jetstream.StreamConfig{
+// asset is one stream of the store (a bucket's and the object store's
+// included), as Open declares it.
+type asset struct {
+	stream *jetstream.StreamConfig
+}
+
+// bucketStream is the stream of KV bucket name as nats.go's CreateKeyValue
+// makes it ($KV.<bucket>.> subjects, one value per key, rollups, no
+// deletes, new writes refused when full), but with direct gets as given
+// from the start: nats.go's own create turns them on even on a bucket
+// that has them off, and a client that binds a bucket while its stream
+// allows them reads with direct gets for good ("no responders" once they
+// are off). The heads allow them (failover reads ask a replica; strict
+// reads ask the leader with the message-get API, never the KV client's
+// Get); the leases do not.
+func bucketStream(name, desc string, replicas int, direct bool) *jetstream.StreamConfig {
+	return &jetstream.StreamConfig{
 		Name:              "KV_" + name,
 		Description:       desc,
 		Subjects:          []string{"$KV." + name + ".>"},
-		MaxMsgsPerSubject: history,
+		MaxMsgsPerSubject: 1,
 		MaxMsgs:           -1,
 		MaxBytes:          -1,
 		MaxMsgSize:        -1,
 		MaxConsumers:      -1,
 		Storage:           jetstream.FileStorage,
-		Replicas:          s.opts.Replicas,
+		Replicas:          replicas,
 		Discard:           jetstream.DiscardNew,
 		Duplicates:        2 * time.Minute,
 		AllowRollup:       true,
 		DenyDelete:        true,
-		AllowDirect:       false,
+		AllowDirect:       direct,
 	}
-	if _, err := s.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", name, err)
+}
+
+// objectStream is the object store bucket's stream as nats.go's
+// CreateObjectStore makes it ($O.<bucket>.C.> chunks, $O.<bucket>.M.>
+// metadata, rollups), with direct gets off from the start (see
+// bucketStream).
+func objectStream(bucket, desc string, replicas int) *jetstream.StreamConfig {
+	return &jetstream.StreamConfig{
+		Name:        "OBJ_" + bucket,
+		Description: desc,
+		Subjects:    []string{"$O." + bucket + ".C.>", "$O." + bucket + ".M.>"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		MaxBytes:    -1,
+		Discard:     jetstream.DiscardNew,
+		AllowRollup: true,
+		AllowDirect: false,
 	}
-	kv, err := s.js.KeyValue(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", name, err)
+}
+
+// wants reports whether a stream configured as cfg is as a wants it (the
+// settings the store relies on: replicas, direct gets, subjects).
+func (a asset) wants(cfg jetstream.StreamConfig) bool {
+	return cfg.Replicas == a.stream.Replicas && cfg.AllowDirect == a.stream.AllowDirect &&
+		slices.Equal(cfg.Subjects, a.stream.Subjects)
+}
+
+// ensure checks that a's stream exists as wanted and, unless
+// Options.BindOnly, creates or updates it otherwise (ErrNotProvisioned
+// with BindOnly).
+func (s *Store) ensure(ctx context.Context, a asset) error {
+	name := a.stream.Name
+	st, err := s.js.Stream(ctx, name)
+	if err == nil && a.wants(st.CachedInfo().Config) {
+		return nil
 	}
-	return kv, nil
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("open jetstream store: stream %s: %w", name, unavailable(err))
+	}
+	if s.opts.BindOnly {
+		if err != nil {
+			return fmt.Errorf("%w: stream %s does not exist", ErrNotProvisioned, name)
+		}
+		return fmt.Errorf("%w: stream %s is configured otherwise", ErrNotProvisioned, name)
+	}
+	if _, err := s.js.CreateOrUpdateStream(ctx, *a.stream); err != nil {
+		return fmt.Errorf("open jetstream store: stream %s: %w", name, unavailable(err))
+	}
+	return nil
 }
 
 // Close makes later calls fail with state.ErrClosed and waits for commits
@@ -313,19 +416,24 @@ func (s *Store) Check(ctx context.Context) error {
 		return err
 	}
 	up := strings.ToUpper(s.opts.Prefix)
-	checks := []struct {
+	type check struct {
 		name string
 		info func(context.Context) error
-	}{
-		{s.runsName, func(ctx context.Context) error { _, err := s.runs.Info(ctx); return err }},
+	}
+	checks := []check{
 		{up + "_INDEX", func(ctx context.Context) error { _, err := s.index.Info(ctx); return err }},
-		{"KV_" + up + "_HEADS", func(ctx context.Context) error { _, err := s.heads.Status(ctx); return err }},
 		{"KV_" + up + "_LEASES", func(ctx context.Context) error { _, err := s.leases.Status(ctx); return err }},
 		{"OBJ_" + up + "_BLOBS", func(ctx context.Context) error { _, err := s.blobs.Status(ctx); return err }},
 	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		checks = append(checks,
+			check{sh.runsName, func(ctx context.Context) error { _, err := sh.runs.Info(ctx); return err }},
+			check{sh.headStream, func(ctx context.Context) error { _, err := sh.heads.Status(ctx); return err }})
+	}
 	for _, c := range checks {
 		if err := c.info(ctx); err != nil {
-			return fmt.Errorf("stream %s: %w", c.name, err)
+			return fmt.Errorf("stream %s: %w", c.name, unavailable(err))
 		}
 	}
 	return nil

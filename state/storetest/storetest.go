@@ -144,7 +144,7 @@ func testEvents(n int) []state.Event {
 // Snapshot is everything stored about run id (head, entries, ops, events)
 // as JSON, to compare what a reader sees before and after a commit is
 // refused, or on two stores.
-func Snapshot(tb testing.TB, s state.Store, id string) string {
+func Snapshot(tb testing.TB, s state.Reader, id string) string {
 	tb.Helper()
 	ctx := context.Background()
 	h, err := s.Run(ctx, id)

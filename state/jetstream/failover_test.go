@@ -1,0 +1,106 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
+)
+
+// TestFailoverReadsFromReplicas reads a run through the failover reader
+// of a store whose FailoverAfter is a nanosecond, so that every read asks
+// a replica (a direct get) as it does while a stream has no leader: the
+// head, the spec, the entries, the ops and the events read the same as
+// from the leaders, once the replicas caught up; children and unfinished
+// runs are listed; a run that does not exist is not found. (That a failover read answers within a second
+// while the leaders are dead is tested on real processes, killed with
+// SIGKILL: an in-process server hands its leaderships over when it shuts
+// down.)
+func TestFailoverReadsFromReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test skipped in -short mode")
+	}
+	servers := startCluster(t, 3)
+	a := openStore(t, servers, Options{Replicas: 3, FailoverAfter: time.Nanosecond})
+	var rev uint64
+	for n := uint64(1); n <= 5; n++ {
+		c := step("r", n, rev, state.StatusRunning)
+		if n == 1 {
+			c.Spec = &state.Spec{Task: "t"}
+		}
+		mustCommit(t, a, c)
+		rev = c.Run.Revision
+	}
+	kid := step("kid", 1, 0, state.StatusRunning)
+	kid.Run.ParentID = "r"
+	mustCommit(t, a, kid)
+	acked := storetest.Snapshot(t, a, "r")
+	fo := a.FailoverReads()
+	testkit.CheckFor(t, 20*time.Second, func() error {
+		if got := storetest.Snapshot(t, fo, "r"); got != acked {
+			return fmt.Errorf("replicas read:\n%s\nleaders:\n%s", got, acked)
+		}
+		return nil
+	})
+	sp, err := fo.Spec(context.Background(), "r")
+	if err != nil || sp.Task != "t" {
+		t.Fatalf("spec from a replica: %+v, %v", sp, err)
+	}
+	if n, err := fo.(state.ChildCounter).CountChildren(context.Background(), "r"); err != nil || n != 1 {
+		t.Fatalf("children counted from a replica: %d, %v", n, err)
+	}
+	if ids, err := fo.Children(context.Background(), "r"); err != nil || len(ids) != 1 || ids[0] != "kid" {
+		t.Fatalf("children listed from a replica: %v, %v", ids, err)
+	}
+	if runs, err := fo.Unfinished(context.Background()); err != nil || len(runs) != 2 {
+		t.Fatalf("unfinished runs listed from a replica: %d, %v", len(runs), err)
+	}
+	if _, err := fo.Run(context.Background(), "nope"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("an unknown run from a replica: %v, want ErrNotFound", err)
+	}
+}
+
+// TestCommitRetriedAfterUnknownOutcome: a commit carrying a Commit.ID that
+// applied, though its caller was not told (a timeout), and was then
+// followed by another commit of the run, applies no second time when it
+// is tried again: the retry returns nil with the event numbers and the
+// revision of the first application, and the log holds its records once.
+func TestCommitRetriedAfterUnknownOutcome(t *testing.T) {
+	s := openStore(t, []*server.Server{startServer(t)}, Options{})
+	ctx := context.Background()
+	mustCommit(t, s, step("r", 1, 0, state.StatusRunning))
+	c := step("r", 2, 1, state.StatusRunning)
+	c.ID = "commit-2"
+	mustCommit(t, s, c)
+	first, firstRev := c.Events[0].Seq, c.Run.Revision
+	// Another commit of the run (an op result) follows.
+	other := &state.Commit{RunID: "r", ID: "result", Events: []state.Event{{Type: "op", Status: "ok"}}}
+	mustCommit(t, s, other)
+
+	again := step("r", 2, 1, state.StatusRunning)
+	again.ID = "commit-2"
+	if err := s.Commit(ctx, again); err != nil {
+		t.Fatalf("retry of an applied commit: %v", err)
+	}
+	if again.Events[0].Seq != first || again.Run.Revision != firstRev {
+		t.Fatalf("retry got event %d, revision %d; the first try got %d, %d", again.Events[0].Seq, again.Run.Revision, first, firstRev)
+	}
+	if es, _ := s.Entries(ctx, "r", 0, 0); len(es) != 2 {
+		t.Fatalf("%d entries after the retry, want 2", len(es))
+	}
+	if evs, _ := s.Events(ctx, "r", 0, 0); len(evs) != 3 {
+		t.Fatalf("%d events after the retry, want 3", len(evs))
+	}
+	// A commit without an ID is not taken for an earlier one.
+	fresh := step("r", 2, 1, state.StatusRunning)
+	if err := s.Commit(ctx, fresh); !errors.Is(err, state.ErrFenced) {
+		t.Fatalf("a new commit on an old revision: %v, want ErrFenced", err)
+	}
+}

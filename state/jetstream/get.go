@@ -1,0 +1,298 @@
+package jetstream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/flockrun/flock/state"
+)
+
+// DefaultFailoverAfter is Options.FailoverAfter's default.
+const DefaultFailoverAfter = 300 * time.Millisecond
+
+// getTimeout bounds a get whose context has no deadline (nats.go's own
+// default for API requests): a request to a stream leader that is dead or
+// stopped is never answered.
+const getTimeout = 5 * time.Second
+
+// replicaEvery is how often a failover read sends another direct get
+// while none has answered: each goes to one replica of the stream's queue
+// group, which may be the stopped one.
+const replicaEvery = 150 * time.Millisecond
+
+// getReq is a request of JetStream's message-get API: a message by
+// sequence, the first of a subject at or after a sequence, or the last of
+// a subject.
+type getReq struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	// committed says the message is known to be there (at or before a
+	// committed tip): a replica that does not find it lags the leader,
+	// and a failover read asks again rather than answer "not found".
+	committed bool
+}
+
+// getResp is the leader's answer to a getReq.
+type getResp struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *struct {
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
+	} `json:"message,omitempty"`
+}
+
+// reader reads the store. A strict reader reads every message from its
+// stream's leader, which has every acknowledged write: the executor's
+// reads and every read that decides a commit go through one. A failover
+// reader (Store.FailoverReads) asks the leader first and, when the leader
+// does not answer within Options.FailoverAfter (a stream electing a new
+// leader after a server died, an overloaded leader), any current replica
+// (a direct get), which may lag the leader by the last writes: what the
+// HTTP API's reads use, so that they answer during a failover.
+type reader struct {
+	s        *Store
+	failover bool
+}
+
+// get returns the message req names from stream (jetstream.ErrMsgNotFound
+// if there is none).
+func (r reader) get(ctx context.Context, stream string, req getReq) (*jetstream.RawStreamMsg, error) {
+	if !r.failover {
+		return r.s.leaderGet(ctx, stream, req)
+	}
+	ctx, cancel := withGetTimeout(ctx)
+	defer cancel()
+	lctx, lcancel := context.WithTimeout(ctx, r.s.opts.FailoverAfter)
+	m, err := r.s.leaderGet(lctx, stream, req)
+	lcancel()
+	if err == nil || !transient(err) || ctx.Err() != nil {
+		return m, err
+	}
+	dm, derr := r.s.replicaGet(ctx, stream, req)
+	if derr != nil {
+		return nil, fmt.Errorf("%w (and from a replica: %w)", err, derr)
+	}
+	return dm, nil
+}
+
+// replicaGet asks the replicas of stream for a message (see fromReplicas).
+func (s *Store) replicaGet(ctx context.Context, stream string, req getReq) (*jetstream.RawStreamMsg, error) {
+	return fromReplicas(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		m, err := s.directGet(ctx, stream, req)
+		if req.committed && errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, fmt.Errorf("%w: a replica of stream %s lags: %w", state.ErrUnavailable, stream, err)
+		}
+		return m, err
+	})
+}
+
+// fromReplicas calls ask, which asks one replica of a stream (a direct
+// get goes to one member of the replicas' queue group, which may be a
+// stopped server that never answers), every replicaEvery until a call
+// answers or fails for good, or ctx ends.
+func fromReplicas[T any](ctx context.Context, ask func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		v   T
+		err error
+	}
+	answers := make(chan answer, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	try := func() {
+		wg.Add(1)
+		go func() { // owned: the deferred Wait waits for it
+			defer wg.Done()
+			v, err := ask(ctx)
+			select {
+			case answers <- answer{v, err}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	t := time.NewTicker(replicaEvery)
+	defer t.Stop()
+	try()
+	var last error
+	for {
+		select {
+		case a := <-answers:
+			if a.err == nil || !transient(a.err) {
+				return a.v, a.err
+			}
+			last = a.err
+		case <-t.C:
+			try()
+		case <-ctx.Done():
+			var zero T
+			return zero, cmp.Or(last, ctx.Err())
+		}
+	}
+}
+
+// directLastSubjects asks one replica of stream for the subjects that
+// match filter (the last message of each, read with a batched direct
+// get): at most 1024, the server's bound on such a get.
+func (s *Store) directLastSubjects(ctx context.Context, stream, filter string) ([]string, error) {
+	nc := s.js.Conn()
+	inbox := nc.NewRespInbox()
+	msgs := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(inbox, msgs)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	body, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+		NoHeaders bool     `json:"no_hdr"`
+	}{[]string{filter}, true})
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.PublishRequest(jetstream.DefaultAPIPrefix+"DIRECT.GET."+stream, inbox, body); err != nil {
+		return nil, err
+	}
+	var subjects []string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case m := <-msgs:
+			switch m.Header.Get("Status") {
+			case "":
+				subjects = append(subjects, m.Header.Get(jetstream.SubjectHeader))
+			case "204": // end of the batch
+				return subjects, nil
+			case "404": // no subject matches
+				return nil, nil
+			default:
+				return nil, fmt.Errorf("direct get of the subjects %s of stream %s: %s %s", filter, stream,
+					m.Header.Get("Status"), m.Header.Get("Description"))
+			}
+		}
+	}
+}
+
+// withGetTimeout bounds ctx by getTimeout unless it has a deadline.
+func withGetTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, getTimeout)
+}
+
+// leaderGet asks stream's leader for a message.
+func (s *Store) leaderGet(ctx context.Context, stream string, req getReq) (*jetstream.RawStreamMsg, error) {
+	ctx, cancel := withGetTimeout(ctx)
+	defer cancel()
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.js.Conn().RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp getResp
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("get from stream %s: bad answer: %w", stream, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, jetstream.ErrMsgNotFound
+		}
+		return nil, resp.Error
+	}
+	if resp.Message == nil {
+		return nil, fmt.Errorf("get from stream %s: %w", stream, jetstream.ErrInvalidJetStreamResponse)
+	}
+	out := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence,
+		Data: resp.Message.Data, Time: resp.Message.Time}
+	if len(resp.Message.Header) > 0 {
+		if out.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, fmt.Errorf("get from stream %s: message %d: %w", stream, out.Sequence, err)
+		}
+	}
+	return out, nil
+}
+
+// directGet asks any current replica of stream for a message (the stream
+// allows direct gets).
+func (s *Store) directGet(ctx context.Context, stream string, req getReq) (*jetstream.RawStreamMsg, error) {
+	subj := jetstream.DefaultAPIPrefix + "DIRECT.GET." + stream
+	var body []byte
+	if req.LastFor != "" {
+		subj += "." + req.LastFor
+	} else {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return nil, err
+		}
+	}
+	m, err := s.js.Conn().RequestWithContext(ctx, subj, body)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Data) == 0 {
+		switch m.Header.Get("Status") {
+		case "":
+		case "404":
+			return nil, jetstream.ErrMsgNotFound
+		default:
+			return nil, fmt.Errorf("direct get from stream %s: %s %s", stream, m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+	}
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("direct get from stream %s: bad sequence header %q", stream, m.Header.Get(jetstream.SequenceHeader))
+	}
+	tm, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+	return &jetstream.RawStreamMsg{Subject: m.Header.Get(jetstream.SubjectHeader), Sequence: seq,
+		Header: m.Header, Data: m.Data, Time: tm}, nil
+}
+
+// transient reports whether err says that the store cannot answer now
+// but may soon: no answer in time, no responder (a stream without a
+// leader), a connection being re-established, or a JetStream error of
+// status 503 ("temporarily unavailable").
+func transient(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, state.ErrUnavailable),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout),
+		errors.Is(err, jetstream.ErrTooManyStalledMsgs):
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.Code == 503
+}
+
+// unavailable wraps a transient err with state.ErrUnavailable (see
+// transient); any other error is returned as it is.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, state.ErrUnavailable) || !transient(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", state.ErrUnavailable, err)
+}
