@@ -271,13 +271,14 @@ func TestWarmupStatus(t *testing.T) {
 // TestConfigWarnsUnknownKeys: a key flock does not read, in the file or
 // in a backend's section, starts the service with a warning naming its
 // full path and the closest known key; AgentFlow's keys flock ignores
-// (backend_class, description, security, server.url/port/title) and a
-// disabled backend's section give none.
+// (backend_class, description, security, server.url/port/title), keys
+// starting with "_" (comments) and a disabled backend's section give none.
 func TestConfigWarnsUnknownKeys(t *testing.T) {
 	doc := `{
 	  "server": {"url": "http://127.0.0.1", "port": 18890, "title": "t", "sesion_ttl": 60},
 	  "resources": {"bash": {"enabled": true, "backend_class": "x.Bash", "description": "d", "confg": {}, "config": {"timout": 5}}},
-	  "apis": {"needy": {"endpoint": "e", "endpint": "e"}, "keeper": {"enabled": false, "colour": 1}},
+	  "apis": {"needy": {"_comment": "AgentFlow drops it", "endpoint": "e", "endpint": "e"}, "keeper": {"enabled": false, "colour": 1}},
+	  "_note": "a comment",
 	  "security": {"auth": {"enabled": false}},
 	  "warmpu": {"enabled": true},
 	  "zzz": 1

@@ -186,10 +186,14 @@ func decodeSection(doc []byte, v any) error {
 
 // keyWarnings words what keys.Check finds in doc, the section at path
 // prefix: `unknown key "resources.bash.config.timout" (did you mean
-// "resources.bash.config.timeout"?)`.
+// "resources.bash.config.timeout"?)`. A key starting with "_" is a
+// comment, which AgentFlow drops from a section: none is reported.
 func keyWarnings(keys settings.Keys, doc []byte, prefix string) []string {
 	var out []string
 	for _, f := range keys.Check(doc) {
+		if strings.HasPrefix(f.Key, "_") {
+			continue
+		}
 		f.Path = settings.Join(prefix, f.Path)
 		if f.Suggest != "" {
 			f.Suggest = settings.Join(prefix, f.Suggest)
