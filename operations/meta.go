@@ -10,7 +10,44 @@ import (
 // in for a model (the simulated provider) answer in kind from it instead
 // of guessing from the prompt's wording; live models ignore it. The key
 // and its values are journaled with the request like any Meta.
+//
+// The other Meta keys below are the rest of a request's role metadata:
+// what a stand-in must know to play the role that the prompt says in
+// words (the answer format, the attempt, the branch). Phases set them
+// next to MetaRole; a stand-in reads them, never the prompt's prose.
 const MetaRole = "role"
+
+// MetaFormat is the Meta key that says how a request without tools (or
+// with tool_choice "none") is to be answered: FormatFenced or FormatXML,
+// the text conventions of the phases' agents. Absent: native tool calls
+// when tools are offered, else plain text.
+const MetaFormat = "format"
+
+// Values of MetaFormat.
+const (
+	// FormatFenced: a tool call is a fenced block whose info string is
+	// the tool's name (```bash ... ```).
+	FormatFenced = "fenced"
+	// FormatXML: a tool call is an element named after the tool
+	// (<bash>...</bash>), and a synthesis proposal AgentFlow's <intent>,
+	// <tool_name> and <parameters> tags.
+	FormatXML = "xml"
+)
+
+// MetaAttempt is the Meta key of a request that asks again what an
+// earlier one of the same work asked (a re-ask after a refused proposal,
+// a retried QA pair): its attempt number, from 1. Absent means 1.
+const MetaAttempt = "attempt"
+
+// MetaBranch is the Meta key of an explorer request: the id of the tree
+// node the proposal grows ("0.1.0", the parent's id and the child's
+// index), so that siblings explore differently.
+const MetaBranch = "branch"
+
+// MetaFailedSteps is the Meta key of a synthesizer request whose
+// trajectory holds failed tool calls: their step numbers (from 1),
+// comma-separated. Their observations are errors, not evidence.
+const MetaFailedSteps = "failed_steps"
 
 // Model roles: the values of MetaRole.
 const (
@@ -31,6 +68,10 @@ const (
 	ModelRoleSynthesizer = "synthesizer"
 	// ModelRoleClosedBook answers a question with no trajectory or tools.
 	ModelRoleClosedBook = "closed_book"
+	// ModelRoleGrader grades a candidate answer against reference answers
+	// with a JSON verdict {"correct", "reasoning"} (a rollout's
+	// llm_judgement).
+	ModelRoleGrader = "grader"
 )
 
 // Meta carries an operation's small free-form labels (purpose, role, option

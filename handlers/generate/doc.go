@@ -173,10 +173,12 @@
 // # Simulated provider
 //
 // A deterministic policy with no network, in package
-// handlers/generate/simulated: the reply depends only on the request and
-// the role its phase set in Meta (operations.MetaRole), never on time or
-// randomness. Usage is estimated at chars/4. See that package for what
-// each role answers.
+// handlers/generate/simulated: the reply depends only on the run's task
+// (handlers.Env.Task), the role metadata its phase set in Meta
+// (operations.MetaRole and the other labels of operations/meta.go) and the
+// request's structure, never on time, randomness or the prompt's wording.
+// Usage is estimated at chars/4. See that package for what each role
+// answers.
 //
 // # Replay
 //

@@ -186,7 +186,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	}
 	switch m.provider {
 	case ProviderSimulated:
-		outs := simulated.Reply(req.Meta, g)
+		outs := simulated.Reply(simulated.Input{Task: env.Task, Meta: req.Meta, Request: g})
 		out = &operations.GenerateResult{Outputs: outs, Model: simulated.Model,
 			Usage: operations.Usage{PromptTokens: estimatePrompt(g.Messages, g.Tools), CompletionTokens: estimateOutputs(outs)}}
 	case ProviderScripted:

@@ -31,7 +31,7 @@ func TestSimulatedProviderReadsRole(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := g
-			res := h.Handle(context.Background(), handlers.Env{RunID: "run1"},
+			res := h.Handle(context.Background(), handlers.Env{RunID: "run1", Task: "List the files."},
 				operations.Request{Kind: operations.KindGenerate, Params: &g, Meta: tt.meta})
 			out := mustGen(t, res)
 			if out.Model != simulated.Model || out.Usage.PromptTokens <= 0 || out.Usage.CompletionTokens <= 0 {

@@ -141,3 +141,14 @@ func (m Model) Request(msgs []operations.Message, tools []operations.Tool, toolC
 	}
 	return g
 }
+
+// WithFormat labels r, a generate request of an agent that calls tools in
+// mode, with its answer format (operations.MetaFormat) when mode is a
+// text mode, so that a model stand-in answers in it without reading the
+// prompt's instructions; live models ignore the label.
+func WithFormat(r operations.Request, mode Mode) operations.Request {
+	if mode == ModeFenced || mode == ModeXML {
+		return r.WithMeta(operations.MetaFormat, string(mode))
+	}
+	return r
+}

@@ -92,8 +92,8 @@ func Generator(in phases.Input, s *Settings) (phases.Output, error) {
 		choice = "required"
 	}
 	g := s.Generator.Request(prompt(c, ctx, s), tools(s), choice)
-	out.Ops = []operations.Request{operations.NewGenerate(g).WithMeta(metaPurpose, PhaseGenerator).
-		WithMeta(operations.MetaRole, operations.ModelRoleActor)}
+	out.Ops = []operations.Request{agent.WithFormat(operations.NewGenerate(g).WithMeta(metaPurpose, PhaseGenerator).
+		WithMeta(operations.MetaRole, operations.ModelRoleActor), s.Mode())}
 	out.Next = PhaseDiscriminator
 	return out, nil
 }

@@ -155,7 +155,9 @@ func generate(out phases.Output, s *Settings, l loop, ctx []operations.Message, 
 	}
 	tools := append(agent.Tools(s.ToolNames()...), agent.SandboxTools(s.ToolNames(), s.SandboxTools)...)
 	req := m.Request(ctx, tools, toolChoice)
-	out.Ops = append(out.Ops, operations.NewGenerate(req))
+	// The role tells a model stand-in (the simulated provider) what to
+	// play; live models ignore it.
+	out.Ops = append(out.Ops, operations.NewGenerate(req).WithMeta(operations.MetaRole, operations.ModelRoleActor))
 	l.Pending = nil
 	if err := out.SetVar(varLoop, l); err != nil {
 		return out, err

@@ -227,7 +227,8 @@ func gradeOps(l Lane, it Item, a agentRun) []operations.Request {
 		msgs := grading.Judge{Instructions: l.Judge.Instructions}.Messages(it.Task.Question, a.Answer, it.Task.References)
 		m := l.Judge.Model.Model
 		m.N = 1
-		ops = append(ops, operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge"))
+		ops = append(ops, operations.NewGenerate(m.Request(msgs, nil, "")).WithMeta("purpose", "judge").
+			WithMeta(operations.MetaRole, operations.ModelRoleGrader))
 	}
 	for _, name := range slices.Sorted(maps.Keys(l.Extras.Verifiers)) {
 		ops = append(ops, operations.NewBash(verifierCommand(l.Extras.Verifiers[name], a.WorkDir, it, a.Answer), l.Verifier.TimeoutS).

@@ -14,8 +14,8 @@
 // The synthesis run reads the seeds and the earlier output files, spawns
 // lanes, and sums seeds_done.jsonl into summary.json (its result). Each
 // lane runs its share of the seeds (dealt round-robin) one after another,
-// one synthesis.seed run per seed, so seeds start as others finish with
-// no barrier between them.
+// one synthesis.seed run per seed (its task is the seed's content), so
+// seeds start as others finish with no barrier between them.
 //
 // # The sampler (synthesis.seed)
 //
@@ -27,7 +27,8 @@
 // A node of depth d below max_depth gets branching_factor children while
 // d < depth_threshold, else one (2+4+8+8+8 = 30 nodes with the defaults).
 //
-// Each child is proposed by the model (role "explorer"): one user prompt
+// Each child is proposed by the model (role "explorer", with the node's id
+// as operations.MetaBranch and the re-ask's number as MetaAttempt): one user prompt
 // with the seed and seed_description, the goal, sampling_tips, the path
 // from the root (intent, tool, params, observation cut to
 // observation_chars), the actions already taken for the seed (the last

@@ -115,7 +115,8 @@ func Next(in phases.Input, s *LaneSettings) (phases.Output, error) {
 	if err != nil {
 		return out, fmt.Errorf("encode seed settings: %w", err)
 	}
-	r := operations.NewSpawn(operations.SpawnRequest{Workflow: SeedName, Settings: json.RawMessage(doc), Name: seed.ID})
+	// The seed is the seed run's task: what its model explores.
+	r := operations.NewSpawn(operations.SpawnRequest{Workflow: SeedName, Settings: json.RawMessage(doc), Task: seed.Content, Name: seed.ID})
 	r.Meta = operations.Meta{"seed": seed.ID}
 	out.Ops = []operations.Request{r}
 	out.Next = PhaseNext

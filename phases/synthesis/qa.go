@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/flockrun/flock/operations"
@@ -94,9 +95,21 @@ func qaRequest(s *SeedSettings, sel *Selection, w work) (operations.Request, err
 		return r, nil
 	}
 	t := math.Round(qa.Temperature(w.Attempt)*100) / 100
+	path := sel.Paths[w.Path].Path
 	r := operations.NewGenerate(operations.GenerateRequest{Model: s.Config.ModelName,
-		Messages: messages(qa.Prompt(qaInput(s, sel.Paths[w.Path].Path), w.Attempt, w.Feedback)), Temperature: &t})
-	r.Meta = operations.Meta{operations.MetaRole: RoleSynthesizer}
+		Messages: messages(qa.Prompt(qaInput(s, path), w.Attempt, w.Feedback)), Temperature: &t})
+	// The labels say what the prompt says in words: the role, the attempt
+	// and the steps whose calls failed.
+	r.Meta = operations.Meta{operations.MetaRole: RoleSynthesizer, operations.MetaAttempt: strconv.Itoa(max(w.Attempt, 1))}
+	var failed []string
+	for i, n := range path.Nodes {
+		if n.Failed {
+			failed = append(failed, strconv.Itoa(i+1))
+		}
+	}
+	if len(failed) > 0 {
+		r.Meta[operations.MetaFailedSteps] = strings.Join(failed, ",")
+	}
 	return r, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/flockrun/flock/operations"
@@ -331,14 +332,21 @@ func ProposalPrompt(c *cfgpkg.Config, seed trajectory.Seed, branch string, tools
 	return []operations.Message{{Role: operations.RoleUser, Content: b.String()}}
 }
 
-// proposalRequest is the generate request of a proposal.
-func proposalRequest(c *cfgpkg.Config, tools []string, schemas map[string]agent.SandboxTool, msgs []operations.Message, key string) operations.Request {
+// proposalRequest is the generate request of a proposal of the node key
+// ("0.1.0"), attempt from 1 (a re-ask is attempt 2). Its labels say what
+// the prompt says in words: the role, the branch, the attempt and, for
+// XML proposals, the format (operations.MetaRole ...).
+func proposalRequest(c *cfgpkg.Config, tools []string, schemas map[string]agent.SandboxTool, msgs []operations.Message, key string, attempt int) operations.Request {
 	g := operations.GenerateRequest{Model: c.ModelName, Messages: msgs, Temperature: c.Temperature}
 	if c.ProposalFormat == cfgpkg.FormatTools {
 		g.Tools = agent.SandboxTools(tools, schemas)
 		g.ToolChoice = "required"
 	}
 	r := operations.NewGenerate(g)
-	r.Meta = operations.Meta{operations.MetaRole: RoleExplorer, "work": key}
+	r.Meta = operations.Meta{operations.MetaRole: RoleExplorer, "work": key,
+		operations.MetaBranch: key, operations.MetaAttempt: strconv.Itoa(attempt)}
+	if c.ProposalFormat == cfgpkg.FormatXML {
+		r.Meta[operations.MetaFormat] = operations.FormatXML
+	}
 	return r
 }

@@ -413,7 +413,7 @@ func dispatch(in phases.Input, s *SeedSettings, tree *trajectory.Tree, st seedSt
 		switch w.Kind {
 		case workPropose:
 			msgs := ProposalPrompt(&s.Config, s.Seed, w.node(), s.Tools(), s.SandboxTools, pathTo(tree, w.Parent), taken(tree), w.Feedback)
-			out.Ops = append(out.Ops, proposalRequest(&s.Config, s.Tools(), s.SandboxTools, msgs, w.node()))
+			out.Ops = append(out.Ops, proposalRequest(&s.Config, s.Tools(), s.SandboxTools, msgs, w.node(), w.Attempt+1))
 		case workExecute:
 			out.Ops = append(out.Ops, executeRequest(s, tree, w))
 		case workQA, workClosed:

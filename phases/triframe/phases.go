@@ -138,8 +138,8 @@ func Advisor(in phases.Input, s *Settings) (phases.Output, error) {
 		}
 	}
 	for i, m := range s.Advisors {
-		out.Ops = append(out.Ops, operations.NewGenerate(m.Request(msgs, tools, choice)).
-			WithMeta(metaRole, roleAdvisor).WithMeta(metaIndex, strconv.Itoa(i)))
+		out.Ops = append(out.Ops, agent.WithFormat(operations.NewGenerate(m.Request(msgs, tools, choice)).
+			WithMeta(metaRole, roleAdvisor).WithMeta(metaIndex, strconv.Itoa(i)), s.Mode()))
 	}
 	return out, nil
 }
@@ -185,8 +185,8 @@ func Actor(in phases.Input, s *Settings) (phases.Output, error) {
 			if with {
 				k, label = 1, "with"
 			}
-			out.Ops = append(out.Ops, operations.NewGenerate(m.Request(byVariant[k], defs, choice)).
-				WithMeta(metaRole, roleActor).WithMeta(metaIndex, strconv.Itoa(i)).WithMeta(metaAdvice, label))
+			out.Ops = append(out.Ops, agent.WithFormat(operations.NewGenerate(m.Request(byVariant[k], defs, choice)).
+				WithMeta(metaRole, roleActor).WithMeta(metaIndex, strconv.Itoa(i)).WithMeta(metaAdvice, label), s.Mode()))
 		}
 	}
 	return out, nil

@@ -22,7 +22,7 @@ func TestSandboxActor(t *testing.T) {
 		msgs := []operations.Message{{Role: operations.RoleSystem, Content: "You answer questions."}, {Role: operations.RoleUser, Content: task}}
 		var calls []operations.ToolCall
 		for turn := 0; turn <= len(results); turn++ {
-			outs := Reply(map[string]string{operations.MetaRole: "actor"}, &operations.GenerateRequest{Messages: msgs, Tools: tools})
+			outs := Reply(Input{Task: task, Meta: map[string]string{operations.MetaRole: "actor"}, Request: &operations.GenerateRequest{Messages: msgs, Tools: tools}})
 			if len(outs[0].ToolCalls) != 1 {
 				t.Fatalf("%s: turn %d: %+v, want one call", task, turn, outs[0])
 			}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/flockrun/flock/operations"
 )
@@ -20,30 +21,48 @@ const Model = "flock-simulated"
 // actor submits whatever it has.
 const maxSimActions = 6
 
-// Reply answers g with the built-in deterministic policy (see the package
-// documentation): g.N outputs (at least one). meta is the request's Meta;
-// its operations.MetaRole says what the model is asked to play. The
-// outputs depend only on meta's role and g.
-func Reply(meta map[string]string, g *operations.GenerateRequest) []operations.Output {
-	var role func(*operations.GenerateRequest) operations.Output
-	switch meta[operations.MetaRole] {
+// Input is what the simulated model answers: a generate request, its
+// labels and the task of the run that makes it.
+type Input struct {
+	// Task is the task of the run the request belongs to (handlers.Env.Task):
+	// what the model works on, read from the run, not from the prompt.
+	Task string
+	// Meta is the request's labels: operations.MetaRole says what the
+	// model is asked to play, and MetaFormat, MetaAttempt, MetaBranch and
+	// MetaFailedSteps the rest of what its prompt says in words.
+	Meta map[string]string
+	// Request is the generate request.
+	Request *operations.GenerateRequest
+}
+
+// Reply answers in.Request with the built-in deterministic policy (see the
+// package documentation): in.Request.N outputs (at least one). The outputs
+// depend only on in's task, labels and the request's structure (tools,
+// tool calls, tool outputs, the data its messages hold), never on the
+// wording of its prompts.
+func Reply(in Input) []operations.Output {
+	g := in.Request
+	var role func(Input) operations.Output
+	switch in.Meta[operations.MetaRole] {
 	case operations.ModelRoleExplorer:
 		role = explorer
 	case operations.ModelRoleSynthesizer:
 		role = synthesizer
+	case operations.ModelRoleGrader:
+		role = grader
 	case operations.ModelRoleClosedBook:
-		role = func(*operations.GenerateRequest) operations.Output {
+		role = func(Input) operations.Output {
 			return operations.Output{Content: "unknown", FinishReason: "stop"}
 		}
 	}
 	if role != nil {
 		outs := make([]operations.Output, max(1, g.N))
 		for i := range outs {
-			outs[i] = role(g)
+			outs[i] = role(in)
 		}
 		return outs
 	}
-	s := newSim(meta[operations.MetaRole], g)
+	s := newSim(in)
 	outs := make([]operations.Output, max(1, g.N))
 	for i := range outs {
 		outs[i] = s.output(i)
@@ -66,14 +85,11 @@ type sim struct {
 	g     *operations.GenerateRequest
 	tools map[string]operations.Tool
 	hash  uint64
-	// head is the system prompt (all system messages), or the first user
-	// message when there is no system message.
-	head string
 	// last is the content of the last message.
 	last string
 	// all is every message's content and tool-call arguments, in order.
 	all string
-	// task is the task text found in the prompt (see findTask).
+	// task is the run's task.
 	task string
 
 	fam      string
@@ -83,52 +99,60 @@ type sim struct {
 	forced string
 }
 
-func newSim(role string, g *operations.GenerateRequest) *sim {
-	s := &sim{g: g, tools: map[string]operations.Tool{}}
+func newSim(in Input) *sim {
+	g := in.Request
+	s := &sim{g: g, tools: map[string]operations.Tool{}, task: strings.TrimSpace(in.Task)}
 	for _, t := range g.Tools {
 		if _, dup := s.tools[t.Name]; !dup {
 			s.tools[t.Name] = t
 		}
 	}
-	s.hash = requestHash(g)
-	var sys, all []string
-	firstUser := ""
+	s.hash = requestHash(in.Meta, g)
+	var all []string
 	for _, m := range g.Messages {
-		if m.Role == operations.RoleSystem {
-			sys = append(sys, m.Content)
-		}
-		if m.Role == operations.RoleUser && firstUser == "" && !strings.HasPrefix(strings.TrimSpace(m.Content), "<advi") {
-			firstUser = m.Content
-		}
 		all = append(all, m.Content)
 		for _, tc := range m.ToolCalls {
 			all = append(all, tc.Arguments)
 		}
 	}
-	s.head = strings.Join(sys, "\n")
-	if s.head == "" {
-		s.head = firstUser
-	}
 	if len(g.Messages) > 0 {
 		s.last = g.Messages[len(g.Messages)-1].Content
 	}
 	s.all = strings.Join(all, "\n")
-	s.task = findTask(s.all, s.head, firstUser)
-	s.classify(role)
+	s.classify(in.Meta)
 	return s
 }
 
-// requestHash is a stable hash of everything that shapes the reply.
-func requestHash(g *operations.GenerateRequest) uint64 {
+// requestHash is a stable hash of what shapes the reply besides the data:
+// the labels, the tools offered, tool_choice and the conversation's
+// structure with the model's own turns (the roles of the messages, the
+// assistant's text and tool calls). The text of system and user messages
+// (the phases' prompts) and of tool outputs is left out, so that neither
+// a reworded prompt nor a tool output's incidental bytes (a listing's
+// times) change the reply's wording or its call ids.
+func requestHash(meta map[string]string, g *operations.GenerateRequest) uint64 {
 	names := make([]string, len(g.Tools))
 	for i, t := range g.Tools {
 		names[i] = t.Name
 	}
+	type turn struct {
+		R string
+		C string                `json:",omitempty"`
+		T []operations.ToolCall `json:",omitempty"`
+	}
+	turns := make([]turn, len(g.Messages))
+	for i, m := range g.Messages {
+		turns[i] = turn{R: m.Role}
+		if m.Role == operations.RoleAssistant {
+			turns[i].C, turns[i].T = m.Content, m.ToolCalls
+		}
+	}
 	b, _ := json.Marshal(struct {
-		M  []operations.Message
+		L  map[string]string // encoded with sorted keys
+		M  []turn
 		T  []string
 		TC string
-	}{g.Messages, names, g.ToolChoice})
+	}{meta, turns, names, g.ToolChoice})
 	h := fnv.New64a()
 	h.Write(b)
 	return h.Sum64()
@@ -193,11 +217,10 @@ func roleFamily(role string) string {
 // classify picks the family: the request's role when the phase set one
 // (operations.MetaRole); otherwise, in tool mode, the offered tools (the
 // forced one first). Text mode (no tools, or tool_choice "none") without a
-// role is a plain text reply. The prompt's wording never decides the
-// family; only the answer format in text mode (fenced blocks or <bash>
-// tags, s.xml) is read from the system prompt, as a model would.
-func (s *sim) classify(role string) {
-	fam := roleFamily(role)
+// role is a plain text reply; its answer format is the request's
+// operations.MetaFormat. The prompt's wording decides nothing.
+func (s *sim) classify(meta map[string]string) {
+	fam := roleFamily(meta[operations.MetaRole])
 	if len(s.tools) > 0 && s.g.ToolChoice != "none" {
 		if _, ok := s.tools[s.g.ToolChoice]; ok {
 			s.forced = s.g.ToolChoice
@@ -225,8 +248,7 @@ func (s *sim) classify(role string) {
 		return
 	}
 	s.textMode = true
-	h := s.head
-	s.xml = strings.Contains(h, "<bash>") && !strings.Contains(h, "```bash")
+	s.xml = meta[operations.MetaFormat] == operations.FormatXML
 	s.fam = famText
 	if fam != "" {
 		s.fam = fam
@@ -304,13 +326,13 @@ var (
 	reFencedBash = regexp.MustCompile("(?s)```(?:bash|sh|shell|run_bash)[ \\t]*\\n(.*?)```")
 	reXMLBash    = regexp.MustCompile(`(?s)<(?:bash|run_bash)>(.*?)</(?:bash|run_bash)>`)
 	reJSONCmd    = regexp.MustCompile(`"command"\s*:\s*("(?:[^"\\]|\\.)*")`)
-	reOutputTag  = regexp.MustCompile(`(?s)<([a-z_]+)[-_]output>(.*?)</([a-z_]+)[-_]output>`)
 )
 
 // executed lists the shell commands the agent already ran (or proposed in
 // its own earlier turns), oldest first: tool calls of assistant messages,
-// fenced or XML bash blocks in assistant text, and JSON-rendered calls in
-// transcripts other roles carry (advisor and rater prompts).
+// fenced or XML bash blocks in assistant text, and the calls' JSON
+// arguments ({"command": ...}) that transcripts other roles read carry
+// (advisor and rater prompts), whatever words surround them.
 func (s *sim) executed() []string {
 	var out []string
 	for _, m := range s.g.Messages {
@@ -342,9 +364,10 @@ func (s *sim) executed() []string {
 	return out
 }
 
-// outputs lists tool outputs, oldest first: role "tool" messages, user
-// messages right after an assistant message (text-mode agents), and
-// <name-output> blocks inside any message.
+// outputs lists tool outputs, oldest first: role "tool" messages and user
+// messages right after an assistant message (text-mode agents), by their
+// place in the conversation. The transcript of a prompt that is not the
+// agent's own conversation (an advisor's, a rater's) holds none.
 func (s *sim) outputs() []string {
 	var out []string
 	prevAssistant := false
@@ -354,10 +377,6 @@ func (s *sim) outputs() []string {
 			out = append(out, m.Content)
 		case m.Role == operations.RoleUser && prevAssistant:
 			out = append(out, m.Content)
-		default:
-			for _, mm := range reOutputTag.FindAllStringSubmatch(m.Content, -1) {
-				out = append(out, mm[2])
-			}
 		}
 		prevAssistant = m.Role == operations.RoleAssistant
 	}
@@ -367,36 +386,17 @@ func (s *sim) outputs() []string {
 // --- task and plan -----------------------------------------------------------
 
 var (
-	reTaskTag   = regexp.MustCompile(`(?is)<task>\s*(.*?)\s*</task>`)
-	reTaskLabel = regexp.MustCompile(`(?is)\btask(?:\s+is)?\s*:\s*(.+?)(?:\n\s*\n|$)`)
-	reCreate    = regexp.MustCompile("(?i)\\b(?:create|write|make)\\s+(?:an?\\s+)?(?:new\\s+)?(?:text\\s+)?(?:file\\s+)?(?:named\\s+|called\\s+)?[`'\"]?([A-Za-z0-9_][A-Za-z0-9_.\\-/]*\\.[A-Za-z0-9]+)[`'\"]?\\s+(?:containing|that\\s+contains|with\\s+(?:the\\s+)?(?:content|contents|text|line|word|string)s?)\\s*:?\\s*")
-	reLeadNoun  = regexp.MustCompile(`(?i)^(?:the\s+)?(?:text|word|string|line|content|contents)\s+`)
-	reUnquoted  = regexp.MustCompile(`^(.*?)(?:\s+and\s|\s+then\s|[,;\n]|\.\s|\.$|$)`)
-	reFileName  = regexp.MustCompile("(?i)(?:^|[\\s`'\"(])((?:[A-Za-z0-9_\\-]+/)*[A-Za-z0-9_\\-]+\\.(?:txt|md|csv|tsv|json|jsonl|py|log|sh|yaml|yml|toml|c|h|go|js|ts|html|xml|ini|cfg|conf|dat|rs|java|rb))\\b")
-	reSafeName  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$`)
-	reLsFile    = regexp.MustCompile(`(?m)^-[rwxsStT-]{9}\S*\s+.*\s(\S+)\s*$`)
-	reWords     = regexp.MustCompile(`(?i)word[\s-]*count|count\s+(?:the\s+)?words|how\s+many\s+words|number\s+of\s+words`)
-	reLines     = regexp.MustCompile(`(?i)line[\s-]*count|count\s+(?:the\s+)?lines|how\s+many\s+lines|number\s+of\s+lines`)
-	reChars     = regexp.MustCompile(`(?i)(?:character|char|byte)[\s-]*count|how\s+many\s+(?:characters|bytes)|number\s+of\s+(?:characters|bytes)`)
-	reFiles     = regexp.MustCompile(`(?i)how\s+many\s+files|number\s+of\s+files|count\s+(?:the\s+)?files`)
+	reCreate   = regexp.MustCompile("(?i)\\b(?:create|write|make)\\s+(?:an?\\s+)?(?:new\\s+)?(?:text\\s+)?(?:file\\s+)?(?:named\\s+|called\\s+)?[`'\"]?([A-Za-z0-9_][A-Za-z0-9_.\\-/]*\\.[A-Za-z0-9]+)[`'\"]?\\s+(?:containing|that\\s+contains|with\\s+(?:the\\s+)?(?:content|contents|text|line|word|string)s?)\\s*:?\\s*")
+	reLeadNoun = regexp.MustCompile(`(?i)^(?:the\s+)?(?:text|word|string|line|content|contents)\s+`)
+	reUnquoted = regexp.MustCompile(`^(.*?)(?:\s+and\s|\s+then\s|[,;\n]|\.\s|\.$|$)`)
+	reFileName = regexp.MustCompile("(?i)(?:^|[\\s`'\"(])((?:[A-Za-z0-9_\\-]+/)*[A-Za-z0-9_\\-]+\\.(?:txt|md|csv|tsv|json|jsonl|py|log|sh|yaml|yml|toml|c|h|go|js|ts|html|xml|ini|cfg|conf|dat|rs|java|rb))\\b")
+	reSafeName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.\-/]*$`)
+	reLsFile   = regexp.MustCompile(`(?m)^-[rwxsStT-]{9}\S*\s+.*\s(\S+)\s*$`)
+	reWords    = regexp.MustCompile(`(?i)word[\s-]*count|count\s+(?:the\s+)?words|how\s+many\s+words|number\s+of\s+words`)
+	reLines    = regexp.MustCompile(`(?i)line[\s-]*count|count\s+(?:the\s+)?lines|how\s+many\s+lines|number\s+of\s+lines`)
+	reChars    = regexp.MustCompile(`(?i)(?:character|char|byte)[\s-]*count|how\s+many\s+(?:characters|bytes)|number\s+of\s+(?:characters|bytes)`)
+	reFiles    = regexp.MustCompile(`(?i)how\s+many\s+files|number\s+of\s+files|count\s+(?:the\s+)?files`)
 )
-
-// findTask returns the task text: a <task> block, else the paragraph after
-// "task:", else the first user message, else the system prompt.
-func findTask(all, head, firstUser string) string {
-	if m := reTaskTag.FindStringSubmatch(all); m != nil {
-		return m[1]
-	}
-	for _, t := range []string{firstUser, head} {
-		if m := reTaskLabel.FindStringSubmatch(t); m != nil {
-			return m[1]
-		}
-	}
-	if firstUser != "" {
-		return firstUser
-	}
-	return head
-}
 
 func safeName(n string) bool {
 	return reSafeName.MatchString(n) && !strings.Contains(n, "..") && len(n) <= 200
@@ -504,15 +504,19 @@ func (s *sim) next() step {
 
 var (
 	reNumberLine = regexp.MustCompile(`^\s*(-?\d+(?:\.\d+)?)(?:\s|$)`)
-	reNoiseLine  = regexp.MustCompile(`(?i)^(?:<[^>]*>|exit code:?.*|.*\bof\b.*\bused\b.*|warning\b.*|(?:stdout|stderr|output|tool output)\s*:?)$`)
+	// reTagLine is a line that only opens or closes an element (a text-mode
+	// output's wrapper, whatever it is called).
+	reTagLine = regexp.MustCompile(`^<[^>]*>$`)
 )
 
-// answerFrom derives a submission from a tool output: the first meaningful
-// line, reduced to its leading number when it starts with one (wc output).
+// answerFrom derives a submission from a tool output: its first line (the
+// output comes first; notes a phase adds follow it), past the lines that
+// only open or close an element, reduced to its leading number when it
+// starts with one (wc output).
 func answerFrom(out string) string {
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || reNoiseLine.MatchString(line) {
+		if line == "" || reTagLine.MatchString(line) {
 			continue
 		}
 		if m := reNumberLine.FindStringSubmatch(line); m != nil {
@@ -644,9 +648,13 @@ func (s *sim) actor(i int) operations.Output {
 func (s *sim) advisor(i int) operations.Output {
 	st := s.next()
 	var advice string
-	if st.cmd == "" {
+	switch {
+	case st.cmd == "" && len(s.outputs()) == 0:
+		// A transcript's outputs are not read: the actor has the answer.
+		advice = "You have what you need. Submit the answer the last output shows now."
+	case st.cmd == "":
 		advice = fmt.Sprintf("You have what you need. Submit the answer %q now.", st.answer)
-	} else {
+	default:
 		advice = fmt.Sprintf("Work in small, verifiable steps. Next, run `%s` and read its output carefully.", st.cmd)
 	}
 	if i > 0 {
@@ -663,9 +671,13 @@ func (s *sim) advisor(i int) operations.Output {
 
 // --- rater -------------------------------------------------------------------
 
+// reOptionMarkers find numbered options by their layout, whatever they
+// are called: an element whose name ends in the number (<option_2>,
+// <choice-2>), a line opening with a word and the number ("Option 2:",
+// "Candidate #2."), a "[2]" line, a JSON option_index.
 var reOptionMarkers = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)<option[ _-]?(?:index=["']?)?(\d+)["']?\s*>`),
-	regexp.MustCompile(`(?im)^[ \t]*(?:#+[ \t]*)?(?:\*\*)?option[ _#-]*(\d+)(?:\*\*)?[ \t]*[:.)\]-]`),
+	regexp.MustCompile(`<[A-Za-z][A-Za-z0-9_-]*?[ _-]?(?:index=["']?)?(\d+)["']?\s*>`),
+	regexp.MustCompile(`(?m)^[ \t]*(?:#+[ \t]*)?(?:\*\*)?[A-Za-z]+[ _#-]*(\d+)(?:\*\*)?[ \t]*[:.)\]-]`),
 	regexp.MustCompile(`(?m)^[ \t]*\[(\d+)\]`),
 	regexp.MustCompile(`"option_index"\s*:\s*(\d+)`),
 }
@@ -676,8 +688,8 @@ type option struct {
 }
 
 // findOptions finds numbered options in the last message (or, failing
-// that, in the whole prompt): <option_N> tags, "Option N:" lines, "[N]"
-// lines, in that order of preference.
+// that, in the whole prompt): numbered elements, numbered lines, "[N]"
+// lines, in that order of preference (see reOptionMarkers).
 func findOptions(texts ...string) []option {
 	for _, t := range texts {
 		for _, re := range reOptionMarkers {
@@ -698,6 +710,13 @@ func findOptions(texts ...string) []option {
 					end = locs[k+1][0]
 				}
 				body := t[l[1]:end]
+				// An element's option ends where it closes.
+				if open := t[l[0]:l[1]]; strings.HasPrefix(open, "<") {
+					name := strings.TrimRight(strings.TrimPrefix(open, "<"), "0123456789\"'> \t")
+					if c := strings.Index(body, "</"+name); c >= 0 {
+						body = body[:c]
+					}
+				}
 				if len(body) > 4000 {
 					body = body[:4000]
 				}
@@ -709,23 +728,33 @@ func findOptions(texts ...string) []option {
 	return nil
 }
 
-// rateOption scores an option by how much it looks like progress.
+// rateOption scores an option by how much it looks like progress: the
+// commands and tool names it holds, as whole words, so that the words
+// around them (the option's prose) do not count.
 func rateOption(body string) (float64, string) {
-	b := strings.ToLower(body)
+	b := " " + strings.Join(strings.FieldsFunc(strings.ToLower(body), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_>.", r)
+	}), " ") + " "
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(b, " "+w+" ") {
+				return true
+			}
+		}
+		return false
+	}
 	switch {
-	case strings.Contains(b, "rm -rf") || strings.Contains(b, "sudo ") || strings.Contains(b, "mkfs") || strings.Contains(b, "shutdown"):
+	case has("rm -rf", "sudo", "mkfs", "shutdown"):
 		return -2, "destructive or privileged command"
-	case strings.Contains(b, "submit") || strings.Contains(b, "conclude"):
+	case has("submit", "conclude"):
 		return 1.8, "submits an answer grounded in the last output"
-	case strings.Contains(b, "printf") || strings.Contains(b, "echo ") && strings.Contains(b, ">") ||
-		strings.Contains(b, "tee ") || strings.Contains(b, "touch ") || strings.Contains(b, "mkdir "):
+	case has("printf", "tee", "touch", "mkdir") || has("echo") && strings.Contains(b, ">"):
 		return 1.5, "makes the change the task asks for"
-	case strings.Contains(b, "wc ") || strings.Contains(b, "cat ") || strings.Contains(b, "head ") ||
-		strings.Contains(b, "grep ") || strings.Contains(b, "tail ") || strings.Contains(b, "python"):
+	case has("wc", "cat", "head", "grep", "tail", "python"):
 		return 1, "reads or checks relevant data"
-	case strings.Contains(b, "ls -la"):
+	case has("ls -la"):
 		return 0.75, "useful exploration"
-	case strings.Contains(b, "ls") || strings.Contains(b, "pwd") || strings.Contains(b, "find "):
+	case has("ls", "pwd", "find"):
 		return 0.5, "light exploration"
 	}
 	return 0, "unclear progress"
@@ -754,13 +783,13 @@ func (s *sim) rater(i int) operations.Output {
 
 // --- judge and generic tools ---------------------------------------------------
 
+// reIDs find the ids of candidate agents (agent_...) in a judge's prompt.
 var reIDs = []*regexp.Regexp{
 	regexp.MustCompile(`\bagent_[A-Za-z0-9_\-]+`),
-	regexp.MustCompile(`(?i)\b(?:agent_id|winner_id|candidate_id|id)\s*[:=]\s*["']?([A-Za-z0-9_\-]+)`),
 }
 
-// candidates lists the choices a judge can pick from: ids mentioned in the
-// prompt, else option indices, else "0" and "1".
+// candidates lists the choices a judge can pick from: agent ids the
+// prompt holds, else option indices, else "0" and "1".
 func (s *sim) candidates(ids bool) []string {
 	var out []string
 	seen := map[string]bool{}

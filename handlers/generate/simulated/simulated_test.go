@@ -65,14 +65,15 @@ func TestSimulatedDeterministic(t *testing.T) {
 	g := &operations.GenerateRequest{Model: "simulated", N: 3, Tools: actorTools, Messages: []operations.Message{
 		{Role: operations.RoleSystem, Content: "You are an agent. <task>List the files.</task>"},
 	}}
-	a, _ := json.Marshal(Reply(nil, g))
+	in := Input{Task: "List the files.", Request: g}
+	a, _ := json.Marshal(Reply(in))
 	for range 5 {
-		b, _ := json.Marshal(Reply(nil, g))
+		b, _ := json.Marshal(Reply(in))
 		if string(a) != string(b) {
 			t.Fatalf("not deterministic:\n%s\n%s", a, b)
 		}
 	}
-	outs := Reply(nil, g)
+	outs := Reply(in)
 	if len(outs) != 3 {
 		t.Fatalf("n not honoured: %d", len(outs))
 	}
@@ -86,9 +87,11 @@ func TestSimulatedDeterministic(t *testing.T) {
 }
 
 func TestSimulatedFamilies(t *testing.T) {
-	task := "<task>Create hello.txt containing hi and submit its word count.</task>"
+	const plain = "Create hello.txt containing hi and submit its word count."
+	task := "<task>" + plain + "</task>"
 	tests := []struct {
 		name  string
+		task  string // the run's task; plain when empty
 		meta  map[string]string
 		g     operations.GenerateRequest
 		check func(t *testing.T, outs []operations.Output)
@@ -137,6 +140,7 @@ func TestSimulatedFamilies(t *testing.T) {
 		},
 		{
 			name: "subagent concludes with run_bash",
+			task: "print the directory.",
 			g: operations.GenerateRequest{Tools: []operations.Tool{{Name: "run_bash", Parameters: toolBash.Parameters}, toolConclude}, Messages: []operations.Message{
 				{Role: "system", Content: "Sub. task: print the directory."},
 				{Role: "assistant", ToolCalls: []operations.ToolCall{{ID: "1", Name: "run_bash", Arguments: `{"command":"ls -la"}`}}},
@@ -281,7 +285,11 @@ func TestSimulatedFamilies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.g.Model = "simulated"
-			tt.check(t, Reply(tt.meta, &tt.g))
+			task := tt.task
+			if task == "" {
+				task = plain
+			}
+			tt.check(t, Reply(Input{Task: task, Meta: tt.meta, Request: &tt.g}))
 		})
 	}
 }
@@ -291,7 +299,7 @@ func TestAnswerFrom(t *testing.T) {
 		{"wc with notice", "1\n\n3 of 100 actions used", "1"},
 		{"wc with file name", "  3 hello.txt\n", "3"},
 		{"tagged text", "<bash-output>\nhello world\n</bash-output>", "hello world"},
-		{"exit code only", "Exit code: 1", "done"},
+		{"a phase's note only", "Exit code: 1", "Exit code: 1"},
 		{"empty", "", "done"},
 	}
 	for _, tt := range tests {
@@ -331,7 +339,11 @@ func triframe(t *testing.T, task, dir string, textMode bool) (string, int) {
 	t.Helper()
 	call := func(r string, g operations.GenerateRequest) []operations.Output {
 		g.Model = "simulated"
-		return Reply(role(r), &g)
+		meta := role(r)
+		if textMode {
+			meta[operations.MetaFormat] = operations.FormatFenced
+		}
+		return Reply(Input{Task: task, Meta: meta, Request: &g})
 	}
 	var history []operations.Message // actor view
 	var transcript strings.Builder   // advisor and rater view
@@ -472,7 +484,7 @@ func FuzzSimulate(f *testing.F) {
 				{Role: "user", Content: last},
 			}}
 			for _, r := range []string{"", operations.ModelRoleActor, operations.ModelRoleAdvisor, operations.ModelRoleRater, operations.ModelRoleJudge, "other"} {
-				outs := Reply(role(r), g)
+				outs := Reply(Input{Task: task, Meta: role(r), Request: g})
 				if len(outs) != max(1, n) {
 					t.Fatalf("outputs = %d", len(outs))
 				}

@@ -1,6 +1,7 @@
 package simulated
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -15,26 +16,143 @@ import (
 )
 
 // The synthesis roles (operations.ModelRoleExplorer, ModelRoleSynthesizer,
-// ModelRoleClosedBook) read the prompts of phases/synthesis as a model
-// would: the seed, the branch, the path's observations, the actions
-// already taken and the tools listed; the trajectory of a QA prompt.
+// ModelRoleClosedBook) read what their prompts hold by its layout, never
+// by the words around it: the seed is the run's task, the tools are the
+// "- ns:tool: description" lines (or the tools offered), the actions
+// already taken the "ns:tool {json}" signatures, and a trajectory's steps
+// the field lines whose value is a tool name, followed by the parameters'
+// JSON and the observation. The branch, the attempt and the failed steps
+// are labels of the request (operations.MetaBranch, MetaAttempt,
+// MetaFailedSteps).
 
 var (
-	reBranch    = regexp.MustCompile(`(?m)^Branch: (\S+)$`)
 	reToolLine  = regexp.MustCompile(`(?m)^- ([A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+): (.*)$`)
-	reTakenLine = regexp.MustCompile(`(?m)^- (\S+ \{.*\})$`)
-	reDupAction = regexp.MustCompile(`the action (\S+ \{.*?\}) was already taken`)
+	reSignature = regexp.MustCompile(`([A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+) \{`)
+	reToolName  = regexp.MustCompile(`^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$`)
+	reField     = regexp.MustCompile(`^\s*([^:\s-][^:\n]{0,79}): (.*)$`)
 	reEntity    = regexp.MustCompile(`\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b`)
 	reQuoted    = regexp.MustCompile(`"([A-Z][^"\n]{2,40})"`)
 	reDBIDs     = regexp.MustCompile(`one of: ([A-Za-z0-9_, -]+)\)`)
 	reDBListed  = regexp.MustCompile(`"databases"\s*:\s*\[([^\]]*)\]`)
 	reTableName = regexp.MustCompile(`"table"\s*:\s*"([A-Za-z_][A-Za-z0-9_]*)"|\[\s*"([A-Za-z_][A-Za-z0-9_]*)"\s*\]`)
 	reNumber    = regexp.MustCompile(`^\d{2,}$`)
-	reAttempt   = regexp.MustCompile(`This is attempt (\d+)\.`)
-	reQAStep    = regexp.MustCompile(`(?m)^Step \d+\n`)
-	reQATool    = regexp.MustCompile(`(?m)^Tool: (.*)$`)
-	reQAParams  = regexp.MustCompile(`(?m)^Parameters: (.*)$`)
 )
+
+// attempt is the request's operations.MetaAttempt (1 when absent).
+func attempt(meta map[string]string) int {
+	n, err := strconv.Atoi(meta[operations.MetaAttempt])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// field splits a "label: value" line; ok is false for other lines (a
+// heading, a "- " list item, a continued value).
+func field(line string) (label, value string, ok bool) {
+	m := reField.FindStringSubmatch(line)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+// promptStep is one step of a trajectory a prompt shows.
+type promptStep struct {
+	tool, params, obs string
+}
+
+// promptSteps reads the steps of the trajectory text shows, by their
+// layout: a field line whose value is a tool name (ns:tool), then a field
+// whose value is a JSON object (the parameters, when the step has any; it
+// may span lines), then the field that opens the observation, which runs
+// to the next step's heading (the line above the next step's fields) or,
+// for the last step, to the next section (sectionAt).
+func promptSteps(text string) []promptStep {
+	lines := strings.Split(text, "\n")
+	starts := make([]int, len(lines))
+	for i, off := 0, 0; i < len(lines); i++ {
+		starts[i] = off
+		off += len(lines[i]) + 1
+	}
+	var at []int
+	for i, l := range lines {
+		if _, v, ok := field(l); ok && reToolName.MatchString(strings.TrimSpace(v)) {
+			at = append(at, i)
+		}
+	}
+	var out []promptStep
+	for n, i := range at {
+		_, tool, _ := field(lines[i])
+		st := promptStep{tool: strings.TrimSpace(tool)}
+		j := i + 1
+		if j < len(lines) {
+			if _, v, ok := field(lines[j]); ok && strings.HasPrefix(strings.TrimSpace(v), "{") {
+				from := starts[j] + strings.Index(lines[j], v)
+				dec := json.NewDecoder(strings.NewReader(text[from:]))
+				var raw json.RawMessage
+				if dec.Decode(&raw) == nil {
+					var b bytes.Buffer
+					if json.Compact(&b, raw) == nil {
+						st.params = b.String()
+					}
+					to := from + int(dec.InputOffset())
+					for j < len(lines) && starts[j] < to {
+						j++
+					}
+				}
+			}
+		}
+		end := len(lines)
+		if n+1 < len(at) {
+			end = at[n+1]
+			for end-1 > j && isField(lines[end-1]) {
+				end--
+			}
+			if end-1 > j {
+				end-- // the next step's heading
+			}
+		}
+		if j < end {
+			if _, first, ok := field(lines[j]); ok {
+				obs := []string{first}
+				for k := j + 1; k < end && (n+1 < len(at) || !sectionAt(lines, k)); k++ {
+					obs = append(obs, lines[k])
+				}
+				st.obs = strings.TrimRight(strings.Join(obs, "\n"), "\n")
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func isField(line string) bool { _, _, ok := field(line); return ok }
+
+// sectionAt reports whether a section of the prompt starts at lines[k]: a
+// blank line before a heading ("# ...") or before a line that opens a
+// list ("- ..."). The last step's observation runs to the first one.
+func sectionAt(lines []string, k int) bool {
+	if strings.TrimSpace(lines[k]) != "" || k+1 >= len(lines) {
+		return false
+	}
+	next := lines[k+1]
+	return strings.HasPrefix(next, "#") || k+2 < len(lines) && next != "" && !strings.HasPrefix(next, " ") && strings.HasPrefix(lines[k+2], "- ")
+}
+
+// signatures lists the actions ("ns:tool {json}") text names, in order.
+func signatures(text string) []string {
+	var out []string
+	for _, loc := range reSignature.FindAllStringSubmatchIndex(text, -1) {
+		dec := json.NewDecoder(strings.NewReader(text[loc[1]-1:]))
+		var obj map[string]any
+		if dec.Decode(&obj) != nil {
+			continue
+		}
+		out = append(out, text[loc[0]:loc[1]-1+int(dec.InputOffset())])
+	}
+	return out
+}
 
 // action is one candidate proposal of the explorer.
 type action struct {
@@ -50,41 +168,43 @@ func (a action) signature() string {
 
 // explorer proposes the branch's next action: candidates are built from
 // the newest observation (names it mentions are searched; tables it lists
-// are queried), then from the seed; the first candidate not taken for the
-// seed, counted from the branch's child index (so siblings differ) and
-// the re-asks so far, is proposed. Tool mode answers a tool call under the
-// tool's model name with the intent as text; otherwise the XML tags.
-func explorer(g *operations.GenerateRequest) operations.Output {
+// are queried), then from the seed (the run's task); the first candidate
+// not taken for the seed, counted from the branch's child index (so
+// siblings differ), one further on a re-ask (an attempt after the first,
+// whose refused proposal is among those taken), is proposed.
+// Tool mode answers a tool call under the tool's model name with the
+// intent as text; otherwise the XML tags.
+func explorer(in Input) operations.Output {
+	g := in.Request
 	prompt := lastUser(g)
-	branch := ""
-	if m := reBranch.FindStringSubmatch(prompt); m != nil {
-		branch = m[1]
-	}
+	branch := in.Meta[operations.MetaBranch]
 	tools := map[string]string{}
 	for _, m := range reToolLine.FindAllStringSubmatch(prompt, -1) {
 		tools[m[1]] = m[2]
 	}
-	taken := map[string]bool{}
-	if i := strings.Index(prompt, "Actions already taken"); i >= 0 {
-		for _, m := range reTakenLine.FindAllStringSubmatch(prompt[i:], -1) {
-			taken[m[1]] = true
+	if len(tools) == 0 {
+		for _, t := range g.Tools {
+			tools[strings.Replace(t.Name, "-", ":", 1)] = t.Description
 		}
 	}
-	reasks := 0
-	for _, m := range reDupAction.FindAllStringSubmatch(prompt, -1) {
-		taken[m[1]] = true
-		reasks++
+	taken := map[string]bool{}
+	for _, sig := range signatures(prompt) {
+		taken[sig] = true
 	}
-	if strings.Contains(prompt, "Your previous proposal was refused") {
-		reasks = max(reasks, 1)
+	reask := 0
+	if attempt(in.Meta) > 1 {
+		reask = 1
 	}
-	seed := between(prompt, "<seed>\n", "\n</seed>")
-	obs := observations(prompt)
+	seed := strings.TrimSpace(in.Task)
+	var obs []string
+	for _, st := range promptSteps(prompt) {
+		obs = append(obs, st.obs)
+	}
 	var cands []action
 	if len(obs) > 0 {
-		cands = candidates(tools, obs[len(obs)-1], strings.Join(obs, "\n"))
+		cands = candidates(tools, obs[len(obs)-1], prompt)
 	}
-	cands = append(cands, candidates(tools, seed, strings.Join(obs, "\n"))...)
+	cands = append(cands, candidates(tools, seed, prompt)...)
 	var fresh []action
 	seen := map[string]bool{}
 	for _, c := range cands {
@@ -101,7 +221,7 @@ func explorer(g *operations.GenerateRequest) operations.Output {
 	if i := strings.LastIndexByte(branch, '.'); i >= 0 {
 		child, _ = strconv.Atoi(branch[i+1:])
 	}
-	pick := fresh[(child+reasks)%len(fresh)]
+	pick := fresh[(child+reask)%len(fresh)]
 	args, _ := json.Marshal(pick.params)
 	if len(g.Tools) > 0 {
 		name := strings.ReplaceAll(pick.tool, ":", "-")
@@ -246,35 +366,6 @@ func lastUser(g *operations.GenerateRequest) string {
 	return ""
 }
 
-func between(s, open, close string) string {
-	i := strings.Index(s, open)
-	if i < 0 {
-		return ""
-	}
-	s = s[i+len(open):]
-	if j := strings.Index(s, close); j >= 0 {
-		return s[:j]
-	}
-	return s
-}
-
-// observations are the path's observations in a proposal prompt, oldest
-// first.
-func observations(prompt string) []string {
-	body := between(prompt, "\nPath so far:\n", "\nActions already taken")
-	if !strings.Contains(prompt, "\nActions already taken") {
-		body = between(prompt, "\nPath so far:\n", "\nTools:\n")
-	}
-	var out []string
-	for _, part := range strings.Split(body, "\n  observation: ")[1:] {
-		if i := strings.Index(part, "\nStep "); i >= 0 {
-			part = part[:i]
-		}
-		out = append(out, part)
-	}
-	return out
-}
-
 func hashHex(s string) string {
 	h := fnv.New64a()
 	h.Write([]byte(s))
@@ -287,28 +378,18 @@ type qaStep struct {
 	failed            bool
 }
 
-// qaSteps reads the trajectory of a QA prompt (package synthesis/qa's
-// "## Trajectory" section).
-func qaSteps(prompt string) []qaStep {
-	body := between(prompt, "## Trajectory\n", "\n## ")
+// qaSteps reads the trajectory of a QA prompt (promptSteps); the steps
+// named by the request's operations.MetaFailedSteps failed.
+func qaSteps(prompt string, meta map[string]string) []qaStep {
+	failed := map[int]bool{}
+	for _, f := range strings.Split(meta[operations.MetaFailedSteps], ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			failed[n] = true
+		}
+	}
 	var out []qaStep
-	for _, part := range reQAStep.Split(body, -1)[1:] {
-		st := qaStep{}
-		if m := reQATool.FindStringSubmatch(part); m != nil {
-			st.tool = m[1]
-		}
-		if m := reQAParams.FindStringSubmatch(part); m != nil {
-			st.params = m[1]
-		}
-		i := strings.Index(part, "Observation")
-		if i < 0 {
-			continue
-		}
-		obs := part[i:]
-		st.failed = strings.HasPrefix(obs, "Observation (the call failed")
-		if j := strings.Index(obs, ": "); j >= 0 {
-			obs = obs[j+2:]
-		}
+	for i, st := range promptSteps(prompt) {
+		obs := st.obs
 		if j := strings.Index(obs, "… ["); j >= 0 {
 			obs = obs[:j]
 			// The cut may split a word: drop the last one.
@@ -316,8 +397,7 @@ func qaSteps(prompt string) []qaStep {
 				obs = obs[:k]
 			}
 		}
-		st.obs = obs
-		out = append(out, st)
+		out = append(out, qaStep{tool: st.tool, params: st.params, obs: obs, failed: failed[i+1]})
 	}
 	return out
 }
@@ -374,10 +454,10 @@ func evidence(obs string, n int) []string {
 // asks for it by the words before it and the lookups that led there, so
 // it is grounded and does not leak. On a retry the answer moves on to
 // the next candidate.
-func synthesizer(g *operations.GenerateRequest) operations.Output {
-	prompt := lastUser(g)
+func synthesizer(in Input) operations.Output {
+	prompt := lastUser(in.Request)
 	var ok []qaStep
-	for _, st := range qaSteps(prompt) {
+	for _, st := range qaSteps(prompt, in.Meta) {
 		if !st.failed && len(wordsOf(st.obs)) >= 4 {
 			ok = append(ok, st)
 		}
@@ -385,11 +465,7 @@ func synthesizer(g *operations.GenerateRequest) operations.Output {
 	if len(ok) > 3 {
 		ok = ok[len(ok)-3:]
 	}
-	attempt := 0
-	if m := reAttempt.FindStringSubmatch(prompt); m != nil {
-		attempt, _ = strconv.Atoi(m[1])
-		attempt = max(0, attempt-1)
-	}
+	retry := attempt(in.Meta) - 1
 	type hop struct {
 		Hop      int    `json:"hop"`
 		Fact     string `json:"fact"`
@@ -430,7 +506,7 @@ func synthesizer(g *operations.GenerateRequest) operations.Output {
 		// The first candidate from the attempt on whose question does not
 		// give the answer away.
 		for k := range cands {
-			idx := cands[(attempt+k)%len(cands)]
+			idx := cands[(retry+k)%len(cands)]
 			answer = last[idx]
 			lead := strings.Join(last[max(0, idx-3):idx], " ")
 			question = fmt.Sprintf("In the result of looking up %s, reached after %s, which word follows %q?", lookup(ok[len(ok)-1].params), strings.Join(trail, " and then "), lead)
