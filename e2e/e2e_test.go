@@ -196,14 +196,23 @@ func TestServeStartAndFinish(t *testing.T) {
 	if entries := p.entries(id); len(entries) != 2 || !strings.Contains(string(entries[1].Data), `"stdout":"/tmp`) {
 		t.Fatalf("entries = %+v", entries)
 	}
-	resp, err := http.Get(p.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	metrics, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{`flock_runs_ended_total{status="succeeded",workflow="script"} 1`,
-		`flock_operations_total{kind="bash",outcome="ok"} 2`, "flock_store_transactions_total"} {
+	// The run's end is counted after it is committed (workflows.Observer):
+	// the API may say it ended a moment before /metrics counts it.
+	ended := `flock_runs_ended_total{status="succeeded",workflow="script"} 1`
+	var metrics []byte
+	testkit.WaitFor(t, "/metrics to count the run's end", func() bool {
+		resp, err := http.Get(p.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		metrics, err = io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(metrics), ended)
+	})
+	for _, want := range []string{`flock_operations_total{kind="bash",outcome="ok"} 2`, "flock_store_transactions_total"} {
 		if !strings.Contains(string(metrics), want) {
 			t.Fatalf("/metrics lacks %q:\n%s", want, metrics)
 		}

@@ -109,7 +109,9 @@ const DefaultLeaseTTL = 30 * time.Second
 type Observer interface {
 	// RunStarted is called when a run is created or loaded to be driven.
 	RunStarted(workflow string, resumed bool)
-	// RunEnded is called when a run ends (succeeded, failed, cancelled).
+	// RunEnded is called when a run ends (succeeded, failed, cancelled),
+	// after its end is committed: a reader of the store may see the run
+	// ended a moment before RunEnded is called, never the other way round.
 	RunEnded(workflow string, status state.Status)
 	// PhaseCommitted is called after each phase commit.
 	PhaseCommitted(workflow, phase string)
