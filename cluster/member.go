@@ -157,7 +157,7 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	cfg.Logger.Debug("nats connected", "node", cfg.Name, "url", url, "after", time.Since(began))
-	if m.Provisioned, err = m.provision(rctx, cfg, open, replicas); err != nil {
+	if m.Provisioned, err = m.provision(rctx, cfg, open, replicas, began); err != nil {
 		return nil, fmt.Errorf("open the cluster store (%d replicas; a cluster needs a majority of its nodes up): %w", replicas, err)
 	}
 	cfg.Logger.Debug("store open", "node", cfg.Name, "replicas", replicas, "how", m.Provisioned, "after", time.Since(began))

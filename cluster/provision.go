@@ -72,7 +72,7 @@ func (p Provisioned) String() string {
 //     in use") creates the store's streams and the consumer.
 //  3. The others wait for them, binding until everything is there; one
 //     that finds nothing after provisionWait creates it all itself.
-func (m *Member) provision(ctx context.Context, cfg Config, open StoreOpener, replicas int) (Provisioned, error) {
+func (m *Member) provision(ctx context.Context, cfg Config, open StoreOpener, replicas int, began time.Time) (Provisioned, error) {
 	claims := claimStreamConfig(replicas)
 	claims.Metadata = map[string]string{provisionerKey: cfg.Name}
 	bind := func(ctx context.Context) error {
@@ -138,6 +138,11 @@ func (m *Member) provision(ctx context.Context, cfg Config, open StoreOpener, re
 	err = retryEvery(wctx, time.Second, provisionPoll, bind)
 	cancel()
 	if err == nil {
+		// Streams made before this process began were there: it only
+		// waited for its own replicas to catch up (a restart).
+		if st, err := m.JS.Stream(ctx, ClaimStream); err == nil && st.CachedInfo().Created.Before(began) {
+			return Bound, nil
+		}
 		return Waited, nil
 	}
 	if ctx.Err() != nil {

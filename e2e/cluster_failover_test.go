@@ -366,8 +366,14 @@ func TestClusterPausedNodeStartsNothing(t *testing.T) {
 	t.Logf("SIGSTOP %s, which drives %v", victim, moved)
 	testkit.CheckFor(t, 90*time.Second, func() error {
 		for _, id := range moved {
-			if d := c.driver(si, id); d == victim || d == "" {
-				return fmt.Errorf("run %s still driven by %q", id, d)
+			h := c.procs[si].run(id)
+			if h.Driver == victim || h.Driver == "" {
+				return fmt.Errorf("run %s still driven by %q", id, h.Driver)
+			}
+			// The head says since when: the node took the run up after
+			// the victim stopped.
+			if h.DrivenSince == nil || h.DrivenSince.Before(stopped) {
+				return fmt.Errorf("run %s driven by %s since %v, before the stop at %v", id, h.Driver, h.DrivenSince, stopped)
 			}
 		}
 		return nil

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,13 +75,14 @@ func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
 	if len(n.env) > 0 {
 		cmd.Env = append(os.Environ(), n.env...)
 	}
-	out := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
+	out, stderr := &bytes.Buffer{}, &bytes.Buffer{}
+	both := &lockedWriter{w: out} // two pipes, two copying goroutines
+	cmd.Stdout, cmd.Stderr = both, io.MultiWriter(both, stderr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{t: t, cmd: cmd, base: "http://" + n.addr, out: out}
+	p := &proc{t: t, cmd: cmd, base: "http://" + n.addr, out: out, stderr: stderr}
 	c, err := client.New(p.base)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +90,18 @@ func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
 	p.c = c
 	t.Cleanup(func() { p.kill() })
 	return p
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // waitHealthy waits for p's /health.

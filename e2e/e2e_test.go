@@ -54,6 +54,9 @@ type proc struct {
 	cmd  *exec.Cmd
 	base string
 	out  *bytes.Buffer
+	// stderr is what the process wrote on stderr alone (cluster nodes
+	// only; out has it too).
+	stderr *bytes.Buffer
 	// c talks to the server; do remains for raw requests and bodies the
 	// client does not model.
 	c *client.Client

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -119,5 +121,102 @@ func TestFencedExecutorStopsWriting(t *testing.T) {
 	}
 	if st := e.store.Stats(); st.Rejected == 0 {
 		t.Fatal("no commit was refused")
+	}
+}
+
+// holdStore is a store whose lease renewals can be held unanswered, as
+// from a node stopped with SIGSTOP, frozen, or cut off from the store.
+type holdStore struct {
+	state.Store
+	mu   sync.Mutex
+	held chan struct{} // closed to answer the held renewals; nil: not held
+}
+
+func (s *holdStore) hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = make(chan struct{})
+}
+
+func (s *holdStore) answer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.held)
+	s.held = nil
+}
+
+func (s *holdStore) Renew(ctx context.Context, id, owner string, ttl time.Duration) (state.Lease, error) {
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return state.Lease{}, ctx.Err()
+		}
+	}
+	return s.Store.Renew(ctx, id, owner, ttl)
+}
+
+// TestLapsedLeaseStartsNothing (issue 28.1): in cluster mode, when the
+// store stops confirming a run's lease, the node stops the run's
+// operation in flight and starts none of the operations queued behind it,
+// even once the first one's process ends: by its own clock the lease may
+// have lapsed, and another node claims the run. When the store answers
+// again that the lease is lost, the node lets the run go.
+func TestLapsedLeaseStartsNothing(t *testing.T) {
+	dir := t.TempDir()
+	st := &holdStore{Store: teststore.OpenAt(t, dir)}
+	reg := phases.NewRegistry()
+	reg.MustRegister(fanout(3))
+	b := newBlocker()
+	d := &unloadRecorder{unloaded: map[string]workflows.Unload{}}
+	const ttl = 400 * time.Millisecond
+	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d,
+		LeaseTTL: ttl, Concurrency: map[string]int{string(operations.KindBash): 1},
+		Handlers: []handlers.Info{handlers.Fixed(b, operations.KindBash)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ex.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Stop(ctx)
+	h, err := ex.StartRun(ctx, workflows.StartRequest{Workflow: "fanout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.Drive(ctx, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	first := <-b.started // one op runs; the two others wait for the bash slot
+	st.hold()
+	// The lease expires in the store: another node claims the run.
+	testkit.WaitFor(t, "another node's claim", func() bool {
+		_, err := st.Store.Claim(ctx, h.ID, "node-b", time.Minute)
+		return err == nil
+	})
+	close(b.release) // the first op's process would end now
+	st.answer()      // the store answers again: the lease is lost
+	testkit.WaitFor(t, "the node to let the run go", func() bool { return len(ex.Active()) == 0 })
+	if u, _ := d.get(h.ID); u.Reason != workflows.UnloadLost {
+		t.Fatalf("unload %v, want %v", u.Reason, workflows.UnloadLost)
+	}
+	for i := range 3 {
+		id := state.OpID(h.ID, 1, i)
+		if n, want := b.count(id), map[bool]int{true: 1}[id == first]; n != want {
+			t.Errorf("op %s started %d times, want %d", id, n, want)
+		}
+	}
+	ops, err := st.StepOps(ctx, h.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		if op.Status != state.OpPending {
+			t.Errorf("op %s is %s: the node journaled it after its lease lapsed", op.ID, op.Status)
+		}
 	}
 }
