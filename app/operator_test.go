@@ -71,7 +71,7 @@ func TestTriframeAskHuman(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(qs) == 0 {
-			testkit.WaitWithin(t, time.Second, "a question or the end", func() bool {
+			testkit.WaitFor(t, "a question or the end", func() bool {
 				q, _ := c.Questions(ctx, id)
 				r, _ := c.Run(ctx, id)
 				return len(q) > 0 || r.Status != "running"

@@ -3,14 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -19,6 +22,32 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	code := Main(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
 }
+
+// listening waits until a command that Main runs on another goroutine
+// prints the address it serves on, and returns that address. It fails the
+// test when the command exits first, putting its exit code back on done
+// (buffered) for the test's own wait.
+func listening(t *testing.T, out, errb *testkit.Buffer, done chan int) string {
+	t.Helper()
+	var url string
+	testkit.CheckFor(t, testkit.DefaultTimeout, func() error {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("exited %d before listening: %s%s", code, out, errb)
+		default:
+		}
+		m := listeningLine.FindStringSubmatch(out.String())
+		if m == nil {
+			return fmt.Errorf("not listening yet: %s%s", out, errb)
+		}
+		url = m[1]
+		return nil
+	})
+	return url
+}
+
+var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
 
 func TestRunCommand(t *testing.T) {
 	dir := t.TempDir()
@@ -157,21 +186,17 @@ func TestRunResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb bytes.Buffer
+	var out, errb testkit.Buffer
 	done := make(chan int)
 	go func() {
 		done <- Main(ctx, []string{"run", "--workflow", "script", "--settings", settings, "--data", data}, &out, &errb)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if m, _ := filepath.Glob(filepath.Join(data, "runs", "*", "started")); len(m) == 1 {
-			break
+	testkit.CheckFor(t, testkit.DefaultTimeout, func() error {
+		if m, _ := filepath.Glob(filepath.Join(data, "runs", "*", "started")); len(m) != 1 {
+			return fmt.Errorf("the second command never started\n%s\n%s", out.String(), errb.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the second command never started\n%s\n%s", out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if code := <-done; code != 1 || !strings.Contains(errb.String(), "flock run --resume") {
 		t.Fatalf("interrupted run: exit %d\n%s", code, errb.String())

@@ -6,32 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/telemetry"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the serving goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestServeDebugLog serves with --log-level debug and a token from the
 // environment: the one logger the command builds logs the HTTP layer's
@@ -42,29 +23,12 @@ func TestServeDebugLog(t *testing.T) {
 	t.Setenv("FLOCK_AUTH_TOKEN", token)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb lockedBuffer
+	var out, errb testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-level", "debug"}, &out, &errb)
 	}()
-	listening := regexp.MustCompile(`listening on (http://\S+)`)
-	var base string
-	deadline := time.Now().Add(20 * time.Second)
-	for base == "" {
-		if m := listening.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s%s", code, out.String(), errb.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not listen: %s%s", out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	base := listening(t, &out, &errb, done)
 	for _, auth := range []string{"Bearer " + token, "Bearer not-" + token, ""} {
 		req, err := http.NewRequest(http.MethodGet, base+"/runs?after=x", nil)
 		if err != nil {

@@ -1,28 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/internal/testkit"
 )
-
-// syncBuf is a bytes.Buffer safe for the server's writes and the test's reads.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestSandboxAgentFlowClient drives `flock sandbox` with AgentFlow's own
 // Python client, unmodified: start, create_session, bash:run twice (cwd
@@ -49,23 +36,13 @@ func TestSandboxAgentFlowClient(t *testing.T) {
 	cfg := filepath.Join(dir, "sandbox.json")
 	os.WriteFile(cfg, []byte(`{"server":{"session_ttl":300,"cleanup_interval":60},"resources":{"bash":{"enabled":true,"config":{}}}}`), 0o600)
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := &syncBuf{}, &syncBuf{}
+	out, errb := &testkit.Buffer{}, &testkit.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"sandbox", "--config", cfg, "--addr", "127.0.0.1:0", "--data", dir}, out, errb)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	re := regexp.MustCompile(`listening on (http://\S+)`)
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == ""; {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			url = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("flock sandbox did not start: %s %s", out, errb)
-		} else {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	url := listening(t, out, errb, done)
 	script := `
 import asyncio, sys
 from sandbox.client import HTTPServiceClient
@@ -106,13 +83,13 @@ func TestSandboxConfigWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := &syncBuf{}, &syncBuf{}
+	out, errb := &testkit.Buffer{}, &testkit.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"sandbox", "--config", cfg, "--addr", "127.0.0.1:0", "--data", dir}, out, errb)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	testkit.WaitFor(t, "flock sandbox to listen", func() bool { return strings.Contains(out.String(), "listening on") })
+	listening(t, out, errb, done)
 	for _, want := range []string{
 		`server.sesion_ttl`, `did you mean`, `server.session_ttl`,
 		`resources.bash.config.timout`, `resources.bash.config.timeout`,

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/tmpfs"
 )
 
@@ -33,17 +35,16 @@ func TestDiskFull(t *testing.T) {
 
 	// The run stalls: its head and /health say so.
 	var h head
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		h = p.run(id)
-		if h.Stalled != "" {
-			break
+	testkit.CheckFor(t, 30*time.Second, func() error {
+		if h = p.run(id); h.Stalled != "" {
+			return nil
 		}
-		if h.Status != "running" || time.Now().After(deadline) {
-			t.Fatalf("run never showed a stall: %+v\n%s", h, p.out)
+		err := fmt.Errorf("run never showed a stall: %+v\n%s", h, p.out)
+		if h.Status != "running" {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	if h.Status != "running" || !strings.Contains(h.Stalled, "no space left") || !strings.Contains(h.Stalled, "retrying") {
 		t.Fatalf("stalled run head: %+v", h)
 	}

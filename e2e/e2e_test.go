@@ -90,20 +90,18 @@ func startServer(t testing.TB, data, addr string, extra ...string) *proc {
 	}
 	p.c = c
 	t.Cleanup(func() { p.kill() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.CheckFor(t, 30*time.Second, func() error {
 		resp, err := http.Get(p.base + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return nil
 			}
+			err = fmt.Errorf("GET /health: %s", resp.Status)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %v\n%s", err, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("server did not come up: %w\n%s", err, out.String())
+	})
+	return p
 }
 
 // kill sends SIGKILL to the server (not its children: they see their
@@ -224,18 +222,16 @@ func TestServeStartAndFinish(t *testing.T) {
 
 func waitEnded(t testing.TB, p *proc, id string, d time.Duration) head {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		h := p.run(id)
+	var h head
+	testkit.CheckFor(t, d, func() error {
+		h = p.run(id)
 		switch h.Status {
 		case "succeeded", "failed", "cancelled":
-			return h
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s still %s after %s", id, h.Status, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("run %s still %s", id, h.Status)
+	})
+	return h
 }
 
 // TestCrashResume kills the server with SIGKILL at several moments while
@@ -262,13 +258,7 @@ func TestCrashResume(t *testing.T) {
 		p.kill()
 		before := journaled(t, data, ids)
 		p = startServer(t, data, addr)
-		deadline := time.Now().Add(30 * time.Second)
-		for !progressed(before, doneOps(t, p, ids)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no progress after restart\n%s", p.out.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitProgress(t, p, ids, before)
 	}
 	for k, id := range ids {
 		h := waitEnded(t, p, id, 60*time.Second)
@@ -399,6 +389,19 @@ func progressed(before, after []int) bool {
 	return true
 }
 
+// waitProgress waits, after a restart, until every run of ids that was
+// unfinished when before was counted (journaled) has journaled a new
+// result or ended, so that no command is interrupted twice.
+func waitProgress(t testing.TB, p *proc, ids []string, before []int) {
+	t.Helper()
+	testkit.CheckFor(t, 30*time.Second, func() error {
+		if !progressed(before, doneOps(t, p, ids)) {
+			return fmt.Errorf("no progress after restart\n%s", p.out.String())
+		}
+		return nil
+	})
+}
+
 // TestGracefulShutdown stops the server with SIGTERM while a run is in
 // the middle of a command: the process exits 0, the run stays running in
 // the store, and the next start finishes it.
@@ -407,16 +410,7 @@ func TestGracefulShutdown(t *testing.T) {
 	p := startServer(t, data, addr)
 	marker := filepath.Join(t.TempDir(), "started")
 	id := p.start("script", map[string]any{"commands": []string{"touch " + marker + "; sleep 2", "echo after"}})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the command to start", func() bool { _, err := os.Stat(marker); return err == nil })
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

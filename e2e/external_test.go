@@ -146,13 +146,12 @@ func TestExternalRolloutKill9(t *testing.T) {
 	id := p.start("rollout", settings)
 
 	// Four agents (one per lane) are paused after their first call.
-	deadline := time.Now().Add(60 * time.Second)
-	for paused(t, pause) < 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d agents paused\n%s", paused(t, pause), p.out.String())
+	testkit.CheckFor(t, 60*time.Second, func() error {
+		if n := paused(t, pause); n < 4 {
+			return fmt.Errorf("only %d agents paused\n%s", n, p.out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := os.Remove(filepath.Join(pause, "armed")); err != nil {
 		t.Fatal(err)
 	}

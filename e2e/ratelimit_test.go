@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/api"
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 // TestRateLimitWaitShows drives the real server against an endpoint that
@@ -42,14 +43,12 @@ func TestRateLimitWaitShows(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	var h head
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		h = p.run(started.RunID)
-		if len(h.Waiting) > 0 || h.Status != "running" || time.Now().After(deadline) {
-			break
+	testkit.CheckFor(t, testkit.DefaultTimeout, func() error {
+		if h = p.run(started.RunID); len(h.Waiting) == 0 && h.Status == "running" {
+			return fmt.Errorf("no wait shown on the run head: %+v\n%s", h, p.out)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if len(h.Waiting) != 1 {
 		t.Fatalf("no wait shown on the run head: %+v\n%s", h, p.out)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 // sseEvent is one event of GET /runs/:id/events.
@@ -118,13 +120,12 @@ func TestRolloutOverHTTPKilled(t *testing.T) {
 		}
 		return got
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(results()) < 8 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress: %s", p.out.String())
+	testkit.CheckFor(t, 60*time.Second, func() error {
+		if len(results()) < 8 {
+			return fmt.Errorf("no progress: %s", p.out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	p.kill()
 	before := results()
 	if len(before) >= 32 {

@@ -136,13 +136,7 @@ func TestTriframeCrashResume(t *testing.T) {
 		p.kill()
 		before := journaled(t, data, ids)
 		p = startServer(t, data, addr)
-		deadline := time.Now().Add(30 * time.Second)
-		for !progressed(before, doneOps(t, p, ids)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no progress after restart\n%s", p.out.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitProgress(t, p, ids, before)
 	}
 	h := waitEnded(t, p, started.RunID, 60*time.Second)
 	if h.Status != "succeeded" || string(h.Result) != `"done"` {

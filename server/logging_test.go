@@ -1,37 +1,18 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDebugLogCarriesNoToken serves with a token and a debug-level logger,
 // which logs every request, and sends the right token, a wrong one, and
@@ -43,7 +24,7 @@ func TestDebugLogCarriesNoToken(t *testing.T) {
 	const token = "canary-token-7f3a9c2e41d8b605"
 	const wrong = "canary-wrong-0b5d8e3f92a7c614"
 	base := newEnv(t)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := New(configs.Server{Addr: "127.0.0.1:0", AuthToken: token}, base.ex, base.store, logger)
 	if err != nil {
@@ -106,7 +87,7 @@ func TestDebugLogCarriesNoToken(t *testing.T) {
 // level: none at info.
 func TestServerLogsAtItsLevel(t *testing.T) {
 	base := newEnv(t)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := New(configs.Server{Addr: "127.0.0.1:0"}, base.ex, base.store, logger)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
@@ -85,19 +86,20 @@ func (e *env) startRollout(t *testing.T, script string) string {
 func (e *env) waitRun(t *testing.T, id, want string) map[string]any {
 	t.Helper()
 	var head map[string]any
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	testkit.CheckFor(t, 90*time.Second, func() error {
 		head = nil
 		e.call(http.MethodGet, "/runs/"+id, nil, &head)
 		st, _ := head["status"].(string)
 		if st == want {
-			return head
+			return nil
 		}
-		if st == "succeeded" || st == "failed" || st == "cancelled" || time.Now().After(deadline) {
-			t.Fatalf("run %s: status %s (error %v), want %s", id, st, head["error"], want)
+		err := fmt.Errorf("run %s: status %s (error %v), want %s", id, st, head["error"], want)
+		if st == "succeeded" || st == "failed" || st == "cancelled" {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
+	return head
 }
 
 // rows reads a rollout's sample rows through the API.

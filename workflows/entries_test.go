@@ -1,7 +1,6 @@
 package workflows_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,26 +131,8 @@ func probe(seeded, steps, reads int, idle bool) phases.Workflow {
 	return phases.Workflow{Name: "probe", Start: "p", Phases: []phases.PhaseSpec{{Name: "p", Run: p, Next: []string{"p"}}}}
 }
 
-// syncBuffer is a log sink safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // openExecutor starts an executor over st with the given entry cache.
-func openExecutor(t testing.TB, st state.Store, dir string, reg *phases.Registry, cache int, hs map[operations.Kind]handlers.Handler, log *syncBuffer) *workflows.Executor {
+func openExecutor(t testing.TB, st state.Store, dir string, reg *phases.Registry, cache int, hs map[operations.Kind]handlers.Handler, log *testkit.Buffer) *workflows.Executor {
 	t.Helper()
 	cfg := workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), EntryCacheBytes: cache, Handlers: handlers.FromMap(hs)}
 	if log != nil {
@@ -334,7 +314,7 @@ func TestEntryReadErrorInterruptsRun(t *testing.T) {
 			reg.MustRegister(readFirst(viaOp))
 			hs := map[operations.Kind]handlers.Handler{operations.KindLog: peek{}}
 			st.failing.Store(true)
-			var log syncBuffer
+			var log testkit.Buffer
 			ex := openExecutor(t, st, dir, reg, 1<<20, hs, &log)
 			testkit.WaitFor(t, "the run to stop being driven", func() bool { return len(ex.Active()) == 0 })
 			ctx := context.Background()

@@ -79,7 +79,7 @@ func TestClusterStoreErrorReleasesRun(t *testing.T) {
 	reg := phases.NewRegistry()
 	reg.MustRegister(counter(3))
 	d := &unloadRecorder{unloaded: map[string]workflows.Unload{}}
-	var logs syncBuffer
+	var logs testkit.Buffer
 	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

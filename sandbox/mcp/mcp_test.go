@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/sandbox/mcp/internal/testserver"
 )
 
@@ -90,17 +91,6 @@ func gone(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
-}
-
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestToolsListedWithSchemas(t *testing.T) {
@@ -209,7 +199,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	t.Logf("stop took %v", time.Since(start))
-	waitFor(t, 5*time.Second, "server and child to exit", func() bool { return gone(server) && gone(child) })
+	testkit.WaitFor(t, "server and child to exit", func() bool { return gone(server) && gone(child) })
 	if _, err := call(t, st, spec(t, b, "mcp:t.add"), map[string]any{"a": 1, "b": 1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("call after stop = %v, want ErrClosed", err)
 	}
@@ -238,7 +228,7 @@ func TestCrashingServer(t *testing.T) {
 	if err := st.stop(); err != nil {
 		t.Errorf("stop after crash: %v", err)
 	}
-	waitFor(t, 5*time.Second, "crashed server reaped", func() bool { return gone(pid) })
+	testkit.WaitFor(t, "crashed server reaped", func() bool { return gone(pid) })
 }
 
 func TestServerFailsToStart(t *testing.T) {
@@ -280,7 +270,7 @@ func TestSessionStartFailureStopsStartedServers(t *testing.T) {
 	if !errors.Is(err, ErrServerStart) || !strings.Contains(err.Error(), `mcp server "b"`) {
 		t.Fatalf("start = %v, want ErrServerStart naming b", err)
 	}
-	waitFor(t, 5*time.Second, "no new child processes", func() bool { return children(t) <= before })
+	testkit.WaitFor(t, "no new child processes", func() bool { return children(t) <= before })
 }
 
 // children counts the live (non-zombie) child processes of this test process.

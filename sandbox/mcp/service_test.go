@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server/sandboxapi"
 )
@@ -150,7 +150,7 @@ func TestHTTP(t *testing.T) {
 	if status != 200 || env.Code != 0 {
 		t.Fatalf("destroy: %d %+v", status, env)
 	}
-	waitFor(t, 5*time.Second, "the child of w2's server to die", func() bool { return gone(child) })
+	testkit.WaitFor(t, "the child of w2's server to die", func() bool { return gone(child) })
 
 	// A crash answers 5012 naming the server; the worker's other session is unaffected.
 	status, env, _ = execHTTP(t, url, "w1", "mcp:t.crash", nil)
