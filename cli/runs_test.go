@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/api"
-	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/client"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/server"
 )
 
@@ -25,10 +25,7 @@ const runsToken = "runs-cli-test-token-0123456789"
 // is forked from step 3 (the fork finishes), and errors name the problem.
 func TestRunsCommands(t *testing.T) {
 	dir := t.TempDir()
-	a, err := app.Open(t.Context(), configs.Server{DataDir: filepath.Join(dir, "data"), Mode: "simulated"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testapp.Open(t, configs.Server{DataDir: filepath.Join(dir, "data"), Mode: "simulated"})
 	srv, err := server.New(configs.Server{Addr: "127.0.0.1:0", AuthToken: runsToken}, a.Executor, a.Executor.Store(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +38,6 @@ func TestRunsCommands(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-		a.Close(ctx)
 	})
 	base := "http://" + addr.String()
 	flock := func(args ...string) (string, string, int) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -25,17 +25,7 @@ func modularRun(t *testing.T, settings, task string) (state.Run, []phases.Entry)
 	// writeScript puts scripts in the test's temporary directories: their
 	// parent is the operator's read root.
 	data := t.TempDir()
-	a, err := app.Open(ctx, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if err := a.Close(cctx); err != nil {
-			t.Error(err)
-		}
-	})
+	a := testapp.Open(t, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}})
 	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "modular", Settings: json.RawMessage(settings), Task: task})
 	if err != nil {
 		t.Fatal(err)

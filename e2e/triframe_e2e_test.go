@@ -17,6 +17,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -76,15 +77,7 @@ func runTriframe(t *testing.T, settings map[string]any, scripts map[string][]lin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	a, err := app.Open(ctx, configs.Server{DataDir: filepath.Join(dir, "data"), ReadRoots: []string{dir}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
-		defer c()
-		_ = a.Close(cctx)
-	})
+	a := testapp.Open(t, configs.Server{DataDir: filepath.Join(dir, "data"), ReadRoots: []string{dir}})
 	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "triframe", Settings: doc, Task: task})
 	if err != nil {
 		t.Fatal(err)

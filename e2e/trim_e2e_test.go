@@ -18,6 +18,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -150,17 +151,7 @@ func TestModularNewestOutputSurvivesTrimming(t *testing.T) {
 	// writeScript puts the script in a temporary directory of the test:
 	// their parent is the operator's read root.
 	data := t.TempDir()
-	a, err := app.Open(ctx, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if err := a.Close(cctx); err != nil {
-			t.Error(err)
-		}
-	})
+	a := testapp.Open(t, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}})
 	settings := scriptedSettings(script, fmt.Sprintf(`"limits":{"actions":10},"context_trimming_threshold":%d,"output_limit":%d`, threshold, 4*threshold))
 	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "modular", Settings: json.RawMessage(settings),
 		Task: "List the numbered lines, then submit how many there are."})
@@ -202,15 +193,7 @@ func TestModularNewestOutputSurvivesTrimming(t *testing.T) {
 func TestOutputLimitOverBudgetRefusedAtStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, err := app.Open(ctx, configs.Server{DataDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		_ = a.Close(cctx)
-	})
+	a := testapp.Open(t, configs.Server{DataDir: t.TempDir()})
 	for _, tc := range []struct {
 		workflow, settings, budgetKey string
 	}{

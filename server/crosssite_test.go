@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
 )
@@ -28,17 +30,7 @@ func TestCrossSiteStartRunsNothing(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "pwned")
-	a, err := app.Open(ctx, configs.Server{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "data")}, nil)
-	if err != nil {
-		t.Fatalf("open app: %v", err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Close(cctx); err != nil {
-			t.Errorf("close app: %v", err)
-		}
-	})
+	a := testapp.Open(t, configs.Server{Addr: "127.0.0.1:0", DataDir: filepath.Join(dir, "data")})
 	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), nil)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
@@ -118,20 +110,16 @@ func TestCrossSiteStartRunsNothing(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("JSON start without Origin: status %d: %s", code, msg)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.CheckFor(t, testkit.DefaultTimeout, func() error {
 		rs := runs()
-		if len(rs) == 1 && rs[0].Status.Terminal() {
-			if rs[0].Status != state.StatusSucceeded {
-				t.Fatalf("control run %s: %s (%s)", rs[0].ID, rs[0].Status, rs[0].Error)
-			}
-			break
+		if len(rs) != 1 || !rs[0].Status.Terminal() {
+			return fmt.Errorf("control run did not finish: %+v", rs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("control run did not finish: %+v", rs)
+		if rs[0].Status != state.StatusSucceeded {
+			t.Fatalf("control run %s: %s (%s)", rs[0].ID, rs[0].Status, rs[0].Error)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the control run did not create the marker: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/server/sandboxapi"
@@ -249,11 +250,7 @@ func checkRefs(t *testing.T, doc map[string]any) {
 // apiServer is flock serve's app and a server of its API.
 func apiServer(t *testing.T, cfg configs.Server) (*app.App, *server.Server) {
 	t.Helper()
-	a, err := app.Open(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	a := testapp.Open(t, cfg)
 	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,10 @@
 // Package testkit holds flock's test support: polling with a deadline in
-// place of bare sleeps, CountLines for the marker files of crash tests,
-// and a throwaway certificate authority for TLS tests. It imports only
-// the standard library so that the tests of every package, state's own
-// included, can use it; opening a real store for a test is in the
-// subpackage teststore.
+// place of bare sleeps, a log buffer safe for concurrent writers,
+// CountLines for the marker files of crash tests, and a throwaway
+// certificate authority for TLS tests. It imports only the standard
+// library so that the tests of every package, state's own included, can
+// use it; opening a real store for a test is in the subpackage teststore,
+// opening a whole App in testapp.
 //
 // # Polling
 //
@@ -13,6 +14,12 @@
 // last one, so a timeout says why the condition still did not hold. Polls
 // start at 1 ms and back off to 20 ms, so a condition that holds at once
 // costs nothing and a slow one does not spin.
+//
+// # Buffers
+//
+// Buffer is the sink a test hands to what writes on other goroutines (a
+// server's or an executor's logger, a command's stdout, a child process)
+// and reads while they still run.
 //
 // # Certificates
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/synthesis"
 	"github.com/flockrun/flock/sandbox"
@@ -62,16 +63,7 @@ func openApp(t testing.TB, data string, svc *sandbox.Service) *app.App {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(data)
-	a, err := app.Open(context.Background(), configs.Server{DataDir: data, ReadRoots: []string{testdata, dir}, WriteRoots: []string{dir}}, nil, app.WithSandbox(svc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		a.Close(ctx)
-	})
-	return a
+	return testapp.Open(t, configs.Server{DataDir: data, ReadRoots: []string{testdata, dir}, WriteRoots: []string{dir}}, app.WithSandbox(svc))
 }
 
 func run(t testing.TB, a *app.App, settings map[string]any) state.Run {
