@@ -4,14 +4,21 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/flockrun/flock/cli"
+	"github.com/flockrun/flock/isolation"
 )
 
 func main() {
+	// Before anything reads a secret: nothing flock starts may read its
+	// memory or environment (see package isolation).
+	if err := isolation.ProtectSelf(); err != nil {
+		fmt.Fprintf(os.Stderr, "flock: warning: %v\n", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -40,7 +40,8 @@ func TestParseRunSettings(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.Bash.TimeoutS != DefaultBashTimeoutS || s.Isolation.Kind != "none" {
+				// No isolation kind: the server's policy decides.
+				if s.Bash.TimeoutS != DefaultBashTimeoutS || s.Isolation.Kind != "" {
 					t.Fatalf("defaults not applied: %+v", s)
 				}
 				for name, m := range s.Models {
@@ -70,8 +71,8 @@ func TestSandboxAlias(t *testing.T) {
 	}{
 		{name: "isolation", doc: `{"isolation":{"kind":"bwrap","network":true}}`, want: Isolation{Kind: "bwrap", Network: true}},
 		{name: "sandbox", doc: `{"sandbox":{"kind":"bwrap","network":true}}`, want: Isolation{Kind: "bwrap", Network: true}},
-		{name: "sandbox without kind", doc: `{"sandbox":{"network":true}}`, want: Isolation{Kind: "none", Network: true}},
-		{name: "neither", doc: `{}`, want: Isolation{Kind: "none"}},
+		{name: "sandbox without kind", doc: `{"sandbox":{"network":true}}`, want: Isolation{Network: true}},
+		{name: "neither", doc: `{}`, want: Isolation{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

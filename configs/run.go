@@ -27,7 +27,8 @@ type RunSettings struct {
 	// not declared uses OPENAI_BASE_URL / OPENAI_API_KEY, or the simulated
 	// provider when the name is "simulated".
 	Models map[string]Model `json:"models,omitempty"`
-	// Isolation selects how bash and python are isolated from the host.
+	// Isolation asks for more isolation of the run's programs than the
+	// server's policy gives (package isolation).
 	Isolation Isolation `json:"isolation,omitempty"`
 	// Sandbox is the deprecated name of Isolation, kept so that old
 	// settings documents still work: ParseRunSettings moves it into
@@ -43,14 +44,18 @@ type RunSettings struct {
 	// operations ("text2sql:execute", "bash:run"...) run, with the run's
 	// id as worker_id. Empty: they run on the sandbox service the server
 	// hosts (flock serve --sandbox-config); a run with sandbox operations
-	// and neither is refused at start.
+	// and neither is refused at start. Its host must be a public address
+	// unless the operator allows it (server settings
+	// sandbox_url_allow_hosts, sandbox_url_allow_private).
 	SandboxURL string `json:"sandbox_url,omitempty"`
 	// SandboxTokenEnv names the environment variable, of the server that
 	// runs the run, holding the bearer token of the sandbox at SandboxURL
 	// (a flock sandbox started with --auth-token). The token itself never
 	// belongs in settings, which are stored with the run: it is read from
 	// the environment at each call and sent only as "Authorization: Bearer".
-	// A run naming a variable that is not set is refused at start.
+	// Only a variable the operator lists in the server setting
+	// sandbox_token_envs may be named; a run naming another, or a listed
+	// one that is not set, is refused at start.
 	SandboxTokenEnv string `json:"sandbox_token_env,omitempty"`
 	// ReplayFrom names a recorded run whose generate results answer this
 	// run's generates with the same request (same prompt → same recorded
@@ -130,10 +135,17 @@ const (
 // Isolation selects how bash and python are isolated from the host (see
 // package isolation for what each kind does and does not protect).
 type Isolation struct {
-	// Kind is "none" (default) or "bwrap".
+	// Kind is "bwrap" or "none"; unset, the server's isolation policy
+	// decides (bwrap with the network where bwrap runs, by default). A run
+	// may ask for bwrap under any policy but for none only where the
+	// policy does not isolate.
 	Kind string `json:"kind,omitempty"`
-	// Network allows network access inside bwrap.
+	// Network allows network access inside bwrap when Kind is "bwrap".
 	Network bool `json:"network,omitempty"`
+	// HostTmp shares the host's /tmp, writable, instead of a private one.
+	// Only the operator's default isolation sets it (isolation.Policy);
+	// settings cannot.
+	HostTmp bool `json:"-"`
 }
 
 // Python configures the python operation.
@@ -199,9 +211,6 @@ func (s *RunSettings) ApplyDefaults() {
 	}
 	if s.Scoring.TimeoutS == 0 {
 		s.Scoring.TimeoutS = DefaultScoringTimeoutS
-	}
-	if s.Isolation.Kind == "" {
-		s.Isolation.Kind = "none"
 	}
 	for name, m := range s.Models {
 		if m.Name == "" {

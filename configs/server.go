@@ -38,6 +38,10 @@ type Server struct {
 	AuthToken string `json:"-"`
 	// AuthTokenEnv names the environment variable holding AuthToken.
 	AuthTokenEnv string `json:"auth_token_env,omitempty"`
+	// AuthTokenFile names a file holding AuthToken (surrounding white
+	// space ignored): the token then appears in no process's environment
+	// or command line (see ReadTokenFile).
+	AuthTokenFile string `json:"auth_token_file,omitempty"`
 	// MaxBodyBytes caps request bodies (default 16 MiB, DefaultMaxBodyBytes);
 	// the operator raises it here for larger uploads (code:write of a file
 	// near the code backend's max_file_size, a very large task).
@@ -85,6 +89,28 @@ type Server struct {
 	Models map[string]ModelLimits `json:"models,omitempty"`
 	// Snapshots bounds the work-dir snapshots that forks restore.
 	Snapshots Snapshots `json:"snapshots,omitzero"`
+	// Isolation is the operator's isolation of every program flock starts
+	// (package isolation): "auto" (default: bwrap where it can run, else
+	// unisolated with a warning at start-up), "bwrap" (refuse to start
+	// without it) or "none" (opt out). Runs may ask for more isolation,
+	// never for less.
+	Isolation string `json:"isolation,omitempty"`
+	// PassEnv lists the variables of the server's environment that a run
+	// may hand to the programs it starts by naming them (the external
+	// workflow's pass_env). No other variable of the server's environment
+	// reaches them but a small base set (isolation.Environ).
+	PassEnv []string `json:"pass_env,omitempty"`
+	// SandboxTokenEnvs lists the variables a run's sandbox_token_env may
+	// name; a run naming another is refused without saying whether it is
+	// set.
+	SandboxTokenEnvs []string `json:"sandbox_token_envs,omitempty"`
+	// SandboxURLAllowHosts lists the hosts (names, IP addresses, CIDR
+	// prefixes) a run's sandbox_url may name besides public addresses;
+	// SandboxURLAllowPrivate allows every address. Without them a
+	// sandbox_url on a loopback, private or link-local address is refused,
+	// as the web tools refuse them.
+	SandboxURLAllowHosts   []string `json:"sandbox_url_allow_hosts,omitempty"`
+	SandboxURLAllowPrivate bool     `json:"sandbox_url_allow_private,omitempty"`
 	// NewStore lets the server start with a missing or empty database
 	// (flock.db) although the data directory holds run directories of an
 	// earlier store. Without it, that start is refused: the database was
@@ -137,13 +163,41 @@ func LoadServerFile(path string) (Server, error) {
 	if err := dec.Decode(&s); err != nil {
 		return s, fmt.Errorf("%w: %s: %s", ErrInvalid, path, describeJSONError(err))
 	}
+	if s.AuthTokenEnv != "" && s.AuthTokenFile != "" {
+		return s, fmt.Errorf("%w: %s: auth_token_env and auth_token_file are both set; keep one", ErrInvalid, path)
+	}
 	if s.AuthTokenEnv != "" {
 		s.AuthToken = os.Getenv(s.AuthTokenEnv)
 		if s.AuthToken == "" {
 			return s, fmt.Errorf("%w: %s: auth_token_env: environment variable %s is not set", ErrInvalid, path, s.AuthTokenEnv)
 		}
 	}
+	if s.AuthTokenFile != "" {
+		f := s.AuthTokenFile
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(filepath.Dir(path), f)
+		}
+		if s.AuthToken, err = ReadTokenFile(f); err != nil {
+			return s, fmt.Errorf("%w: %s: auth_token_file: %w", ErrInvalid, path, err)
+		}
+	}
 	return s, nil
+}
+
+// ReadTokenFile reads a token from a file (flock serve --auth-token-file,
+// FLOCK_AUTH_TOKEN_FILE, auth_token_file): its content without
+// surrounding white space, which must leave something. Errors name the
+// file, never its content.
+func ReadTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
 }
 
 // Server defaults and limits.
@@ -246,7 +300,36 @@ func (s *Server) Validate() error {
 			return fieldErr(fmt.Sprintf("public_names[%d]", i), err.Error())
 		}
 	}
+	if err := s.validatePrograms(); err != nil {
+		return err
+	}
 	return s.validateModels()
+}
+
+// validatePrograms checks the settings about the programs flock starts and
+// the variables runs may name.
+func (s *Server) validatePrograms() error {
+	switch s.Isolation {
+	case "", "auto", "bwrap", "none":
+	default:
+		return fieldErr("isolation", fmt.Sprintf("%q is not one of auto, bwrap, none", s.Isolation))
+	}
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"pass_env", s.PassEnv}, {"sandbox_token_envs", s.SandboxTokenEnvs}} {
+		for i, n := range l.names {
+			if !envName.MatchString(n) {
+				return fieldErr(fmt.Sprintf("%s[%d]", l.key, i), "must name an environment variable (letters, digits and _)")
+			}
+		}
+	}
+	for i, h := range s.SandboxURLAllowHosts {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "@? ") || strings.Contains(h, "://") {
+			return fieldErr(fmt.Sprintf("sandbox_url_allow_hosts[%d]", i), "want a host name, an IP address or a CIDR prefix")
+		}
+	}
+	return nil
 }
 
 // validateModels checks the operator's per-model limits.

@@ -12,4 +12,8 @@ var (
 	// ErrBadPath is returned for a work directory that is not an absolute
 	// path to an existing directory.
 	ErrBadPath = errors.New("bad sandbox path")
+	// ErrNotAllowed is returned for a run asking for less isolation than
+	// the operator's policy gives (isolation.kind none under a policy that
+	// isolates).
+	ErrNotAllowed = errors.New("isolation.kind none is not allowed")
 )

@@ -26,10 +26,11 @@ const (
 //
 // For kind "none" (or "") argv is returned unchanged. For "bwrap" the result
 // runs argv under bubblewrap with the whole filesystem read-only, fresh /dev
-// and /proc, a private /tmp, workDir bound writable at its own path and set
+// and /proc, a private /tmp (the host's, writable, with s.HostTmp), workDir
+// bound writable at its own path and set
 // as the current directory, every existing path in hidden covered by an
 // empty tmpfs (files by /dev/null), all namespaces unshared (the network
-// too unless s.Network) and --die-with-parent. workDir must be an absolute
+// too unless s.Network), no capabilities and --die-with-parent. workDir must be an absolute
 // path to an existing directory; symbolic links in it and in hidden are
 // resolved. Wrap does not run bwrap; see Available.
 func Wrap(s configs.Isolation, workDir string, hidden []string, argv []string) ([]string, error) {
@@ -65,11 +66,19 @@ func WrapReadOnly(s configs.Isolation, workDir string, hidden, readOnly []string
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 
-	out := []string{bwrap, "--die-with-parent", "--unshare-all"}
+	// --cap-drop ALL: bwrap run by root keeps every capability for the
+	// sandbox unless told otherwise, and one of them (CAP_SYS_ADMIN,
+	// CAP_DAC_READ_SEARCH) would undo the hiding below.
+	out := []string{bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL"}
 	if s.Network {
 		out = append(out, "--share-net")
 	}
-	out = append(out, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	out = append(out, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	if s.HostTmp {
+		out = append(out, "--bind", "/tmp", "/tmp")
+	} else {
+		out = append(out, "--tmpfs", "/tmp")
+	}
 
 	// Mounts on top of the read-only root, parents before children so that
 	// a work directory inside a hidden one is bound back on top of the
@@ -150,7 +159,7 @@ func runProbe() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bwrap, "--die-with-parent", "--unshare-all",
+	cmd := exec.CommandContext(ctx, bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL",
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true")
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	var stderr bytes.Buffer

@@ -233,6 +233,7 @@ func TestBwrapSandbox(t *testing.T) {
 		{name: "hidden file invisible", script: "cat " + data + "/secret.txt", wantOK: false},
 		{name: "hidden dir shows only the path to work", script: "ls -A " + data, wantOK: true, wantOut: "runs\n"},
 		{name: "own pid namespace", script: "ls /proc | grep -c '^[0-9]' | awk '{exit !($1 < 10)}'", wantOK: true},
+		{name: "no capabilities", script: "grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status | grep -v ':[[:space:]]*0000000000000000$'", wantOK: false},
 		{name: "network off", script: connect, wantOK: false},
 		{name: "network on", network: true, script: connect, wantOK: true},
 	}
@@ -261,6 +262,53 @@ func TestBwrapSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
 		t.Errorf("write outside the work dir reached the host")
+	}
+}
+
+// TestBwrapHostTmp: the default isolation (HostTmp) shares the host's
+// /tmp, writable, and still hides a data directory inside it but for the
+// work directory.
+func TestBwrapHostTmp(t *testing.T) {
+	requireBwrap(t)
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tmp, "/tmp/") {
+		t.Skipf("t.TempDir() %s is not under /tmp", tmp)
+	}
+	data := filepath.Join(tmp, "data")
+	work := filepath.Join(data, "runs", "r1")
+	other := filepath.Join(data, "runs", "r2")
+	for _, d := range []string{work, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, c := range map[string]string{filepath.Join(data, "flock.db"): "db", filepath.Join(other, "o.txt"): "o", filepath.Join(tmp, "agent.txt"): "agent"} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := fmt.Sprintf(`cat %[1]s/agent.txt && echo w > %[1]s/w.txt && ! cat %[2]s/flock.db && ! ls %[3]s && echo x > x && touch /x-root 2>/dev/null; test ! -e /x-root`,
+		tmp, data, other)
+	argv, err := Wrap(configs.Isolation{Kind: KindBwrap, Network: true, HostTmp: true}, work, []string{data}, []string{"sh", "-c", script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if indexOf(argv, "--bind", "/tmp", "/tmp") < 0 || slices.Contains(argv, "--tmpfs") && indexOf(argv, "--tmpfs", "/tmp") >= 0 {
+		t.Fatalf("want the host's /tmp bound, not a tmpfs: %q", argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(tmp, "w.txt")); err != nil || string(b) != "w\n" {
+		t.Fatalf("write to the host's /tmp: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "x")); err != nil {
+		t.Fatalf("write in the work directory: %v", err)
 	}
 }
 
