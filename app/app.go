@@ -16,6 +16,7 @@ import (
 	"github.com/flockrun/flock/handlers/generate"
 	"github.com/flockrun/flock/internal/httpserver"
 	"github.com/flockrun/flock/internal/keyring"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
@@ -124,6 +125,18 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 	}
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	// The isolation of the programs runs start: refuse a policy this host
+	// cannot honour, and say once when the default falls back to none.
+	policy, err := isolation.ParsePolicy(cfg.Isolation)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", configs.ErrInvalid, err)
+	}
+	if err := policy.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %w (install bubblewrap, or choose --isolation auto or none)", configs.ErrInvalid, err)
+	}
+	if w := policy.Warning(); w != "" {
+		log.Warn(w)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)

@@ -17,47 +17,61 @@ import (
 )
 
 // TestIsolationSettings runs real commands through the server's wiring to
-// show that "isolation" and its deprecated name "sandbox" both put bash
-// under bwrap (the data directory, holding the journal, is invisible), that
-// "sandbox" is reported on the run's first event with the name to use, and
-// that a document setting both is refused naming both.
+// show that, under the default policy, bash runs under bwrap (the data
+// directory, holding the journal, is invisible) with or without
+// "isolation" or its deprecated name "sandbox" (reported on the run's first
+// event with the name to use), that a run cannot ask for less (kind none
+// is refused at start), that the operator's policy none (opt-out) is the
+// only way to see the data directory, and that a document setting both
+// names is refused naming both.
 func TestIsolationSettings(t *testing.T) {
 	if err := isolation.Available(); err != nil {
 		t.Skipf("bwrap unavailable: %v", err)
 	}
-	data, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Open(context.Background(), configs.Server{DataDir: data, Mode: "simulated"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Close(ctx); err != nil {
-			t.Error(err)
+	open := func(policy string) (*App, string) {
+		data, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		a, err := Open(context.Background(), configs.Server{DataDir: data, Mode: "simulated", Isolation: policy}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := a.Close(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+		return a, data
+	}
+	auto, autoData := open("")
+	none, noneData := open("none")
 	// The command fails when it can see the journal, so a run that is not
 	// isolated fails: the test can fail.
-	probe := fmt.Sprintf(`{"commands":["test ! -e %s"]`, filepath.Join(data, "flock.db"))
+	probe := func(data string) string {
+		return fmt.Sprintf(`{"commands":["test ! -e %s"]`, filepath.Join(data, "flock.db"))
+	}
 	deprecated := `settings key "sandbox" is deprecated: use "isolation" (same value)`
 	tests := []struct {
 		name     string
+		a        *App
 		settings string
 		status   state.Status
 		warnings []string
 	}{
-		{name: "isolation", settings: probe + `,"isolation":{"kind":"bwrap"}}`, status: state.StatusSucceeded},
-		{name: "deprecated sandbox", settings: probe + `,"sandbox":{"kind":"bwrap"}}`, status: state.StatusSucceeded,
+		{name: "isolation", a: auto, settings: probe(autoData) + `,"isolation":{"kind":"bwrap"}}`, status: state.StatusSucceeded},
+		{name: "deprecated sandbox", a: auto, settings: probe(autoData) + `,"sandbox":{"kind":"bwrap"}}`, status: state.StatusSucceeded,
 			warnings: []string{deprecated}},
-		{name: "none", settings: probe + `}`, status: state.StatusFailed},
+		{name: "default", a: auto, settings: probe(autoData) + `}`, status: state.StatusSucceeded},
+		{name: "operator opted out", a: none, settings: probe(noneData) + `}`, status: state.StatusFailed},
+		{name: "bwrap under policy none", a: none, settings: probe(noneData) + `,"isolation":{"kind":"bwrap"}}`, status: state.StatusSucceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
+			a := tt.a
 			h, warnings, err := a.Executor.StartRunWithWarnings(ctx,
 				workflows.StartRequest{Workflow: "script", Settings: json.RawMessage(tt.settings)})
 			if err != nil {
@@ -93,8 +107,13 @@ func TestIsolationSettings(t *testing.T) {
 		})
 	}
 
-	_, err = a.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: "script",
-		Settings: json.RawMessage(probe + `,"isolation":{"kind":"bwrap"},"sandbox":{"kind":"none"}}`)})
+	_, err := auto.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: "script",
+		Settings: json.RawMessage(probe(autoData) + `,"isolation":{"kind":"none"}}`)})
+	if !errors.Is(err, isolation.ErrNotAllowed) || !strings.Contains(err.Error(), "isolation") {
+		t.Fatalf("kind none under the default policy: err = %v, want ErrNotAllowed", err)
+	}
+	_, err = auto.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: "script",
+		Settings: json.RawMessage(probe(autoData) + `,"isolation":{"kind":"bwrap"},"sandbox":{"kind":"none"}}`)})
 	if !errors.Is(err, workflows.ErrBadRequest) || !strings.Contains(err.Error(), `"isolation"`) || !strings.Contains(err.Error(), `"sandbox"`) {
 		t.Fatalf("both keys: err = %v, want a bad request naming isolation and sandbox", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -145,25 +146,29 @@ func TestServeConfigFile(t *testing.T) {
 // wins over the file.
 func TestServeConfigFileEveryKey(t *testing.T) {
 	t.Setenv("FLOCK_AUTH_TOKEN", "")
+	t.Setenv("FLOCK_AUTH_TOKEN_FILE", "")
 	data := t.TempDir()
 	path := filepath.Join(t.TempDir(), "server.yaml")
 	doc := "addr: 127.0.0.1:5555\ndata: " + data + "\nheader_timeout_s: 3\nbody_timeout_s: 7\nmax_body_bytes: 1000\n" +
-		"snapshots:\n  max_file_bytes: 100\n  max_run_bytes: 200\npublic_names: [flock.example]\n"
+		"snapshots:\n  max_file_bytes: 100\n  max_run_bytes: 200\npublic_names: [flock.example]\n" +
+		"isolation: none\npass_env: [PGPASSWORD]\nsandbox_token_envs: [SANDBOX_TOKEN]\n"
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fs := newFlags("serve")
 	var cfg configs.Server
 	var lo logOpts
-	serverFlags(fs, &cfg, &lo)
+	var tf tokenFlags
+	serverFlags(fs, &cfg, &lo, &tf)
 	if err := fs.Parse([]string{"--config", path, "--addr", "127.0.0.1:6666"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyConfigFile(fs, &cfg); err != nil {
+	if err := applyConfigFile(fs, &cfg, &tf, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	want := configs.Server{Addr: "127.0.0.1:6666", DataDir: data, Mode: "live", HeaderTimeoutS: 3, BodyTimeoutS: 7, MaxBodyBytes: 1000,
-		Snapshots: configs.Snapshots{MaxFileBytes: 100, MaxRunBytes: 200}, PublicNames: []string{"flock.example"}}
+		Snapshots: configs.Snapshots{MaxFileBytes: 100, MaxRunBytes: 200}, PublicNames: []string{"flock.example"},
+		Isolation: "none", PassEnv: []string{"PGPASSWORD"}, SandboxTokenEnvs: []string{"SANDBOX_TOKEN"}}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("settings\n%+v\nwant\n%+v", cfg, want)
 	}

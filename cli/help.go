@@ -38,7 +38,7 @@ var (
 	commands = []*command{
 		{name: "serve", summary: "serve the HTTP API and the viewer; resume every unfinished run",
 			synopsis: []string{
-				"flock serve [--addr ADDR] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR] [--config FILE] [--new-store]",
+				"flock serve [--addr ADDR] [--data DIR] [--mode live|simulated] [--plugins DIR] [--workflows DIR] [--config FILE] [--new-store] [--auth-token-file FILE] [--isolation auto|bwrap|none]",
 				"flock serve --sandbox-config FILE [serve flags]",
 				"flock serve --cluster --node NAME --nats-secret-file FILE [--nats-listen ADDR] [--cluster-listen ADDR --routes URLS] [serve flags]",
 				"flock serve --nats URLS --nats-secret-file FILE [--nats-user NAME] [serve flags]",
@@ -47,7 +47,9 @@ var (
 run of the data directory. While it runs, flock run, rollout and synthesize on the
 same data directory hand their runs to it (DATA/server.json). A damaged flock.db is
 refused (see flock db); so is a missing or empty one while DIR/runs holds run
-directories, unless --new-store.
+directories, unless --new-store. The programs runs start (bash, python, external
+agents, sandbox sessions) run under bubblewrap where it can run (--isolation;
+README, "Isolation"); the token is best given in a file (--auth-token-file).
 
 --sandbox-config also serves the sandbox service (AgentFlow's sandbox-server JSON)
 under /api/v1. --cluster (an embedded NATS JetStream) or --nats (an external NATS
@@ -107,7 +109,7 @@ succeeded.`,
 				"flock synthesize --config examples/synthesis/offline.yaml --mode simulated --number-of-seed 1 --output-dir /tmp/qa",
 			}},
 		{name: "sandbox", summary: "serve the sandbox service alone (AgentFlow's /api/v1 wire)",
-			synopsis: []string{"flock sandbox --config FILE [--addr ADDR] [--data DIR] [--auth-token TOKEN]"},
+			synopsis: []string{"flock sandbox --config FILE [--addr ADDR] [--data DIR] [--auth-token-file FILE] [--isolation auto|bwrap|none]"},
 			about: `Serve the sandbox service alone, on AgentFlow's /api/v1 wire (docs/sandbox.md), until
 interrupted or until a client posts /api/v1/server/shutdown. The config is
 AgentFlow's sandbox-server JSON.`,

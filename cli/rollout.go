@@ -33,6 +33,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	logFlags(fs, &level, "warn")
+	isolationFlag(fs, &cfg.Isolation)
 	fs.StringVar(&configPath, "config", "", "rollout settings file (JSON or YAML); relative paths in it are relative to the file, and the runs may read the files it names and write the output directory; API keys written in it (api_key, evaluator_api_key, models.NAME.api_key) are kept in memory only")
 	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
 	fs.StringVar(&metric, "metric", "", "override evaluation_metric")
@@ -102,6 +103,7 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		grants.ReadRoots = append(grants.ReadRoots, filepath.Dir(f))
 	}
 	grants.ReadRoots = dedupe(grants.ReadRoots)
+	operatorGrants(&cfg, s, true)
 	if out != "" {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return fmt.Errorf("output_dir: %w", err)

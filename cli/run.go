@@ -27,6 +27,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
 	logFlags(fs, &level, "warn")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
+	isolationFlag(fs, &cfg.Isolation)
 	fs.StringVar(&wf, "workflow", "", "workflow to run (default: the settings' workflow_type)")
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the run may read them; API keys written in it (models.NAME.api_key) are kept in memory only")
 	fs.StringVar(&taskText, "task", "", "task text")
@@ -52,6 +53,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if req, keys, err = startRequest("run", wf, settingsPath, taskText); err != nil {
 			return err
 		}
+		grantSettings(&cfg, req.Settings, true)
 		if fresh {
 			req.Key = ""
 		}

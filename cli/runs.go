@@ -27,7 +27,10 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	sub, rest := args[0], args[1:]
 	fs := newFlags("runs " + sub)
 	server := fs.String("server", getenv("FLOCK_SERVER", "http://"+configs.DefaultAddr), "the flock server's base URL (env FLOCK_SERVER)")
-	token := fs.String("token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token (env FLOCK_AUTH_TOKEN)")
+	var tf tokenFlags
+	fs.StringVar(&tf.value, "token", "", "bearer token (env FLOCK_AUTH_TOKEN)")
+	fs.StringVar(&tf.file, "token-file", "", "file holding the bearer token (env FLOCK_AUTH_TOKEN_FILE)")
+	token := new(string)
 	data := fs.String("data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory: the server that holds it, or (list, show, logs, export) its runs read directly")
 	var f state.RunFilter
 	var follow bool
@@ -70,6 +73,9 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if len(pos) > len(want) {
 		return fmt.Errorf("%w: unexpected argument %q (flock runs %s takes %s)", errUsage, pos[len(want)], sub, argsPhrase(want))
+	}
+	if *token, err = tf.resolve("", io.Discard); err != nil {
+		return err
 	}
 	switch sub {
 	case "list", "show", "logs", "export":

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server/sandboxapi"
 )
@@ -20,9 +21,11 @@ const DefaultSandboxAddr = "127.0.0.1:18890"
 
 // openSandbox loads the sandbox config at path and builds the service with
 // its data in dataDir (unless the config's server.data_dir names one,
-// relative to the config file). The config's keys that flock does not
-// read are logged as warnings, with the closest known key.
-func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger) (*sandbox.Service, error) {
+// relative to the config file), the isolation policy of srv and srv's data
+// directory hidden from the programs of its sessions. The config's keys
+// that flock does not read are logged as warnings, with the closest known
+// key.
+func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger, srv configs.Server) (*sandbox.Service, error) {
 	cfg, err := sandbox.LoadConfig(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -33,7 +36,19 @@ func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger) (*
 		}
 		dataDir = d
 	}
-	svc, err := sandbox.New(ctx, cfg, sandbox.Options{DataDir: dataDir, Logger: log})
+	policy, err := isolation.ParsePolicy(srv.Isolation)
+	if err != nil {
+		return nil, err
+	}
+	var hidden []string
+	if srv.DataDir != "" {
+		d, err := filepath.Abs(srv.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		hidden = append(hidden, d)
+	}
+	svc, err := sandbox.New(ctx, cfg, sandbox.Options{DataDir: dataDir, Logger: log, Isolation: policy, Hidden: hidden})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -52,7 +67,9 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	path := fs.String("config", "", "AgentFlow sandbox-server JSON config (required)")
 	fs.Var((*addrFlag)(&cfg.Addr), "addr", "listen address, HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; the sandbox keeps its files in DIR/sandbox")
-	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
+	var tf tokenFlags
+	tf.register(fs)
+	isolationFlag(fs, &cfg.Isolation)
 	logFlags(fs, &level, "info")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -66,16 +83,27 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkFlagFile("config", *path); err != nil {
 		return err
 	}
+	var err error
+	if cfg.AuthToken, err = tf.resolve("", stderr); err != nil {
+		return err
+	}
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return err
+	}
+	policy, err := isolation.ParsePolicy(cfg.Isolation)
+	if err != nil {
+		return fmt.Errorf("%w: --isolation: %v", errUsage, err)
+	}
+	if w := policy.Warning(); w != "" {
+		log.Warn(w)
 	}
 	return reported(log, level, serveSandbox(ctx, log, cfg, *path, newNotices(stdout, level)))
 }
 
 // serveSandbox is sandboxCmd once its flags are read.
 func serveSandbox(ctx context.Context, log *slog.Logger, cfg configs.Server, path string, say notices) error {
-	svc, err := openSandbox(ctx, path, filepath.Join(cfg.DataDir, "sandbox"), log)
+	svc, err := openSandbox(ctx, path, filepath.Join(cfg.DataDir, "sandbox"), log, cfg)
 	if err != nil {
 		return err
 	}

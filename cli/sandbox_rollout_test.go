@@ -67,7 +67,7 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 	}
 	abs := strings.ReplaceAll(string(cfg), `"configs/sandbox/`, `"`+filepath.Join(root, "configs/sandbox")+`/`)
 	writeFiles(t, dir, map[string]string{"sandbox.json": abs})
-	svc, err := openSandbox(context.Background(), filepath.Join(dir, "sandbox.json"), filepath.Join(dir, "sandbox-data"), nil)
+	svc, err := openSandbox(context.Background(), filepath.Join(dir, "sandbox.json"), filepath.Join(dir, "sandbox-data"), nil, configs.Server{})
 	if err != nil {
 		t.Fatal(err)
 	}

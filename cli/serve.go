@@ -27,15 +27,16 @@ import (
 
 // serverFlags registers the flags shared by serve and launch. Call
 // applyConfigFile after parsing.
-func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts) {
-	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models, snapshots, new_store); flags win")
+func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts, tf *tokenFlags) {
+	fs.String("config", "", "server settings file (JSON or YAML: addr, data, mode, plugin_dirs, workflow_dirs, auth_token_env, auth_token_file, concurrency, max_body_bytes, allowed_origins, public_names, read_roots, models, snapshots, new_store, isolation, pass_env, sandbox_token_envs, sandbox_url_allow_hosts, sandbox_url_allow_private); flags win")
 	cfg.Addr, cfg.Mode = configs.DefaultAddr, "live"
 	fs.Var((*addrFlag)(&cfg.Addr), "addr", "listen address, HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory (flock.db and run work directories)")
 	modeFlags(fs, &cfg.Mode)
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so); repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files; repeatable")
-	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN)")
+	tf.register(fs)
+	isolationFlag(fs, &cfg.Isolation)
 	logFlags(fs, lo, "info")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "start even though flock.db is missing or empty while the data directory holds run directories")
 }
@@ -43,17 +44,23 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts) {
 // applyConfigFile fills cfg from the --config file: every key the file
 // sets, but for the settings whose flag was given explicitly (the flags
 // win). Starting from the whole file, a key added to configs.Server
-// reaches the server without a line here.
-func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
+// reaches the server without a line here. It resolves the auth token
+// (flags, then the file, then the environment).
+func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server, tf *tokenFlags, stderr io.Writer) error {
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
-		return nil
+		tok, err := tf.resolve("", stderr)
+		cfg.AuthToken = tok
+		return err
 	}
 	if err := checkFlagFile("config", path); err != nil {
 		return err
 	}
 	file, err := configs.LoadServerFile(path)
 	if err != nil {
+		return err
+	}
+	if cfg.AuthToken, err = tf.resolve(file.AuthToken, stderr); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -68,7 +75,8 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server) error {
 	keep("addr", &cfg.Addr, flags.Addr)
 	keep("data", &cfg.DataDir, flags.DataDir)
 	keep("mode", &cfg.Mode, flags.Mode)
-	keep("auth-token", &cfg.AuthToken, flags.AuthToken)
+	keep("isolation", &cfg.Isolation, flags.Isolation)
+	cfg.AuthToken = flags.AuthToken
 	if set["plugins"] {
 		cfg.PluginDirs = flags.PluginDirs
 	}
@@ -87,7 +95,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve")
 	var cfg configs.Server
 	var level logOpts
-	serverFlags(fs, &cfg, &level)
+	var tf tokenFlags
+	serverFlags(fs, &cfg, &level, &tf)
 	sandboxConfig := fs.String("sandbox-config", "", "AgentFlow sandbox-server JSON config: serve the sandbox service under /api/v1 plus GET /ready")
 	var cl clusterFlags
 	cl.register(fs)
@@ -97,7 +106,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if err := applyConfigFile(fs, &cfg); err != nil {
+	if err := applyConfigFile(fs, &cfg, &tf, stderr); err != nil {
 		return err
 	}
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, *sandboxConfig, &cl)
@@ -107,8 +116,9 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags(launchCommand.name)
 	var cfg configs.Server
 	var level logOpts
+	var tf tokenFlags
 	var wf, settingsPath, taskText string
-	serverFlags(fs, &cfg, &level)
+	serverFlags(fs, &cfg, &level, &tf)
 	fs.StringVar(&wf, "workflow", "listen", "workflow to start once the server is up; listen starts nothing")
 	fs.StringVar(&settingsPath, "settings", "", "settings file (JSON or YAML); the system_prompt_file, script and data_path it names are relative to it, and the runs may read them")
 	fs.StringVar(&taskText, "task", "", "task text for the run")
@@ -119,7 +129,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if err := applyConfigFile(fs, &cfg); err != nil {
+	if err := applyConfigFile(fs, &cfg, &tf, stderr); err != nil {
 		return err
 	}
 	if wf == "listen" {
@@ -129,6 +139,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	grantSettings(&cfg, req.Settings, false)
 	say, warn := newNotices(stdout, level), newNotices(stderr, level)
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, func(ctx context.Context, a *app.App) (<-chan error, error) {
 		for n, k := range keys {
@@ -223,7 +234,7 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 	var sb *sandbox.Service
 	var opts []app.Option
 	if sandboxConfig != "" {
-		if sb, err = openSandbox(ctx, sandboxConfig, filepath.Join(cfg.DataDir, "sandbox"), log); err != nil {
+		if sb, err = openSandbox(ctx, sandboxConfig, filepath.Join(cfg.DataDir, "sandbox"), log, cfg); err != nil {
 			return err
 		}
 		opts = append(opts, app.WithSandbox(sb))

@@ -36,6 +36,7 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory; when a flock server holds it, the synthesis is handed to that server")
 	modeFlags(fs, &cfg.Mode)
 	logFlags(fs, &level, "warn")
+	isolationFlag(fs, &cfg.Isolation)
 	fs.StringVar(&configPath, "config", "", "synthesis config (JSON or YAML, AgentFlow's keys); relative paths in it are relative to the file")
 	fs.StringVar(&outputDir, "output-dir", "", "override output_dir")
 	fs.StringVar(&sandboxConfig, "sandbox-config", "", "sandbox-server config to host in-process (overrides sandbox_config_path)")
@@ -121,6 +122,7 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		grants.ReadRoots = append(grants.ReadRoots, filepath.Dir(seedsFile))
 	}
 	grants.ReadRoots = dedupe(grants.ReadRoots)
+	operatorGrants(&cfg, s, true)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("output_dir: %w", err)
 	}
@@ -153,7 +155,7 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if !needSandbox {
 			return nil, nil
 		}
-		if sb, err = openSandbox(ctx, sbConfig, filepath.Join(cfg.DataDir, "sandbox"), log); err != nil {
+		if sb, err = openSandbox(ctx, sbConfig, filepath.Join(cfg.DataDir, "sandbox"), log, cfg); err != nil {
 			return nil, err
 		}
 		return []app.Option{app.WithSandbox(sb)}, nil

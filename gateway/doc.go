@@ -165,8 +165,10 @@
 // A session's token is 24 random bytes (prefix "flk-gw-") held in memory
 // only: never in settings, the journal, events or logs; it is compared in
 // constant time and dies with the session. The agent never sees a provider
-// key: the program's environment is stripped of the models' key
-// variables and of variables named *_API_KEY, *_TOKEN or *SECRET*. The
+// key: the program's environment is an allowlist that holds none of the
+// server's variables but a small base set (isolation.Environ), and the
+// program cannot read the server's own environment or memory
+// (isolation.ProtectSelf). The
 // server's bearer token does not open the gateway (nor is it needed
 // there). On flock serve the guard's Host, Origin and Content-Type rules
 // apply to these routes as to every route; the gateway itself also

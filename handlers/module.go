@@ -14,6 +14,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/gateway"
 	"github.com/flockrun/flock/internal/keyring"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
@@ -356,6 +357,16 @@ func (d Deps) Hidden() []string {
 		return []string{abs}
 	}
 	return []string{d.Server.DataDir}
+}
+
+// Isolation is the operator's isolation policy for the programs handlers
+// start (server setting isolation).
+func (d Deps) Isolation() (isolation.Policy, error) {
+	p, err := isolation.ParsePolicy(d.Server.Isolation)
+	if err != nil {
+		return "", fmt.Errorf("server setting isolation: %w", err)
+	}
+	return p, nil
 }
 
 // FromMap returns one Fixed Info per kind of m, sorted by kind: handlers

@@ -33,6 +33,10 @@ type ExternalRequest struct {
 	TimeoutS float64 `json:"timeout_s,omitempty"`
 	// Env adds variables to the program's environment.
 	Env map[string]string `json:"env,omitempty"`
+	// PassEnv names variables of the server's environment passed to the
+	// program with their values, where the operator allows them (server
+	// setting pass_env).
+	PassEnv []string `json:"pass_env,omitempty"`
 	// AnswerFile, relative to the work directory, is read after the program
 	// exits when its stdout holds no JSON line.
 	AnswerFile string `json:"answer_file,omitempty"`

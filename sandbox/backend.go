@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/isolation"
 )
 
 // Tool is one callable tool.
@@ -77,12 +80,45 @@ type Env struct {
 	// dir (indexes, caches); it exists when Provision is called.
 	DataDir string
 	Logger  *slog.Logger
+	// Hidden lists the paths the programs a backend starts must not see:
+	// the service's data directory (every session's workspace, the
+	// backends' data) and the host's (Options.Hidden). Pass it to
+	// isolation.Wrap; a session's own workspace is bound back.
+	Hidden []string
+	// Policy is the service's isolation policy (Options.Isolation); use
+	// Isolation to resolve it with the backend's own setting.
+	Policy isolation.Policy
 
 	// section is Config's JSON path in the file ("resources.bash.config");
 	// warn collects the keys Decode finds that the backend does not read.
 	// Both are set by the service; an Env built elsewhere warns of nothing.
 	section string
 	warn    func(...string)
+}
+
+// Isolation resolves how the backend isolates the programs of its
+// sessions: its section's "isolation" key, "bwrap" (a private /tmp, no
+// network) or "none" (the operator opting out by name), else the
+// service's policy (bwrap with the network where bwrap can run, by
+// default). The error is a *ConfigError naming the key.
+func (e Env) Isolation() (configs.Isolation, error) {
+	var run configs.Isolation
+	if v, ok := e.Config["isolation"]; ok && v != nil {
+		s, _ := v.(string)
+		switch s {
+		case isolation.KindNone:
+			return configs.Isolation{Kind: isolation.KindNone}, nil
+		case isolation.KindBwrap:
+			run.Kind = s
+		default:
+			return run, &ConfigError{Path: "isolation", Reason: fmt.Sprintf("%v: want none or bwrap", v)}
+		}
+	}
+	iso, err := e.Policy.Resolve(run)
+	if err != nil {
+		return iso, &ConfigError{Path: "isolation", Reason: err.Error(), Err: err}
+	}
+	return iso, nil
 }
 
 // Provisioner is implemented by backends that read their config section or

@@ -87,8 +87,18 @@
 //
 // # Auth token
 //
-// With an auth token (flock serve/sandbox --auth-token), every route needs
-// it as a bearer token. A flock run that uses such a sandbox remotely names
-// the environment variable holding it in sandbox_token_env (package
-// handlers/sandboxop).
+// With an auth token (flock serve/sandbox --auth-token-file), every route
+// needs it as a bearer token. A flock run that uses such a sandbox
+// remotely names the environment variable holding it in sandbox_token_env,
+// among those the operator lists (package handlers/sandboxop).
+//
+// # Isolation of sessions' programs
+//
+// Backends that start programs per session (bash, code) resolve their
+// isolation with Env.Isolation: the section's "isolation" ("bwrap", or
+// "none" for the operator to opt out) over the service's policy
+// (Options.Isolation, flock's --isolation; by default bwrap wherever it
+// can run), and hide Env.Hidden (the service's data directory, so other
+// sessions' workspaces, and flock's data directory under flock serve)
+// from them. See package isolation.
 package sandbox

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flockrun/flock/isolation"
 )
 
 // Options configure a Service beyond its config file.
@@ -21,6 +23,15 @@ type Options struct {
 	DataDir string
 	// Logger receives lifecycle messages; nil discards them.
 	Logger *slog.Logger
+	// Isolation is the operator's policy for the programs of sessions
+	// (bash, code); the zero value is isolation.PolicyAuto: bwrap wherever
+	// it can run. A backend's own "isolation" key ("bwrap", or "none" to
+	// opt out) overrides it (Env.Isolation).
+	Isolation isolation.Policy
+	// Hidden lists paths those programs must not see besides the service's
+	// data directory (flock's data directory, when flock serve hosts the
+	// service).
+	Hidden []string
 }
 
 // Service is the sandbox service: the enabled backends, their tools and the
@@ -93,6 +104,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Service, err error)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := opts.Isolation.Check(); err != nil {
+		return nil, err
+	}
 	s := &Service{
 		cfg: cfg, dataDir: dataDir, log: log,
 		backends: map[string]*backendEntry{}, tools: map[string]*toolEntry{}, simple: map[string][]string{},
@@ -130,7 +144,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Service, err error)
 				return nil, fmt.Errorf("sandbox: backend %s: %w", name, err)
 			}
 			env := Env{Config: cloneMap(sec), DataDir: dir, Logger: log.With("backend", name),
-				section: cfg.sectionPath(name), warn: func(w ...string) { s.warnings = append(s.warnings, w...) }}
+				section: cfg.sectionPath(name), warn: func(w ...string) { s.warnings = append(s.warnings, w...) },
+				Hidden: append([]string{dataDir}, opts.Hidden...), Policy: opts.Isolation}
 			if err := p.Provision(ctx, env); err != nil {
 				return nil, s.provisionError(name, err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -26,6 +27,12 @@ func newHandler(tb testing.TB, opts Options) *Handler {
 	tb.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
 		tb.Skip("bash not installed")
+	}
+	// These tests watch processes by their host PIDs: unisolated unless a
+	// test asks (isolation is tested with settings.isolation bwrap, and in
+	// package isolation and the e2e tests).
+	if opts.Isolation == "" {
+		opts.Isolation = isolation.PolicyNone
 	}
 	h := New(opts)
 	tb.Cleanup(func() { _ = h.Close() })

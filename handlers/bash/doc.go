@@ -14,9 +14,15 @@
 // readline feature and does not apply without line editing.
 //
 // The environment is built from an allow-list, never from the server's:
-// PATH, HOME and LANG are passed through, TERM=dumb, PAGER=cat,
-// GIT_PAGER=cat and TQDM_DISABLE=1 are set, plus Options.Env. Keys such as
-// OPENAI_API_KEY never reach a shell.
+// the base set of isolation.Environ (PATH, HOME, the locale, TZ, ...) is
+// passed through, TERM=dumb, PAGER=cat, GIT_PAGER=cat and TQDM_DISABLE=1
+// are set, plus Options.Env. Keys such as OPENAI_API_KEY never reach a
+// shell.
+//
+// Shells run isolated as the operator's policy (Options.Isolation) and the
+// run's settings.isolation resolve (isolation.Policy.Resolve): under bwrap
+// by default wherever it can run, with the server's data directory
+// (Options.Hidden) invisible but for the run's own work directory.
 //
 // # Commands
 //

@@ -3,25 +3,17 @@ package bash
 import (
 	"context"
 	"fmt"
-	"github.com/flockrun/flock/isolation"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 )
 
 // DefaultSession is the session used when a request names none.
 const DefaultSession = "main"
-
-// defaultPath is the shell's PATH when the server has none.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-// passEnv lists the only server environment variables a shell inherits.
-// Everything else (API keys above all) stays out.
-var passEnv = []string{"PATH", "HOME", "LANG"}
 
 // fixedEnv is set in every shell to keep tools quiet and non-interactive.
 var fixedEnv = []string{
@@ -43,8 +35,9 @@ type Options struct {
 	// not. Default 100000 (configs.DefaultBashOutputLimit).
 	OutputLimit int
 	// Env adds KEY=VALUE entries to every shell's environment, after the
-	// allow-listed PATH, HOME and LANG and the fixed entries; later entries
-	// win. Do not put secrets here: commands (and so models) can read them.
+	// base set of the server's (isolation.Environ) and the fixed entries;
+	// later entries win. Do not put secrets here: commands (and so models)
+	// can read them.
 	Env []string
 	// Wrap, when set, rewrites the shell's argv before it is started, e.g.
 	// to run it under bwrap. It gets the bash argv and the run's work dir
@@ -55,10 +48,15 @@ type Options struct {
 	// process group started by the handler; killing reaches every
 	// descendant either way (see Process tree in the package doc).
 	Wrap func(argv []string, workDir string) []string
-	// Hidden lists paths a bwrap sandbox (settings isolation.kind "bwrap")
-	// makes invisible: the server's data directory. Runs' own work
-	// directories inside it stay visible to themselves.
+	// Hidden lists paths a bwrap sandbox makes invisible: the server's data
+	// directory. Runs' own work directories inside it stay visible to
+	// themselves.
 	Hidden []string
+	// Isolation is the operator's policy; the zero value is
+	// isolation.PolicyAuto: shells run under bwrap wherever it can run,
+	// unless the run's settings.isolation asks for more (see
+	// isolation.Policy.Resolve).
+	Isolation isolation.Policy
 }
 
 // Handler runs bash operations in persistent shells, one per (run,
@@ -169,18 +167,23 @@ func (h *Handler) limit(settings *configs.RunSettings) int {
 }
 
 // spawnArgs returns the argv and environment of a new shell for workDir:
-// Options.Wrap when set, else the run's isolation (bwrap with the command
-// directory bound read-only and Options.Hidden invisible).
-func (h *Handler) spawnArgs(iso configs.Isolation, workDir, cmdDir string) (argv, env []string, err error) {
+// Options.Wrap when set, else the isolation the policy and the run's
+// settings resolve to (bwrap with the command directory bound read-only
+// and Options.Hidden invisible).
+func (h *Handler) spawnArgs(run configs.Isolation, workDir, cmdDir string) (argv, env []string, err error) {
 	argv = []string{"bash", "--noprofile", "--norc", "--noediting"}
 	if h.opts.Wrap != nil {
-		return h.opts.Wrap(argv, workDir), h.shellEnv(), nil
+		return h.opts.Wrap(argv, workDir), h.shellEnv(configs.Isolation{}), nil
+	}
+	iso, err := h.opts.Isolation.Resolve(run)
+	if err != nil {
+		return nil, nil, fmt.Errorf("isolation: %w", err)
 	}
 	argv, err = isolation.WrapReadOnly(iso, workDir, h.opts.Hidden, []string{cmdDir}, argv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("isolation: %w", err)
 	}
-	return argv, h.shellEnv(), nil
+	return argv, h.shellEnv(iso), nil
 }
 
 func isolationOf(s *configs.RunSettings) configs.Isolation {
@@ -190,19 +193,10 @@ func isolationOf(s *configs.RunSettings) configs.Isolation {
 	return s.Isolation
 }
 
-// shellEnv builds a shell's environment from the allow-list, never from
-// os.Environ().
-func (h *Handler) shellEnv() []string {
-	env := make([]string, 0, len(passEnv)+len(fixedEnv)+len(h.opts.Env))
-	for _, k := range passEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		} else if k == "PATH" {
-			env = append(env, "PATH="+defaultPath)
-		}
-	}
-	env = append(env, fixedEnv...)
-	return append(env, h.opts.Env...)
+// shellEnv builds a shell's environment: the base set of the server's
+// (isolation.Environ), the fixed entries, then Options.Env.
+func (h *Handler) shellEnv(iso configs.Isolation) []string {
+	return isolation.Environ(iso, append(append([]string(nil), fixedEnv...), h.opts.Env...)...)
 }
 
 // CloseRun kills the run's shells, interrupting running commands (they

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/flockrun/flock/handlers"
-	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -14,19 +13,24 @@ func init() {
 		New: func() handlers.Handler { return New(Options{}) }})
 }
 
-// Provision hides the server's data directory from isolated shells.
+// Provision takes the operator's isolation policy and hides the server's
+// data directory from isolated shells.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.opts.Hidden = deps.Hidden()
-	return nil
+	p, err := deps.Isolation()
+	h.opts.Isolation = p
+	return err
 }
 
-// ValidateRun refuses a run asking for bwrap isolation on a host where
-// bwrap cannot run (isolation.Available), for bash and python alike.
+// ValidateRun refuses a run whose settings.isolation the operator's policy
+// cannot give (bwrap on a host where it cannot run) or does not allow
+// (none under a policy that isolates), for bash and python alike.
 func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
-	if run.Settings != nil && run.Settings.Isolation.Kind == isolation.KindBwrap {
-		if err := isolation.Available(); err != nil {
-			return fmt.Errorf("isolation.kind: %w", err)
-		}
+	if run.Settings == nil {
+		return nil
+	}
+	if _, err := h.opts.Isolation.Resolve(run.Settings.Isolation); err != nil {
+		return fmt.Errorf("isolation.kind: %w", err)
 	}
 	return nil
 }

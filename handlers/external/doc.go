@@ -14,11 +14,19 @@
 //   - in the run's work directory, under a reaper (package
 //     internal/reaper), so that a timeout, a cancel or flock's death
 //     (kill -9 included) ends it and everything it started;
-//   - with OPENAI_BASE_URL (<root>/gateway/<session>/v1), OPENAI_API_KEY
-//     (the session's token), OPENAI_MODEL (the default model),
-//     FLOCK_RUN_ID, FLOCK_TASK_FILE and the settings' env; the server's
-//     environment passes on except the models' key variables and every
-//     variable named *_API_KEY, *_TOKEN or *SECRET*;
+//   - isolated as the run's bash is (package isolation: the operator's
+//     policy and the run's settings.isolation; under bwrap by default,
+//     the server's data directory hidden but for the work directory),
+//     always with the network, on which the gateway is;
+//   - with an environment built from an allowlist (isolation.Environ:
+//     PATH, HOME, the locale, ...), the settings' env, the variables the
+//     settings' pass_env names (only those the operator lists in the
+//     server setting pass_env: ValidateRun and the op refuse others,
+//     never saying whether they are set), then OPENAI_BASE_URL
+//     (<root>/gateway/<session>/v1), OPENAI_API_KEY (the session's
+//     token), OPENAI_MODEL (the default model), FLOCK_RUN_ID and
+//     FLOCK_TASK_FILE; nothing else of the server's environment reaches
+//     it;
 //   - with the task on stdin and in task_file (default task.txt);
 //   - bounded by timeout_s, and by the run's time limit through the op's
 //     context.
@@ -61,8 +69,10 @@
 //
 // # Caveats
 //
-//   - The program runs on the host, with the server's user, not in
-//     bash's isolation.
+//   - Without bwrap (the operator's isolation none, or auto where bwrap
+//     cannot run) the program runs as the server's user and can read the
+//     data directory; flock's own memory and environment stay out of
+//     reach (isolation.ProtectSelf).
 //   - An interrupted program starts over; only its model calls are
 //     replayed, not its other side effects (files it wrote stay).
 package external

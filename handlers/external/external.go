@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/flockrun/flock/grading"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/reaper"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	phext "github.com/flockrun/flock/phases/external"
 	"github.com/flockrun/flock/state"
@@ -51,15 +53,54 @@ type Handler struct {
 	runs  handlers.Runs
 	store state.Reader
 	ops   handlers.Handler
-	// environ reads the server's environment (tests replace it).
-	environ func() []string
+	// policy and hidden isolate the program as the run's bash is isolated
+	// (the server's data directory hidden); passEnv is the operator's list
+	// of variables runs may pass on by name (server setting pass_env).
+	policy  isolation.Policy
+	hidden  []string
+	passEnv []string
 }
 
 // Provision takes the gateway, the run starter, the journal and the
-// server's operations from deps.
+// server's operations from deps, and the operator's isolation policy and
+// pass_env list.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.gw, h.runs, h.store, h.ops = deps.Gateway, deps.Runs, deps.Store, deps.Ops
-	h.environ = os.Environ
+	h.hidden = deps.Hidden()
+	h.passEnv = deps.Server.PassEnv
+	p, err := deps.Isolation()
+	h.policy = p
+	return err
+}
+
+// ValidateRun refuses an external run whose settings pass on a variable
+// (pass_env) the operator does not list, before the run starts. The op
+// checks again (a rollout's agents are checked when they run).
+func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
+	if run.Workflow != phext.Name {
+		return nil
+	}
+	var doc struct {
+		PassEnv []string `json:"pass_env"`
+	}
+	if json.Unmarshal(run.Raw, &doc) != nil {
+		return nil // the workflow's settings parser reports it
+	}
+	return h.checkPassEnv(doc.PassEnv)
+}
+
+// ErrPassEnv refuses a variable that a run's pass_env names and the
+// operator does not list in the server setting pass_env.
+var ErrPassEnv = errors.New("pass_env names a variable the operator does not let runs pass (server setting pass_env)")
+
+// checkPassEnv refuses names the operator does not list. The error never
+// says whether a variable is set.
+func (h *Handler) checkPassEnv(names []string) error {
+	for i, n := range names {
+		if !slices.Contains(h.passEnv, n) {
+			return fmt.Errorf("%w: pass_env[%d]: %s", ErrPassEnv, i, n)
+		}
+	}
 	return nil
 }
 
@@ -262,6 +303,9 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 	if p.Model == "" {
 		return fail("model is required")
 	}
+	if err := h.checkPassEnv(p.PassEnv); err != nil {
+		return fail("%v", err)
+	}
 	run, replay, ended, used, err := h.sessionRun(ctx, env)
 	if err != nil {
 		return fail("%v", err)
@@ -385,10 +429,12 @@ type programOutput struct {
 	timedOut       bool
 }
 
-// runProgram runs the command in the work directory with the session's
-// URL and token and the task on stdin and in the task file. Variables
-// holding secrets of the server (the models' key variables, *_API_KEY,
-// *_TOKEN, *SECRET*) are not passed on.
+// runProgram runs the command in the work directory, isolated as the
+// run's bash is (with the network: the gateway is on it), with the
+// session's URL and token and the task on stdin and in the task file. Its
+// environment is the base set of the server's (isolation.Environ), the
+// settings' env and pass_env, and the gateway's variables: nothing else of
+// the server's environment reaches it.
 func (h *Handler) runProgram(ctx context.Context, env handlers.Env, p *operations.ExternalRequest, token, url string) (programOutput, error) {
 	var out programOutput
 	if p.TaskFile != "" {
@@ -405,9 +451,27 @@ func (h *Handler) runProgram(ctx context.Context, env handlers.Env, p *operation
 	if p.Shell {
 		argv = []string{"/bin/sh", "-c", p.Command[0]}
 	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
+	if _, err := exec.LookPath(argv[0]); err != nil {
 		return out, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	var run configs.Isolation
+	if env.Settings != nil {
+		run = env.Settings.Isolation
+	}
+	iso, err := h.policy.Resolve(run)
+	if err != nil {
+		return out, fmt.Errorf("isolation: %w", err)
+	}
+	// The program reaches the gateway over the network, whatever the
+	// run's isolation.network says.
+	iso.Network = true
+	wrapped, err := isolation.Wrap(iso, env.WorkDir, h.hidden, argv)
+	if err != nil {
+		return out, fmt.Errorf("isolation: %w", err)
+	}
+	path, err := exec.LookPath(wrapped[0])
+	if err != nil {
+		return out, fmt.Errorf("starting %s: %w", wrapped[0], err)
 	}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -428,7 +492,7 @@ func (h *Handler) runProgram(ctx context.Context, env handlers.Env, p *operation
 	}
 	// The program runs under a reaper (package reaper): killing it, or
 	// flock dying (kill -9 included), ends it and everything it started.
-	proc, err := reaper.Start(reaper.Spec{Path: path, Args: argv, Dir: env.WorkDir, Env: h.childEnv(env, p, token, url),
+	proc, err := reaper.Start(reaper.Spec{Path: path, Args: wrapped, Dir: env.WorkDir, Env: childEnv(iso, env, p, token, url),
 		Stdin: stdinR, Stdout: outW, Stderr: errW})
 	stdinR.Close()
 	outW.Close()
@@ -490,40 +554,28 @@ func (h *Handler) runProgram(ctx context.Context, env handlers.Env, p *operation
 	return out, nil
 }
 
-// childEnv is the program's environment.
-func (h *Handler) childEnv(env handlers.Env, p *operations.ExternalRequest, token, url string) []string {
-	drop := map[string]bool{gatewayKeyEnv: true, "OPENAI_BASE_URL": true, "OPENAI_API_BASE": true}
-	if env.Settings != nil {
-		for _, m := range env.Settings.Models {
-			if m.APIKeyEnv != "" {
-				drop[m.APIKeyEnv] = true
-			}
-		}
-	}
-	var out []string
-	for _, kv := range h.environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		u := strings.ToUpper(k)
-		if drop[k] || strings.HasSuffix(u, "_API_KEY") || strings.HasSuffix(u, "_TOKEN") || strings.Contains(u, "SECRET") {
-			continue
-		}
-		out = append(out, kv)
-	}
+// childEnv is the program's environment: the base set of the server's
+// (isolation.Environ), the settings' env, the variables pass_env names
+// (checked against the operator's list before), then the gateway's.
+func childEnv(iso configs.Isolation, env handlers.Env, p *operations.ExternalRequest, token, url string) []string {
+	var extra []string
 	keys := make([]string, 0, len(p.Env))
 	for k := range p.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		out = append(out, k+"="+p.Env[k])
+		extra = append(extra, k+"="+p.Env[k])
 	}
-	return append(out,
+	extra = append(extra, isolation.Lookup(p.PassEnv)...)
+	extra = append(extra,
 		"OPENAI_BASE_URL="+url,
 		gatewayKeyEnv+"="+token,
 		"OPENAI_MODEL="+p.Model,
 		"FLOCK_RUN_ID="+env.RunID,
 		"FLOCK_TASK_FILE="+filepath.Join(env.WorkDir, p.TaskFile),
 	)
+	return isolation.Environ(iso, extra...)
 }
 
 // gatewayKeyEnv is the variable that carries the session token.
@@ -626,6 +678,7 @@ func (c *capped) Write(b []byte) (int, error) {
 func (c *capped) String() string { return c.buf.String() }
 
 var (
-	_ handlers.Handler     = (*Handler)(nil)
-	_ handlers.Provisioner = (*Handler)(nil)
+	_ handlers.Handler      = (*Handler)(nil)
+	_ handlers.Provisioner  = (*Handler)(nil)
+	_ handlers.RunValidator = (*Handler)(nil)
 )

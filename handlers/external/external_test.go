@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/handlers/external"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -88,29 +90,61 @@ func TestExternalSettingsRefused(t *testing.T) {
 }
 
 // TestExternalEnvironmentHasNoSecrets checks that the program's
-// environment holds the session's token and URL but none of the server's
-// secrets.
+// environment is an allowlist: the session's token and URL, the settings'
+// env, the variables pass_env names that the operator lists, a small base
+// set, and none of the server's other variables, whatever they are called
+// (a denylist of *_API_KEY, *_TOKEN and *SECRET* let PGPASSWORD,
+// OPENAI_KEY, TOKEN, GITHUB_PAT, AWS_ACCESS_KEY_ID and SSH_AUTH_SOCK
+// through). A pass_env name the operator does not list refuses the run,
+// with the same error whether the variable is set or not.
 func TestExternalEnvironmentHasNoSecrets(t *testing.T) {
-	t.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-provider-secret")
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
-	t.Setenv("GITHUB_TOKEN", "ghp-secret")
-	t.Setenv("OPENAI_API_KEY", "sk-openai-secret")
-	f := newFlock(t)
+	secrets := map[string]string{
+		"FLOCK_TEST_PROVIDER_KEY": "sk-provider-secret", "ANTHROPIC_API_KEY": "sk-ant-secret", "GITHUB_TOKEN": "ghp-secret",
+		"OPENAI_API_KEY": "sk-openai-secret", "PGPASSWORD": "pg-secret", "OPENAI_KEY": "oa-secret", "TOKEN": "bare-token-secret",
+		"GITHUB_PAT": "pat-secret", "AWS_ACCESS_KEY_ID": "AKIA-secret", "SSH_AUTH_SOCK": "/tmp/ssh-agent-secret.sock",
+		"FLOCK_AUTH_TOKEN": "flock-auth-secret",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("FLOCK_TEST_PASSED", "passed-by-name")
+	t.Setenv("LC_TIME", "C")
+	f := newFlock(t, func(c *configs.Server) { c.PassEnv = []string{"FLOCK_TEST_PASSED", "FLOCK_TEST_LISTED_UNSET"} })
 	id := f.start("external", map[string]any{"command": `env > env.txt; echo '"ok"'`, "model": "fake",
+		"env": map[string]any{"GIVEN": "by-settings"}, "pass_env": []string{"FLOCK_TEST_PASSED", "FLOCK_TEST_LISTED_UNSET"},
 		"models": map[string]any{"fake": map[string]any{"base_url": "http://127.0.0.1:1/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY"}}}, "t")
 	end := f.wait(id, 20*time.Second)
 	if end.Status != state.StatusSucceeded {
 		t.Fatalf("%s %s", end.Status, end.Error)
 	}
 	b := readRunFile(t, f, id, "env.txt")
-	for _, secret := range []string{"sk-provider-secret", "sk-ant-secret", "ghp-secret", "sk-openai-secret"} {
+	for name, secret := range secrets {
 		if strings.Contains(b, secret) {
-			t.Errorf("the program's environment holds %q", secret)
+			t.Errorf("the program's environment holds %s's value %q", name, secret)
 		}
 	}
-	if !strings.Contains(b, "OPENAI_API_KEY=flk-gw-") || !strings.Contains(b, "OPENAI_BASE_URL="+f.base+"/gateway/") ||
-		!strings.Contains(b, "OPENAI_MODEL=fake") {
-		t.Errorf("environment:\n%s", b)
+	for _, want := range []string{"OPENAI_API_KEY=flk-gw-", "OPENAI_BASE_URL=" + f.base + "/gateway/", "OPENAI_MODEL=fake",
+		"GIVEN=by-settings", "FLOCK_TEST_PASSED=passed-by-name", "LC_TIME=C", "PATH="} {
+		if !strings.Contains(b, want) {
+			t.Errorf("environment lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(b, "FLOCK_TEST_LISTED_UNSET") {
+		t.Errorf("an unset variable was passed:\n%s", b)
+	}
+
+	// Naming a variable the operator does not list: refused, set or not.
+	var errs []string
+	for _, name := range []string{"PGPASSWORD", "FLOCK_TEST_NOT_SET_AT_ALL"} {
+		doc, _ := json.Marshal(map[string]any{"command": "true", "pass_env": []string{name}})
+		_, err := f.app.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: "external", Settings: doc})
+		if !errors.Is(err, external.ErrPassEnv) || !strings.Contains(err.Error(), "pass_env") {
+			t.Fatalf("pass_env %s: err = %v, want ErrPassEnv", name, err)
+		}
+		errs = append(errs, strings.ReplaceAll(err.Error(), name, "NAME"))
+	}
+	if errs[0] != errs[1] {
+		t.Errorf("the refusal tells a set variable from an unset one:\n%s\n%s", errs[0], errs[1])
 	}
 }
 

@@ -50,6 +50,7 @@
 // # Caveats
 //
 // The confinement covers the files the server process opens for a run.
-// Commands a run executes (bash, python) see whatever their sandbox lets
-// them see: without isolation.kind bwrap they run as the server's user.
+// Commands a run executes (bash, python) see whatever their isolation lets
+// them see (package isolation): unisolated (the operator's policy none, or
+// no bwrap on the host) they run as the server's user.
 package files

@@ -64,16 +64,18 @@
 // sys.executable it reports, to avoid the shim's cost on every start.
 // Interpreters run in the run's work directory (created if missing), which
 // is also first on sys.path as with `python -c`, though modules there
-// cannot shadow the driver's own imports. The environment is built from an
-// allow-list (PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ) plus
+// cannot shadow the driver's own imports. The environment is the base set
+// of the server's (isolation.Environ: PATH, HOME, the locale, TZ, ...) plus
 // PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1, PYTHONIOENCODING=utf-8 and
 // Options.Env; server secrets such as OPENAI_API_KEY never reach the code.
 //
 // # Isolation
 //
-// Options.Wrap, when set, rewrites the command line. Otherwise the run's
-// settings.isolation selects isolation.Wrap, with Options.Hidden as the paths to
-// hide; see package isolation for what bwrap does and does not protect.
+// Options.Wrap, when set, rewrites the command line. Otherwise the
+// operator's policy (Options.Isolation) and the run's settings.isolation
+// resolve to the isolation isolation.Wrap applies, with Options.Hidden as
+// the paths to hide: bwrap by default wherever it can run. See package
+// isolation for what bwrap does and does not protect.
 //
 // # Caveats
 //

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/isolation"
 )
 
 // fallbackInterpreters are tried, in order, when python3 is not on PATH.
@@ -78,7 +81,7 @@ func resolveInterpreter(ctx context.Context, configured string) (string, error) 
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p, "-c", "import sys; print(sys.executable)")
-	cmd.Env = baseEnv(nil)
+	cmd.Env = baseEnv(configs.Isolation{}, nil)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -97,23 +100,10 @@ func isShim(p string) bool {
 	return strings.Contains(filepath.ToSlash(p), "/shims/")
 }
 
-// envAllow lists the server environment variables passed to interpreters.
-// Everything else (API keys, tokens, the server's own settings) is dropped.
-var envAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
-
-// baseEnv builds an interpreter's environment: the allow-listed variables
-// from the server's, PYTHONUNBUFFERED=1, PYTHONDONTWRITEBYTECODE=1 and
-// PYTHONIOENCODING=utf-8, then extra ("KEY=value", later entries win).
-func baseEnv(extra []string) []string {
-	env := make([]string, 0, len(envAllow)+3+len(extra))
-	for _, k := range envAllow {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	if _, ok := os.LookupEnv("PATH"); !ok {
-		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
-	}
-	env = append(env, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
-	return append(env, extra...)
+// baseEnv builds an interpreter's environment, isolated as iso says: the
+// base set of the server's (isolation.Environ), PYTHONUNBUFFERED=1,
+// PYTHONDONTWRITEBYTECODE=1 and PYTHONIOENCODING=utf-8, then extra
+// ("KEY=value", later entries win).
+func baseEnv(iso configs.Isolation, extra []string) []string {
+	return isolation.Environ(iso, append([]string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8"}, extra...)...)
 }

@@ -12,10 +12,13 @@ func init() {
 		New: func() handlers.Handler { return New(Options{}) }})
 }
 
-// Provision hides the server's data directory from isolated interpreters.
+// Provision takes the operator's isolation policy and hides the server's
+// data directory from isolated interpreters.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.opts.Hidden = deps.Hidden()
-	return nil
+	p, err := deps.Isolation()
+	h.opts.Isolation = p
+	return err
 }
 
 // Cleanup stops every interpreter (Close).

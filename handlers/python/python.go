@@ -46,11 +46,15 @@ type Options struct {
 	// starts is killed with the interpreter (see the package doc).
 	Wrap func(argv []string, workDir string) []string
 	// Hidden are paths made invisible inside a bwrap sandbox (the server's
-	// data directory) when Wrap is nil and the run's settings.isolation.kind
-	// is "bwrap".
+	// data directory) when Wrap is nil.
 	Hidden []string
+	// Isolation is the operator's policy; the zero value is
+	// isolation.PolicyAuto: interpreters run under bwrap wherever it can
+	// run, unless the run's settings.isolation asks for more (see
+	// isolation.Policy.Resolve).
+	Isolation isolation.Policy
 	// Env adds "KEY=value" entries to the interpreter's environment, after
-	// the allow-listed server variables (later entries win).
+	// the base set of the server's (isolation.Environ; later entries win).
 	Env []string
 }
 
@@ -324,10 +328,10 @@ func (h *Handler) start(ctx context.Context, env handlers.Env) (*interp, error) 
 		return nil, fmt.Errorf("create work directory: %w", err)
 	}
 	var configured string
-	iso := configs.Isolation{Kind: "none"}
+	var run, iso configs.Isolation
 	if env.Settings != nil {
 		configured = env.Settings.Python.Interpreter
-		iso = env.Settings.Isolation
+		run = env.Settings.Isolation
 	}
 	py, err := h.interpreter(ctx, configured)
 	if err != nil {
@@ -336,15 +340,20 @@ func (h *Handler) start(ctx context.Context, env handlers.Env) (*interp, error) 
 	argv := []string{py, "-c", driverSource}
 	if h.opts.Wrap != nil {
 		argv = h.opts.Wrap(argv, workDir)
-	} else if argv, err = isolation.Wrap(iso, workDir, h.opts.Hidden, argv); err != nil {
-		return nil, err
+	} else {
+		if iso, err = h.opts.Isolation.Resolve(run); err != nil {
+			return nil, fmt.Errorf("isolation: %w", err)
+		}
+		if argv, err = isolation.Wrap(iso, workDir, h.opts.Hidden, argv); err != nil {
+			return nil, err
+		}
 	}
 	if len(argv) == 0 {
 		return nil, errors.New("wrap returned an empty command")
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
-	return startInterp(ctx, argv, workDir, baseEnv(h.opts.Env))
+	return startInterp(ctx, argv, workDir, baseEnv(iso, h.opts.Env))
 }
 
 // timeout picks the cell's timeout: request, run settings, handler default.

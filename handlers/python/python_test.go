@@ -26,6 +26,12 @@ func newHandler(t testing.TB, opts Options) *Handler {
 	if _, err := resolveInterpreter(context.Background(), ""); err != nil {
 		t.Skip("no python3 interpreter: ", err)
 	}
+	// These tests watch processes by their host PIDs: unisolated unless a
+	// test asks (isolation is tested with settings.isolation bwrap, and in
+	// package isolation and the e2e tests).
+	if opts.Isolation == "" {
+		opts.Isolation = isolation.PolicyNone
+	}
 	h := New(opts)
 	t.Cleanup(func() { h.Close() })
 	return h

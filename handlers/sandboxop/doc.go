@@ -20,17 +20,33 @@
 // "resource:tool" name in the top-level tools list, an agent's) when there
 // is neither, and a sandbox_url that is not http(s) or carries credentials.
 //
+// # Where sandbox_url may point
+//
+// sandbox_url passes the network guard of the web tools (sandbox.NetPolicy):
+// a host that is, or resolves to, a loopback, private, link-local,
+// unspecified or other non-public address is refused at start
+// (ErrURLNotAllowed, naming the server settings that would allow it), and
+// every connection to the sandbox is checked again as it is made
+// (redirects, a name that resolves elsewhere later). The operator allows
+// hosts with the server settings sandbox_url_allow_hosts (names, IPs, CIDR
+// prefixes) and sandbox_url_allow_private. Without this a client could
+// point the server, and a token of its environment, at any host.
+//
 // # A sandbox with an auth token
 //
-// A remote flock sandbox started with --auth-token refuses calls without
+// A remote flock sandbox started with an auth token refuses calls without
 // it. sandbox_token_env names the environment variable of this server that
 // holds the token (as models name api_key_env); the settings, which are
-// journaled, never hold it. It is read at each call and sent only as
-// "Authorization: Bearer <token>": never in the store, events, logs or
-// errors (an answer quoted in an error has it replaced by "[redacted]"). A
-// variable that is not set refuses the run at start (ErrNoToken); a 401 or
-// 403 of the sandbox fails the op with ErrRefused, naming the route, the
-// sandbox's message and sandbox_token_env.
+// journaled, never hold it. Only a variable the operator lists in the
+// server setting sandbox_token_envs may be named: any other is refused at
+// start (ErrTokenEnvNotAllowed) before the environment is looked at, so
+// the answer is the same whether it is set or not. A listed variable is
+// read at each call and sent only as "Authorization: Bearer <token>":
+// never in the store, events, logs or errors (an answer quoted in an error
+// has it replaced by "[redacted]"). A listed variable that is not set
+// refuses the run at start (ErrNoToken); a 401 or 403 of the sandbox fails
+// the op with ErrRefused, naming the route, the sandbox's message and
+// sandbox_token_env. A listed variable may be sent to any allowed host.
 //
 // # Tool schemas for agents
 //

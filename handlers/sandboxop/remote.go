@@ -26,12 +26,11 @@ type remote struct {
 	token, tokenEnv string
 }
 
-// The HTTP client has no timeout of its own: each request's ctx bounds it
-// (the call's timeout plus a margin).
-var httpClient = &http.Client{}
-
-func newRemote(base, token, tokenEnv string) remote {
-	return remote{base: strings.TrimRight(base, "/"), client: httpClient, token: token, tokenEnv: tokenEnv}
+// newRemote calls the sandbox at base with client, which dials through
+// the operator's guard and has no timeout of its own: each request's ctx
+// bounds it (the call's timeout plus a margin).
+func newRemote(client *http.Client, base, token, tokenEnv string) remote {
+	return remote{base: strings.TrimRight(base, "/"), client: client, token: token, tokenEnv: tokenEnv}
 }
 
 // redact removes the token from s (an answer quoted in an error).
@@ -75,6 +74,10 @@ func (r remote) do(req *http.Request, out any) error {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
+		if b := blocked(err, r.base); b != err {
+			// A redirect, or a name that now resolves elsewhere.
+			return b
+		}
 		// A url.Error names the URL, never a header.
 		return fmt.Errorf("sandbox at %s: %s", r.base, r.redact(err.Error()))
 	}

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +35,19 @@ var ErrUnknownTool = errors.New("sandbox: no such sandbox tool")
 var ErrBadURL = errors.New("sandbox_url must be an http:// or https:// URL")
 
 // ErrNoToken is a sandbox_token_env naming a variable that is not set (or
-// empty) in the server's environment.
+// empty) in the server's environment, among those the operator lists.
 var ErrNoToken = errors.New("sandbox_token_env names an environment variable that is not set on the server")
+
+// ErrTokenEnvNotAllowed is a sandbox_token_env naming a variable the
+// operator does not list in the server setting sandbox_token_envs. Its
+// message never says whether the variable is set.
+var ErrTokenEnvNotAllowed = errors.New("sandbox_token_env names a variable the operator does not let runs name (server setting sandbox_token_envs)")
+
+// ErrURLNotAllowed is a sandbox_url whose host is, or resolves to, an
+// address that is not public (loopback, private, link-local...) and that
+// the operator does not allow (server settings sandbox_url_allow_hosts,
+// sandbox_url_allow_private).
+var ErrURLNotAllowed = errors.New("sandbox_url is not allowed")
 
 // ErrRefused is a 401 or 403 of the sandbox at sandbox_url: no token, or
 // the wrong one.
@@ -47,6 +61,12 @@ const markerDir = ".sandbox-sessions"
 // Handler runs sandbox operations on the hosted service or over HTTP.
 type Handler struct {
 	svc *sandbox.Service
+	// tokenEnvs are the variables a run's sandbox_token_env may name;
+	// guard checks sandbox_url and every connection to it; client dials
+	// through guard (the operator's server settings, set by Provision).
+	tokenEnvs []string
+	guard     *sandbox.NetPolicy
+	client    *http.Client
 
 	mu   sync.Mutex
 	runs map[string]*runSessions // run id → its sessions
@@ -72,37 +92,88 @@ func sessionWorker(runID, session string) string {
 	return runID + "~" + session
 }
 
-// Provision takes the server's sandbox service, if it hosts one.
+// Provision takes the server's sandbox service, if it hosts one, and the
+// operator's settings for sandbox_url and sandbox_token_env.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.svc = deps.Sandbox
+	h.tokenEnvs = deps.Server.SandboxTokenEnvs
+	g, err := sandbox.NewNetPolicy(deps.Server.SandboxURLAllowHosts, deps.Server.SandboxURLAllowPrivate)
+	if err != nil {
+		return fmt.Errorf("server setting sandbox_url_allow_hosts: %w", err)
+	}
+	h.guard = g
+	h.client = &http.Client{Transport: &http.Transport{
+		// No proxy from the environment: the guard checks the address
+		// actually dialled, which must be the sandbox's.
+		Proxy:               nil,
+		DialContext:         g.DialContext(&net.Dialer{Timeout: 30 * time.Second}),
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+	}}
 	return nil
 }
 
-// ValidateRun checks sandbox_url, and refuses a run whose settings offer a
-// sandbox tool (a "resource:tool" name in the top-level tools list) when
-// there is no sandbox to run it on.
+// ValidateRun checks sandbox_url and sandbox_token_env, and refuses a run
+// whose settings offer a sandbox tool (a "resource:tool" name in the
+// top-level tools list) when there is no sandbox to run it on.
 func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
 	if run.Settings == nil {
 		return nil
 	}
 	if u := run.Settings.SandboxURL; u != "" {
-		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			if err == nil {
-				u = p.Redacted()
-			}
-			return fmt.Errorf("%w, got %q", ErrBadURL, u)
+		if err := h.checkURL(context.Background(), u); err != nil {
+			return err
 		}
-		if p.User != nil {
-			return fmt.Errorf("%w without credentials in it (%s): name the environment variable holding the token in sandbox_token_env", ErrBadURL, p.Redacted())
-		}
-		_, err = token(run.Settings)
+		_, err := h.token(run.Settings)
 		return err
 	}
 	if h.svc == nil && usesSandboxTools(run.Raw) {
 		return ErrNoSandbox
 	}
 	return nil
+}
+
+// checkURL refuses a sandbox_url that is not http(s), carries
+// credentials, or names a host the operator's guard refuses.
+func (h *Handler) checkURL(ctx context.Context, u string) error {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		if err == nil {
+			u = p.Redacted()
+		}
+		return fmt.Errorf("%w, got %q", ErrBadURL, u)
+	}
+	if p.User != nil {
+		return fmt.Errorf("%w without credentials in it (%s): name the environment variable holding the token in sandbox_token_env", ErrBadURL, p.Redacted())
+	}
+	if h.guard == nil {
+		return fmt.Errorf("%w: the handler was not provisioned", ErrURLNotAllowed)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return blocked(h.guard.CheckURL(ctx, u), u)
+}
+
+// blocked turns a refusal of the guard into ErrURLNotAllowed naming the
+// server settings that would allow it; other errors pass as they are.
+func blocked(err error, u string) error {
+	var be *sandbox.BlockedError
+	if !errors.As(err, &be) {
+		return err
+	}
+	at := ""
+	if be.Addr.IsValid() && be.Addr.String() != be.Host {
+		at = " (" + be.Addr.String() + ")"
+	}
+	return fmt.Errorf("%w: %s: %s%s is not a public address (%s); the operator allows it by listing the host in the server setting sandbox_url_allow_hosts (or setting sandbox_url_allow_private)",
+		ErrURLNotAllowed, redactURL(u), be.Host, at, be.Reason)
+}
+
+func redactURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return u
 }
 
 // PrepareRun fills in the settings key sandbox_tools with the schemas, from
@@ -265,10 +336,15 @@ type envelope struct {
 }
 
 // token reads the sandbox's token from the variable sandbox_token_env
-// names: "" without one, ErrNoToken when it is not set.
-func token(s *configs.RunSettings) (string, error) {
+// names: "" without one, ErrTokenEnvNotAllowed (before looking at the
+// environment) when the operator does not list the name, ErrNoToken when
+// it is not set.
+func (h *Handler) token(s *configs.RunSettings) (string, error) {
 	if s.SandboxTokenEnv == "" {
 		return "", nil
+	}
+	if !slices.Contains(h.tokenEnvs, s.SandboxTokenEnv) {
+		return "", fmt.Errorf("%w: %s", ErrTokenEnvNotAllowed, s.SandboxTokenEnv)
 	}
 	tok := os.Getenv(s.SandboxTokenEnv)
 	if tok == "" {
@@ -277,13 +353,18 @@ func token(s *configs.RunSettings) (string, error) {
 	return tok, nil
 }
 
+// target is where the run's calls go: the sandbox at sandbox_url (checked
+// again, and reached only through the guard), else the hosted service.
 func (h *Handler) target(env handlers.Env) (target, error) {
 	if env.Settings != nil && env.Settings.SandboxURL != "" {
-		tok, err := token(env.Settings)
+		if err := h.checkURL(context.Background(), env.Settings.SandboxURL); err != nil {
+			return nil, err
+		}
+		tok, err := h.token(env.Settings)
 		if err != nil {
 			return nil, err
 		}
-		return newRemote(env.Settings.SandboxURL, tok, env.Settings.SandboxTokenEnv), nil
+		return newRemote(h.client, env.Settings.SandboxURL, tok, env.Settings.SandboxTokenEnv), nil
 	}
 	if h.svc != nil {
 		return local{h.svc}, nil

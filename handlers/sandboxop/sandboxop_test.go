@@ -61,7 +61,20 @@ func serveSandbox(t *testing.T, svc *sandbox.Service) string {
 
 func openApp(t *testing.T, opts ...app.Option) *app.App {
 	t.Helper()
+	return openAppWith(t, nil, opts...)
+}
+
+// loopbackSandbox lets runs name a sandbox_url on 127.0.0.1 (the tests'
+// sandboxes), as an operator would in the server settings.
+func loopbackSandbox(c *configs.Server) { c.SandboxURLAllowHosts = []string{"127.0.0.1"} }
+
+// openAppWith is openApp with server settings changed by mutate.
+func openAppWith(t *testing.T, mutate func(*configs.Server), opts ...app.Option) *app.App {
+	t.Helper()
 	cfg := configs.Server{DataDir: filepath.Join(t.TempDir(), "data"), Mode: "simulated", WorkflowDirs: []string{"testdata"}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	a, err := app.Open(context.Background(), cfg, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +184,7 @@ func TestSandboxOpInProcess(t *testing.T) {
 func TestSandboxOpOverHTTP(t *testing.T) {
 	svc := openSandbox(t)
 	url := serveSandbox(t, svc)
-	a := openApp(t)
+	a := openAppWith(t, loopbackSandbox)
 	end, res := runCalls(t, a, `{"sandbox_url": "`+url+`"}`)
 	checkCalls(t, end, res)
 	waitFor(t, "the run's session to be destroyed", func() bool { return workerSessions(svc, end.ID) == 0 })
@@ -273,7 +286,7 @@ func TestSandboxToolSchemasAtStart(t *testing.T) {
 		settings string
 	}{
 		{"in-process", openApp(t, app.WithSandbox(svc)), `{"tools": ["text2sql:execute", "submit"]}`},
-		{"http", openApp(t), `{"sandbox_url": "` + url + `", "tools": ["text2sql:execute", "submit"]}`},
+		{"http", openAppWith(t, loopbackSandbox), `{"sandbox_url": "` + url + `", "tools": ["text2sql:execute", "submit"]}`},
 	} {
 		h, err := c.a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", Settings: json.RawMessage(c.settings)})
 		if err != nil {

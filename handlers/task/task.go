@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -13,12 +12,28 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
 )
 
-// Handler serves the task operations. The zero value is ready to use.
-type Handler struct{}
+// Handler serves the task operations. The zero value is ready to use: its
+// scorer runs under the default isolation policy (isolation.PolicyAuto).
+type Handler struct {
+	// hidden and policy isolate the scorer command as bash is isolated
+	// (Provision sets them from the server's data directory and policy).
+	hidden []string
+	policy isolation.Policy
+}
+
+// Provision takes the operator's isolation policy and the paths the
+// scorer must not see (the server's data directory).
+func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
+	h.hidden = deps.Hidden()
+	p, err := deps.Isolation()
+	h.policy = p
+	return err
+}
 
 // New returns a Handler.
 func New() *Handler { return &Handler{} }
@@ -55,7 +70,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 		}
 		res.Data = &operations.RecordedResult{Recorded: true}
 	case operations.KindScore:
-		sc, err := Score(ctx, env)
+		sc, err := h.Score(ctx, env)
 		if err != nil {
 			return operations.Failed(req, "score: %v", err)
 		}
@@ -69,19 +84,28 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 }
 
 // Score runs the task's scorer command (settings scoring.command) in the
-// work directory under its timeout and parses its last non-empty output
-// line: {"score": x, "message": "..."} or a bare number. A scorer that
-// exits non-zero without a parsable line is an error.
-func Score(ctx context.Context, env handlers.Env) (*operations.ScoreResult, error) {
+// work directory under its timeout, isolated as the run's bash is, and
+// parses its last non-empty output line: {"score": x, "message": "..."} or
+// a bare number. A scorer that exits non-zero without a parsable line is an
+// error.
+func (h *Handler) Score(ctx context.Context, env handlers.Env) (*operations.ScoreResult, error) {
 	s := env.Settings.Scoring
 	if s.Command == "" {
 		return nil, fmt.Errorf("no scorer configured (settings scoring.command)")
 	}
+	iso, err := h.policy.Resolve(env.Settings.Isolation)
+	if err != nil {
+		return nil, fmt.Errorf("isolation: %w", err)
+	}
+	argv, err := isolation.Wrap(iso, env.WorkDir, h.hidden, []string{"bash", "-c", s.Command})
+	if err != nil {
+		return nil, fmt.Errorf("isolation: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.TimeoutS*float64(time.Second)))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", s.Command)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = env.WorkDir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + env.WorkDir, "LANG=C.UTF-8"}
+	cmd.Env = isolation.Environ(iso, "HOME="+env.WorkDir, "LANG=C.UTF-8")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
@@ -165,4 +189,7 @@ func trim(s string, n int) string {
 	return s
 }
 
-var _ handlers.Handler = (*Handler)(nil)
+var (
+	_ handlers.Handler     = (*Handler)(nil)
+	_ handlers.Provisioner = (*Handler)(nil)
+)

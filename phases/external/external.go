@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -32,8 +33,14 @@ type Settings struct {
 	Model string `json:"model,omitempty"`
 	// TimeoutS bounds the program (0: only the run's limits bound it).
 	TimeoutS float64 `json:"timeout_s,omitempty"`
-	// Env adds variables to the program's environment.
+	// Env adds variables, with these values, to the program's environment.
 	Env map[string]string `json:"env,omitempty"`
+	// PassEnv names variables of the server's environment that the program
+	// gets with their values: only those the operator lists in the server
+	// setting pass_env (a run naming another is refused). The program's
+	// environment is otherwise a small base set (PATH, HOME, the locale,
+	// ...), the settings' env and the gateway's variables.
+	PassEnv []string `json:"pass_env,omitempty"`
 	// AnswerFile is read after the program exits when its stdout has no
 	// JSON line (relative to the work directory).
 	AnswerFile string `json:"answer_file,omitempty"`
@@ -55,7 +62,8 @@ type Settings struct {
 // request is the external op the settings ask for.
 func (s *Settings) request() operations.ExternalRequest {
 	r := operations.ExternalRequest{Model: s.Model, TimeoutS: s.TimeoutS, AnswerFile: s.AnswerFile,
-		TaskFile: s.TaskFile, TrajectoryFile: s.TrajectoryFile, EpisodeFile: s.EpisodeFile, Name: s.Name}
+		TaskFile: s.TaskFile, TrajectoryFile: s.TrajectoryFile, EpisodeFile: s.EpisodeFile, Name: s.Name,
+		PassEnv: s.PassEnv}
 	var one string
 	if json.Unmarshal(s.Command, &one) == nil {
 		r.Command, r.Shell = []string{one}, true
@@ -115,6 +123,14 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 			return s, fmt.Errorf("env: %s is set by flock (the gateway session)", k)
 		}
 	}
+	for i, k := range s.PassEnv {
+		if !envName.MatchString(k) {
+			return s, fmt.Errorf("pass_env[%d]: %q is not a variable name", i, k)
+		}
+		if k == "OPENAI_API_KEY" || k == "OPENAI_BASE_URL" {
+			return s, fmt.Errorf("pass_env[%d]: %s is set by flock (the gateway session)", i, k)
+		}
+	}
 	if s.Model == "" {
 		var common struct {
 			Models map[string]json.RawMessage `json:"models"`
@@ -142,6 +158,9 @@ func ParseSettings(doc json.RawMessage) (Settings, error) {
 	}
 	return s, nil
 }
+
+// envName is the form of an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Result is the external run's result: the answer and how the agent ended
 // (the rollout reads both).

@@ -9,8 +9,13 @@
 // removes the workspace.
 //
 // Config (resources.bash.config): timeout (seconds, default 600),
-// output_limit (bytes per stream, default 100000), isolation ("bwrap" runs
-// each shell under bubblewrap with only its workspace writable).
+// output_limit (bytes per stream, default 100000), isolation: unset, the
+// service's policy (flock's --isolation, default auto) runs each shell
+// under bubblewrap wherever it can run, with only its workspace (and /tmp)
+// writable and the service's data directory, other sessions' workspaces
+// included, invisible; "bwrap" adds a private /tmp and no network; "none"
+// is the operator opting out (see sandbox.Env.Isolation and package
+// isolation).
 package bash
 
 import (
@@ -22,6 +27,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	bashh "github.com/flockrun/flock/handlers/bash"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 )
@@ -43,7 +49,9 @@ type config struct {
 	Timeout *sandbox.Seconds `json:"timeout"`
 	// OutputLimit caps each stream, in bytes (100000 when absent).
 	OutputLimit *sandbox.Count `json:"output_limit" min:"1" max:"1073741824"` // sandbox.MaxOutputLimit
-	// Isolation is "none" (the default) or "bwrap".
+	// Isolation is "bwrap" (a private /tmp, no network) or "none" (the
+	// operator opting this backend out); when absent, the service's
+	// policy (Env.Isolation resolves it).
 	Isolation string `json:"isolation" enum:"none,bwrap"`
 }
 
@@ -60,10 +68,16 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	if c.OutputLimit != nil {
 		opts.OutputLimit = int(c.OutputLimit.Int())
 	}
-	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
-	if c.Isolation == "bwrap" {
-		b.settings.Isolation.Kind = "bwrap"
+	b.settings = &configs.RunSettings{}
+	iso, err := env.Isolation()
+	if err != nil {
+		return err
 	}
+	// The isolation is resolved: the handler applies it as a run's
+	// explicit choice, with the service's data directory (other sessions'
+	// workspaces) hidden.
+	b.settings.Isolation = iso
+	opts.Isolation, opts.Hidden = isolation.PolicyNone, env.Hidden
 	b.h = bashh.New(opts)
 	return nil
 }

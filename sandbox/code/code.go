@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/handlers"
 	bashh "github.com/flockrun/flock/handlers/bash"
 	pyh "github.com/flockrun/flock/handlers/python"
+	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 )
@@ -51,7 +52,9 @@ type config struct {
 	// MaxFileSize bounds what code:read and code:write move, in bytes
 	// (DefaultMaxFileSize when absent).
 	MaxFileSize *sandbox.Count `json:"max_file_size" min:"1" max:"1073741824"` // MaxFileSizeLimit
-	// Isolation is "none" (the default) or "bwrap".
+	// Isolation is "bwrap" (a private /tmp, no network) or "none" (the
+	// operator opting this backend out); when absent, the service's
+	// policy (Env.Isolation resolves it).
 	Isolation string `json:"isolation" enum:"none,bwrap"`
 }
 
@@ -69,19 +72,22 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	if c.OutputLimit != nil {
 		popts.OutputLimit, bopts.OutputLimit = int(c.OutputLimit.Int()), int(c.OutputLimit.Int())
 	}
+	b.settings = &configs.RunSettings{}
 	b.maxFile = DefaultMaxFileSize
 	if c.MaxFileSize != nil {
 		b.maxFile = c.MaxFileSize.Int()
 	}
-	b.settings = &configs.RunSettings{Isolation: configs.Isolation{Kind: "none"}}
-	if c.Isolation == "bwrap" {
-		b.settings.Isolation.Kind = "bwrap"
-		// Hide the service's data dir (env.DataDir is
-		// <data>/backends/code): other sessions' workspaces and
-		// backends' data; the session's own workspace is bound back.
-		hidden := []string{filepath.Dir(filepath.Dir(env.DataDir))}
-		popts.Hidden, bopts.Hidden = hidden, hidden
+	iso, err := env.Isolation()
+	if err != nil {
+		return err
 	}
+	// The isolation is resolved: the handlers apply it as a run's explicit
+	// choice, with the service's data directory (other sessions'
+	// workspaces, backends' data) hidden; the session's own workspace is
+	// bound back.
+	b.settings.Isolation = iso
+	popts.Isolation, bopts.Isolation = isolation.PolicyNone, isolation.PolicyNone
+	popts.Hidden, bopts.Hidden = env.Hidden, env.Hidden
 	b.grace = pyh.DefaultInterruptGrace + 2*time.Second
 	b.py = pyh.New(popts)
 	b.sh = bashh.New(bopts)

@@ -262,7 +262,8 @@ func alive(pid int) bool {
 // TestDestroyCleansUp: destroy kills the interpreter and a process it
 // started in a new session, and removes the workspace.
 func TestDestroyCleansUp(t *testing.T) {
-	e := newEnv(t, `{}`)
+	// Unisolated: the test watches the processes by their host PIDs.
+	e := newEnv(t, `{"isolation":"none"}`)
 	e.create("w")
 	a := e.py("w", "import os, subprocess\n"+
 		"p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"+

@@ -59,8 +59,11 @@
 //
 // Config (resources.code.config): timeout (seconds, default 600),
 // output_limit (bytes, default 100000), max_file_size (bytes read or
-// written by read/write, default 10 MiB), isolation ("bwrap" runs the
-// interpreter and the shell under bubblewrap with only the workspace
-// writable and the service's data dir, other sessions' workspaces included,
-// hidden; see package isolation).
+// written by read/write, default 10 MiB), isolation: unset, the service's
+// policy (flock's --isolation, default auto) runs the interpreter and the
+// shell under bubblewrap wherever it can run, with only the workspace (and
+// /tmp) writable and the service's data dir, other sessions' workspaces
+// included, hidden; "bwrap" adds a private /tmp and no network; "none" is
+// the operator opting out (see sandbox.Env.Isolation and package
+// isolation).
 package code

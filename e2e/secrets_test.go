@@ -1,0 +1,417 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flockrun/flock/client"
+	"github.com/flockrun/flock/isolation"
+)
+
+// probeParams is what every probe below is told: flock's host PID, its
+// data directory, files of other runs and sessions it must not read, and
+// the server's address (where a stolen token would be used).
+type probeParams struct {
+	PID     int      `json:"pid"`
+	Data    string   `json:"data"`
+	Victims []string `json:"victims"`
+	Base    string   `json:"base"`
+}
+
+// shellProbe is the attack as a shell script (a run's bash op, a sandbox
+// bash:run): read flock's environment (by its PID, by walking up the
+// parents, and by scanning every /proc entry for the one holding this
+// test's provider key, whose FLOCK_AUTH_TOKEN it takes), open
+// its memory, read flock.db and other runs' and sessions' files, use a
+// found token against GET /runs; then do ordinary work in the work
+// directory. It prints one line: PROBE leaks=[...] stolen=[...] works=[...].
+const shellProbe = `PID=%d; DATA=%q; BASE=%q; VICTIMS=%q
+leaks=""; tok=""
+pids="$PID $(ls /proc | grep '^[0-9]')"
+p=$$; while [ -n "$p" ] && [ "$p" -gt 1 ]; do pids="$pids $p"; p=$(awk '/^PPid:/{print $2}' /proc/$p/status 2>/dev/null); done
+for q in $pids; do
+  env=$(tr '\0' '\n' < /proc/$q/environ 2>/dev/null)
+  if printf '%%s\n' "$env" | grep -q '^FLOCK_E2E_PROVIDER_KEY='; then
+    leaks="$leaks environ:$q"; tok=$(printf '%%s\n' "$env" | sed -n 's/^FLOCK_AUTH_TOKEN=//p' | head -n 1)
+  fi
+done
+(exec 3</proc/$PID/mem) 2>/dev/null && leaks="$leaks mem"
+head -c 16 "$DATA/flock.db" >/dev/null 2>&1 && leaks="$leaks db"
+for v in $VICTIMS; do cat "$v" >/dev/null 2>&1 && leaks="$leaks victim:$v"; done
+stolen=""
+[ -n "$tok" ] && stolen=$(curl -s -o /dev/null -w '%%{http_code}' -H "Authorization: Bearer $tok" "$BASE/runs")
+works=""
+echo mine > own.txt && [ "$(cat own.txt)" = mine ] && works=yes
+echo "PROBE leaks=[$leaks] stolen=[$stolen] works=[$works]"
+`
+
+// pythonProbe is the same attack in Python (an external agent program, a
+// run's python op). It writes the PROBE line to probe.txt in the work
+// directory and prints it.
+const pythonProbe = `import glob, json, os, urllib.request, urllib.error
+P = json.loads(%q)
+leaks, tok = [], None
+def read(path, n=-1):
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except Exception:
+        return None
+pids = [P["pid"]] + [int(d) for d in os.listdir("/proc") if d.isdigit()]
+p = os.getpid()
+while p > 1:
+    pids.append(p)
+    st = (read("/proc/%%d/status" %% p) or b"").decode()
+    p = next((int(l.split()[1]) for l in st.splitlines() if l.startswith("PPid:")), 0)
+for q in pids:
+    env = (read("/proc/%%d/environ" %% q) or b"").split(b"\0")
+    if any(kv.startswith(b"FLOCK_E2E_PROVIDER_KEY=") for kv in env):
+        leaks.append("environ:%%d" %% q)
+        tok = next((kv.split(b"=", 1)[1].decode() for kv in env if kv.startswith(b"FLOCK_AUTH_TOKEN=")), None)
+try:
+    os.close(os.open("/proc/%%d/mem" %% P["pid"], os.O_RDONLY))
+    leaks.append("mem")
+except OSError:
+    pass
+if read(P["data"] + "/flock.db", 16) is not None:
+    leaks.append("db")
+for v in P["victims"]:
+    if read(v) is not None:
+        leaks.append("victim:" + v)
+stolen = ""
+if tok:
+    req = urllib.request.Request(P["base"] + "/runs", headers={"Authorization": "Bearer " + tok})
+    try:
+        stolen = str(urllib.request.urlopen(req, timeout=10).status)
+    except urllib.error.HTTPError as e:
+        stolen = str(e.code)
+    except Exception as e:
+        stolen = "error " + str(e)
+with open("own.txt", "w") as f:
+    f.write("mine")
+works = "yes" if read("own.txt") == b"mine" else ""
+line = "PROBE leaks=[%%s] stolen=[%%s] works=[%%s]" %% (" ".join(leaks), stolen, works)
+with open("probe.txt", "w") as f:
+    f.write(line + "\n")
+print(line)
+`
+
+// probeWorkflow runs a bash op and a python op with the code its settings
+// give.
+const probeWorkflow = `name: secretprobe
+required: [probe_bash, probe_python]
+phases:
+  - name: probe
+    ops:
+      - kind: bash
+        params: {command: "${settings.probe_bash}", timeout_s: 60}
+      - kind: python
+        params: {code: "${settings.probe_python}", timeout_s: 60}
+    transitions:
+      - end: {reason: probed}
+`
+
+var probeLine = regexp.MustCompile(`PROBE leaks=\[([^\]]*)\] stolen=\[([^\]]*)\] works=\[([^\]]*)\]`)
+
+// probeResult parses a probe's line out of text.
+func probeResult(t *testing.T, where, text string) (leaks []string, stolen, works string) {
+	t.Helper()
+	m := probeLine.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("%s: no probe line in %q", where, text)
+	}
+	return strings.Fields(m[1]), m[2], m[3]
+}
+
+// TestSecretsOutOfReach attacks a `flock serve` holding FLOCK_AUTH_TOKEN
+// and a provider key in its environment, with the sandbox service mounted,
+// from every kind of program it starts: an external agent (Python), a
+// run's bash op and python op, and a sandbox bash:run over the HTTP API.
+// Each tries to read flock's environment (by its host PID, its parents and
+// every /proc entry) and memory, flock.db, another run's work directory and
+// another session's workspace, and to use a token it found on GET /runs.
+//
+// Under the default isolation (bwrap where it runs) every read fails and
+// the programs still work in their own directories. Under --isolation none
+// (the operator's opt-out) flock's environment and memory stay out of
+// reach (flock is not dumpable and its children lack CAP_SYS_PTRACE), while
+// the data directory is readable: the probe shows it, so it can see a leak.
+func TestSecretsOutOfReach(t *testing.T) {
+	needPython3(t)
+	for _, mode := range []string{"auto", "none"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "auto" {
+				if err := isolation.Available(); err != nil {
+					if os.Getenv("FLOCK_TEST_REQUIRE_BINARIES") != "" {
+						t.Fatalf("bwrap is required (scripts/test.sh installs it): %v", err)
+					}
+					t.Skipf("bwrap unavailable: %v", err)
+				}
+			}
+			secretsAttack(t, mode)
+		})
+	}
+}
+
+func secretsAttack(t *testing.T, mode string) {
+	const token = "flock-e2e-canary-token-7d0c1b9a55e2"
+	const key = "sk-e2e-canary-provider-key-3a9f"
+	t.Setenv("FLOCK_AUTH_TOKEN", token)
+	t.Setenv("FLOCK_E2E_PROVIDER_KEY", key)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	sbCfg := filepath.Join(dir, "sandbox.json")
+	wfDir := filepath.Join(dir, "workflows")
+	agentDir := filepath.Join(dir, "agent")
+	for _, d := range []string{wfDir, agentDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(sbCfg, `{"resources": {"bash": {"enabled": true}}}`)
+	writeFile(filepath.Join(wfDir, "secretprobe.yaml"), probeWorkflow)
+	p := startServer(t, data, freePort(t), "--sandbox-config", sbCfg, "--workflows", wfDir, "--mode", "simulated", "--isolation", mode)
+	c, err := client.New(p.base, client.WithToken(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.c = c
+	api := func(path string, body any) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, p.base+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return out
+	}
+	bashRun := func(worker, command string) string {
+		t.Helper()
+		env := api("/api/v1/execute", map[string]any{"worker_id": worker, "action": "bash:run", "params": map[string]any{"command": command, "timeout": 60}})
+		d, _ := env["data"].(map[string]any)
+		out, _ := d["stdout"].(string)
+		if code, _ := env["code"].(float64); code != 0 || out == "" {
+			t.Fatalf("bash:run for %s: %v", worker, env)
+		}
+		return out
+	}
+
+	// The token works, so a stolen one would: the control.
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer " + token, 200}} {
+		req, _ := http.NewRequest(http.MethodGet, p.base+"/runs", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("GET /runs with %q = %d, want %d", c.auth, resp.StatusCode, c.want)
+		}
+	}
+
+	// Victims: a finished run's file and another sandbox session's.
+	victimRun := p.start("script", map[string]any{"commands": []string{"echo victim-secret > victim.txt"}})
+	if end := waitEnded(t, p, victimRun, 60*time.Second); end.Status != "succeeded" {
+		t.Fatalf("victim run: %s %s\n%s", end.Status, end.Error, p.out.String())
+	}
+	if env := api("/api/v1/session/create", map[string]any{"worker_id": "victim", "resource_type": "bash"}); env["code"] != float64(0) {
+		t.Fatalf("create the victim session: %v", env)
+	}
+	victimWS := strings.TrimSpace(bashRun("victim", "echo victim-secret > v.txt; pwd"))
+	params := probeParams{PID: p.cmd.Process.Pid, Data: data, Base: p.base,
+		Victims: []string{filepath.Join(data, "runs", victimRun, "victim.txt"), filepath.Join(victimWS, "v.txt")}}
+	for _, v := range params.Victims {
+		if b, err := os.ReadFile(v); err != nil || strings.TrimSpace(string(b)) != "victim-secret" {
+			t.Fatalf("victim file %s: %q %v", v, b, err)
+		}
+	}
+	pj, _ := json.Marshal(params)
+	shell := fmt.Sprintf(shellProbe, params.PID, params.Data, params.Base, strings.Join(params.Victims, " "))
+	py := fmt.Sprintf(pythonProbe, string(pj))
+
+	type outcome struct{ where, text string }
+	var outcomes []outcome
+
+	// An external agent program (Python).
+	agent := filepath.Join(agentDir, "probe.py")
+	writeFile(agent, py)
+	ext := p.start("external", map[string]any{"command": []string{"python3", agent}})
+	if end := waitEnded(t, p, ext, 60*time.Second); end.Status != "succeeded" {
+		t.Fatalf("external probe: %s %s\n%s", end.Status, end.Error, p.out.String())
+	}
+	b, err := os.ReadFile(filepath.Join(data, "runs", ext, "probe.txt"))
+	if err != nil {
+		t.Fatalf("the external probe left no report: %v", err)
+	}
+	outcomes = append(outcomes, outcome{"external agent", string(b)})
+
+	// A run's bash op and python op.
+	run := p.start("secretprobe", map[string]any{"probe_bash": shell, "probe_python": py})
+	if end := waitEnded(t, p, run, 60*time.Second); end.Status != "succeeded" {
+		t.Fatalf("probe run: %s %s\n%s", end.Status, end.Error, p.out.String())
+	}
+	ops := p.ops(run)
+	if len(ops) != 2 || ops[0].Result == nil || ops[1].Result == nil {
+		t.Fatalf("probe run ops: %+v", ops)
+	}
+	for i, op := range ops {
+		var r struct {
+			Stdout, Output, Error string
+		}
+		_ = json.Unmarshal(op.Result.Data, &r)
+		outcomes = append(outcomes, outcome{[]string{"bash op", "python op"}[i], r.Stdout + r.Output + r.Error + op.Result.Error})
+	}
+
+	// A sandbox session's bash:run over the HTTP API.
+	outcomes = append(outcomes, outcome{"sandbox bash:run", bashRun("attacker", shell)})
+
+	for _, o := range outcomes {
+		leaks, stolen, works := probeResult(t, o.where, o.text)
+		t.Logf("%s (isolation %s): leaks %v, stolen %q, works %q", o.where, mode, leaks, stolen, works)
+		if works != "yes" {
+			t.Errorf("%s: the program could not work in its own directory", o.where)
+		}
+		if stolen != "" {
+			t.Errorf("%s: used a stolen token on GET /runs: %s", o.where, stolen)
+		}
+		var want []string
+		if mode == "none" {
+			// Opted out: the data directory is readable (the probe can
+			// tell), flock's process is not.
+			want = []string{"db"}
+		}
+		var got []string
+		for _, l := range leaks {
+			if l == "db" || !strings.HasPrefix(l, "victim:") {
+				got = append(got, l)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: read %v, want %v", o.where, got, want)
+		}
+		if mode == "auto" && len(leaks) != 0 {
+			t.Errorf("%s: read %v", o.where, leaks)
+		}
+	}
+
+	// Neither the token nor the key reached a run's journal.
+	for _, id := range []string{ext, run} {
+		for _, op := range p.ops(id) {
+			j, _ := json.Marshal(op)
+			if bytes.Contains(j, []byte(token)) || bytes.Contains(j, []byte(key)) {
+				t.Errorf("run %s's journal holds a secret", id)
+			}
+		}
+	}
+}
+
+// TestAuthTokenFile: flock serve reads its token from a file
+// (--auth-token-file, FLOCK_AUTH_TOKEN_FILE, auth_token_file in --config),
+// so that it is in neither its command line nor its environment; a token
+// on the command line is warned about; two sources at once, or an empty
+// file, are refused without quoting anything.
+func TestAuthTokenFile(t *testing.T) {
+	const token = "flock-e2e-file-token-6c2d8e0b14f7"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "server.yaml")
+	if err := os.WriteFile(cfg, []byte("auth_token_file: token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, p *proc) {
+		t.Helper()
+		for _, c := range []struct {
+			auth string
+			want int
+		}{{"", 401}, {"Bearer " + token, 200}} {
+			req, _ := http.NewRequest(http.MethodGet, p.base+"/runs", nil)
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Fatalf("GET /runs with %q = %d, want %d", c.auth, resp.StatusCode, c.want)
+			}
+		}
+		for _, f := range []string{"cmdline", "environ"} {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.cmd.Process.Pid, f))
+			if err != nil {
+				t.Logf("reading the server's %s: %v", f, err)
+				continue
+			}
+			if bytes.Contains(b, []byte(token)) {
+				t.Errorf("the token is in the server's %s", f)
+			}
+		}
+	}
+	t.Run("flag", func(t *testing.T) {
+		check(t, startServer(t, filepath.Join(dir, "d1"), freePort(t), "--auth-token-file", file))
+	})
+	t.Run("environment", func(t *testing.T) {
+		t.Setenv("FLOCK_AUTH_TOKEN_FILE", file)
+		check(t, startServer(t, filepath.Join(dir, "d2"), freePort(t)))
+	})
+	t.Run("config file", func(t *testing.T) {
+		check(t, startServer(t, filepath.Join(dir, "d3"), freePort(t), "--config", cfg))
+	})
+	t.Run("command line warned", func(t *testing.T) {
+		p := startServer(t, filepath.Join(dir, "d4"), freePort(t), "--auth-token", token)
+		if !strings.Contains(p.out.String(), "--auth-token-file") {
+			t.Errorf("no warning about a token on the command line:\n%s", p.out.String())
+		}
+	})
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"both":  {"--auth-token", token, "--auth-token-file", file},
+		"empty": {"--auth-token-file", empty},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(binary, append([]string{"serve", "--addr", freePort(t), "--data", filepath.Join(dir, "d-"+name)}, args...)...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the server started:\n%s", out)
+			}
+			if !strings.Contains(string(out), "token") || strings.Contains(strings.ReplaceAll(string(out), "--auth-token "+token, ""), token) {
+				t.Fatalf("refusal %q: want one naming the token source and quoting nothing", out)
+			}
+		})
+	}
+}
