@@ -41,8 +41,11 @@ func openSandbox(ctx context.Context, path, dataDir string, log *slog.Logger, sr
 		return nil, err
 	}
 	var hidden []string
-	if srv.DataDir != "" {
-		d, err := filepath.Abs(srv.DataDir)
+	for _, d := range append([]string{srv.DataDir}, srv.Hidden...) {
+		if d == "" {
+			continue
+		}
+		d, err := filepath.Abs(d)
 		if err != nil {
 			return nil, err
 		}

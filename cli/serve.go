@@ -355,6 +355,8 @@ func openNode(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *clu
 	if err != nil {
 		return nil, nil, err
 	}
+	// JetStream's files hold every run's records, as flock.db does.
+	cfg.Hidden = append(cfg.Hidden, ccfg.Node.StoreDir)
 	m, err := cluster.Join(ctx, ccfg, openClusterStore)
 	if err != nil {
 		return nil, nil, err

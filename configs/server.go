@@ -89,6 +89,10 @@ type Server struct {
 	Models map[string]ModelLimits `json:"models,omitempty"`
 	// Snapshots bounds the work-dir snapshots that forks restore.
 	Snapshots Snapshots `json:"snapshots,omitzero"`
+	// Hidden lists paths besides DataDir that the programs flock starts
+	// must not see (flock serve --cluster adds --jetstream-dir, which holds
+	// every run's records). Only the command line sets it.
+	Hidden []string `json:"-"`
 	// Isolation is the operator's isolation of every program flock starts
 	// (package isolation): "auto" (default: bwrap where it can run, else
 	// unisolated with a warning at start-up), "bwrap" (refuse to start

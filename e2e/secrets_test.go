@@ -48,7 +48,7 @@ done
 head -c 16 "$DATA/flock.db" >/dev/null 2>&1 && leaks="$leaks db"
 for v in $VICTIMS; do cat "$v" >/dev/null 2>&1 && leaks="$leaks victim:$v"; done
 stolen=""
-[ -n "$tok" ] && stolen=$(curl -s -o /dev/null -w '%%{http_code}' -H "Authorization: Bearer $tok" "$BASE/runs")
+[ -n "$tok" ] && stolen=$(curl -s -o /dev/null -w '%%{http_code}' -H "Authorization: Bearer $tok" "$BASE/runs" || echo "found; curl failed")
 works=""
 echo mine > own.txt && [ "$(cat own.txt)" = mine ] && works=yes
 echo "PROBE leaks=[$leaks] stolen=[$stolen] works=[$works]"

@@ -346,17 +346,21 @@ func (s *Set) Cleanup() error {
 	return first
 }
 
-// Hidden lists the paths an isolated command must not see: the server's
-// data directory (the journal, other runs), made absolute. Nil when the
-// server has none.
+// Hidden lists the paths an isolated command must not see, made
+// absolute: the server's data directory (the journal, other runs) and
+// Server.Hidden. Nil when there are none.
 func (d Deps) Hidden() []string {
-	if d.Server.DataDir == "" {
-		return nil
+	var out []string
+	for _, p := range append([]string{d.Server.DataDir}, d.Server.Hidden...) {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		out = append(out, p)
 	}
-	if abs, err := filepath.Abs(d.Server.DataDir); err == nil {
-		return []string{abs}
-	}
-	return []string{d.Server.DataDir}
+	return out
 }
 
 // Isolation is the operator's isolation policy for the programs handlers

@@ -11,13 +11,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/reaper"
+	"github.com/flockrun/flock/isolation"
 )
 
 // launcher is the shell the reaper runs as the session's one child: it
@@ -111,17 +114,22 @@ func Start(ctx context.Context, ws string, o startOptions) (d *Display, err erro
 	}
 	defer goW.Close()
 
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
+	extra := []string{
 		"HOME=" + ws,
 		"XAUTHORITY=" + authPath,
 		"LANG=C.UTF-8",
 		"FLOCK_DESKTOP_WM=" + o.WindowMgr,
 		"FLOCK_DESKTOP_START=" + o.StartCommand,
 	}
-	for k, v := range o.Env {
-		env = append(env, k+"="+v)
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
 	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		extra = append(extra, k+"="+o.Env[k])
+	}
+	env := isolation.Environ(configs.Isolation{}, extra...)
 	screen := fmt.Sprintf("%dx%dx%d", o.Width, o.Height, o.Depth)
 	proc, err := reaper.Start(reaper.Spec{
 		Path: "/bin/sh", Args: []string{"sh", "-c", launcher, "flock-desktop", o.Xvfb, screen, authPath},

@@ -14,8 +14,10 @@
 // number (binding the display's abstract socket is atomic, so concurrent
 // sessions never collide) and reports it once it accepts connections;
 // then the optional window manager and the start command (both `sh -c`,
-// with DISPLAY, XAUTHORITY, HOME=<workspace>, PATH, LANG and the
-// configured env, nothing else of the server's environment). All of them
+// with DISPLAY, XAUTHORITY, HOME=<workspace>, the base set of the
+// server's environment (isolation.Environ: PATH, ...), LANG=C.UTF-8 and the
+// configured env, nothing else of the server's environment; not under
+// bwrap: Xvfb and the operator's applications run as flock's user). All of them
 // are descendants of the reaper and share the launcher's process group.
 //
 // Every display has its own MIT-MAGIC-COOKIE-1 (16 random bytes) in

@@ -40,9 +40,12 @@
 // to a server its session did not start is 5011) as a child process in the session's
 // workspace and
 // completes the MCP handshake within startup_timeout_s. Each server leads its own
-// process group. Its environment is PATH and the locale from flock's, HOME and TMPDIR
-// set to the workspace, and the configured env: nothing else of flock's environment
-// (API keys) reaches it. A server that fails to start fails the session (Initialize
+// process group. Its environment is the base set of flock's (isolation.Environ: PATH,
+// the locale, ...), HOME and TMPDIR set to the workspace, and the configured env:
+// nothing else of flock's environment (API keys) reaches it. Servers are programs the
+// operator configures: they run as flock's user, not under bwrap (flock's memory and
+// environment stay out of their reach, its data directory does not; see package
+// isolation). A server that fails to start fails the session (Initialize
 // answers 5011 naming the server, with the tail of its stderr; the service reports
 // session creation as 4007 with that text); the servers already started are stopped.
 //

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/isolation"
 )
 
 // implementation is how flock introduces itself in the MCP handshake.
@@ -98,25 +101,21 @@ func startServer(ctx context.Context, sc ServerConfig, workspace string, timeout
 	return c, nil
 }
 
-// serverEnv is the server's environment: PATH and the locale from flock's, HOME and
-// TMPDIR set to the workspace, then the configured variables. Nothing else of flock's
+// serverEnv is the server's environment: the base set of flock's
+// (isolation.Environ: PATH, the locale, ...), HOME and TMPDIR set to the
+// workspace, then the configured variables. Nothing else of flock's
 // environment (API keys, tokens) reaches the server.
 func serverEnv(sc ServerConfig, ws string, sub func(string) string) []string {
-	env := []string{"HOME=" + ws, "TMPDIR=" + ws}
-	for _, k := range []string{"PATH", "LANG", "LC_ALL", "TZ"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
+	extra := []string{"HOME=" + ws, "TMPDIR=" + ws}
 	keys := make([]string, 0, len(sc.Env))
 	for k := range sc.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, k+"="+sub(sc.Env[k]))
+		extra = append(extra, k+"="+sub(sc.Env[k]))
 	}
-	return env
+	return isolation.Environ(configs.Isolation{}, extra...)
 }
 
 // listTools lists every tool the server offers, following pagination.
