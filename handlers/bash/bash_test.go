@@ -646,8 +646,19 @@ func (d durations) report(b *testing.B) {
 	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds())/1e3, "p99-µs")
 }
 
-func BenchmarkBuiltinRoundTrip(b *testing.B) {
-	h := newHandler(b, Options{})
+func BenchmarkBuiltinRoundTrip(b *testing.B) { benchRoundTrip(b, isolation.PolicyNone) }
+
+// BenchmarkBuiltinRoundTripIsolated is BenchmarkBuiltinRoundTrip in a
+// shell under the default isolation (bwrap).
+func BenchmarkBuiltinRoundTripIsolated(b *testing.B) {
+	if err := isolation.Available(); err != nil {
+		b.Skip(err)
+	}
+	benchRoundTrip(b, isolation.PolicyAuto)
+}
+
+func benchRoundTrip(b *testing.B, policy isolation.Policy) {
+	h := newHandler(b, Options{Isolation: policy})
 	env := newEnv(b, "bench")
 	run(b, h, env, "true") // warm the session
 	req := bashReq("true", 10, "")
@@ -663,6 +674,41 @@ func BenchmarkBuiltinRoundTrip(b *testing.B) {
 	}
 	b.StopTimer()
 	d.report(b)
+}
+
+// BenchmarkSessionStart measures a new session's first command (start the
+// reaper and the shell, run true, kill it): unisolated, and under the
+// default isolation (bwrap), which every session of a server with bwrap
+// now pays.
+func BenchmarkSessionStart(b *testing.B) {
+	for _, policy := range []isolation.Policy{isolation.PolicyNone, isolation.PolicyAuto} {
+		b.Run(string(policy), func(b *testing.B) {
+			if policy == isolation.PolicyAuto {
+				if err := isolation.Available(); err != nil {
+					b.Skip(err)
+				}
+			}
+			h := newHandler(b, Options{Isolation: policy})
+			env := newEnv(b, "bench")
+			req := bashReq("true", 10, "")
+			ctx := context.Background()
+			d := make(durations, 0, b.N)
+			i := 0
+			for b.Loop() {
+				env.RunID = fmt.Sprintf("bench-%d", i)
+				i++
+				start := time.Now()
+				res := h.Handle(ctx, env, req)
+				d = append(d, time.Since(start))
+				if got := operations.Bash.Result(res); res.Error != "" || got == nil || got.ExitCode != 0 {
+					b.Fatalf("%q %+v", res.Error, got)
+				}
+				h.CloseRun(ctx, env.RunID)
+			}
+			b.StopTimer()
+			d.report(b)
+		})
+	}
 }
 
 func BenchmarkForkBashTrue(b *testing.B) {
