@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/flockrun/flock/configs"
@@ -157,6 +159,14 @@ func runProbe() error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	// bwrap finds its sandbox's namespaces through /proc by the PID clone
+	// returned: where /proc belongs to another PID namespace (a container
+	// or sandbox that unshared PIDs without mounting its own /proc) that
+	// PID names another process or none, and bwrap fails, or not, by
+	// chance.
+	if self, err := os.Readlink("/proc/self"); err == nil && self != strconv.Itoa(os.Getpid()) {
+		return fmt.Errorf("%w: /proc is not this process's PID namespace's (/proc/self is %s, the PID is %d): bwrap cannot find its sandbox there", ErrUnavailable, self, os.Getpid())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL",
@@ -164,7 +174,18 @@ func runProbe() error {
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	// bwrap's first child waits for its parent before it can die with it:
+	// a bwrap that fails early (where /proc is not its PID namespace's)
+	// leaves it blocked, holding stderr open. So the probe runs in its own
+	// process group, stops waiting for stderr shortly after bwrap exits,
+	// and kills whatever is left of the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second
+	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %s: %v: %s", ErrUnavailable, bwrap, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
