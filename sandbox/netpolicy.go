@@ -14,11 +14,12 @@ type BlockedError = netguard.BlockedError
 // ErrBlocked is wrapped by every BlockedError.
 var ErrBlocked = netguard.ErrBlocked
 
-// NewNetPolicy returns a guard that allows public addresses, the hosts
-// listed (names, IP addresses, CIDR prefixes) and, with allowPrivate,
-// every address.
+// NewNetPolicy returns a guard for a client flock drives itself (not a
+// sandbox tool's): it allows public addresses, the hosts listed (names, IP
+// addresses, CIDR prefixes) and, with allowPrivate, every address; flock's
+// own listeners are allowed where their host is (AllowOwn).
 func NewNetPolicy(allowHosts []string, allowPrivate bool) (*NetPolicy, error) {
-	p := &NetPolicy{AllowPrivate: allowPrivate}
+	p := &NetPolicy{AllowPrivate: allowPrivate, AllowOwn: true}
 	if err := p.Allow(allowHosts...); err != nil {
 		return nil, err
 	}

@@ -66,8 +66,13 @@ type Policy struct {
 	// AllowPrivate allows every address (loopback, private, link-local...):
 	// for tests and local use.
 	AllowPrivate bool
-	names        map[string]bool
-	nets         []netip.Prefix
+	// AllowOwn lets allowed destinations include flock's own listeners.
+	// Only flock's own clients set it (the sandbox operation's client of
+	// sandbox_url, whose requests are flock's, not a sandbox user's); the
+	// sandbox tools never do.
+	AllowOwn bool
+	names    map[string]bool
+	nets     []netip.Prefix
 }
 
 // Settings are the allow_hosts and allow_private settings of a backend's
@@ -326,7 +331,7 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	}
 	port := urlPort(u)
 	for _, a := range addrs {
-		if be := own(host, a, port); be != nil {
+		if be := own(host, a, port); be != nil && !p.AllowOwn {
 			return be
 		}
 	}
@@ -366,7 +371,7 @@ func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, a
 			if err != nil {
 				return fmt.Errorf("connect to %s: %w", address, err)
 			}
-			if be := own(host, ap.Addr(), ap.Port()); be != nil {
+			if be := own(host, ap.Addr(), ap.Port()); be != nil && !p.AllowOwn {
 				return be
 			}
 			if byName {
