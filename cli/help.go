@@ -119,8 +119,8 @@ AgentFlow's sandbox-server JSON.`,
 			}},
 		{name: "runs", summary: "find, read and control runs (list, show, logs, export, cancel, fork, ...)",
 			synopsis: []string{"flock runs COMMAND ARGS [--data DIR | --server URL [--token TOKEN]]"},
-			about: `Find, read and control runs. A server is --server (env FLOCK_SERVER; --token, env
-FLOCK_AUTH_TOKEN) or else the flock server that holds the data directory (--data,
+			about: `Find, read and control runs. A server is --server (env FLOCK_SERVER; --token or
+--token-file, env FLOCK_AUTH_TOKEN or FLOCK_AUTH_TOKEN_FILE) or else the flock server that holds the data directory (--data,
 env FLOCK_DATA, default ./` + configs.DefaultDataDir + `: its server file). Without one, list,
 show, logs and export read the data directory itself (read-only), and the controls
 go to http://` + configs.DefaultAddr + `.`,
