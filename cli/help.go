@@ -365,6 +365,7 @@ var placeholders = map[string]string{
 	"addr": "ADDR", "data": "DIR", "settings": "FILE", "config": "FILE", "workflow": "NAME", "task": "TEXT",
 	"plugins": "DIR", "workflows": "DIR", "output-dir": "DIR", "resume": "RUN_ID", "mode": "MODE",
 	"log-level": "LEVEL", "log-format": "FORMAT", "server": "URL", "token": "TOKEN", "auth-token": "TOKEN",
+	"token-file": "FILE", "auth-token-file": "FILE", "isolation": "POLICY",
 	"sandbox-config": "FILE", "db": "FILE", "to": "FILE", "status": "STATUS", "question": "TEXT",
 	"metric": "METRIC", "task-ids": "IDS", "var": "NAME=JSON", "message": "TEXT", "action": "JSON",
 	"node": "NAME", "nats": "URLS", "routes": "URLS", "nats-listen": "ADDR", "cluster-listen": "ADDR",

@@ -28,6 +28,13 @@ func (t *tokenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.file, "auth-token-file", "", "file holding the bearer token (env FLOCK_AUTH_TOKEN_FILE)")
 }
 
+// registerClient registers --token and --token-file, the token a client
+// command sends to a flock server.
+func (t *tokenFlags) registerClient(fs *flag.FlagSet) {
+	fs.StringVar(&t.value, "token", "", "bearer token (env FLOCK_AUTH_TOKEN)")
+	fs.StringVar(&t.file, "token-file", "", "file holding the bearer token (env FLOCK_AUTH_TOKEN_FILE)")
+}
+
 // resolve returns the auth token: from --auth-token or --auth-token-file
 // (not both), else fromFile (the --config file's auth_token_env or
 // auth_token_file), else the environment (FLOCK_AUTH_TOKEN_FILE or

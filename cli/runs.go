@@ -28,8 +28,7 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("runs " + sub)
 	server := fs.String("server", getenv("FLOCK_SERVER", "http://"+configs.DefaultAddr), "the flock server's base URL (env FLOCK_SERVER)")
 	var tf tokenFlags
-	fs.StringVar(&tf.value, "token", "", "bearer token (env FLOCK_AUTH_TOKEN)")
-	fs.StringVar(&tf.file, "token-file", "", "file holding the bearer token (env FLOCK_AUTH_TOKEN_FILE)")
+	tf.registerClient(fs)
 	token := new(string)
 	data := fs.String("data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory: the server that holds it, or (list, show, logs, export) its runs read directly")
 	var f state.RunFilter

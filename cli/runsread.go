@@ -397,7 +397,8 @@ func workflowsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags("workflows")
 	var cfg configs.Server
 	serverURL := fs.String("server", getenv("FLOCK_SERVER", "http://"+configs.DefaultAddr), "a flock server's base URL (env FLOCK_SERVER): list its workflows")
-	token := fs.String("token", getenv("FLOCK_AUTH_TOKEN", ""), "bearer token (env FLOCK_AUTH_TOKEN)")
+	var tf tokenFlags
+	tf.registerClient(fs)
 	fs.StringVar(&cfg.DataDir, "data", getenv("FLOCK_DATA", configs.DefaultDataDir), "data directory: the workflows of the server that holds it, if one does")
 	fs.Var((*stringList)(&cfg.PluginDirs), "plugins", "directory of Go phase plugins (*.so) to list too; repeatable")
 	fs.Var((*stringList)(&cfg.WorkflowDirs), "workflows", "directory of YAML/JSON workflow files to list too; repeatable")
@@ -407,7 +408,11 @@ func workflowsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	c, err := serverTarget(ctx, fs, *serverURL, *token, cfg.DataDir)
+	token, err := tf.resolve("", io.Discard)
+	if err != nil {
+		return err
+	}
+	c, err := serverTarget(ctx, fs, *serverURL, token, cfg.DataDir)
 	if err != nil {
 		return err
 	}

@@ -380,7 +380,16 @@ func TestAuthTokenFile(t *testing.T) {
 		}
 	}
 	t.Run("flag", func(t *testing.T) {
-		check(t, startServer(t, filepath.Join(dir, "d1"), freePort(t), "--auth-token-file", file))
+		p := startServer(t, filepath.Join(dir, "d1"), freePort(t), "--auth-token-file", file)
+		check(t, p)
+		// The client commands read the token from a file too.
+		for _, args := range [][]string{{"runs", "list"}, {"workflows"}} {
+			cmd := exec.Command(binary, append(args, "--server", p.base, "--token-file", file)...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("flock %s --token-file: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
 	})
 	t.Run("environment", func(t *testing.T) {
 		t.Setenv("FLOCK_AUTH_TOKEN_FILE", file)
