@@ -97,22 +97,21 @@ type Env struct {
 }
 
 // Isolation resolves how the backend isolates the programs of its
-// sessions: its section's "isolation" key, "bwrap" (a private /tmp, no
-// network) or "none" (the operator opting out by name), else the
-// service's policy (bwrap with the network where bwrap can run, by
-// default). The error is a *ConfigError naming the key.
-func (e Env) Isolation() (configs.Isolation, error) {
+// sessions: kind is its section's "isolation" key as its config struct
+// decoded it (declare it `json:"isolation" enum:"none,bwrap"`): "bwrap"
+// (a private /tmp, no network) or "none" (the operator opting out by
+// name), else, when "", the service's policy (bwrap with the network where
+// bwrap can run, by default). The error is a *ConfigError naming the key.
+func (e Env) Isolation(kind string) (configs.Isolation, error) {
 	var run configs.Isolation
-	if v, ok := e.Config["isolation"]; ok && v != nil {
-		s, _ := v.(string)
-		switch s {
-		case isolation.KindNone:
-			return configs.Isolation{Kind: isolation.KindNone}, nil
-		case isolation.KindBwrap:
-			run.Kind = s
-		default:
-			return run, &ConfigError{Path: "isolation", Reason: fmt.Sprintf("%v: want none or bwrap", v)}
-		}
+	switch kind {
+	case "":
+	case isolation.KindNone:
+		return configs.Isolation{Kind: isolation.KindNone}, nil
+	case isolation.KindBwrap:
+		run.Kind = kind
+	default:
+		return run, &ConfigError{Path: "isolation", Reason: fmt.Sprintf("%q is not one of none, bwrap", kind)}
 	}
 	iso, err := e.Policy.Resolve(run)
 	if err != nil {

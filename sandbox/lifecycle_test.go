@@ -347,6 +347,8 @@ func TestConfigErrorsNamePath(t *testing.T) {
 		{"twice", `{"resources":{"needy":{"config":{"endpoint":"e"}}},"apis":{"needy":{"endpoint":"e"}}}`, "apis.needy: also configured under resources.needy"},
 		{"warm disabled", `{"resources":{"bash":{"enabled":false}},"warmup":{"resources":["bash"]}}`, "warmup.resources[0]: bash is not an enabled backend"},
 		{"warm not a list", `{"warmup":{"resources":"bash"}}`, "warmup.resources: want a list, got JSON string"},
+		{"isolation", `{"resources":{"bash":{"config":{"isolation":"docker"}}}}`, `resources.bash.config.isolation: "docker" is not one of none, bwrap`},
+		{"isolation type", `{"resources":{"bash":{"config":{"isolation":3}}}}`, "resources.bash.config.isolation: want a string, got JSON number"},
 	}
 	for _, b := range bad {
 		err := start(b.cfg)

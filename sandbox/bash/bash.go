@@ -69,7 +69,7 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 		opts.OutputLimit = int(c.OutputLimit.Int())
 	}
 	b.settings = &configs.RunSettings{}
-	iso, err := env.Isolation()
+	iso, err := env.Isolation(c.Isolation)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	if c.MaxFileSize != nil {
 		b.maxFile = c.MaxFileSize.Int()
 	}
-	iso, err := env.Isolation()
+	iso, err := env.Isolation(c.Isolation)
 	if err != nil {
 		return err
 	}
