@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,9 +14,9 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/bash"
-	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // probe is a test backend: probe:echo (stateless), probe:count (stateful,
@@ -70,22 +69,9 @@ type env struct {
 
 func newEnv(t testing.TB, token string, cfgJSON string) *env {
 	t.Helper()
-	cfg, err := sandbox.ParseConfig([]byte(cfgJSON), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", AuthToken: token}, svc, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return &env{url: ts.URL, token: token, svc: svc}
+	svc := testsandbox.Open(t, cfgJSON, nil)
+	url := testsandbox.Serve(t, svc, configs.Server{Addr: "127.0.0.1:0", AuthToken: token})
+	return &env{url: url, token: token, svc: svc}
 }
 
 const baseCfg = `{"server":{"session_ttl":300,"cleanup_interval":1},"resources":{"bash":{"enabled":true},"probe":{"enabled":true}}}`

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/server/sandboxapi"
@@ -269,14 +269,5 @@ func mountOperator(t *testing.T, a *app.App, srv *server.Server, sandbox bool) {
 // sandboxService is a sandbox service of no backend.
 func sandboxService(t *testing.T) *sandbox.Service {
 	t.Helper()
-	cfg, err := sandbox.ParseConfig([]byte(`{}`), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: filepath.Join(t.TempDir(), "sandbox")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	return svc
+	return testsandbox.Open(t, `{}`, nil)
 }

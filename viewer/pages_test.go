@@ -1,7 +1,6 @@
 package viewer_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -131,16 +131,7 @@ func openSandbox(t *testing.T) *sandbox.Service {
 	doc := fmt.Sprintf(`{"server": {"session_ttl": 600, "cleanup_interval": 60},
 		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
 		filepath.Join(repo, "configs/sandbox/data/concert.sqlite"), filepath.Join(repo, "configs/sandbox/docs"))
-	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	return svc
+	return testsandbox.Open(t, doc, nil)
 }
 
 // TestViewerSynthesis runs a synthesis (one seed, the scripted model of

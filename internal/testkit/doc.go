@@ -4,7 +4,8 @@
 // certificate authority for TLS tests. It imports only the standard
 // library so that the tests of every package, state's own included, can
 // use it; opening a real store for a test is in the subpackage teststore,
-// opening a whole App in testapp.
+// opening a whole App in testapp, a sandbox service (and serving it) in
+// testsandbox.
 //
 // # Polling
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/synthesis"
 	"github.com/flockrun/flock/sandbox"
@@ -44,16 +45,7 @@ func openSandbox(t testing.TB) *sandbox.Service {
 		"resources": {"bash": {"enabled": true, "config": {"timeout": 30}}},
 		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
 		filepath.Join(r, "configs/sandbox/data/concert.sqlite"), filepath.Join(r, "configs/sandbox/docs"))
-	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	return svc
+	return testsandbox.Open(t, doc, nil)
 }
 
 func openApp(t testing.TB, data string, svc *sandbox.Service) *app.App {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/browser"
 	"github.com/flockrun/flock/server/sandboxapi"
@@ -204,25 +205,11 @@ func TestHTTP(t *testing.T) {
 // loopback): 4001 naming the host, over the real wire.
 func TestOwnAPIOutOfReach(t *testing.T) {
 	needChromium(t)
-	cfg, err := sandbox.ParseConfig([]byte(`{"resources": {"browser": {"enabled": true, "config": {"action_timeout_s": 10}}}}`),
-		func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close(context.Background())
-	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	body, _ := json.Marshal(map[string]any{"worker_id": "w", "action": "browser:navigate", "params": map[string]any{"url": ts.URL + "/api/v1/sessions"}})
+	svc := testsandbox.Open(t, `{"resources": {"browser": {"enabled": true, "config": {"action_timeout_s": 10}}}}`, nil)
+	url := testsandbox.Serve(t, svc, configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
+	body, _ := json.Marshal(map[string]any{"worker_id": "w", "action": "browser:navigate", "params": map[string]any{"url": url + "/api/v1/sessions"}})
 	client := &http.Client{Timeout: 60 * time.Second}
-	resp, err := client.Post(ts.URL+"/api/v1/execute", "application/json", bytes.NewReader(body))
+	resp, err := client.Post(url+"/api/v1/execute", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

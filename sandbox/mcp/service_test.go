@@ -2,19 +2,17 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 // newHTTP starts a sandbox service whose only backend is mcp with the given servers, served
@@ -25,22 +23,8 @@ func newHTTP(t testing.TB, servers map[string]any) (string, *sandbox.Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := sandbox.ParseConfig(doc, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts.URL, svc
+	svc := testsandbox.Open(t, string(doc), nil)
+	return testsandbox.Serve(t, svc, configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}), svc
 }
 
 type envelope struct {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,9 +16,9 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/text2sql"
-	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 var sampleDB = filepath.Join("..", "..", "configs", "sandbox", "data", "concert.sqlite")
@@ -29,28 +28,13 @@ var sampleDB = filepath.Join("..", "..", "configs", "sandbox", "data", "concert.
 func newService(tb testing.TB, extra string) *sandbox.Service {
 	tb.Helper()
 	doc := fmt.Sprintf(`{"apis": {"text2sql": {"databases": {"concert": %q}%s}}}`, sampleDB, extra)
-	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { svc.Close(context.Background()) })
-	return svc
+	return testsandbox.Open(tb, doc, nil)
 }
 
 // newHTTP serves svc alone (as `flock sandbox` does) on a real listener.
 func newHTTP(tb testing.TB, svc *sandbox.Service) string {
 	tb.Helper()
-	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: tb.TempDir()}, svc, nil, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	tb.Cleanup(ts.Close)
-	return ts.URL
+	return testsandbox.Serve(tb, svc, configs.Server{Addr: "127.0.0.1:0", DataDir: tb.TempDir()})
 }
 
 type envelope struct {

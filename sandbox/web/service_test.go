@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/web"
-	"github.com/flockrun/flock/server/sandboxapi"
 )
 
 const secret = "serper-KEY-abc123"
@@ -42,26 +42,8 @@ func TestHTTP(t *testing.T) {
 	defer reader.Close()
 
 	doc := fmt.Sprintf(`{"apis": {"web": {"search_url": %q, "reader_url": %q, "serper_api_key": "${MY_SERPER}", "retries": 0, "allow_hosts": ["127.0.0.1"]}}}`, serper.URL, reader.URL+"/")
-	cfg, err := sandbox.ParseConfig([]byte(doc), func(k string) (string, bool) {
-		if k == "MY_SERPER" {
-			return secret, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close(context.Background())
-	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}, svc, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	svc := testsandbox.Open(t, doc, map[string]string{"MY_SERPER": secret})
+	url := testsandbox.Serve(t, svc, configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
 	client := &http.Client{Timeout: 20 * time.Second}
 
 	tests := []struct {
@@ -81,7 +63,7 @@ func TestHTTP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, err := client.Post(ts.URL+"/api/v1/execute", "application/json", bytes.NewReader([]byte(tt.body)))
+			resp, err := client.Post(url+"/api/v1/execute", "application/json", bytes.NewReader([]byte(tt.body)))
 			if err != nil {
 				t.Fatal(err)
 			}

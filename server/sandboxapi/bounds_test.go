@@ -10,7 +10,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit"
-	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/server/sandboxapi"
 )
 
@@ -18,15 +18,7 @@ import (
 // sandbox does, on a real listener, and returns its address.
 func start(t *testing.T, cfgJSON string, cfg configs.Server) string {
 	t.Helper()
-	svcCfg, err := sandbox.ParseConfig([]byte(cfgJSON), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), svcCfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	svc := testsandbox.Open(t, cfgJSON, nil)
 	cfg.Addr = "127.0.0.1:0"
 	srv, err := sandboxapi.NewServer(cfg, svc, nil, nil)
 	if err != nil {

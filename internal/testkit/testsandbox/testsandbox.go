@@ -1,0 +1,53 @@
+// Package testsandbox starts a real sandbox service for a test and serves
+// it over HTTP as `flock sandbox` does, in place of the parse, start,
+// serve and clean-up lines the tests of the sandbox, its backends, the
+// server, the viewer and the synthesis phases each wrote. The service has
+// the backends the test's binary links: a backend's own tests get it, the
+// others import sandbox/all or the backends they name. It is apart from
+// package testkit because it imports the sandbox and the server.
+package testsandbox
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/server/sandboxapi"
+)
+
+// Open parses doc as a sandbox config file, in which ${NAME} is looked up
+// in env (nil: no variable is set), and starts the service with its data
+// in tb.TempDir(). The service is closed when the test ends.
+func Open(tb testing.TB, doc string, env map[string]string) *sandbox.Service {
+	tb.Helper()
+	cfg, err := sandbox.ParseConfig([]byte(doc), func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatalf("start sandbox: %v", err)
+	}
+	tb.Cleanup(func() { svc.Close(context.Background()) })
+	return svc
+}
+
+// Serve serves svc alone (AgentFlow's API, as `flock sandbox` does) under
+// the server settings cfg on a real listener, and returns its base URL.
+// The listener is closed when the test ends, before the service a test
+// opened earlier is.
+func Serve(tb testing.TB, svc *sandbox.Service, cfg configs.Server) string {
+	tb.Helper()
+	srv, err := sandboxapi.NewServer(cfg, svc, nil, nil)
+	if err != nil {
+		tb.Fatalf("sandbox server: %v", err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	tb.Cleanup(ts.Close)
+	return ts.URL
+}
