@@ -2,13 +2,22 @@ package testkit
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// npmTimeout bounds one npm install; NPMInstall shortens it to a quarter
+// of what is left before the test binary's -timeout, so that a stalled
+// registry fails the test with npm's output instead of the binary
+// panicking with every goroutine's stack.
+const npmTimeout = 4 * time.Minute
 
 // NPMInstall installs npm packages (the real clients some tests drive:
 // the OpenAI SDK for Node, the OpenAI Agents SDK) into a temporary
@@ -27,14 +36,43 @@ func NPMInstall(tb testing.TB, packages ...string) (node, modules string) {
 		tb.Skip("node or npm not found: the tests of real Node clients need both (apt-get install nodejs npm)")
 	}
 	dir := tb.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	limit := npmTimeout
+	if t, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, ok := t.Deadline(); ok {
+			limit = min(limit, time.Until(d)/4)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
+	if out, err := npmInstall(ctx, npm, dir, packages); err != nil {
+		tb.Fatalf("npm install %s: %v\n%s", strings.Join(packages, " "), err, out)
+	}
+	return node, filepath.Join(dir, "node_modules")
+}
+
+// npmInstall runs npm install into dir and returns its combined output.
+// npm runs in its own process group, killed whole when ctx ends, and the
+// wait for its output stops shortly after npm exits: a child npm started
+// (a lifecycle script, a git fetch) that outlives it and keeps the output
+// pipe open cannot hold the test forever.
+func npmInstall(ctx context.Context, npm, dir string, packages []string) ([]byte, error) {
 	args := append([]string{"install"}, packages...)
 	args = append(args, "--no-audit", "--no-fund", "--silent", "--prefix", dir)
 	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("npm install %s: %v\n%s", strings.Join(packages, " "), err, out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if cmd.Process != nil {
+		// Whatever npm left behind in its group goes too.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	return node, filepath.Join(dir, "node_modules")
+	if err != nil && ctx.Err() != nil {
+		return out, fmt.Errorf("did not finish in time (registry or network stalled?): %w: %v", context.Cause(ctx), err)
+	}
+	if err != nil && errors.Is(err, exec.ErrWaitDelay) {
+		return out, fmt.Errorf("a process npm started kept its output open after npm exited: %w", err)
+	}
+	return out, err
 }
