@@ -117,7 +117,7 @@ func insecure(what, addr string) error {
 func natsPermissions() *server.Permissions {
 	allow := []string{"flock.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
 		"$KV.FLOCK_LEASES.>", "$O.FLOCK_BLOBS.>", "_INBOX.>"}
-	for i := range jsstore.Shards {
+	for i := range jsstore.MaxShards {
 		allow = append(allow, fmt.Sprintf("$KV.FLOCK_HEADS_%d.>", i))
 	}
 	return &server.Permissions{

@@ -258,7 +258,7 @@ func checkUnharmed(t *testing.T, c *testCluster, id string) {
 	if err != nil || h.Status != state.StatusRunning || c.driver(id) < 0 {
 		t.Fatalf("run %s after the attacks: %s, driven by %d, %v", id, h.Status, c.driver(id), err)
 	}
-	for _, name := range raftGroups {
+	for _, name := range raftGroups(n.m.Replicas) {
 		if _, err := n.m.JS.Stream(ctx, name); err != nil {
 			t.Fatalf("stream %s after the attacks: %v", name, err)
 		}

@@ -462,15 +462,16 @@ func (c *testCluster) alive() *testNode {
 	return nil
 }
 
-// raftGroups are the streams whose leaders a run's takeover needs (every
-// shard of the runs stream and heads bucket).
-var raftGroups = func() []string {
+// raftGroups returns the streams whose leaders a run's takeover needs in
+// a store of the given replicas (every shard of the runs stream and heads
+// bucket).
+func raftGroups(replicas int) []string {
 	g := []string{ClaimStream, "FLOCK_INDEX", "KV_FLOCK_LEASES", "OBJ_FLOCK_BLOBS"}
-	for i := range jsstore.Shards {
+	for i := range jsstore.ShardsFor(replicas) {
 		g = append(g, fmt.Sprintf("FLOCK_RUNS_%d", i), fmt.Sprintf("KV_FLOCK_HEADS_%d", i))
 	}
 	return g
-}()
+}
 
 // leadsAny reports which of the raft groups on a run's data path node i
 // leads: the streams and the claim consumer. (The meta group only assigns
@@ -480,7 +481,7 @@ func (c *testCluster) leadsAny(i int) []string {
 	var led []string
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, name := range raftGroups {
+	for _, name := range raftGroups(n.m.Replicas) {
 		st, err := n.m.JS.Stream(ctx, name)
 		if err != nil {
 			continue

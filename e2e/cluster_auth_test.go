@@ -170,7 +170,7 @@ func TestClusterTLSProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := js.DeleteStream(context.Background(), "FLOCK_RUNS_2"); err != nil {
+	if err := js.DeleteStream(context.Background(), "FLOCK_RUNS_0"); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range procs {
@@ -178,7 +178,7 @@ func TestClusterTLSProcesses(t *testing.T) {
 		testkit.WaitFor(t, p.base+"/health to say unavailable", func() bool {
 			return p.do("GET", "/health", nil, &h) == http.StatusServiceUnavailable
 		})
-		if h.Status != "unavailable" || !strings.Contains(h.Reason, "FLOCK_RUNS_2") {
+		if h.Status != "unavailable" || !strings.Contains(h.Reason, "FLOCK_RUNS_0") {
 			t.Fatalf("%s/health after the runs stream was deleted: %+v", p.base, h)
 		}
 	}

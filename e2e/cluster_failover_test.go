@@ -258,8 +258,7 @@ func (c *tickCluster) keepLogs() {
 func (c *tickCluster) startNode(i int) *proc {
 	n := c.nodes[i]
 	if c.nats != "" {
-		n.args = []string{"serve", "--nats", c.nats, "--node", n.name, "--addr", n.addr, "--data", n.data,
-			"--nats-secret-file", n.secretFile, "--ack-wait", "1s", "--log-level", "warn"}
+		n.args = natsArgs(n, c.nats)
 	}
 	p := startClusterProc(c.t, n, c.routes)
 	c.mu.Lock()

@@ -104,6 +104,13 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
+// natsArgs are the flags of node n as a client of the NATS cluster at
+// urls (--nats).
+func natsArgs(n clusterNode, urls string) []string {
+	return []string{"serve", "--nats", urls, "--node", n.name, "--addr", n.addr, "--data", n.data,
+		"--nats-secret-file", n.secretFile, "--ack-wait", "1s", "--log-level", "warn"}
+}
+
 // waitHealthy waits for p's /health.
 func waitHealthy(t testing.TB, p *proc, d time.Duration) {
 	t.Helper()
@@ -251,16 +258,35 @@ func readDoneOps(p *proc, ids []string) ([]int, error) {
 }
 
 // BenchmarkClusterKill9Takeover kills a random node of a cluster of three
-// real processes with SIGKILL 20 times (restarting it each time) while
-// runs of short commands go on, and reports, per kill, the time until
-// every unfinished run has journaled a new result: the takeover of the
-// dead node's runs, including JetStream's leader election when it led a
-// stream. Run with -benchtime 1x (about 4 minutes).
+// real flock processes with SIGKILL 10 times (restarting it each time)
+// while runs of short commands go on, and reports, per kill, the time
+// until every unfinished run has journaled a new result: the takeover of
+// the dead node's runs. "embedded": the nodes embed NATS (a killed node
+// that led a stream costs JetStream's leader election); "nats": the nodes
+// are clients of three separate nats-server processes (--nats). Run with
+// -benchtime 1x (a few minutes each).
 func BenchmarkClusterKill9Takeover(b *testing.B) {
-	const kills = 20
+	b.Run("embedded", func(b *testing.B) { benchKill9(b, false) })
+	b.Run("nats", func(b *testing.B) { benchKill9(b, true) })
+}
+
+// benchKill9 is BenchmarkClusterKill9Takeover on one topology.
+func benchKill9(b *testing.B, external bool) {
+	const kills = 10
 	for range b.N {
 		marks := b.TempDir()
 		nodes, rs := newClusterNodes(b, 3)
+		if external {
+			secret, err := os.ReadFile(nodes[0].secretFile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, urls := startNATSCluster(b, strings.TrimSpace(string(secret)))
+			for i := range nodes {
+				n := &nodes[i]
+				n.args = natsArgs(*n, urls)
+			}
+		}
 		procs := make([]*proc, 3)
 		for i, n := range nodes {
 			procs[i] = startClusterProc(b, n, rs)

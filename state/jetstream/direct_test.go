@@ -43,7 +43,7 @@ func TestDirectGetsNeverOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	direct := map[string]bool{"DIRECT_INDEX": true, "KV_DIRECT_LEASES": false, "OBJ_DIRECT_BLOBS": false}
-	for i := range Shards {
+	for i := range ShardsFor(1) {
 		direct[fmt.Sprintf("DIRECT_RUNS_%d", i)] = true
 		direct[fmt.Sprintf("KV_DIRECT_HEADS_%d", i)] = true
 	}

@@ -107,7 +107,7 @@
 // of the API, which the stream leader answers, not a replica that may lag)
 // and reads log messages up to the tips with leader gets. Reads after a
 // takeover therefore see every acknowledged commit. The runs and heads
-// streams (4 shards of each, by run id) also allow direct gets, which any
+// streams (ShardsFor(Replicas) shards of each, by run id) allow direct gets, which any
 // current replica answers: FailoverReads, which the HTTP API of a cluster
 // node reads with, asks a replica when a leader does not answer within
 // Options.FailoverAfter (a stream electing a new leader), and asks again

@@ -27,12 +27,24 @@ const (
 	DefaultOrphanWait    = 500 * time.Millisecond
 )
 
-// Shards is the number of shards of the runs stream and of the heads
-// bucket: a run lives in shard fnv32a(key) % Shards. A stream applies its
-// writes one at a time, each synced on its own on a single server (R1),
-// so the shards are what lets commits of many runs be synced in parallel
-// (and, in a cluster, spreads the streams' leaders over the nodes).
-const Shards = 4
+// MaxShards bounds the shards of the runs stream and of the heads bucket:
+// a run lives in shard fnv32a(key) % n, n = ShardsFor(replicas).
+const MaxShards = 4
+
+// ShardsFor returns the number of shards of a store with the given
+// replicas. A stream applies its writes one at a time, each synced on its
+// own on a single server, so at R1 the shards are what lets commits of
+// many runs be synced in parallel (1.5x the transitions/s of one shard
+// through the engine). A replicated stream groups what its Raft log
+// appends, and every shard is another Raft group for the servers to run:
+// at R3, four shards halved the transitions/s on a loaded 2-core machine
+// (docs/benchmarks.md), so a replicated store has one.
+func ShardsFor(replicas int) int {
+	if replicas <= 1 {
+		return MaxShards
+	}
+	return 1
+}
 
 // Options configures Open. The zero value gives the defaults.
 type Options struct {
@@ -114,7 +126,7 @@ type Store struct {
 	js   jetstream.JetStream
 	opts Options
 
-	shards [Shards]shard // the runs' logs and heads
+	shards []shard // the runs' logs and heads: ShardsFor(Replicas)
 	leases jetstream.KeyValue
 	blobs  jetstream.ObjectStore
 	index  jetstream.Stream // see index.go
@@ -161,7 +173,7 @@ func (s *Store) shardOf(key string) *shard {
 		h ^= uint32(key[i])
 		h *= 16777619
 	}
-	return &s.shards[h%Shards]
+	return &s.shards[h%uint32(len(s.shards))]
 }
 
 // maxCached bounds the envelope cache (a few KiB each); past it an
@@ -195,11 +207,26 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		cache:     make(map[string]cached),
 	}
 	if _, err := js.Stream(ctx, up+"_RUNS"); err == nil {
-		return nil, fmt.Errorf("%w: stream %s holds runs in the layout of an earlier flock (one stream, not %d shards): "+
+		return nil, fmt.Errorf("%w: stream %s holds runs in the layout of an earlier flock (one stream, not shards): "+
 			"remove it with its buckets (nats stream rm %s; nats kv rm %s_HEADS) or give this store another prefix",
-			ErrOptions, up+"_RUNS", Shards, up+"_RUNS", up)
+			ErrOptions, up+"_RUNS", up+"_RUNS", up)
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("open jetstream store: %w", unavailable(err))
+	}
+	s.shards = make([]shard, ShardsFor(opts.Replicas))
+	// A store made with another number of shards (another replication)
+	// would lose track of its runs.
+	var have []bool
+	for i := range MaxShards {
+		_, err := js.Stream(ctx, up+"_RUNS_"+strconv.Itoa(i))
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("open jetstream store: %w", unavailable(err))
+		}
+		have = append(have, err == nil)
+	}
+	if made := slices.Index(have, false); have[0] && (made == -1 && len(s.shards) != MaxShards || made != -1 && made != len(s.shards)) {
+		return nil, fmt.Errorf("%w: the store's runs were made in other shards than the %d of %d replicas: open it with the replicas it was made with",
+			ErrOptions, len(s.shards), opts.Replicas)
 	}
 	var assets []asset
 	for i := range s.shards {
