@@ -16,6 +16,7 @@ import (
 	_ "github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/handlers/task"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
@@ -119,22 +120,12 @@ func (e *env) start(wf, settings, taskText string) state.Run {
 	if settings == "" {
 		settings = "{}"
 	}
-	h, err := e.ex.StartRun(context.Background(), workflows.StartRequest{Workflow: wf, Settings: json.RawMessage(settings), Task: taskText})
-	if err != nil {
-		e.t.Fatalf("start %s: %v", wf, err)
-	}
-	return h
+	return testrun.Start(e.t, e.ex, workflows.StartRequest{Workflow: wf, Settings: json.RawMessage(settings), Task: taskText})
 }
 
 func (e *env) wait(id string) state.Run {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	h, err := e.ex.Wait(ctx, id)
-	if err != nil {
-		e.t.Fatalf("wait %s: %v", id, err)
-	}
-	return h
+	return testrun.Wait(e.t, e.ex, id)
 }
 
 func (e *env) entries(id string) []phases.Entry {

@@ -5,7 +5,7 @@
 // library so that the tests of every package, state's own included, can
 // use it; opening a real store for a test is in the subpackage teststore,
 // opening a whole App in testapp, a sandbox service (and serving it) in
-// testsandbox.
+// testsandbox, starting a run and waiting for its end in testrun.
 //
 // # Polling
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/phases/rollout"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -75,13 +76,7 @@ func closeApp(t testing.TB, a *app.App) {
 
 func wait(t testing.TB, a *app.App, id string) state.Run {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	h, err := a.Executor.Wait(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return testrun.Wait(t, a.Executor, id)
 }
 
 func readJSON(t testing.TB, path string, v any) {

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 	"unicode"
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/synthesis"
@@ -64,16 +64,8 @@ func run(t testing.TB, a *app.App, settings map[string]any) state.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Executor.StartRun(context.Background(), workflows.StartRequest{Workflow: synthesis.Name, Settings: doc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	end, err := a.Executor.Wait(ctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: synthesis.Name, Settings: doc})
+	end := testrun.Wait(t, a.Executor, h.ID)
 	if end.Status != state.StatusSucceeded {
 		t.Fatalf("synthesis %s: %s %s", end.Status, end.EndReason, end.Error)
 	}
