@@ -11,6 +11,7 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -26,14 +27,8 @@ func modularRun(t *testing.T, settings, task string) (state.Run, []phases.Entry)
 	// parent is the operator's read root.
 	data := t.TempDir()
 	a := testapp.Open(t, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}})
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "modular", Settings: json.RawMessage(settings), Task: task})
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, err := a.Executor.Wait(ctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "modular", Settings: json.RawMessage(settings), Task: task})
+	end := testrun.Wait(t, a.Executor, h.ID)
 	entries, err := a.Store.Entries(ctx, h.ID, 0, 10000)
 	if err != nil {
 		t.Fatal(err)

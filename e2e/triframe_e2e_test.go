@@ -18,6 +18,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -78,14 +79,8 @@ func runTriframe(t *testing.T, settings map[string]any, scripts map[string][]lin
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	a := testapp.Open(t, configs.Server{DataDir: filepath.Join(dir, "data"), ReadRoots: []string{dir}})
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "triframe", Settings: doc, Task: task})
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, err := a.Executor.Wait(ctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "triframe", Settings: doc, Task: task})
+	end := testrun.Wait(t, a.Executor, h.ID)
 	es, err := a.Store.Entries(ctx, h.ID, 0, 100000)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -146,22 +147,14 @@ func TestModularNewestOutputSurvivesTrimming(t *testing.T) {
 		`{"content":"Listing.","tool_calls":[{"name":"bash","arguments":{"command":`+quote(bigCommand)+`}}]}`,
 		`{"content":"Done.","tool_calls":[{"name":"submit","arguments":{"answer":"909"}}]}`,
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	// writeScript puts the script in a temporary directory of the test:
 	// their parent is the operator's read root.
 	data := t.TempDir()
 	a := testapp.Open(t, configs.Server{DataDir: data, ReadRoots: []string{filepath.Dir(data)}})
 	settings := scriptedSettings(script, fmt.Sprintf(`"limits":{"actions":10},"context_trimming_threshold":%d,"output_limit":%d`, threshold, 4*threshold))
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "modular", Settings: json.RawMessage(settings),
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "modular", Settings: json.RawMessage(settings),
 		Task: "List the numbered lines, then submit how many there are."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, err := a.Executor.Wait(ctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	end := testrun.Wait(t, a.Executor, h.ID)
 	if end.Status != state.StatusSucceeded || end.EndReason != "submitted" {
 		t.Fatalf("run ended %s (%s): %s", end.Status, end.EndReason, end.Error)
 	}
