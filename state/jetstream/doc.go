@@ -124,8 +124,10 @@
 // with a subject filter, answered by its leader) and read each
 // candidate's head from the leader, 16 at a time: their cost follows the
 // runs listed, not the runs stored. Runs with other filters reads every
-// head (a KV watch of the heads bucket, which a replica may serve) and
-// filters in memory: fine for thousands of runs, not for millions.
+// head (a KV watch of the heads bucket, whose consumer JetStream may place
+// on a replica that lags: the watch reads on until it has seen the last
+// message the leader reports, a later value of a key replacing an earlier
+// one) and filters in memory: fine for thousands of runs, not for millions.
 // CountRuns (GET /stats/runs) reads every head the same way and decodes
 // only its status.
 //

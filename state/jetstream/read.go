@@ -418,27 +418,66 @@ func (r reader) chunk(ctx context.Context, runKey string, key []byte) ([]byte, e
 
 // eachHead calls fn with the key and value of every entry of the heads
 // buckets (their latest values, read through one watcher per shard, one
-// shard after the other).
+// shard after the other), each key once, in no particular order. It sees
+// every head committed before it was called, even from a replica that
+// lags (see eachOf).
 func (r reader) eachHead(ctx context.Context, fn func(key string, value []byte)) error {
 	if err := r.s.check(ctx); err != nil {
 		return err
 	}
 	for i := range r.s.shards {
-		if err := eachOf(ctx, r.s.shards[i].heads, fn); err != nil {
+		sh := &r.s.shards[i]
+		tip, err := r.s.headsTip(ctx, sh)
+		if err != nil {
+			return unavailable(err)
+		}
+		if err := eachOf(ctx, sh.heads, tip, fn); err != nil {
 			return unavailable(err)
 		}
 	}
 	return nil
 }
 
-// eachOf calls fn with the key and value of every entry of kv.
-func eachOf(ctx context.Context, kv jetstream.KeyValue, fn func(key string, value []byte)) error {
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+// headsTip is the sequence of the last message of shard sh's heads
+// bucket, as its stream leader (which has every acknowledged write)
+// answers; 0 when the bucket is empty. The bucket keeps one message per
+// key and denies deletes, so that message is always there: it is the
+// latest value of its key.
+func (s *Store) headsTip(ctx context.Context, sh *shard) (uint64, error) {
+	st, err := s.js.Stream(ctx, sh.headStream)
+	if err != nil {
+		return 0, fmt.Errorf("heads bucket %s: %w", sh.headsName, err)
+	}
+	if st.CachedInfo().State.Msgs == 0 {
+		return 0, nil
+	}
+	return st.CachedInfo().State.LastSeq, nil
+}
+
+// watchAll starts a watch of every key of kv; tests replace it to play
+// a replica that lags.
+var watchAll = func(ctx context.Context, kv jetstream.KeyValue) (jetstream.KeyWatcher, error) {
+	return kv.WatchAll(ctx)
+}
+
+// eachOf calls fn with the key and latest value of every entry of kv,
+// each key once, having seen every message up to sequence tip. The
+// watcher's consumer may be placed on any replica of the bucket's
+// stream, one that lags the leader by the last writes: its "every
+// current value was delivered" marker then comes before the latest
+// values (a key missing, or an older value of it), which arrive after
+// it as updates. So values are kept by key, a later one replacing an
+// earlier one, until both the marker and the message at tip arrived.
+func eachOf(ctx context.Context, kv jetstream.KeyValue, tip uint64, fn func(key string, value []byte)) error {
+	w, err := watchAll(ctx, kv)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = w.Stop() }()
-	for {
+	latest := map[string][]byte{}
+	var seen uint64 // the highest sequence delivered
+	initial := false
+	for !initial || seen < tip {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -446,12 +485,22 @@ func eachOf(ctx context.Context, kv jetstream.KeyValue, fn func(key string, valu
 			if !ok {
 				return errors.New("heads watcher closed")
 			}
-			if e == nil { // every current value was delivered
-				return nil
+			if e == nil { // every value the replica had was delivered
+				initial = true
+				continue
 			}
-			fn(e.Key(), e.Value())
+			seen = max(seen, e.Revision())
+			if e.Operation() == jetstream.KeyValuePut {
+				latest[e.Key()] = e.Value()
+			} else {
+				delete(latest, e.Key())
+			}
 		}
 	}
+	for k, v := range latest {
+		fn(k, v)
+	}
+	return nil
 }
 
 // allHeads reads every run head, in ID order. Unreadable heads are returned
