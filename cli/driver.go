@@ -136,13 +136,30 @@ func (d *driver) launch(ctx context.Context, req workflows.StartRequest) (state.
 	if g := req.Grants; g != nil {
 		h.ReadRoots, h.WriteRoots = g.ReadRoots, g.WriteRoots
 	}
-	st, err := d.srv.c.Handover(ctx, h)
+	// Ctrl-C during the hand-over must not lose the run: once the server
+	// took the request it drives the run, so the request and the head
+	// read are finished, and the caller, finding ctx done, pauses it
+	// (interrupted) like a run it follows.
+	hctx, cancel := handoverContext(ctx)
+	defer cancel()
+	st, err := d.srv.c.Handover(hctx, h)
 	if err != nil {
 		return state.Run{}, nil, false, err
 	}
 	d.announce(st.RunID)
-	head, err := d.reader().Run(ctx, st.RunID)
+	head, err := d.reader().Run(hctx, st.RunID)
 	return head, st.Warnings, st.Resumed, err
+}
+
+// handoverTimeout bounds a hand-over request and the head read after it
+// once they no longer end with the command's context.
+const handoverTimeout = 2 * time.Minute
+
+// handoverContext is ctx without its cancellation (Ctrl-C), bounded by
+// handoverTimeout: the context of a request that makes the server drive
+// a run, whose answer (the run's id) the command needs to pause it.
+func handoverContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), handoverTimeout)
 }
 
 // resume resumes run id and its unfinished descendants (flock run
@@ -154,16 +171,19 @@ func (d *driver) resume(ctx context.Context, id string) (state.Run, error) {
 		}
 		return d.a.Store.Run(ctx, id)
 	}
-	if _, err := d.srv.c.HandoverResume(ctx, id, d.keys); err != nil && !errors.Is(err, client.ErrConflict) {
+	// As for launch: the server drives the run once it took the request.
+	hctx, cancel := handoverContext(ctx)
+	defer cancel()
+	if _, err := d.srv.c.HandoverResume(hctx, id, d.keys); err != nil && !errors.Is(err, client.ErrConflict) {
 		return state.Run{}, runNotFound(err, id, d.dataDir())
 	} else if err != nil {
 		// 409: the run has ended, or a key is still missing.
-		if h, herr := d.reader().Run(ctx, id); herr != nil || !h.Status.Terminal() {
+		if h, herr := d.reader().Run(hctx, id); herr != nil || !h.Status.Terminal() {
 			return state.Run{}, err
 		}
 	}
 	d.announce(id)
-	return d.reader().Run(ctx, id)
+	return d.reader().Run(hctx, id)
 }
 
 // announce tells the person at the terminal, on stderr, that the run is
