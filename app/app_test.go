@@ -14,9 +14,17 @@ import (
 	"github.com/flockrun/flock/workflows"
 )
 
+// open opens an App in mode on a fresh data directory (see openWith).
 func open(t *testing.T, mode string) *App {
 	t.Helper()
-	a, err := Open(context.Background(), configs.Server{DataDir: t.TempDir(), Mode: mode}, nil)
+	return openWith(t, configs.Server{DataDir: t.TempDir(), Mode: mode})
+}
+
+// openWith opens an App with cfg and closes it when the test ends. (The
+// package's tests cannot use internal/testkit/testapp, which imports app.)
+func openWith(t *testing.T, cfg configs.Server) *App {
+	t.Helper()
+	a, err := Open(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/operations"
@@ -25,23 +24,13 @@ func httpApp(t *testing.T) (a *App, base, dir string) {
 	t.Helper()
 	dir = t.TempDir()
 	cfg := configs.Server{DataDir: filepath.Join(dir, "flock-data"), Mode: "simulated", ReadRoots: []string{dir}}
-	a, err := Open(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a = openWith(t, cfg)
 	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	t.Cleanup(ts.Close)
 	return a, ts.URL, dir
 }
 

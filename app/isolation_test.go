@@ -33,17 +33,7 @@ func TestIsolationSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := Open(context.Background(), configs.Server{DataDir: data, Mode: "simulated", Isolation: policy}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := a.Close(ctx); err != nil {
-				t.Error(err)
-			}
-		})
+		a := openWith(t, configs.Server{DataDir: data, Mode: "simulated", Isolation: policy})
 		return a, data
 	}
 	auto, autoData := open("")

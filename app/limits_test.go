@@ -39,17 +39,7 @@ func TestServerModelLimitsReachGenerate(t *testing.T) {
 	t.Setenv("FLOCK_TEST_KEY", "sk-test-0123456789")
 	cfg := configs.Server{DataDir: t.TempDir(), Mode: "live", WorkflowDirs: []string{"../configs/workflows"},
 		Models: map[string]configs.ModelLimits{"test-model": {MaxConcurrency: 1}}}
-	a, err := Open(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	a := openWith(t, cfg)
 	var ids []string
 	for _, own := range []string{`,"max_concurrency":5`, ``, `,"max_concurrency":1`} {
 		settings := fmt.Sprintf(`{"model":"m","max_turns":1,"models":{"m":{"name":"test-model","base_url":%q,"api_key_env":"FLOCK_TEST_KEY"%s}}}`, srv.URL+"/v1", own)
