@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/procgroup"
 )
 
 // Isolation kinds (settings isolation.kind).
@@ -176,16 +176,10 @@ func runProbe() error {
 	cmd.Stderr = &stderr
 	// bwrap's first child waits for its parent before it can die with it:
 	// a bwrap that fails early (where /proc is not its PID namespace's)
-	// leaves it blocked, holding stderr open. So the probe runs in its own
-	// process group, stops waiting for stderr shortly after bwrap exits,
-	// and kills whatever is left of the group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = time.Second
-	err = cmd.Run()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if err != nil {
+	// leaves it blocked, holding stderr open. procgroup.Run stops waiting
+	// for stderr shortly after bwrap exits, kills whatever is left of its
+	// group, and kills the whole group at the deadline.
+	if err := procgroup.Run(cmd, time.Second); err != nil {
 		return fmt.Errorf("%w: %s: %v: %s", ErrUnavailable, bwrap, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/procgroup"
 	"github.com/flockrun/flock/isolation"
 )
 
@@ -82,13 +83,12 @@ func resolveInterpreter(ctx context.Context, configured string) (string, error) 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p, "-c", "import sys; print(sys.executable)")
 	cmd.Env = baseEnv(configs.Isolation{}, nil)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := procgroup.Run(cmd, time.Second); err != nil {
 		return "", fmt.Errorf("%w: resolve shim %s: %v: %s", ErrNoInterpreter, p, err, strings.TrimSpace(stderr.String()))
 	}
-	real := strings.TrimSpace(string(out))
+	real := strings.TrimSpace(stdout.String())
 	if real == "" || !filepath.IsAbs(real) {
 		return "", fmt.Errorf("%w: shim %s reported %q", ErrNoInterpreter, p, real)
 	}

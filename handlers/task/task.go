@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/procgroup"
 	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
@@ -106,13 +106,10 @@ func (h *Handler) Score(ctx context.Context, env handlers.Env) (*operations.Scor
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = env.WorkDir
 	cmd.Env = isolation.Environ(iso, "HOME="+env.WorkDir, "LANG=C.UTF-8")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	runErr := cmd.Run()
+	runErr := procgroup.Run(cmd, time.Second)
 	if ctx.Err() == context.DeadlineExceeded {
 		return nil, fmt.Errorf("scorer timed out after %gs", s.TimeoutS)
 	}

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flockrun/flock/internal/procgroup"
 )
 
 // npmTimeout bounds one npm install; NPMInstall shortens it to a quarter
@@ -51,28 +53,22 @@ func NPMInstall(tb testing.TB, packages ...string) (node, modules string) {
 }
 
 // npmInstall runs npm install into dir and returns its combined output.
-// npm runs in its own process group, killed whole when ctx ends, and the
-// wait for its output stops shortly after npm exits: a child npm started
-// (a lifecycle script, a git fetch) that outlives it and keeps the output
-// pipe open cannot hold the test forever.
+// It runs under procgroup.Run: a child npm started (a lifecycle script, a
+// git fetch) that outlives it and keeps the output pipe open cannot hold
+// the test forever.
 func npmInstall(ctx context.Context, npm, dir string, packages []string) ([]byte, error) {
 	args := append([]string{"install"}, packages...)
 	args = append(args, "--no-audit", "--no-fund", "--silent", "--prefix", dir)
 	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	if cmd.Process != nil {
-		// Whatever npm left behind in its group goes too.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := procgroup.Run(cmd, 5*time.Second)
 	if err != nil && ctx.Err() != nil {
-		return out, fmt.Errorf("did not finish in time (registry or network stalled?): %w: %v", context.Cause(ctx), err)
+		return out.Bytes(), fmt.Errorf("did not finish in time (registry or network stalled?): %w: %v", context.Cause(ctx), err)
 	}
 	if err != nil && errors.Is(err, exec.ErrWaitDelay) {
-		return out, fmt.Errorf("a process npm started kept its output open after npm exited: %w", err)
+		return out.Bytes(), fmt.Errorf("a process npm started kept its output open after npm exited: %w", err)
 	}
-	return out, err
+	return out.Bytes(), err
 }
