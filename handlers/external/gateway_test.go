@@ -217,7 +217,7 @@ func TestGatewayAuthAndGuard(t *testing.T) {
 	}
 	// The rest of the API still wants the server's token.
 	req, _ := http.NewRequest("GET", f.base+"/runs", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestGatewayAuthAndGuard(t *testing.T) {
 	// /v1/models lists the session's models.
 	req, _ = http.NewRequest("GET", s.url+"/models", nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err = http.DefaultClient.Do(req)
+	resp, err = httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func (s *session) stream(t *testing.T, body any) []chunk {
 	req, _ := http.NewRequest("POST", s.url+"/chat/completions", bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,6 +121,11 @@ func writeFile(t testing.TB, dir, name, content string) string {
 	return p
 }
 
+// httpClient is the tests' client of the gateway and the API: a request
+// the server never answers fails the test naming its URL within this
+// timeout instead of holding it until the test binary's -timeout.
+var httpClient = &http.Client{Timeout: 2 * time.Minute}
+
 // post sends a JSON body with headers and returns the status and body.
 func post(t testing.TB, url string, body any, headers map[string]string) (int, []byte, http.Header) {
 	t.Helper()
@@ -141,7 +146,7 @@ func post(t testing.TB, url string, body any, headers map[string]string) (int, [
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func (s *session) streamResponses(t *testing.T, body map[string]any) []responseE
 	req, _ := http.NewRequest(http.MethodPost, s.url+"/responses", bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
