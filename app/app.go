@@ -20,6 +20,7 @@ import (
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/telemetry"
 	"github.com/flockrun/flock/workflows"
 )
@@ -223,7 +224,7 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 // openStore opens the data directory's database. It refuses a database
 // that is missing or empty while run directories exist (unless
 // cfg.NewStore), and words a damaged file's error with what to do.
-func openStore(cfg configs.Server) (*state.BoltStore, error) {
+func openStore(cfg configs.Server) (*bolt.Store, error) {
 	path := cfg.DBPath()
 	fi, err := os.Stat(path)
 	if (errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0)) && !cfg.NewStore {
@@ -243,7 +244,7 @@ func openStore(cfg configs.Server) (*state.BoltStore, error) {
 				ErrNoStore, path, what, cfg.RunsDir(), n)
 		}
 	}
-	st, err := state.OpenBolt(path, state.BoltOptions{})
+	st, err := bolt.Open(path, bolt.Options{})
 	if errors.Is(err, state.ErrCorrupt) {
 		return nil, fmt.Errorf("%w; run `flock db check --data %s` to list the damage and `flock db recover --data %s --to FILE` to copy what is readable, then move FILE to %s and start again",
 			err, cfg.DataDir, cfg.DataDir, path)

@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -135,7 +136,7 @@ func LiveRuns(runs, entries int) (LiveStats, error) {
 		return out, err
 	}
 	defer os.RemoveAll(dir)
-	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
 	if err != nil {
 		return out, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/script"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -41,8 +42,8 @@ type clock struct {
 	calls map[string][]time.Time
 	// stats, if set, is sampled at the first timed call of all, so that
 	// bytes written by the prefill are not counted.
-	stats func() state.BoltStats
-	first *state.BoltStats
+	stats func() bolt.Stats
+	first *bolt.Stats
 }
 
 func (c *clock) mark(run string) {
@@ -105,7 +106,7 @@ func tickWorkflow(c *clock) phases.Workflow {
 // engine is an executor on a fresh store in a temporary directory.
 type engine struct {
 	dir   string
-	store *state.BoltStore
+	store *bolt.Store
 	ex    *workflows.Executor
 	clock *clock
 }
@@ -121,7 +122,7 @@ func newEngineWith(hs map[operations.Kind]handlers.Handler, cfg workflows.Config
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ type TransitionStats struct {
 	PagesPerTransition float64
 }
 
-func stats(gaps []time.Duration, wall time.Duration, before, after state.BoltStats) TransitionStats {
+func stats(gaps []time.Duration, wall time.Duration, before, after bolt.Stats) TransitionStats {
 	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
 	var sum time.Duration
 	for _, g := range gaps {

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/flockrun/flock/configs"
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 )
 
 // errDamaged is returned by db check when it found problems (they are
@@ -66,7 +66,7 @@ func dbCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func dbCheck(ctx context.Context, path string, stdout io.Writer) error {
-	rep, err := state.CheckFile(ctx, path)
+	rep, err := bolt.CheckFile(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func dbCheck(ctx context.Context, path string, stdout io.Writer) error {
 }
 
 func dbRecover(ctx context.Context, from, to string, stdout io.Writer) error {
-	rep, err := state.RecoverFile(ctx, from, to)
+	rep, err := bolt.RecoverFile(ctx, from, to)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 )
 
 // source is where flock runs reads runs: a server's API (--server, or the
@@ -30,8 +31,8 @@ import (
 // read-only when no server holds it.
 type source struct {
 	r     runReader
-	c     *client.Client   // a server's, or nil
-	store *state.BoltStore // the data directory's, or nil
+	c     *client.Client // a server's, or nil
+	store *bolt.Store    // the data directory's, or nil
 	data  string
 	// where names the source in messages: the data directory, or the
 	// flock server given by --server.
@@ -69,7 +70,7 @@ func openSource(ctx context.Context, fs *flag.FlagSet, serverURL, token, data st
 		}
 		return &source{r: remote{c}, c: c, data: data, where: where}, func() {}, nil
 	}
-	st, err := state.OpenBolt(filepath.Join(data, "flock.db"), state.BoltOptions{ReadOnly: true})
+	st, err := bolt.Open(filepath.Join(data, "flock.db"), bolt.Options{ReadOnly: true})
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("%s holds no runs (no flock.db, and no flock server holds it): give the data directory of your runs with --data DIR, or a server with --server URL", data)
 	}

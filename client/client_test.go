@@ -17,7 +17,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/server"
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -39,7 +39,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

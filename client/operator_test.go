@@ -17,7 +17,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/server"
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -27,7 +27,7 @@ import (
 // from step 1 (where it asked the rating).
 func TestClientOperator(t *testing.T) {
 	dir := t.TempDir()
-	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	jsstore "github.com/flockrun/flock/state/jetstream"
 )
 
@@ -296,7 +297,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	}
 	own := !o.bolt
 	if o.bolt {
-		shared, err := state.OpenBolt(filepath.Join(base, "shared.db"), state.BoltOptions{})
+		shared, err := bolt.Open(filepath.Join(base, "shared.db"), bolt.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -27,7 +28,7 @@ func Example() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -122,7 +123,7 @@ func lookupHandler(tb testing.TB, kind operations.Kind) handlers.Info {
 type env struct {
 	srv   *Server
 	ex    *workflows.Executor
-	store *state.BoltStore
+	store *bolt.Store
 	base  string // http://127.0.0.1:port
 	token string // sent as a bearer token when set
 	// gate releases the bash ops of test.wait when closed.

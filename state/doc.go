@@ -1,5 +1,5 @@
-// Package state holds what flock persists about runs and the Store that
-// persists it.
+// Package state holds what flock persists about runs, the Store contract
+// that persists it, and the op codec every store shares.
 //
 // # Layout
 //
@@ -45,7 +45,7 @@
 //     reloads the run before writing again).
 //
 // Leases alone cannot guard writes (a paused process wakes up believing it
-// still holds one); the revision can. BoltStore keeps leases in memory
+// still holds one); the revision can. The bbolt store (package state/bolt) keeps leases in memory
 // (the file is locked by one process, and a restarted process holds
 // none) and reads the stored revision from the head's first bytes inside
 // the commit transaction. The JetStream store (package state/jetstream)
@@ -57,34 +57,11 @@
 // The contract's behaviours are tested once for every Store, by the
 // suite of package state/storetest.
 //
-// # bbolt
+// # Stores
 //
-// BoltStore (OpenBolt) is the embedded Store. Each record kind has a
-// bucket; per-run logs are keyed run ID + 0x00 + big-endian sequence, so a
-// commit puts a few small keys and rewrites only the B+tree pages on their
-// paths, whatever the run's history length. Indexes of unfinished runs and
-// of children are kept in the same transactions. One committer goroutine
-// applies queued commits, as many as are waiting, in one transaction.
-//
-// # Damage
-//
-// bbolt trusts its pages: a truncated or garbled file makes it panic or
-// fault, partly in goroutines of its own where nothing can recover. So
-// OpenBolt first walks the file's B+tree with plain reads (verify.go:
-// meta checksums, file length against the last transaction, and for every
-// reachable page its id, type, bounds and key order) and refuses a damaged
-// file with an error wrapping ErrCorrupt that names the file and the
-// first damage; this walk reads every reachable page once (about 0.2 s
-// for 10,000 runs, docs/benchmarks.md). Reads and commits run with
-// debug.SetPanicOnFault and recover, so a page damaged later is an
-// ErrCorrupt error, not a crash; Unfinished returns the readable heads
-// along with the error naming the others.
-//
-// CheckFile checks a file read-only (structure plus flock's invariants:
-// heads decode, specs exist, entries 1..Entries and the current step's
-// ops are present, the unfinished index matches the heads). RecoverFile
-// copies every readable record of a damaged file into a new one, using
-// the same walk rather than bbolt, and reports what was lost per run.
+// The stores are packages of their own, so that naming the contract links
+// neither: state/bolt, the embedded store of one file, and
+// state/jetstream, the store of a cluster.
 //
 // # Caveats
 //

@@ -33,7 +33,7 @@ var (
 	// unexpired lease on the run.
 	ErrLeaseHeld = errors.New("run is leased to another owner")
 	// ErrReadOnly is returned by commits to a store opened read-only
-	// (BoltOptions.ReadOnly).
+	// (bolt.Options.ReadOnly).
 	ErrReadOnly = errors.New("store is open read-only")
 	// ErrLeaseLost is returned by Renew when the caller no longer holds
 	// the run's lease (it expired and was claimed by another owner, or was

@@ -42,11 +42,13 @@ const (
 	chunkBigBytes = 1 << 10  // a message this large is a chunk of its own
 	chunkMaxBytes = 32 << 10 // a chunk ends once it is this large
 	chunkMinMsgs  = 4        // requests with fewer messages are stored inline
-	blobKeyBytes  = 16       // sha256 prefix
 )
 
+// ChunkKeyBytes is the length of a Chunk's key.
+const ChunkKeyBytes = 16
+
 // Chunk is content a store keeps once under its key, if absent. Key is
-// the first 16 bytes of the SHA-256 of Val, so equal contents share a key
+// the first ChunkKeyBytes (16) bytes of the SHA-256 of Val, so equal contents share a key
 // and a chunk, once written, never changes.
 type Chunk struct {
 	Key, Val []byte
@@ -134,7 +136,7 @@ func RequestChunks(rec []byte) (id string, keys [][]byte, err error) {
 	}
 	for _, ref := range so.MsgChunks {
 		k, err := hex.DecodeString(ref)
-		if err != nil || len(k) != blobKeyBytes {
+		if err != nil || len(k) != ChunkKeyBytes {
 			return so.ID, nil, fmt.Errorf("op %s: bad chunk ref %q", so.ID, ref)
 		}
 		keys = append(keys, k)
@@ -177,7 +179,7 @@ func splitChunks(op Op) (storedOp, []Chunk, error) {
 		}
 		cur.WriteByte(']')
 		sum := sha256.Sum256(cur.Bytes())
-		k := sum[:blobKeyBytes]
+		k := sum[:ChunkKeyBytes]
 		chunks = append(chunks, Chunk{Key: k, Val: bytes.Clone(cur.Bytes())})
 		refs = append(refs, hex.EncodeToString(k))
 		cur.Reset()

@@ -121,7 +121,7 @@ type Leaser interface {
 	Release(ctx context.Context, id, owner string) error
 }
 
-// Store is the persistence of runs: the bbolt store (OpenBolt) is the
+// Store is the persistence of runs: the bbolt store (state/bolt) is the
 // embedded default, and the contract admits a distributed one (state/jetstream;
 // docs/design.md, "Stores"). What any Store must guarantee:
 //

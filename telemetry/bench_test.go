@@ -8,6 +8,7 @@ import (
 
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/telemetry"
 	"github.com/flockrun/flock/workflows"
 )
@@ -46,7 +47,7 @@ func BenchmarkTransitionTracing(b *testing.B) {
 		name := map[bool]string{false: "export=off", true: "export=on"}[on]
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
-			st, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+			st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

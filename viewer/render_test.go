@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 )
 
 // Seeded store sizes of TestViewerFirstRender (issue 15, point 5).
@@ -100,16 +101,16 @@ func seedStore(t *testing.T, dataDir string) (big, deep string) {
 
 // openSeed opens the bbolt store of dataDir for a bulk load (NoSync: the
 // test can rebuild it; closeSeed syncs).
-func openSeed(t *testing.T, dataDir string) *state.BoltStore {
+func openSeed(t *testing.T, dataDir string) *bolt.Store {
 	t.Helper()
-	st, err := state.OpenBolt(filepath.Join(dataDir, "flock.db"), state.BoltOptions{NoSync: true})
+	st, err := bolt.Open(filepath.Join(dataDir, "flock.db"), bolt.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-func closeSeed(t *testing.T, st *state.BoltStore) {
+func closeSeed(t *testing.T, st *bolt.Store) {
 	t.Helper()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)

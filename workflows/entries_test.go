@@ -21,6 +21,7 @@ import (
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -259,7 +260,7 @@ func TestEntryCacheBudgets(t *testing.T) {
 // failingStore fails reads of the first page of entries while failing is
 // set (the resume reads the last page, which it leaves alone).
 type failingStore struct {
-	*state.BoltStore
+	*bolt.Store
 	failing atomic.Bool
 	reads   atomic.Int64
 }
@@ -271,7 +272,7 @@ func (f *failingStore) Entries(ctx context.Context, id string, after uint64, lim
 	if f.failing.Load() && after == 0 {
 		return nil, errInjected
 	}
-	return f.BoltStore.Entries(ctx, id, after, limit)
+	return f.Store.Entries(ctx, id, after, limit)
 }
 
 // readFirst is a workflow whose phase (or, with viaOp, whose op's
@@ -308,7 +309,7 @@ func TestEntryReadErrorInterruptsRun(t *testing.T) {
 		t.Run(map[bool]string{false: "phase", true: "handler"}[viaOp], func(t *testing.T) {
 			dir := t.TempDir()
 			bolt := teststore.OpenAt(t, dir)
-			st := &failingStore{BoltStore: bolt}
+			st := &failingStore{Store: bolt}
 			seedRun(t, st, dir, "r", "first", "p", 1000)
 			reg := phases.NewRegistry()
 			reg.MustRegister(readFirst(viaOp))

@@ -21,6 +21,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -28,7 +29,7 @@ import (
 type env struct {
 	t        testing.TB
 	dir      string
-	store    *state.BoltStore
+	store    *bolt.Store
 	reg      *phases.Registry
 	handlers map[operations.Kind]handlers.Handler
 	ex       *workflows.Executor

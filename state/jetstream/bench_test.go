@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -61,7 +62,7 @@ func transitionCommit(id string, step, expect uint64) *state.Commit {
 // fresh store.
 func benchStores(b *testing.B, fn func(b *testing.B, s state.Store)) {
 	b.Run("bolt", func(b *testing.B) {
-		s, err := state.OpenBolt(filepath.Join(b.TempDir(), "flock.db"), state.BoltOptions{})
+		s, err := bolt.Open(filepath.Join(b.TempDir(), "flock.db"), bolt.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 )
 
 // File is the store's file name inside its directory, as in a server's
@@ -17,7 +17,7 @@ const File = "flock.db"
 
 // Open opens a new store in a fresh tb.TempDir() and closes it when the
 // test ends.
-func Open(tb testing.TB) *state.BoltStore {
+func Open(tb testing.TB) *bolt.Store {
 	tb.Helper()
 	return OpenAt(tb, tb.TempDir())
 }
@@ -26,9 +26,9 @@ func Open(tb testing.TB) *state.BoltStore {
 // it when the test ends. Close is idempotent, so a test may close the store
 // itself and open dir again, as a restarted server does; every store
 // opened is closed at the end.
-func OpenAt(tb testing.TB, dir string) *state.BoltStore {
+func OpenAt(tb testing.TB, dir string) *bolt.Store {
 	tb.Helper()
-	st, err := state.OpenBolt(filepath.Join(dir, File), state.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(dir, File), bolt.Options{})
 	if err != nil {
 		tb.Fatalf("open store in %s: %v", dir, err)
 	}

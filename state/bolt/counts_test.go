@@ -1,10 +1,12 @@
-package state
+package bolt
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/flockrun/flock/state"
 )
 
 // BenchmarkCountRuns counts 100,000 runs.
@@ -22,9 +24,9 @@ func BenchmarkCountRuns(b *testing.B) {
 
 // seedRuns commits n small heads from 32 goroutines, so the store groups
 // them into few transactions.
-func seedRuns(tb testing.TB, s Store, n int) {
+func seedRuns(tb testing.TB, s state.Store, n int) {
 	tb.Helper()
-	statuses := []Status{StatusSucceeded, StatusFailed, StatusCancelled, StatusRunning}
+	statuses := []state.Status{state.StatusSucceeded, state.StatusFailed, state.StatusCancelled, state.StatusRunning}
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for w := range 32 {
@@ -33,7 +35,7 @@ func seedRuns(tb testing.TB, s Store, n int) {
 			defer wg.Done()
 			for i := w; i < n; i += 32 {
 				h := testHead(fmt.Sprintf("r%07d", i), "wf", "", statuses[i%len(statuses)])
-				if err := s.Commit(context.Background(), &Commit{RunID: h.ID, Run: h}); err != nil {
+				if err := s.Commit(context.Background(), &state.Commit{RunID: h.ID, Run: h}); err != nil {
 					errs <- err
 					return
 				}

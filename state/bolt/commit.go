@@ -1,39 +1,38 @@
-package state
+package bolt
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
-	"strings"
-	"syscall"
+
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/flockrun/flock/record"
-	bolt "go.etcd.io/bbolt"
+	"github.com/flockrun/flock/state"
 )
 
 // commitReq is a Commit encoded by its caller and queued for the committer.
 // Encoding happens in the calling goroutine, so the single committer only
 // validates against stored state and puts bytes.
 type commitReq struct {
-	c       *Commit
-	head    []byte   // encoded head with Revision 0, nil if c.Run is nil (see headWithRevision)
-	status  Status   // head status, for the unfinished index
-	parent  string   // head parent, for the children index
-	spec    []byte   // encoded spec, nil if c.Spec is nil
-	entries [][]byte // encoded entries, in order
+	c       *state.Commit
+	head    []byte       // encoded head with Revision 0, nil if c.Run is nil (see headWithRevision)
+	status  state.Status // head status, for the unfinished index
+	parent  string       // head parent, for the children index
+	spec    []byte       // encoded spec, nil if c.Spec is nil
+	entries [][]byte     // encoded entries, in order
 	opKeys  [][]byte
-	ops     [][]byte // encoded ops, parallel to opKeys
-	chunks  []Chunk  // message chunks the ops refer to (put if absent)
+	ops     [][]byte      // encoded ops, parallel to opKeys
+	chunks  []state.Chunk // message chunks the ops refer to (put if absent)
 	// results holds, per op of c.Ops, the encoded result record of a done
 	// op (nil for a pending op, whose request record is in ops).
 	results [][]byte
 	// doneOps are the normalized done ops, in order, for the fallback in write.
-	doneOps []Op
+	doneOps []state.Op
 	events  [][]byte // encoded events with Seq 0 (see eventWithSeq)
 	size    int      // bytes of the above, for the batch budget
 
@@ -60,15 +59,15 @@ type commitReq struct {
 // that the caller always knows whether the commit was applied. After
 // Close, Commit fails with ErrClosed. The committer does not retain c after
 // Commit returns.
-func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
+func (s *Store) Commit(ctx context.Context, c *state.Commit) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.isClosed.Load() {
-		return ErrClosed
+		return state.ErrClosed
 	}
 	if s.opts.ReadOnly {
-		return fmt.Errorf("commit to run %s: %s: %w", c.RunID, s.path, ErrReadOnly)
+		return fmt.Errorf("commit to run %s: %s: %w", c.RunID, s.path, state.ErrReadOnly)
 	}
 	r, err := encodeCommit(c)
 	if err != nil {
@@ -78,7 +77,7 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return ErrClosed
+		return state.ErrClosed
 	}
 	select {
 	case s.reqs <- r:
@@ -92,14 +91,14 @@ func (s *BoltStore) Commit(ctx context.Context, c *Commit) error {
 
 // encodeCommit checks what can be checked without stored state and
 // encodes c.
-func encodeCommit(c *Commit) (*commitReq, error) {
-	if err := CheckCommitRun(c); err != nil {
+func encodeCommit(c *state.Commit) (*commitReq, error) {
+	if err := state.CheckCommitRun(c); err != nil {
 		return nil, err
 	}
 	id := c.RunID
 	r := &commitReq{c: c, done: make(chan error, 1)}
 	if c.Run != nil {
-		h, err := CommitHead(c)
+		h, err := state.CommitHead(c)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +120,7 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 		r.spec = b
 		r.size += len(b)
 	}
-	if err := CheckEntrySeqs(id, c.Entries); err != nil {
+	if err := state.CheckEntrySeqs(id, c.Entries); err != nil {
 		return nil, err
 	}
 	if len(c.Entries) > 0 {
@@ -141,15 +140,15 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 		r.ops = make([][]byte, len(c.Ops))
 		r.results = make([][]byte, len(c.Ops))
 		for i := range c.Ops {
-			op, err := CommitOp(id, c.Ops[i])
+			op, err := state.CommitOp(id, c.Ops[i])
 			if err != nil {
 				return nil, err
 			}
 			r.opKeys[i] = opKey(id, op.Step, uint32(op.Index))
-			if op.Status == OpDone {
+			if op.Status == state.OpDone {
 				// The request was journaled with the op as pending: write
 				// only what completion adds (see write for the fallback).
-				b, err := EncodeResult(op)
+				b, err := state.EncodeResult(op)
 				if err != nil {
 					return nil, fmt.Errorf("commit to run %s: encode result of op %s: %w", id, op.ID, err)
 				}
@@ -158,7 +157,7 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 				r.size += len(b) + len(r.opKeys[i])
 				continue
 			}
-			b, chunks, err := EncodeRequest(op)
+			b, chunks, err := state.EncodeRequest(op)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode op %s: %w", id, op.ID, err)
 			}
@@ -189,42 +188,9 @@ func encodeCommit(c *Commit) (*commitReq, error) {
 	return r, nil
 }
 
-// OpID returns the ID of operation index of step of run:
-// "<run>/<step>/<index>".
-func OpID(run string, step uint64, index int) string {
-	b := make([]byte, 0, len(run)+24)
-	b = append(b, run...)
-	b = append(b, '/')
-	b = strconv.AppendUint(b, step, 10)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(index), 10)
-	return string(b)
-}
-
-// ParseOpID splits an ID made by OpID. The run part may itself contain '/'.
-func ParseOpID(id string) (run string, step uint64, index int, err error) {
-	j := strings.LastIndexByte(id, '/')
-	if j <= 0 {
-		return "", 0, 0, fmt.Errorf("malformed op id %q", id)
-	}
-	i := strings.LastIndexByte(id[:j], '/')
-	if i <= 0 {
-		return "", 0, 0, fmt.Errorf("malformed op id %q", id)
-	}
-	step, err = strconv.ParseUint(id[i+1:j], 10, 64)
-	if err != nil {
-		return "", 0, 0, fmt.Errorf("malformed op id %q: step: %w", id, err)
-	}
-	idx, err := strconv.ParseUint(id[j+1:], 10, 32)
-	if err != nil {
-		return "", 0, 0, fmt.Errorf("malformed op id %q: index: %w", id, err)
-	}
-	return id[:i], step, int(idx), nil
-}
-
 // commitLoop is the committer goroutine. It exits when reqs is closed and
 // drained, after answering every request it received.
-func (s *BoltStore) commitLoop() {
+func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*commitReq, 0, s.opts.MaxBatchCommits)
 	for {
@@ -254,7 +220,7 @@ func (s *BoltStore) commitLoop() {
 
 // buckets are the buckets of one write transaction.
 type buckets struct {
-	runs, specs, entries, ops, events, unfinished, children, blobs, results *bolt.Bucket
+	runs, specs, entries, ops, events, unfinished, children, blobs, results *bbolt.Bucket
 }
 
 // applyBatch applies batch in one transaction and answers each request.
@@ -266,7 +232,7 @@ type buckets struct {
 // itself fails afterwards (not expected once validated: keys are bounded),
 // the whole transaction is rolled back and the batch is retried one commit
 // per transaction, so again only the culprit fails.
-func (s *BoltStore) applyBatch(batch []*commitReq) {
+func (s *Store) applyBatch(batch []*commitReq) {
 	errs := make([]error, len(batch))
 	writeFailed, err := s.update(batch, errs)
 	if err != nil && writeFailed && len(batch) > 1 {
@@ -299,42 +265,20 @@ func (s *BoltStore) applyBatch(batch []*commitReq) {
 
 // classify marks a failed transaction's error with ErrNoSpace when the
 // disk was full, naming the file, so that callers can wait and retry.
-func (s *BoltStore) classify(err error) error {
+func (s *Store) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if IsNoSpace(err) {
-		return &noSpaceError{path: s.path, err: err}
+	if state.IsNoSpace(err) {
+		return state.NoSpace(s.path, err)
 	}
 	return err
 }
 
-// IsNoSpace reports whether err is a full disk or an exceeded quota.
-func IsNoSpace(err error) bool {
-	return errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
-
-// noSpaceError is a write that failed for lack of space on the disk that
-// holds path. It matches ErrNoSpace and the underlying error.
-type noSpaceError struct {
-	path string
-	err  error
-}
-
-func (e *noSpaceError) Error() string {
-	return "no space left on the disk holding " + e.path
-}
-
-func (e *noSpaceError) Unwrap() []error { return []error{ErrNoSpace, e.err} }
-
-// NoSpace wraps err, a failed write beneath path, so that it matches
-// ErrNoSpace and names path.
-func NoSpace(path string, err error) error { return &noSpaceError{path: path, err: err} }
-
 // update runs one write transaction over batch, storing per-commit
 // validation errors in errs. It reports whether a write failed (the
 // transaction was then rolled back) and the transaction's error.
-func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, err error) {
+func (s *Store) update(batch []*commitReq, errs []error) (writeFailed bool, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
@@ -343,7 +287,7 @@ func (s *BoltStore) update(batch []*commitReq, errs []error) (writeFailed bool, 
 		}
 	}()
 	var written uint64
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b := buckets{
 			runs:       tx.Bucket(bucketRuns),
 			specs:      tx.Bucket(bucketSpecs),
@@ -385,22 +329,22 @@ func validate(b *buckets, r *commitReq) error {
 		if v := b.runs.Get([]byte(id)); v != nil {
 			var err error
 			if stored, err = headRevision(v); err != nil {
-				return fmt.Errorf("%w: run %s: read head revision: %v", ErrCorrupt, id, err)
+				return fmt.Errorf("%w: run %s: read head revision: %v", state.ErrCorrupt, id, err)
 			}
 		}
 		if want := r.c.ExpectRevision; want != 0 && want != stored {
-			return fmt.Errorf("%w: run %s: expected head revision %d, stored %d", ErrFenced, id, want, stored)
+			return fmt.Errorf("%w: run %s: expected head revision %d, stored %d", state.ErrFenced, id, want, stored)
 		}
 		r.revision = stored + 1
 	}
 	if len(r.entries) > 0 {
 		last := lastSeq(b.entries, id)
 		if first := r.c.Entries[0].Seq; first != last+1 {
-			return fmt.Errorf("%w: run %s: entries start at seq %d but the stored log ends at %d", ErrConflict, id, first, last)
+			return fmt.Errorf("%w: run %s: entries start at seq %d but the stored log ends at %d", state.ErrConflict, id, first, last)
 		}
 	}
 	if r.spec != nil && b.specs.Get([]byte(id)) != nil {
-		return fmt.Errorf("%w: run %s: spec already stored", ErrConflict, id)
+		return fmt.Errorf("%w: run %s: spec already stored", state.ErrConflict, id)
 	}
 	if len(r.events) > 0 {
 		r.firstEvent = lastSeq(b.events, id) + 1
@@ -414,7 +358,7 @@ func write(b *buckets, r *commitReq) (uint64, error) {
 	id := r.c.RunID
 	key := []byte(id)
 	var n int
-	put := func(bk *bolt.Bucket, k, v []byte) error {
+	put := func(bk *bbolt.Bucket, k, v []byte) error {
 		n += len(k) + len(v)
 		return bk.Put(k, v)
 	}
@@ -477,7 +421,7 @@ func write(b *buckets, r *commitReq) (uint64, error) {
 		if b.ops.Get(key) == nil {
 			// Done without having been journaled pending (not what the
 			// executor does): write the request record too.
-			v, chunks, err := EncodeRequest(op)
+			v, chunks, err := state.EncodeRequest(op)
 			if err != nil {
 				return 0, fmt.Errorf("encode op of %s: %w", id, err)
 			}
@@ -520,7 +464,7 @@ func eventWithSeq(enc []byte, seq uint64) []byte {
 
 // lastSeq returns the largest seq stored under run's prefix in bk (an
 // entries or events bucket), or 0.
-func lastSeq(bk *bolt.Bucket, run string) uint64 {
+func lastSeq(bk *bbolt.Bucket, run string) uint64 {
 	c := bk.Cursor()
 	// Every key of run is run\x00..., which sorts before run\x01.
 	end := append([]byte(run), 1)

@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"encoding/binary"
@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/flockrun/flock/state"
 )
 
 // Bucket names of the bbolt layout. Keys of the per-run logs start with the
@@ -35,24 +37,24 @@ var (
 	keySchema = []byte("schema")
 )
 
-// Defaults of BoltOptions.
+// Defaults of Options.
 const (
-	DefaultBoltTimeout         = 2 * time.Second
-	DefaultBoltMaxBatchCommits = 1000
-	DefaultBoltMaxBatchBytes   = 8 << 20
+	DefaultTimeout         = 2 * time.Second
+	DefaultMaxBatchCommits = 1000
+	DefaultMaxBatchBytes   = 8 << 20
 )
 
-// BoltOptions configures OpenBolt. The zero value gives the defaults.
-type BoltOptions struct {
+// Options configures Open. The zero value gives the defaults.
+type Options struct {
 	// Timeout bounds the wait for the file lock when another process holds
-	// the data file. Default DefaultBoltTimeout (2s); it is never infinite.
+	// the data file. Default DefaultTimeout (2s); it is never infinite.
 	Timeout time.Duration
 	// MaxBatchCommits caps how many queued commits share one transaction.
-	// Default DefaultBoltMaxBatchCommits (1000).
+	// Default DefaultMaxBatchCommits (1000).
 	MaxBatchCommits int
 	// MaxBatchBytes caps the encoded bytes of one transaction's commits; the
 	// commit that crosses the cap is still included. Default
-	// DefaultBoltMaxBatchBytes (8 MiB).
+	// DefaultMaxBatchBytes (8 MiB).
 	MaxBatchBytes int
 	// InitialMmapSize is passed to bbolt (0 = bbolt's default). A large value
 	// avoids remapping, which blocks writers while readers are open.
@@ -75,20 +77,20 @@ type BoltOptions struct {
 	ReadOnly bool
 }
 
-func (o BoltOptions) withDefaults() BoltOptions {
+func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultBoltTimeout
+		o.Timeout = DefaultTimeout
 	}
 	if o.MaxBatchCommits <= 0 {
-		o.MaxBatchCommits = DefaultBoltMaxBatchCommits
+		o.MaxBatchCommits = DefaultMaxBatchCommits
 	}
 	if o.MaxBatchBytes <= 0 {
-		o.MaxBatchBytes = DefaultBoltMaxBatchBytes
+		o.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	return o
 }
 
-// BoltStore is the embedded Store on a bbolt file.
+// Store is the embedded Store on a bbolt file.
 //
 // Writes go through one committer goroutine owned by the store: it takes
 // the first queued commit, adds whatever else is already queued without
@@ -98,10 +100,10 @@ func (o BoltOptions) withDefaults() BoltOptions {
 //
 // Reads use bbolt read transactions and may run concurrently with the
 // committer. All methods are safe for concurrent use.
-type BoltStore struct {
-	db   *bolt.DB
+type Store struct {
+	db   *bbolt.DB
 	path string
-	opts BoltOptions
+	opts Options
 
 	// mu guards closed and the send side of reqs: Commit holds it for
 	// reading while it enqueues, Close for writing while it closes reqs.
@@ -117,8 +119,8 @@ type BoltStore struct {
 	// one process, so every owner is in this process, and after a crash
 	// no one holds a lease.
 	leaseMu sync.Mutex
-	leases  map[string]Lease // by run id; guarded by leaseMu
-	now     func() time.Time // the lease clock
+	leases  map[string]state.Lease // by run id; guarded by leaseMu
+	now     func() time.Time       // the lease clock
 
 	commits  atomic.Uint64
 	rejected atomic.Uint64
@@ -126,18 +128,18 @@ type BoltStore struct {
 	bytes    atomic.Uint64
 }
 
-// BoltStats are the counters of a BoltStore (Stats); PageBytes counts
+// Stats are the counters of a Store (Stats); PageBytes counts
 // the pages bbolt allocated to write transactions (copy-on-write: every
 // modified leaf and its branch path), the physical write volume except
 // meta pages.
-type BoltStats = Stats
+type Stats = state.Stats
 
-// OpenBolt opens or creates the bbolt file at path (creating its parent
+// Open opens or creates the bbolt file at path (creating its parent
 // directory) and starts the store's committer. If another process holds
 // the file, it fails after opts.Timeout with an error wrapping ErrInUse.
 // A file written by a newer schema fails with an error wrapping ErrSchema.
 // The caller must Close the store.
-func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
+func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	if opts.ReadOnly {
 		// A reader neither creates the file nor rebuilds its free list, so
@@ -153,11 +155,11 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 			return nil, err
 		}
 	}
-	var db *bolt.DB
+	var db *bbolt.DB
 	err := safely(path, func() (err error) {
-		db, err = bolt.Open(path, 0o600, &bolt.Options{
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
 			Timeout:      opts.Timeout,
-			FreelistType: bolt.FreelistMapType,
+			FreelistType: bbolt.FreelistMapType,
 			// The freelist is not written on every commit; bbolt rebuilds it by
 			// scanning the file when it opens after a crash. Safe, and it keeps
 			// large free lists off every fsync.
@@ -170,9 +172,9 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		return err
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("open %s: %w (lock not acquired within %s)", path, ErrInUse, opts.Timeout)
+		return nil, fmt.Errorf("open %s: %w (lock not acquired within %s)", path, state.ErrInUse, opts.Timeout)
 	}
-	if errors.Is(err, ErrCorrupt) {
+	if errors.Is(err, state.ErrCorrupt) {
 		return nil, err
 	}
 	if err != nil {
@@ -186,13 +188,13 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &BoltStore{
+	s := &Store{
 		db:     db,
 		path:   path,
 		opts:   opts,
 		reqs:   make(chan *commitReq, opts.MaxBatchCommits),
 		done:   make(chan struct{}),
-		leases: make(map[string]Lease),
+		leases: make(map[string]state.Lease),
 		now:    time.Now,
 	}
 	go s.commitLoop()
@@ -217,13 +219,13 @@ func preflight(path string) error {
 	}
 	res, err := scanFile(path, nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, describeScanFailure(res, err))
+		return fmt.Errorf("%s: %w: %s", path, state.ErrCorrupt, describeScanFailure(res, err))
 	}
 	switch n := len(res.problems); {
 	case n == 1:
-		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, res.problems[0])
+		return fmt.Errorf("%s: %w: %s", path, state.ErrCorrupt, res.problems[0])
 	case n > 1:
-		return fmt.Errorf("%s: %w: %s (and %d more problems)", path, ErrCorrupt, res.problems[0], n-1)
+		return fmt.Errorf("%s: %w: %s (and %d more problems)", path, state.ErrCorrupt, res.problems[0], n-1)
 	}
 	return nil
 }
@@ -235,14 +237,14 @@ func safely(path string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: %w: %v", path, ErrCorrupt, p)
+			err = fmt.Errorf("%s: %w: %v", path, state.ErrCorrupt, p)
 		}
 	}()
 	return fn()
 }
 
 // initSchema creates the buckets and checks or records the schema version.
-func initSchema(tx *bolt.Tx) error {
+func initSchema(tx *bbolt.Tx) error {
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
@@ -251,43 +253,43 @@ func initSchema(tx *bolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
 	if v := meta.Get(keySchema); len(v) == 8 {
 		stored := binary.BigEndian.Uint64(v)
-		if stored > SchemaVersion {
-			return fmt.Errorf("%w: data file has schema %d, this build reads up to %d", ErrSchema, stored, SchemaVersion)
+		if stored > state.SchemaVersion {
+			return fmt.Errorf("%w: data file has schema %d, this build reads up to %d", state.ErrSchema, stored, state.SchemaVersion)
 		}
-		if stored == SchemaVersion {
+		if stored == state.SchemaVersion {
 			return nil
 		}
 	} else if v != nil {
-		return fmt.Errorf("%w: malformed schema record %q", ErrSchema, v)
+		return fmt.Errorf("%w: malformed schema record %q", state.ErrSchema, v)
 	}
 	// New file or older schema: records are migrated when read (Migrate).
-	return meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, SchemaVersion))
+	return meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, state.SchemaVersion))
 }
 
 // checkSchema refuses, for a read-only open, a file that is not a flock
 // database or was written by a newer schema.
-func checkSchema(tx *bolt.Tx) error {
+func checkSchema(tx *bbolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
-		return fmt.Errorf("%w: no %s bucket: not a flock database", ErrSchema, bucketMeta)
+		return fmt.Errorf("%w: no %s bucket: not a flock database", state.ErrSchema, bucketMeta)
 	}
 	v := meta.Get(keySchema)
 	if len(v) != 8 {
-		return fmt.Errorf("%w: malformed schema record %q", ErrSchema, v)
+		return fmt.Errorf("%w: malformed schema record %q", state.ErrSchema, v)
 	}
-	if stored := binary.BigEndian.Uint64(v); stored > SchemaVersion {
-		return fmt.Errorf("%w: data file has schema %d, this build reads up to %d", ErrSchema, stored, SchemaVersion)
+	if stored := binary.BigEndian.Uint64(v); stored > state.SchemaVersion {
+		return fmt.Errorf("%w: data file has schema %d, this build reads up to %d", state.ErrSchema, stored, state.SchemaVersion)
 	}
 	return nil
 }
 
 // Path returns the file the store was opened on.
-func (s *BoltStore) Path() string { return s.path }
+func (s *Store) Path() string { return s.path }
 
 // Close stops accepting commits, applies and answers every commit already
 // queued, waits for the committer to exit and closes the file. Commits and
 // reads after Close fail with ErrClosed. Close is idempotent.
-func (s *BoltStore) Close() error {
+func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -311,8 +313,8 @@ func (s *BoltStore) Close() error {
 
 // Stats returns the store's counters. It is safe to call at any time,
 // including after Close (PageBytes is then 0).
-func (s *BoltStore) Stats() BoltStats {
-	st := BoltStats{
+func (s *Store) Stats() Stats {
+	st := Stats{
 		Commits:  s.commits.Load(),
 		Rejected: s.rejected.Load(),
 		Txs:      s.txs.Load(),
@@ -348,4 +350,4 @@ func childKey(parent, child string) []byte {
 	return append(runPrefix(parent), child...)
 }
 
-var _ Store = (*BoltStore)(nil)
+var _ state.Store = (*Store)(nil)

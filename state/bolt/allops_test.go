@@ -1,25 +1,27 @@
-package state
+package bolt
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/flockrun/flock/state"
 )
 
 // TestAllOps reads a run's 2,050 ops across three pages in journal order,
 // stops where the caller breaks, and yields a read error once.
 func TestAllOps(t *testing.T) {
 	s := openTestStore(t)
-	var ops []Op
+	var ops []state.Op
 	for step := uint64(1); step <= 41; step++ {
 		for i := 0; i < 50; i++ {
-			ops = append(ops, testOp("r", step, i, OpPending))
+			ops = append(ops, testOp("r", step, i, state.OpPending))
 		}
 	}
-	mustCommit(t, s, &Commit{RunID: "r", Run: testHead("r", "wf", "", StatusRunning), Ops: ops})
+	mustCommit(t, s, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning), Ops: ops})
 	ctx := context.Background()
 	n := 0
-	for op, err := range AllOps(ctx, s, "r") {
+	for op, err := range state.AllOps(ctx, s, "r") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func TestAllOps(t *testing.T) {
 		t.Fatalf("%d ops, want %d", n, len(ops))
 	}
 	n = 0
-	for _, err := range AllOps(ctx, s, "r") {
+	for _, err := range state.AllOps(ctx, s, "r") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +47,8 @@ func TestAllOps(t *testing.T) {
 	}
 	s.Close()
 	errs := 0
-	for _, err := range AllOps(ctx, s, "r") {
-		if !errors.Is(err, ErrClosed) {
+	for _, err := range state.AllOps(ctx, s, "r") {
+		if !errors.Is(err, state.ErrClosed) {
 			t.Fatalf("after Close: %v, want ErrClosed", err)
 		}
 		errs++

@@ -1,4 +1,4 @@
-package state_test
+package bolt_test
 
 import (
 	"context"
@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 )
 
-func ExampleOpenBolt() {
+func ExampleOpen() {
 	dir, err := os.MkdirTemp("", "flock-example")
 	if err != nil {
 		fmt.Println(err)
@@ -17,7 +18,7 @@ func ExampleOpenBolt() {
 	}
 	defer os.RemoveAll(dir)
 
-	s, err := state.OpenBolt(filepath.Join(dir, "flock.db"), state.BoltOptions{})
+	s, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"bytes"
@@ -12,18 +12,11 @@ import (
 	"strings"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/flockrun/flock/record"
-	bolt "go.etcd.io/bbolt"
+	"github.com/flockrun/flock/state"
 )
-
-// ReasonStoreDamaged ends a run whose records were lost when its database
-// was recovered (RecoverFile).
-const ReasonStoreDamaged = record.ReasonStoreDamaged
-
-// EntryTypeLost is the type of the placeholder entries RecoverFile puts
-// where entries of a run's log could not be read, so that the log stays
-// numbered 1..n.
-const EntryTypeLost = record.EntryTypeLost
 
 // RecoverReport is the outcome of RecoverFile.
 type RecoverReport struct {
@@ -86,7 +79,7 @@ func RecoverFile(ctx context.Context, from, to string) (*RecoverReport, error) {
 			os.Remove(to)
 		}
 	}()
-	db, err := bolt.Open(to, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	db, err := bbolt.Open(to, 0o600, &bbolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", to, err)
 	}
@@ -169,7 +162,7 @@ func RecoverFile(ctx context.Context, from, to string) (*RecoverReport, error) {
 
 // batchWriter puts copies of records in transactions of a few MiB.
 type batchWriter struct {
-	db    *bolt.DB
+	db    *bbolt.DB
 	kvs   [][3][]byte
 	bytes int
 }
@@ -187,7 +180,7 @@ func (w *batchWriter) flush() error {
 	if len(w.kvs) == 0 {
 		return nil
 	}
-	err := w.db.Update(func(tx *bolt.Tx) error {
+	err := w.db.Update(func(tx *bbolt.Tx) error {
 		for _, kv := range w.kvs {
 			if err := tx.Bucket(kv[0]).Put(kv[1], kv[2]); err != nil {
 				return fmt.Errorf("put %s record: %w", kv[0], err)
@@ -200,8 +193,8 @@ func (w *batchWriter) flush() error {
 }
 
 // dropRun deletes every record of run id.
-func dropRun(db *bolt.DB, id string) error {
-	return db.Update(func(tx *bolt.Tx) error {
+func dropRun(db *bbolt.DB, id string) error {
+	return db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bucketEntries, bucketOps, bucketResults, bucketEvents} {
 			if err := deletePrefix(tx.Bucket(name), runPrefix(id)); err != nil {
 				return err
@@ -211,7 +204,7 @@ func dropRun(db *bolt.DB, id string) error {
 	})
 }
 
-func deletePrefix(bk *bolt.Bucket, p []byte) error {
+func deletePrefix(bk *bbolt.Bucket, p []byte) error {
 	c := bk.Cursor()
 	for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Seek(p) {
 		if err := c.Delete(); err != nil {
@@ -224,12 +217,12 @@ func deletePrefix(bk *bolt.Bucket, p []byte) error {
 // rewriteRun writes the head of a copied run, repaired so that the run is
 // consistent: placeholders for lost entries, an empty spec for a lost one,
 // and an unfinished run that lost records failed.
-func rewriteRun(db *bolt.DB, ra *runAudit, lost []string) error {
+func rewriteRun(db *bbolt.DB, ra *runAudit, lost []string) error {
 	h := *ra.head
 	id := h.ID
-	return db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *bbolt.Tx) error {
 		if ra.spec == nil {
-			b, _ := json.Marshal(&Spec{Settings: json.RawMessage("{}")})
+			b, _ := json.Marshal(&state.Spec{Settings: json.RawMessage("{}")})
 			if err := tx.Bucket(bucketSpecs).Put([]byte(id), b); err != nil {
 				return err
 			}
@@ -246,7 +239,7 @@ func rewriteRun(db *bolt.DB, ra *runAudit, lost []string) error {
 			if _, found := slices.BinarySearch(ra.entries, s); found {
 				continue
 			}
-			b, err := record.Marshal(&record.Entry{Seq: s, Type: EntryTypeLost,
+			b, err := record.Marshal(&record.Entry{Seq: s, Type: state.EntryTypeLost,
 				Data: json.RawMessage(`{"note":"this entry could not be read when the database was recovered"}`)})
 			if err != nil {
 				return err
@@ -260,7 +253,7 @@ func rewriteRun(db *bolt.DB, ra *runAudit, lost []string) error {
 		}
 		if len(lost) > 0 && !h.Status.Terminal() {
 			now := time.Now().UTC()
-			h.Status, h.EndReason, h.EndedAt, h.UpdatedAt = StatusFailed, ReasonStoreDamaged, &now, now
+			h.Status, h.EndReason, h.EndedAt, h.UpdatedAt = state.StatusFailed, state.ReasonStoreDamaged, &now, now
 			h.Error = "records lost when the database was recovered: " + strings.Join(lost, "; ")
 			h.Next, h.PendingEnd, h.WakeAt = "", nil, nil
 		}
@@ -287,10 +280,10 @@ func rewriteRun(db *bolt.DB, ra *runAudit, lost []string) error {
 
 // rebuildHead makes a failed head for a run whose head was lost, from its
 // readable records.
-func rebuildHead(ra *runAudit) *Run {
+func rebuildHead(ra *runAudit) *state.Run {
 	now := time.Now().UTC()
-	h := &Run{Schema: SchemaVersion, ID: ra.id, Workflow: "unknown", Status: StatusFailed,
-		EndReason: ReasonStoreDamaged, CreatedAt: now, UpdatedAt: now, EndedAt: &now,
+	h := &state.Run{Schema: state.SchemaVersion, ID: ra.id, Workflow: "unknown", Status: state.StatusFailed,
+		EndReason: state.ReasonStoreDamaged, CreatedAt: now, UpdatedAt: now, EndedAt: &now,
 		Error: "the run's head record could not be read when the database was recovered; its readable records are kept"}
 	if n := len(ra.entries); n > 0 {
 		h.Entries = ra.entries[n-1]

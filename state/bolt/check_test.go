@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/flockrun/flock/state"
 )
 
 // buildDB writes runs runs of steps transitions each into a new file and
@@ -19,7 +21,7 @@ import (
 func buildDB(tb testing.TB, runs, steps int) string {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "flock.db")
-	s, err := OpenBolt(path, BoltOptions{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -29,10 +31,10 @@ func buildDB(tb testing.TB, runs, steps int) string {
 		for st := 1; st <= steps; st++ {
 			c := transitionCommit(id, uint64(st))
 			if st == 1 {
-				c.Spec = &Spec{Task: "task " + id, Settings: []byte(`{"k":1}`)}
+				c.Spec = &state.Spec{Task: "task " + id, Settings: []byte(`{"k":1}`)}
 			}
 			if st == steps && r%2 == 1 {
-				c.Run.Status, c.Run.NumOps, c.Ops = StatusSucceeded, 0, nil
+				c.Run.Status, c.Run.NumOps, c.Ops = state.StatusSucceeded, 0, nil
 			}
 			if err := s.Commit(ctx, c); err != nil {
 				tb.Fatal(err)
@@ -40,9 +42,9 @@ func buildDB(tb testing.TB, runs, steps int) string {
 			if st > 1 { // finish the previous step's ops
 				prev := transitionCommit(id, uint64(st-1)).Ops
 				for i := range prev {
-					prev[i].Status = OpDone
+					prev[i].Status = state.OpDone
 				}
-				if err := s.Commit(ctx, &Commit{RunID: id, Ops: prev}); err != nil {
+				if err := s.Commit(ctx, &state.Commit{RunID: id, Ops: prev}); err != nil {
 					tb.Fatal(err)
 				}
 			}
@@ -58,13 +60,13 @@ func buildDB(tb testing.TB, runs, steps int) string {
 // below the root of bucket, and the file's page size.
 func pageOf(tb testing.TB, path, bucket, typ string) (int, int) {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, PreLoadFreelist: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer db.Close()
 	found := -1
-	err = db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		root := int(tx.Bucket([]byte(bucket)).Root())
 		var walk func(id int)
 		walk = func(id int) {
@@ -156,12 +158,12 @@ func TestCorruptDatabase(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := corrupt(t, src, tt.fn)
-			s, err := OpenBolt(path, BoltOptions{})
+			s, err := Open(path, Options{})
 			if err == nil {
 				s.Close()
 				t.Fatal("damaged file opened")
 			}
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+			if !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("open error %q: want one line wrapping ErrCorrupt naming the file", err)
 			}
 			rep, err := CheckFile(ctx, path)
@@ -187,12 +189,12 @@ func TestCorruptDatabase(t *testing.T) {
 				t.Fatal("nothing recovered")
 			}
 			// The recovered file opens and serves.
-			s, err = OpenBolt(to, BoltOptions{})
+			s, err = Open(to, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			runs, _, err := s.Runs(ctx, RunFilter{Limit: 1000})
+			runs, _, err := s.Runs(ctx, state.RunFilter{Limit: 1000})
 			if err != nil || len(runs) != rrep.Runs {
 				t.Fatalf("runs in recovered file: %d (%v), report says %d", len(runs), err, rrep.Runs)
 			}
@@ -235,18 +237,18 @@ func TestRecoverIntactKeepsEverything(t *testing.T) {
 	if rep.Runs != 20 || len(rep.Lost)+len(rep.Dropped)+len(rep.Damage)+len(rep.Other) != 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	a, err := OpenBolt(src, BoltOptions{})
+	a, err := Open(src, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenBolt(to, BoltOptions{})
+	b, err := Open(to, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	ra, _, _ := a.Runs(ctx, RunFilter{Limit: 100})
-	rb, _, _ := b.Runs(ctx, RunFilter{Limit: 100})
+	ra, _, _ := a.Runs(ctx, state.RunFilter{Limit: 100})
+	rb, _, _ := b.Runs(ctx, state.RunFilter{Limit: 100})
 	if js(ra) != js(rb) {
 		t.Fatal("heads differ")
 	}
@@ -273,10 +275,10 @@ func js(v any) string {
 
 // BenchmarkStartupCheck measures what start-up reads of a database of
 // 10,000 runs of 10 transitions each: the structural walk that precedes
-// bbolt (preflight), the whole OpenBolt, and the offline CheckFile.
+// bbolt (preflight), the whole Open, and the offline CheckFile.
 func BenchmarkStartupCheck(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "flock.db")
-	s, err := OpenBolt(path, BoltOptions{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func BenchmarkStartupCheck(b *testing.B) {
 				for st := 1; st <= steps; st++ {
 					c := transitionCommit(id, uint64(st))
 					if st == 1 {
-						c.Spec = &Spec{Task: "task " + id, Settings: []byte(`{"k":1}`)}
+						c.Spec = &state.Spec{Task: "task " + id, Settings: []byte(`{"k":1}`)}
 					}
 					if err := s.Commit(ctx, c); err != nil {
 						errs <- err
@@ -320,9 +322,9 @@ func BenchmarkStartupCheck(b *testing.B) {
 			}
 		}
 	})
-	b.Run("OpenBolt", func(b *testing.B) {
+	b.Run("Open", func(b *testing.B) {
 		for b.Loop() {
-			s, err := OpenBolt(path, BoltOptions{})
+			s, err := Open(path, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,10 +1,11 @@
-package state_test
+package bolt_test
 
 import (
 	"path/filepath"
 	"testing"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/state/storetest"
 )
 
@@ -12,9 +13,9 @@ import (
 // fresh file per subtest.
 func TestBoltContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) state.Store {
-		s, err := state.OpenBolt(filepath.Join(t.TempDir(), "flock.db"), state.BoltOptions{})
+		s, err := bolt.Open(filepath.Join(t.TempDir(), "flock.db"), bolt.Options{})
 		if err != nil {
-			t.Fatalf("OpenBolt: %v", err)
+			t.Fatalf("Open: %v", err)
 		}
 		return s
 	})

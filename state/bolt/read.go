@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"bytes"
@@ -7,47 +7,49 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flockrun/flock/record"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/flockrun/flock/record"
+	"github.com/flockrun/flock/state"
 )
 
 // view runs fn in a read transaction. Values are decoded with
 // encoding/json inside fn, which copies them out of the mmap.
-func (s *BoltStore) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.isClosed.Load() {
-		return ErrClosed
+		return state.ErrClosed
 	}
 	err := safely(s.path, func() error { return s.db.View(fn) })
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return ErrClosed
+		return state.ErrClosed
 	}
 	return err
 }
 
 // decodeHead decodes and migrates a stored head.
-func decodeHead(id, v []byte) (Run, error) {
-	var r Run
+func decodeHead(id, v []byte) (state.Run, error) {
+	var r state.Run
 	if err := json.Unmarshal(v, &r); err != nil {
-		return Run{}, fmt.Errorf("%w: decode run %s: %v", ErrCorrupt, id, err)
+		return state.Run{}, fmt.Errorf("%w: decode run %s: %v", state.ErrCorrupt, id, err)
 	}
-	if err := Migrate(&r); err != nil {
-		return Run{}, err
+	if err := state.Migrate(&r); err != nil {
+		return state.Run{}, err
 	}
 	return r, nil
 }
 
 // Run returns the head of run id, migrated to SchemaVersion. Unknown ids
 // give an error wrapping ErrNotFound.
-func (s *BoltStore) Run(ctx context.Context, id string) (Run, error) {
-	var r Run
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+func (s *Store) Run(ctx context.Context, id string) (state.Run, error) {
+	var r state.Run
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketRuns).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
+			return fmt.Errorf("%w: %s", state.ErrNotFound, id)
 		}
 		var err error
 		r, err = decodeHead([]byte(id), v)
@@ -58,15 +60,15 @@ func (s *BoltStore) Run(ctx context.Context, id string) (Run, error) {
 
 // Spec returns the task and settings of run id. Unknown ids give an error
 // wrapping ErrNotFound.
-func (s *BoltStore) Spec(ctx context.Context, id string) (Spec, error) {
-	var sp Spec
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+func (s *Store) Spec(ctx context.Context, id string) (state.Spec, error) {
+	var sp state.Spec
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketSpecs).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("%w: spec of %s", ErrNotFound, id)
+			return fmt.Errorf("%w: spec of %s", state.ErrNotFound, id)
 		}
 		if err := json.Unmarshal(v, &sp); err != nil {
-			return fmt.Errorf("%w: decode spec %s: %v", ErrCorrupt, id, err)
+			return fmt.Errorf("%w: decode spec %s: %v", state.ErrCorrupt, id, err)
 		}
 		return nil
 	})
@@ -81,20 +83,20 @@ func (s *BoltStore) Spec(ctx context.Context, id string) (Spec, error) {
 //
 // A ParentID filter walks the children index and a running/paused Status
 // filter walks the unfinished index; other filters scan the heads.
-func (s *BoltStore) Runs(ctx context.Context, f RunFilter) ([]Run, string, error) {
-	limit := RunsLimit(f.Limit)
+func (s *Store) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, string, error) {
+	limit := state.RunsLimit(f.Limit)
 	var (
-		runs []Run
+		runs []state.Run
 		next string
 	)
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		heads := tx.Bucket(bucketRuns)
 		// Candidate ids come from the cheapest bucket: keys are prefix+id.
 		src, prefix := heads, []byte(nil)
 		switch {
 		case f.ParentID != "":
 			src, prefix = tx.Bucket(bucketChildren), runPrefix(f.ParentID)
-		case f.Status == StatusRunning || f.Status == StatusPaused:
+		case f.Status == state.StatusRunning || f.Status == state.StatusPaused:
 			src = tx.Bucket(bucketUnfinished)
 		}
 		c := src.Cursor()
@@ -158,12 +160,12 @@ func (s *BoltStore) Runs(ctx context.Context, f RunFilter) ([]Run, string, error
 // A head that cannot be decoded does not hide the others: Unfinished then
 // returns the readable heads together with an error wrapping ErrCorrupt
 // that names each unreadable one.
-func (s *BoltStore) Unfinished(ctx context.Context) ([]Run, error) {
+func (s *Store) Unfinished(ctx context.Context) ([]state.Run, error) {
 	var (
-		runs []Run
+		runs []state.Run
 		bad  []error
 	)
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		heads := tx.Bucket(bucketRuns)
 		return tx.Bucket(bucketUnfinished).ForEach(func(k, _ []byte) error {
 			v := heads.Get(k)
@@ -187,9 +189,9 @@ func (s *BoltStore) Unfinished(ctx context.Context) ([]Run, error) {
 
 // Children lists the IDs of run id's direct children in ID order (empty,
 // not an error, for unknown ids).
-func (s *BoltStore) Children(ctx context.Context, id string) ([]string, error) {
+func (s *Store) Children(ctx context.Context, id string) ([]string, error) {
 	var ids []string
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		p := runPrefix(id)
 		c := tx.Bucket(bucketChildren).Cursor()
 		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
@@ -205,7 +207,7 @@ func (s *BoltStore) Children(ctx context.Context, id string) ([]string, error) {
 
 // scanLog decodes up to limit values of bk from key start while keys keep
 // prefix p.
-func scanLog[T any](bk *bolt.Bucket, p, start []byte, skip []byte, limit int) ([]T, error) {
+func scanLog[T any](bk *bbolt.Bucket, p, start []byte, skip []byte, limit int) ([]T, error) {
 	var out []T
 	c := bk.Cursor()
 	k, v := c.Seek(start)
@@ -215,7 +217,7 @@ func scanLog[T any](bk *bolt.Bucket, p, start []byte, skip []byte, limit int) ([
 	for ; k != nil && bytes.HasPrefix(k, p) && len(out) < limit; k, v = c.Next() {
 		var x T
 		if err := json.Unmarshal(v, &x); err != nil {
-			return nil, fmt.Errorf("%w: decode record %q: %v", ErrCorrupt, k, err)
+			return nil, fmt.Errorf("%w: decode record %q: %v", state.ErrCorrupt, k, err)
 		}
 		out = append(out, x)
 	}
@@ -224,15 +226,15 @@ func scanLog[T any](bk *bolt.Bucket, p, start []byte, skip []byte, limit int) ([
 
 // Entries returns up to limit entries of run id with Seq > after, oldest
 // first. limit <= 0 means 1000; it is capped at 10000.
-func (s *BoltStore) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
+func (s *Store) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
 	if after == ^uint64(0) {
 		return nil, nil
 	}
 	var out []record.Entry
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var err error
 		out, err = scanLog[record.Entry](tx.Bucket(bucketEntries), runPrefix(id), seqKey(id, after+1), nil,
-			LogLimit(limit))
+			state.LogLimit(limit))
 		return err
 	})
 	return out, err
@@ -240,24 +242,24 @@ func (s *BoltStore) Entries(ctx context.Context, id string, after uint64, limit 
 
 // Events returns up to limit events of run id with Seq > after, oldest
 // first. limit <= 0 means 1000; it is capped at 10000.
-func (s *BoltStore) Events(ctx context.Context, id string, after uint64, limit int) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
 	if after == ^uint64(0) {
 		return nil, nil
 	}
-	var out []Event
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	var out []state.Event
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var err error
-		out, err = scanLog[Event](tx.Bucket(bucketEvents), runPrefix(id), seqKey(id, after+1), nil,
-			LogLimit(limit))
+		out, err = scanLog[state.Event](tx.Bucket(bucketEvents), runPrefix(id), seqKey(id, after+1), nil,
+			state.LogLimit(limit))
 		return err
 	})
 	return out, err
 }
 
 // StepOps returns every op of step of run id, ordered by index.
-func (s *BoltStore) StepOps(ctx context.Context, id string, step uint64) ([]Op, error) {
-	var out []Op
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+func (s *Store) StepOps(ctx context.Context, id string, step uint64) ([]state.Op, error) {
+	var out []state.Op
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		p := opKey(id, step, 0)[:len(id)+1+8]
 		var err error
 		out, err = scanOps(tx, p, p, nil, maxInt)
@@ -272,11 +274,11 @@ const maxInt = int(^uint(0) >> 1)
 // from the start), ordered by step then index. after need not exist. An
 // after that is not an op ID of run id is an error. limit <= 0 means 1000;
 // it is capped at 10000.
-func (s *BoltStore) Ops(ctx context.Context, id string, after string, limit int) ([]Op, error) {
+func (s *Store) Ops(ctx context.Context, id string, after string, limit int) ([]state.Op, error) {
 	p := runPrefix(id)
 	start, skip := p, []byte(nil)
 	if after != "" {
-		run, step, index, err := ParseOpID(after)
+		run, step, index, err := state.ParseOpID(after)
 		if err != nil {
 			return nil, err
 		}
@@ -286,11 +288,11 @@ func (s *BoltStore) Ops(ctx context.Context, id string, after string, limit int)
 		start = opKey(id, step, uint32(index))
 		skip = start
 	}
-	var out []Op
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	var out []state.Op
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var err error
 		out, err = scanOps(tx, p, start, skip,
-			LogLimit(limit))
+			state.LogLimit(limit))
 		return err
 	})
 	return out, err
@@ -298,23 +300,23 @@ func (s *BoltStore) Ops(ctx context.Context, id string, after string, limit int)
 
 // scanOps reads up to limit ops from key start while keys keep prefix p:
 // each request record joined with its chunks and with its result record.
-func scanOps(tx *bolt.Tx, p, start, skip []byte, limit int) ([]Op, error) {
+func scanOps(tx *bbolt.Tx, p, start, skip []byte, limit int) ([]state.Op, error) {
 	ops, results, blobs := tx.Bucket(bucketOps), tx.Bucket(bucketResults), tx.Bucket(bucketBlobs)
 	chunk := func(k []byte) ([]byte, error) { return blobs.Get(k), nil } // DecodeRequest copies out
-	var out []Op
+	var out []state.Op
 	c := ops.Cursor()
 	k, v := c.Seek(start)
 	if skip != nil && bytes.Equal(k, skip) {
 		k, v = c.Next()
 	}
 	for ; k != nil && bytes.HasPrefix(k, p) && len(out) < limit; k, v = c.Next() {
-		op, err := DecodeRequest(v, chunk)
+		op, err := state.DecodeRequest(v, chunk)
 		if err != nil {
-			return nil, fmt.Errorf("%w: op %q: %v", ErrCorrupt, k, err)
+			return nil, fmt.Errorf("%w: op %q: %v", state.ErrCorrupt, k, err)
 		}
 		if rv := results.Get(k); rv != nil {
-			if err := ApplyResult(&op, rv); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			if err := state.ApplyResult(&op, rv); err != nil {
+				return nil, fmt.Errorf("%w: %v", state.ErrCorrupt, err)
 			}
 		}
 		out = append(out, op)

@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/operations"
+	"github.com/flockrun/flock/state"
 )
 
 // TestSlidingPromptChunks journals prompts of many small messages whose
@@ -24,10 +25,10 @@ func TestSlidingPromptChunks(t *testing.T) {
 	for step := uint64(1); step <= 40; step++ {
 		lo := int(step) * 5
 		window := append([]operations.Message{{Role: operations.RoleSystem, Content: "system"}}, all[lo:lo+600]...)
-		op := Op{ID: OpID("r1", step, 0), RunID: "r1", Step: step, Status: OpPending,
+		op := state.Op{ID: state.OpID("r1", step, 0), RunID: "r1", Step: step, Status: state.OpPending,
 			Request: operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: window})}
 		before := s.Stats().Bytes
-		mustCommit(t, s, &Commit{RunID: "r1", Ops: []Op{op}})
+		mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
 		writes = append(writes, s.Stats().Bytes-before)
 		got, err := s.StepOps(ctx, "r1", step)
 		if err != nil {

@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"encoding/hex"
@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/flockrun/flock/operations"
-	bolt "go.etcd.io/bbolt"
+	"github.com/flockrun/flock/state"
 )
 
-var updateFormat = flag.Bool("update", false, "rewrite testdata/opcodec_v1.json from what the store writes")
+var updateFormat = flag.Bool("update", false, "rewrite state/testdata/opcodec_v1.json from what the store writes")
 
 // formatGolden is what the store wrote for formatOps, by bucket: op key
 // (hex) to request record, and chunk key (hex) to chunk.
@@ -23,12 +25,14 @@ type formatGolden struct {
 	Chunks map[string]string `json:"chunks"`
 }
 
-const formatGoldenPath = "testdata/opcodec_v1.json"
+// formatGoldenPath is the golden of package state (the codec's), written
+// by this store.
+const formatGoldenPath = "../testdata/opcodec_v1.json"
 
 // formatOps are ops of every shape the codec stores: a generate request
 // long enough to be chunked (with a message large enough to be a chunk of
 // its own), a short one stored inline, and a bash request.
-func formatOps() []Op {
+func formatOps() []state.Op {
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	msgs := []operations.Message{
 		{Role: operations.RoleSystem, Content: "You are a careful agent. <b>&</b>"},
@@ -42,10 +46,10 @@ func formatOps() []Op {
 	short := operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: msgs[:2]})
 	bash := operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
 		Params: &operations.BashRequest{Command: "go test ./... 2>&1 | tail -40", TimeoutS: 60}}
-	var ops []Op
+	var ops []state.Op
 	for i, req := range []operations.Request{long, short, bash} {
-		ops = append(ops, Op{ID: OpID("fmt", 1, i), RunID: "fmt", Step: 1, Index: i, Phase: "think",
-			Status: OpPending, Request: req, CreatedAt: t0})
+		ops = append(ops, state.Op{ID: state.OpID("fmt", 1, i), RunID: "fmt", Step: 1, Index: i, Phase: "think",
+			Status: state.OpPending, Request: req, CreatedAt: t0})
 	}
 	return ops
 }
@@ -57,9 +61,9 @@ func TestOpCodecFormatUpdate(t *testing.T) {
 		t.Skip("run with -update to rewrite " + formatGoldenPath)
 	}
 	s := openTestStore(t)
-	mustCommit(t, s, &Commit{RunID: "fmt", Ops: formatOps()})
+	mustCommit(t, s, &state.Commit{RunID: "fmt", Ops: formatOps()})
 	g := formatGolden{Ops: map[string]string{}, Chunks: map[string]string{}}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		if err := tx.Bucket(bucketOps).ForEach(func(k, v []byte) error {
 			g.Ops[hex.EncodeToString(k)] = string(v)
 			return nil
@@ -114,7 +118,7 @@ func TestOpCodecFormat(t *testing.T) {
 		if !ok {
 			t.Fatalf("golden has no record for op %s", op.ID)
 		}
-		rec, chunks, err := EncodeRequest(op)
+		rec, chunks, err := state.EncodeRequest(op)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +132,7 @@ func TestOpCodecFormat(t *testing.T) {
 				t.Errorf("op %s: chunk %s = %s, want %s", op.ID, k, c.Val, g.Chunks[k])
 			}
 		}
-		got, err := DecodeRequest([]byte(want), chunk)
+		got, err := state.DecodeRequest([]byte(want), chunk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,12 +146,12 @@ func TestOpCodecFormat(t *testing.T) {
 // TestOpCodecMissingChunk: a request record whose chunk is gone decodes
 // to an error naming the op and the chunk, not to a shorter prompt.
 func TestOpCodecMissingChunk(t *testing.T) {
-	rec, chunks, err := EncodeRequest(formatOps()[0])
+	rec, chunks, err := state.EncodeRequest(formatOps()[0])
 	if err != nil || len(chunks) < 2 {
 		t.Fatalf("%v, %d chunks", err, len(chunks))
 	}
 	gone := hex.EncodeToString(chunks[1].Key)
-	_, err = DecodeRequest(rec, func(k []byte) ([]byte, error) {
+	_, err = state.DecodeRequest(rec, func(k []byte) ([]byte, error) {
 		if hex.EncodeToString(k) == gone {
 			return nil, nil
 		}

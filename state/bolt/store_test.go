@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"context"
@@ -12,24 +12,26 @@ import (
 	"testing"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
-	bolt "go.etcd.io/bbolt"
+	"github.com/flockrun/flock/state"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // openTestStore opens a store in a fresh temp dir and closes it at cleanup.
-func openTestStore(tb testing.TB) *BoltStore {
+func openTestStore(tb testing.TB) *Store {
 	tb.Helper()
 	return openTestStoreAt(tb, filepath.Join(tb.TempDir(), "data", "flock.db"))
 }
 
-func openTestStoreAt(tb testing.TB, path string) *BoltStore {
+func openTestStoreAt(tb testing.TB, path string) *Store {
 	tb.Helper()
-	s, err := OpenBolt(path, BoltOptions{})
+	s, err := Open(path, Options{})
 	if err != nil {
-		tb.Fatalf("OpenBolt: %v", err)
+		tb.Fatalf("Open: %v", err)
 	}
 	tb.Cleanup(func() {
 		if err := s.Close(); err != nil {
@@ -39,7 +41,7 @@ func openTestStoreAt(tb testing.TB, path string) *BoltStore {
 	return s
 }
 
-func mustCommit(tb testing.TB, s Store, c *Commit) {
+func mustCommit(tb testing.TB, s state.Store, c *state.Commit) {
 	tb.Helper()
 	if err := s.Commit(context.Background(), c); err != nil {
 		tb.Fatalf("Commit(%s): %v", c.RunID, err)
@@ -62,8 +64,8 @@ func sameJSON(tb testing.TB, what string, got, want any) {
 	}
 }
 
-func testHead(id, workflow, parent string, status Status) *Run {
-	return &Run{
+func testHead(id, workflow, parent string, status state.Status) *state.Run {
+	return &state.Run{
 		ID:        id,
 		Workflow:  workflow,
 		ParentID:  parent,
@@ -88,13 +90,13 @@ func testEntries(first uint64, n int) []record.Entry {
 	return es
 }
 
-func testOp(run string, step uint64, index int, status OpStatus) Op {
-	op := Op{
-		ID: OpID(run, step, index), RunID: run, Step: step, Index: index,
+func testOp(run string, step uint64, index int, status state.OpStatus) state.Op {
+	op := state.Op{
+		ID: state.OpID(run, step, index), RunID: run, Step: step, Index: index,
 		Phase: "think", Status: status, CreatedAt: t0,
 		Request: operations.Request{Kind: operations.KindBash, Params: &operations.BashRequest{Command: "ls"}},
 	}
-	if status == OpDone {
+	if status == state.OpDone {
 		fin := t0.Add(time.Second)
 		op.Attempts, op.FinishedAt = 1, &fin
 		op.Result = &operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "a\n"}}
@@ -102,10 +104,10 @@ func testOp(run string, step uint64, index int, status OpStatus) Op {
 	return op
 }
 
-func testEvents(n int) []Event {
-	es := make([]Event, n)
+func testEvents(n int) []state.Event {
+	es := make([]state.Event, n)
 	for i := range es {
-		es[i] = Event{Time: t0, Type: "phase", Phase: "think", Message: fmt.Sprint("event ", i)}
+		es[i] = state.Event{Time: t0, Type: "phase", Phase: "think", Message: fmt.Sprint("event ", i)}
 	}
 	return es
 }
@@ -113,16 +115,16 @@ func testEvents(n int) []Event {
 func TestBoltReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flock.db")
-	s, err := OpenBolt(path, BoltOptions{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := testHead("p", "wf", "", StatusRunning)
-	child := testHead("c", "wf", "p", StatusSucceeded)
+	parent := testHead("p", "wf", "", state.StatusRunning)
+	child := testHead("c", "wf", "p", state.StatusSucceeded)
 	events := testEvents(2)
-	commits := []*Commit{
-		{RunID: "p", Run: parent, Spec: &Spec{Task: "t", Settings: json.RawMessage(`{}`)},
-			Entries: testEntries(1, 2), Ops: []Op{testOp("p", 1, 0, OpDone)}, Events: events},
+	commits := []*state.Commit{
+		{RunID: "p", Run: parent, Spec: &state.Spec{Task: "t", Settings: json.RawMessage(`{}`)},
+			Entries: testEntries(1, 2), Ops: []state.Op{testOp("p", 1, 0, state.OpDone)}, Events: events},
 		{RunID: "c", Run: child},
 	}
 	for _, c := range commits {
@@ -138,7 +140,7 @@ func TestBoltReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := *parent
-	want.Schema = SchemaVersion
+	want.Schema = state.SchemaVersion
 	sameJSON(t, "head", gotHead, want)
 	gotSpec, err := s.Spec(ctx, "p")
 	if err != nil {
@@ -158,7 +160,7 @@ func TestBoltReopen(t *testing.T) {
 	}
 	// Numbering continues from what is stored.
 	more := testEvents(1)
-	mustCommit(t, s, &Commit{RunID: "p", Entries: testEntries(3, 1), Events: more})
+	mustCommit(t, s, &state.Commit{RunID: "p", Entries: testEntries(3, 1), Events: more})
 	if more[0].Seq != 3 {
 		t.Fatalf("event seq after reopen %d, want 3", more[0].Seq)
 	}
@@ -167,39 +169,39 @@ func TestBoltReopen(t *testing.T) {
 func TestBoltSchemaTooNew(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flock.db")
-	s, err := OpenBolt(path, BoltOptions{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommit(t, s, &Commit{RunID: "r", Run: &Run{Schema: SchemaVersion + 1, ID: "r", Status: StatusRunning}})
-	if _, err := s.Run(ctx, "r"); !errors.Is(err, ErrSchema) {
+	mustCommit(t, s, &state.Commit{RunID: "r", Run: &state.Run{Schema: state.SchemaVersion + 1, ID: "r", Status: state.StatusRunning}})
+	if _, err := s.Run(ctx, "r"); !errors.Is(err, state.ErrSchema) {
 		t.Errorf("head with newer schema: %v, want ErrSchema", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	setSchema(t, path, SchemaVersion+1)
-	if s, err := OpenBolt(path, BoltOptions{}); !errors.Is(err, ErrSchema) {
+	setSchema(t, path, state.SchemaVersion+1)
+	if s, err := Open(path, Options{}); !errors.Is(err, state.ErrSchema) {
 		if err == nil {
 			_ = s.Close()
 		}
-		t.Fatalf("OpenBolt: %v, want ErrSchema", err)
+		t.Fatalf("Open: %v, want ErrSchema", err)
 	}
 	// The failed open released the file.
-	setSchema(t, path, SchemaVersion)
+	setSchema(t, path, state.SchemaVersion)
 	openTestStoreAt(t, path)
 }
 
 // setSchema overwrites the schema version recorded in the file at path.
 func setSchema(tb testing.TB, path string, v uint64) {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keySchema, binary.BigEndian.AppendUint64(nil, v))
 	})
 	if err != nil {
@@ -212,12 +214,12 @@ func TestBoltFileInUse(t *testing.T) {
 	openTestStoreAt(t, path)
 	// flock(2) locks are per open file, so a second open in this process
 	// conflicts like a second process would.
-	s, err := OpenBolt(path, BoltOptions{Timeout: 100 * time.Millisecond})
+	s, err := Open(path, Options{Timeout: 100 * time.Millisecond})
 	if err == nil {
 		_ = s.Close()
-		t.Fatal("second OpenBolt succeeded")
+		t.Fatal("second Open succeeded")
 	}
-	if !errors.Is(err, ErrInUse) {
+	if !errors.Is(err, state.ErrInUse) {
 		t.Fatalf("got %v, want ErrInUse", err)
 	}
 	t.Log(err)
@@ -234,16 +236,16 @@ func TestBoltConcurrentRuns(t *testing.T) {
 		wg.Go(func() {
 			id := fmt.Sprintf("run%03d", i)
 			for step := uint64(1); step <= steps; step++ {
-				status := StatusRunning
+				status := state.StatusRunning
 				if step == steps {
-					status = StatusSucceeded
+					status = state.StatusSucceeded
 				}
 				h := testHead(id, "wf", "", status)
 				h.Step, h.Entries = step, step
-				c := &Commit{RunID: id, Run: h, Entries: testEntries(step, 1),
-					Ops: []Op{testOp(id, step, 0, OpPending), testOp(id, step, 1, OpPending)}, Events: testEvents(1)}
+				c := &state.Commit{RunID: id, Run: h, Entries: testEntries(step, 1),
+					Ops: []state.Op{testOp(id, step, 0, state.OpPending), testOp(id, step, 1, state.OpPending)}, Events: testEvents(1)}
 				if step == 1 {
-					c.Spec = &Spec{Task: id}
+					c.Spec = &state.Spec{Task: id}
 				}
 				if err := s.Commit(ctx, c); err != nil {
 					errs <- fmt.Errorf("%s step %d: %w", id, step, err)
@@ -267,7 +269,7 @@ func TestBoltConcurrentRuns(t *testing.T) {
 	for i := range runs {
 		id := fmt.Sprintf("run%03d", i)
 		h, err := s.Run(ctx, id)
-		if err != nil || h.Step != steps || h.Status != StatusSucceeded {
+		if err != nil || h.Step != steps || h.Status != state.StatusSucceeded {
 			t.Fatalf("%s head %+v err %v", id, h, err)
 		}
 		es, _ := s.Entries(ctx, id, 0, 0)
@@ -295,7 +297,7 @@ func TestBoltConcurrentRuns(t *testing.T) {
 func TestBoltCloseWithPendingCommits(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flock.db")
-	s, err := OpenBolt(path, BoltOptions{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +307,7 @@ func TestBoltCloseWithPendingCommits(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			id := fmt.Sprintf("r%03d", i)
-			results[i] = s.Commit(ctx, &Commit{RunID: id, Run: testHead(id, "wf", "", StatusRunning)})
+			results[i] = s.Commit(ctx, &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning)})
 		})
 	}
 	if err := s.Close(); err != nil {
@@ -325,9 +327,9 @@ func TestBoltCloseWithPendingCommits(t *testing.T) {
 		switch {
 		case err == nil && rerr != nil:
 			t.Errorf("%s: acknowledged commit lost: %v", id, rerr)
-		case errors.Is(err, ErrClosed) && rerr == nil:
+		case errors.Is(err, state.ErrClosed) && rerr == nil:
 			t.Errorf("%s: commit refused with ErrClosed but written", id)
-		case err != nil && !errors.Is(err, ErrClosed):
+		case err != nil && !errors.Is(err, state.ErrClosed):
 			t.Errorf("%s: %v", id, err)
 		}
 	}
@@ -339,19 +341,19 @@ func TestBoltCloseWithPendingCommits(t *testing.T) {
 func TestBoltReadOnly(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flock.db")
-	ro := BoltOptions{ReadOnly: true, Timeout: 100 * time.Millisecond}
-	if s, err := OpenBolt(path, ro); !errors.Is(err, os.ErrNotExist) {
+	ro := Options{ReadOnly: true, Timeout: 100 * time.Millisecond}
+	if s, err := Open(path, ro); !errors.Is(err, os.ErrNotExist) {
 		if err == nil {
 			_ = s.Close()
 		}
 		t.Fatalf("read-only open of a missing file: %v", err)
 	}
-	w, err := OpenBolt(path, BoltOptions{})
+	w, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommit(t, w, &Commit{RunID: "r", Run: testHead("r", "wf", "", StatusRunning), Spec: &Spec{Task: "t", Key: "k", Grants: &Grants{ReadRoots: []string{"/srv"}}}})
-	if s, err := OpenBolt(path, ro); !errors.Is(err, ErrInUse) {
+	mustCommit(t, w, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning), Spec: &state.Spec{Task: "t", Key: "k", Grants: &state.Grants{ReadRoots: []string{"/srv"}}}})
+	if s, err := Open(path, ro); !errors.Is(err, state.ErrInUse) {
 		if err == nil {
 			_ = s.Close()
 		}
@@ -360,26 +362,26 @@ func TestBoltReadOnly(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := OpenBolt(path, ro)
+	a, err := Open(path, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenBolt(path, ro)
+	b, err := Open(path, ro)
 	if err != nil {
 		t.Fatalf("a second reader: %v", err)
 	}
 	defer b.Close()
-	if h, err := b.Run(ctx, "r"); err != nil || h.Status != StatusRunning {
+	if h, err := b.Run(ctx, "r"); err != nil || h.Status != state.StatusRunning {
 		t.Fatalf("read %+v: %v", h, err)
 	}
 	if sp, err := a.Spec(ctx, "r"); err != nil || sp.Key != "k" || sp.Grants == nil || sp.Grants.ReadRoots[0] != "/srv" {
 		t.Fatalf("spec %+v: %v", sp, err)
 	}
-	if err := a.Commit(ctx, &Commit{RunID: "r", Events: testEvents(1)}); !errors.Is(err, ErrReadOnly) {
+	if err := a.Commit(ctx, &state.Commit{RunID: "r", Events: testEvents(1)}); !errors.Is(err, state.ErrReadOnly) {
 		t.Fatalf("commit to a read-only store: %v", err)
 	}
-	if s, err := OpenBolt(path, BoltOptions{Timeout: 100 * time.Millisecond}); !errors.Is(err, ErrInUse) {
+	if s, err := Open(path, Options{Timeout: 100 * time.Millisecond}); !errors.Is(err, state.ErrInUse) {
 		if err == nil {
 			_ = s.Close()
 		}

@@ -1,10 +1,12 @@
-package state
+package bolt
 
 import (
 	"context"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/flockrun/flock/state"
 )
 
 // The lease and fencing behaviours every Store shares are in the contract
@@ -17,7 +19,7 @@ func TestHeadWithoutRevision(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t)
 	old := `{"schema":1,"id":"old","workflow":"w","status":"running","phase":"","next":"a","step":0,"num_ops":0,"usage":{},"limits":{},"entries":0,"work_dir":"/tmp","created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z"}`
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx *bbolt.Tx) error {
 		if err := tx.Bucket(bucketUnfinished).Put([]byte("old"), nil); err != nil {
 			return err
 		}
@@ -30,7 +32,7 @@ func TestHeadWithoutRevision(t *testing.T) {
 		t.Fatalf("old head: revision %d, %v", h.Revision, err)
 	}
 	h.Step = 1
-	mustCommit(t, s, &Commit{RunID: "old", Run: &h})
+	mustCommit(t, s, &state.Commit{RunID: "old", Run: &h})
 	if got, _ := s.Run(ctx, "old"); h.Revision != 1 || got.Revision != 1 || got.Step != 1 {
 		t.Fatalf("after a commit: written back %d, stored %+v", h.Revision, got)
 	}

@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/flockrun/flock/record"
+	"github.com/flockrun/flock/state"
 )
 
 // CheckReport is the outcome of CheckFile.
@@ -96,7 +97,7 @@ func openShared(path string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s: %w", path, ErrInUse)
+			return nil, fmt.Errorf("%s: %w", path, state.ErrInUse)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -108,7 +109,7 @@ func openShared(path string) (*os.File, error) {
 // specs, unfinished), so blobs are known before the ops that use them
 // and ops before their results.
 type audit struct {
-	blobs    map[[blobKeyBytes]byte]bool
+	blobs    map[[state.ChunkKeyBytes]byte]bool
 	runs     map[string]*runAudit
 	children [][2]string // parent, child
 	schema   bool
@@ -120,9 +121,9 @@ type audit struct {
 // runAudit is what a scan saw of one run.
 type runAudit struct {
 	id      string
-	head    *Run
+	head    *state.Run
 	headBad string
-	spec    *Spec
+	spec    *state.Spec
 	specBad string
 	entries []uint64            // readable seqs, ascending
 	opSteps map[uint64][]uint32 // readable op indexes per step
@@ -133,7 +134,7 @@ type runAudit struct {
 }
 
 func newAudit() *audit {
-	return &audit{blobs: map[[blobKeyBytes]byte]bool{}, runs: map[string]*runAudit{}}
+	return &audit{blobs: map[[state.ChunkKeyBytes]byte]bool{}, runs: map[string]*runAudit{}}
 }
 
 func (a *audit) run(id string) *runAudit {
@@ -189,14 +190,14 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 	}
 	switch bucket {
 	case string(bucketBlobs):
-		if len(k) != blobKeyBytes {
+		if len(k) != state.ChunkKeyBytes {
 			return bad(nil, fmt.Sprintf("blobs: malformed key %x", clip(k)), nil)
 		}
 		sum := sha256.Sum256(v)
-		if !bytes.Equal(sum[:blobKeyBytes], k) {
+		if !bytes.Equal(sum[:state.ChunkKeyBytes], k) {
 			return bad(nil, fmt.Sprintf("blobs: chunk %x does not match its hash", k), nil)
 		}
-		a.blobs[[blobKeyBytes]byte(k)] = true
+		a.blobs[[state.ChunkKeyBytes]byte(k)] = true
 	case string(bucketChildren):
 		i := bytes.IndexByte(k, 0)
 		if i <= 0 || i == len(k)-1 {
@@ -223,7 +224,7 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 			return bad(nil, fmt.Sprintf("events: malformed key %q", clip(k)), nil)
 		}
 		ra, seq := a.run(id), binary.BigEndian.Uint64(tail)
-		var ev Event
+		var ev state.Event
 		if err := json.Unmarshal(v, &ev); err != nil {
 			return bad(ra, fmt.Sprintf("event %d", seq), err)
 		}
@@ -233,7 +234,7 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 		ra.events++
 	case string(bucketMeta):
 		if string(k) == string(keySchema) {
-			if len(v) != 8 || binary.BigEndian.Uint64(v) > SchemaVersion {
+			if len(v) != 8 || binary.BigEndian.Uint64(v) > state.SchemaVersion {
 				return bad(nil, fmt.Sprintf("meta: schema record %x is not a version this build reads", v), nil)
 			}
 			a.schema = true
@@ -245,8 +246,8 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 		}
 		ra := a.run(id)
 		step, index := binary.BigEndian.Uint64(tail), binary.BigEndian.Uint32(tail[8:])
-		opID := OpID(id, step, int(index))
-		recID, chunks, err := RequestChunks(v)
+		opID := state.OpID(id, step, int(index))
+		recID, chunks, err := state.RequestChunks(v)
 		if err != nil {
 			return bad(ra, "op "+opID, err)
 		}
@@ -254,7 +255,7 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 			return bad(ra, fmt.Sprintf("op %s: record says %q", opID, recID), nil)
 		}
 		for _, k := range chunks {
-			if !a.blobs[[blobKeyBytes]byte(k)] {
+			if !a.blobs[[state.ChunkKeyBytes]byte(k)] {
 				return bad(ra, fmt.Sprintf("op %s: message chunk %x is missing", opID, k), nil)
 			}
 		}
@@ -268,11 +269,10 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 		ra := a.run(id)
 		if !ra.ops[string(k)] {
 			tail := k[len(id)+1:]
-			return bad(ra, fmt.Sprintf("op %s (request record)", OpID(id, binary.BigEndian.Uint64(tail), int(binary.BigEndian.Uint32(tail[8:])))), nil)
+			return bad(ra, fmt.Sprintf("op %s (request record)", state.OpID(id, binary.BigEndian.Uint64(tail), int(binary.BigEndian.Uint32(tail[8:])))), nil)
 		}
-		var r opResult
-		if err := json.Unmarshal(v, &r); err != nil {
-			return bad(ra, fmt.Sprintf("result of op %x", k[len(id)+1:]), err)
+		if err := state.ApplyResult(&state.Op{}, v); err != nil {
+			return bad(ra, fmt.Sprintf("result of op %x", k[len(id)+1:]), errors.Unwrap(err))
 		}
 	case string(bucketRuns):
 		ra := a.run(string(k))
@@ -292,7 +292,7 @@ func (a *audit) check(bucket string, k, v []byte) bool {
 		a.heads++
 	case string(bucketSpecs):
 		ra := a.run(string(k))
-		var sp Spec
+		var sp state.Spec
 		if err := json.Unmarshal(v, &sp); err != nil {
 			ra.specBad = err.Error()
 			return false

@@ -1,46 +1,48 @@
-package state
+package bolt
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/flockrun/flock/state"
 )
 
 // Claim gives owner the lease on run id until ttl from now (see Leaser).
 // The bbolt store keeps leases in memory: one process holds the file, and
 // a restarted process starts with no lease held.
-func (s *BoltStore) Claim(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error) {
+func (s *Store) Claim(ctx context.Context, id, owner string, ttl time.Duration) (state.Lease, error) {
 	if err := checkLease(ctx, id, owner, ttl); err != nil {
-		return Lease{}, fmt.Errorf("claim: %w", err)
+		return state.Lease{}, fmt.Errorf("claim: %w", err)
 	}
 	if s.isClosed.Load() {
-		return Lease{}, ErrClosed
+		return state.Lease{}, state.ErrClosed
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	now := s.now()
 	if l, ok := s.leases[id]; ok && l.Owner != owner && now.Before(l.Expires) {
-		return Lease{}, fmt.Errorf("%w: run %s is held by %s until %s", ErrLeaseHeld, id, l.Owner, l.Expires.UTC().Format(time.RFC3339Nano))
+		return state.Lease{}, fmt.Errorf("%w: run %s is held by %s until %s", state.ErrLeaseHeld, id, l.Owner, l.Expires.UTC().Format(time.RFC3339Nano))
 	}
-	l := Lease{RunID: id, Owner: owner, Expires: now.Add(ttl)}
+	l := state.Lease{RunID: id, Owner: owner, Expires: now.Add(ttl)}
 	s.leases[id] = l
 	return l, nil
 }
 
 // Renew extends owner's lease on run id (see Leaser). An expired lease no
 // one else claimed is renewed.
-func (s *BoltStore) Renew(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error) {
+func (s *Store) Renew(ctx context.Context, id, owner string, ttl time.Duration) (state.Lease, error) {
 	if err := checkLease(ctx, id, owner, ttl); err != nil {
-		return Lease{}, fmt.Errorf("renew: %w", err)
+		return state.Lease{}, fmt.Errorf("renew: %w", err)
 	}
 	if s.isClosed.Load() {
-		return Lease{}, ErrClosed
+		return state.Lease{}, state.ErrClosed
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	l, ok := s.leases[id]
 	if !ok || l.Owner != owner {
-		return Lease{}, fmt.Errorf("%w: run %s, owner %s", ErrLeaseLost, id, owner)
+		return state.Lease{}, fmt.Errorf("%w: run %s, owner %s", state.ErrLeaseLost, id, owner)
 	}
 	l.Expires = s.now().Add(ttl)
 	s.leases[id] = l
@@ -48,7 +50,7 @@ func (s *BoltStore) Renew(ctx context.Context, id, owner string, ttl time.Durati
 }
 
 // Release ends owner's lease on run id, if owner holds it.
-func (s *BoltStore) Release(ctx context.Context, id, owner string) error {
+func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -65,5 +67,5 @@ func checkLease(ctx context.Context, id, owner string, ttl time.Duration) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return CheckLease(id, owner, ttl)
+	return state.CheckLease(id, owner, ttl)
 }

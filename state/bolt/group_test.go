@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/state"
 )
 
 // holdWriter blocks the committer's next transaction until the returned
 // release is called, by holding bbolt's single writer slot.
-func holdWriter(tb testing.TB, s *BoltStore) (release func()) {
+func holdWriter(tb testing.TB, s *Store) (release func()) {
 	tb.Helper()
 	tx, err := s.db.Begin(true)
 	if err != nil {
@@ -25,7 +26,7 @@ func holdWriter(tb testing.TB, s *BoltStore) (release func()) {
 }
 
 // enqueue encodes c and queues it for the committer as Commit does.
-func enqueue(tb testing.TB, s *BoltStore, c *Commit) *commitReq {
+func enqueue(tb testing.TB, s *Store, c *state.Commit) *commitReq {
 	tb.Helper()
 	r, err := encodeCommit(c)
 	if err != nil {
@@ -40,7 +41,7 @@ func TestBoltLoneCommitIsOneTransaction(t *testing.T) {
 	for i := range 5 {
 		before := s.Stats().Txs
 		id := fmt.Sprint("r", i)
-		mustCommit(t, s, &Commit{RunID: id, Run: testHead(id, "wf", "", StatusRunning), Entries: testEntries(1, 1)})
+		mustCommit(t, s, &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning), Entries: testEntries(1, 1)})
 		if got := s.Stats().Txs - before; got != 1 {
 			t.Fatalf("commit %d used %d transactions, want 1", i, got)
 		}
@@ -50,7 +51,7 @@ func TestBoltLoneCommitIsOneTransaction(t *testing.T) {
 func TestBoltGroupCommit(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t)
-	mustCommit(t, s, &Commit{RunID: "shared", Entries: testEntries(1, 1)})
+	mustCommit(t, s, &state.Commit{RunID: "shared", Entries: testEntries(1, 1)})
 	before := s.Stats()
 
 	release := holdWriter(t, s)
@@ -64,7 +65,7 @@ func TestBoltGroupCommit(t *testing.T) {
 	var qs []queued
 	for i := range 50 {
 		id := fmt.Sprintf("g%02d", i)
-		c := &Commit{RunID: id, Run: testHead(id, "wf", "", StatusRunning), Entries: testEntries(1, 2), Events: testEvents(1)}
+		c := &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning), Entries: testEntries(1, 2), Events: testEvents(1)}
 		qs = append(qs, queued{name: id, r: enqueue(t, s, c)})
 		if i == 0 {
 			testkit.WaitFor(t, "committer to take the first request", func() bool { return len(s.reqs) == 0 })
@@ -72,16 +73,16 @@ func TestBoltGroupCommit(t *testing.T) {
 	}
 	// Two commits to one run in the same group: the second sees the first.
 	qs = append(qs,
-		queued{name: "shared 2-3", r: enqueue(t, s, &Commit{RunID: "shared", Entries: testEntries(2, 2), Events: testEvents(1)})},
-		queued{name: "shared retried", r: enqueue(t, s, &Commit{RunID: "shared", Entries: testEntries(2, 2), Events: testEvents(1)}), conflict: true},
-		queued{name: "shared 4", r: enqueue(t, s, &Commit{RunID: "shared", Entries: testEntries(4, 1), Events: testEvents(1)})},
-		queued{name: "gap", r: enqueue(t, s, &Commit{RunID: "g00", Entries: testEntries(9, 1)}), conflict: true},
+		queued{name: "shared 2-3", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: testEntries(2, 2), Events: testEvents(1)})},
+		queued{name: "shared retried", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: testEntries(2, 2), Events: testEvents(1)}), conflict: true},
+		queued{name: "shared 4", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: testEntries(4, 1), Events: testEvents(1)})},
+		queued{name: "gap", r: enqueue(t, s, &state.Commit{RunID: "g00", Entries: testEntries(9, 1)}), conflict: true},
 	)
 	release()
 
 	for _, q := range qs {
 		err := <-q.r.done
-		if got := errors.Is(err, ErrConflict); got != q.conflict || (err != nil && !q.conflict) {
+		if got := errors.Is(err, state.ErrConflict); got != q.conflict || (err != nil && !q.conflict) {
 			t.Errorf("%s: err %v, want conflict %v", q.name, err, q.conflict)
 		}
 	}

@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"syscall"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/flockrun/flock/internal/tmpfs"
 	"github.com/flockrun/flock/record"
-	bolt "go.etcd.io/bbolt"
+	"github.com/flockrun/flock/state"
 )
 
 // bigEntries returns n entries of about size bytes each, starting at seq first.
@@ -30,17 +32,17 @@ func bigEntries(first uint64, n, size int) []record.Entry {
 func TestBoltNoSpace(t *testing.T) {
 	dir := tmpfs.Mount(t, 8<<20)
 	path := filepath.Join(dir, "flock.db")
-	s, err := OpenBolt(path, BoltOptions{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mustCommit(t, s, &Commit{RunID: "r1", Run: testHead("r1", "w", "", StatusRunning), Entries: testEntries(1, 3)})
+	mustCommit(t, s, &state.Commit{RunID: "r1", Run: testHead("r1", "w", "", state.StatusRunning), Entries: testEntries(1, 3)})
 	free := tmpfs.Fill(t, dir)
 
-	c := &Commit{RunID: "r1", Entries: bigEntries(4, 16, 64<<10)}
+	c := &state.Commit{RunID: "r1", Entries: bigEntries(4, 16, 64<<10)}
 	err = s.Commit(ctx, c)
-	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+	if !errors.Is(err, state.ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("commit on a full disk: err = %v, want ErrNoSpace wrapping ENOSPC", err)
 	}
 	if !strings.Contains(err.Error(), path) {
@@ -56,7 +58,7 @@ func TestBoltNoSpace(t *testing.T) {
 	if err := s.Commit(ctx, c); err != nil {
 		t.Fatalf("the same commit after freeing space: %v", err)
 	}
-	mustCommit(t, s, &Commit{RunID: "r1", Entries: testEntries(20, 1)})
+	mustCommit(t, s, &state.Commit{RunID: "r1", Entries: testEntries(20, 1)})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestBoltNoSpace(t *testing.T) {
 			t.Fatalf("entry %d has seq %d", i, e.Seq)
 		}
 	}
-	if err := s2.db.View(func(tx *bolt.Tx) error {
+	if err := s2.db.View(func(tx *bbolt.Tx) error {
 		for err := range tx.Check() {
 			return err
 		}

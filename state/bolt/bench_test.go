@@ -1,4 +1,4 @@
-package state
+package bolt
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
+	"github.com/flockrun/flock/state"
 )
 
 // transitionCommit is shaped like one phase transition: a head of about
 // 500 B, one entry of about 300 B, two pending ops of about 300 B and one
 // event.
-func transitionCommit(id string, step uint64) *Commit {
-	h := &Run{
-		ID: id, Workflow: "agent.react", Status: StatusRunning, Phase: "think", Next: "act",
+func transitionCommit(id string, step uint64) *state.Commit {
+	h := &state.Run{
+		ID: id, Workflow: "agent.react", Status: state.StatusRunning, Phase: "think", Next: "act",
 		Step: step, NumOps: 2, Entries: step,
 		Usage:  operations.RunUsage{Tokens: 1234 * int(step), Actions: int(step), Seconds: 12.5, Cost: 0.0123},
 		Limits: operations.RunLimits{Tokens: 1_000_000, Actions: 500, Seconds: 3600, Cost: 5},
@@ -34,21 +35,21 @@ func transitionCommit(id string, step uint64) *Commit {
 	text := strings.Repeat("x", 220)
 	e := record.Entry{Seq: step, Type: "message", Phase: "think", Step: step,
 		Data: json.RawMessage(`{"role":"assistant","text":"` + text + `"}`)}
-	ops := make([]Op, 2)
+	ops := make([]state.Op, 2)
 	for i := range ops {
-		ops[i] = Op{
-			ID: OpID(id, step, i), RunID: id, Step: step, Index: i, Phase: "think",
-			Status: OpPending, CreatedAt: t0,
+		ops[i] = state.Op{
+			ID: state.OpID(id, step, i), RunID: id, Step: step, Index: i, Phase: "think",
+			Status: state.OpPending, CreatedAt: t0,
 			Request: operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
 				Params: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
 		}
 	}
-	return &Commit{RunID: id, Run: h, Entries: []record.Entry{e}, Ops: ops,
-		Events: []Event{{Time: t0, Type: "phase", Phase: "think", Step: step, Message: "think -> act"}}}
+	return &state.Commit{RunID: id, Run: h, Entries: []record.Entry{e}, Ops: ops,
+		Events: []state.Event{{Time: t0, Type: "phase", Phase: "think", Step: step, Message: "think -> act"}}}
 }
 
 // reportWrites reports logical and page bytes per commit since before.
-func reportWrites(b *testing.B, s *BoltStore, before BoltStats) {
+func reportWrites(b *testing.B, s *Store, before Stats) {
 	b.Helper()
 	st := s.Stats()
 	n := float64(st.Commits - before.Commits)
@@ -63,7 +64,7 @@ func reportWrites(b *testing.B, s *BoltStore, before BoltStats) {
 func BenchmarkCommitOneRun(b *testing.B) {
 	ctx := context.Background()
 	s := openTestStore(b)
-	mustCommit(b, s, &Commit{RunID: "run", Spec: &Spec{Task: "bench"}})
+	mustCommit(b, s, &state.Commit{RunID: "run", Spec: &state.Spec{Task: "bench"}})
 	before := s.Stats()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -122,17 +123,17 @@ func BenchmarkCommitHistory(b *testing.B) {
 			// Other runs interleave with the measured one, as in a busy store.
 			for r := range 20 {
 				id := fmt.Sprintf("other%02d", r)
-				mustCommit(b, s, &Commit{RunID: id, Run: testHead(id, "wf", "", StatusRunning), Entries: testEntries(1, history/10+1)})
+				mustCommit(b, s, &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning), Entries: testEntries(1, history/10+1)})
 			}
 			const chunk = 1000
 			for seq := 1; seq <= history; seq += chunk {
-				c := &Commit{RunID: "run", Entries: testEntries(uint64(seq), min(chunk, history-seq+1))}
+				c := &state.Commit{RunID: "run", Entries: testEntries(uint64(seq), min(chunk, history-seq+1))}
 				for i := range c.Entries {
 					c.Entries[i].Data = json.RawMessage(`{"text":"` + strings.Repeat("y", 250) + `"}`)
 				}
 				for i := range c.Entries {
 					step := c.Entries[i].Seq
-					c.Ops = append(c.Ops, testOp("run", step, 0, OpDone))
+					c.Ops = append(c.Ops, testOp("run", step, 0, state.OpDone))
 				}
 				mustCommit(b, s, c)
 			}
