@@ -62,7 +62,7 @@ type Option func(*options)
 // the sandbox operation runs on it in-process. The caller owns svc and
 // closes it after the App.
 func WithSandbox(svc *sandbox.Service) Option {
-	return func(o *options) { o.deps.Sandbox = svc }
+	return func(o *options) { o.deps.Sandbox = Hosted(svc) }
 }
 
 // WithoutResume opens the App without resuming the data directory's
@@ -185,7 +185,7 @@ func openApp(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *Clus
 	}
 	gw := gateway.New(log)
 	gw.SetListenOptions(httpserver.Options{HeaderTimeout: cfg.HeaderTimeout(), BodyTimeout: cfg.BodyTimeout()})
-	o := options{deps: handlers.Deps{Server: cfg, Log: log, Open: access.Open, Gateway: gw, Keys: &keyring.Ring{}}}
+	o := options{deps: handlers.Deps{Server: cfg, Log: log, Open: access.Open, Services: []any{gw}, Keys: &keyring.Ring{}}}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -24,9 +24,8 @@
 //
 //   - Provisioner: Provision(ctx, Deps) once at start, with the
 //     dependencies a handler may use: the server's configuration (mode,
-//     data directory, read roots), the store reader, the logger, the file
-//     opener and Runs, the run starter (the executor, so spawn does not
-//     import it).
+//     data directory, read roots), the logger, the file opener, and the
+//     ports below.
 //   - RunValidator: ValidateRun(ctx, RunCheck) for every run about to start;
 //     an error refuses the run (generate's API keys, bash's isolation).
 //   - RunPreparer: PrepareRun(ctx, RunCheck) after every ValidateRun
@@ -34,6 +33,20 @@
 //     handler fills in the schemas of the sandbox tools a run offers).
 //   - Cleaner: Cleanup() once at stop, and after a failed Provision, so
 //     it must tolerate a handler never set up.
+//
+// # Ports
+//
+// Package handlers links none of the store, the sandbox service or the
+// model gateway (TestImportRules): what a handler may ask of the server
+// is declared here as a port, and the server wires the service in. Journal
+// reads a run's head and operations (the executor adapts its store; the
+// generate handler's replay and scripted cursors, the external handler's
+// recorded answers); Runs starts and waits for child runs (the executor;
+// spawn, external); Sandbox is the sandbox service the server hosts
+// (app.Hosted; the sandbox operation, whose sandbox_url client is the
+// same port over HTTP); Ops runs an operation of any kind. A service only
+// one handler uses is found among Deps.Services by the type the handler
+// asks for (Service): the external handler's *gateway.Gateway.
 //
 // # Adding an operation kind
 //

@@ -12,12 +12,10 @@ import (
 	"sync"
 
 	"github.com/flockrun/flock/configs"
-	"github.com/flockrun/flock/gateway"
 	"github.com/flockrun/flock/internal/keyring"
 	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/record"
 )
 
 // Info registers a handler package: the operation kinds it serves and a
@@ -81,13 +79,16 @@ type RunCheck struct {
 	WorkDir string
 }
 
-// Deps are the dependencies a handler may use, handed to Provision.
+// Deps are the dependencies a handler may use, handed to Provision. The
+// services are ports (see ports.go): package handlers names no store,
+// sandbox service or gateway, and the server wires them in.
 type Deps struct {
 	// Server is the server's configuration (mode, data directory, read
 	// and write roots, model limits), defaults applied.
 	Server configs.Server
-	// Store reads the journal (a run's ops, for example).
-	Store state.Reader
+	// Journal reads the journal (a run's head and ops); the executor sets
+	// it.
+	Journal Journal
 	// Log is the server's logger; never nil.
 	Log *slog.Logger
 	// Runs starts and waits for child runs; the executor sets it.
@@ -101,47 +102,22 @@ type Deps struct {
 	// (files.Access.Open); nil opens the path as it is.
 	Open func(workDir, path string) (*os.File, error)
 	// Sandbox is the sandbox service the server hosts (flock serve
-	// --sandbox-config), or nil; the sandbox operation runs on it.
-	Sandbox *sandbox.Service
-	// Gateway is the model gateway whose sessions external agents call
-	// (package gateway); the server serves its routes. Nil: the external
-	// operation is refused.
-	Gateway *gateway.Gateway
+	// --sandbox-config; app.WithSandbox), or nil; the sandbox operation
+	// runs on it.
+	Sandbox Sandbox
+	// Services are the server's other services, which a handler finds by
+	// the type it asks for (Service): the model gateway whose sessions
+	// external agents call (package gateway; without it the external
+	// operation is refused).
+	Services []any
 	// Grants returns the directories the operator granted the run tree
-	// whose top-level run is id (state.Spec.Grants), or nil; the executor
+	// whose top-level run is id (the run's spec), or nil; the executor
 	// sets it. File access (package files) adds them to its roots.
-	Grants func(id string) *state.Grants
+	Grants func(id string) *record.Grants
 	// Keys are the API keys given literally on the command line, by the
 	// names the runs' settings use instead of environment variables
 	// (package keyring). Nil holds none.
 	Keys *keyring.Ring
-}
-
-// Runs starts child runs. The executor implements it, so that a handler
-// starting runs (spawn) needs no import of the executor.
-type Runs interface {
-	// StartChild starts the child run of the operation c.OpID of run
-	// c.ParentID, or after a crash finds the one started before (the
-	// child's id derives from the op's).
-	StartChild(ctx context.Context, c Child) (state.Run, error)
-	// WaitChild waits until the run ends and returns its head. When ctx
-	// ends first for any reason but the executor stopping or the parent
-	// pausing (a time limit), it cancels the child.
-	WaitChild(ctx context.Context, id string) (state.Run, error)
-}
-
-// Child describes a child run to start.
-type Child struct {
-	// ParentID and OpID are the spawning run and operation.
-	ParentID string
-	OpID     string
-	Workflow string
-	Settings json.RawMessage
-	Task     string
-	// WorkDir is the child's work directory; "" means
-	// ParentWorkDir/children/<child id>.
-	WorkDir       string
-	ParentWorkDir string
 }
 
 var registry = struct {

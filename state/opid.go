@@ -4,19 +4,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/flockrun/flock/record"
 )
 
 // OpID returns the ID of operation index of step of run:
-// "<run>/<step>/<index>".
-func OpID(run string, step uint64, index int) string {
-	b := make([]byte, 0, len(run)+24)
-	b = append(b, run...)
-	b = append(b, '/')
-	b = strconv.AppendUint(b, step, 10)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(index), 10)
-	return string(b)
-}
+// "<run>/<step>/<index>" (record.OpID).
+func OpID(run string, step uint64, index int) string { return record.OpID(run, step, index) }
 
 // ParseOpID splits an ID made by OpID. The run part may itself contain '/'.
 func ParseOpID(id string) (run string, step uint64, index int, err error) {

@@ -123,12 +123,9 @@ type Spec struct {
 	Grants *Grants `json:"grants,omitempty"`
 }
 
-// Grants are directories one run tree may read or write beneath, granted
-// by the person at the terminal (absolute, cleaned paths).
-type Grants struct {
-	ReadRoots  []string `json:"read_roots,omitempty"`
-	WriteRoots []string `json:"write_roots,omitempty"`
-}
+// Grants are directories one run tree may read or write beneath
+// (record's).
+type Grants = record.Grants
 
 // OpStatus is the journal status of an operation.
 type OpStatus string

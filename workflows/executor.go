@@ -29,13 +29,13 @@ type Config struct {
 	Registry *phases.Registry
 	// Handlers are the handler packages that run operations, one per kind
 	// (usually handlers.Registered()). The executor provisions them at
-	// Start with HandlerDeps (plus itself as the run starter, its store and
-	// logger), asks them to validate each run's settings at start, and
+	// Start with HandlerDeps (plus itself as the run starter, its store as
+	// their journal and its logger), asks them to validate each run's settings at start, and
 	// cleans them up at Stop. A kind without a handler yields an error
 	// result naming it.
 	Handlers []handlers.Info
 	// HandlerDeps are the dependencies handlers are provisioned with; the
-	// executor sets Runs, Store and (when nil) Log.
+	// executor sets Runs, Journal, Ops, Grants and (when nil) Log.
 	HandlerDeps handlers.Deps
 	// RunsDir holds the runs' work directories (one subdirectory per run).
 	RunsDir string
@@ -264,7 +264,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.started = true
 	e.mu.Unlock()
 	deps := e.cfg.HandlerDeps
-	deps.Runs, deps.Store, deps.Ops, deps.Grants = children{e}, e.store, e.hs, e.Grants
+	deps.Runs, deps.Journal, deps.Ops, deps.Grants = children{e}, journal{e.store}, e.hs, e.Grants
 	if deps.Log == nil {
 		deps.Log = e.log
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 	phext "github.com/flockrun/flock/phases/external"
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/record"
 )
 
 // Output caps: stdout is kept whole up to maxStdout (its last JSON line is
@@ -51,7 +51,7 @@ func init() {
 type Handler struct {
 	gw    *gateway.Gateway
 	runs  handlers.Runs
-	store state.Reader
+	store handlers.Journal
 	ops   handlers.Handler
 	// policy and hidden isolate the program as the run's bash is isolated
 	// (the server's data directory hidden); passEnv is the operator's list
@@ -61,11 +61,12 @@ type Handler struct {
 	passEnv []string
 }
 
-// Provision takes the gateway, the run starter, the journal and the
-// server's operations from deps, and the operator's isolation policy and
-// pass_env list.
+// Provision takes the gateway (one of deps.Services), the run starter,
+// the journal and the server's operations from deps, and the operator's
+// isolation policy and pass_env list.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
-	h.gw, h.runs, h.store, h.ops = deps.Gateway, deps.Runs, deps.Store, deps.Ops
+	h.gw, _ = handlers.Service[*gateway.Gateway](deps)
+	h.runs, h.store, h.ops = deps.Runs, deps.Journal, deps.Ops
 	h.hidden = deps.Hidden()
 	h.passEnv = deps.Server.PassEnv
 	p, err := deps.Isolation()
@@ -193,7 +194,7 @@ func (h *Handler) answer(ctx context.Context, env handlers.Env, calls []operatio
 // the calls they answer: from memory (Session.Answered), or after a
 // restart from the journal.
 func (h *Handler) deliver(ctx context.Context, s *gateway.Session, runID string, step uint64) error {
-	if s.DeliverAnswered(state.OpID(runID, step, 0)) {
+	if s.DeliverAnswered(record.OpID(runID, step, 0)) {
 		return nil
 	}
 	ops, err := h.store.StepOps(ctx, runID, step)
@@ -214,13 +215,13 @@ func (h *Handler) deliver(ctx context.Context, s *gateway.Session, runID string,
 // of the op's session runs (ids derived from the op's) that has not ended.
 // Those that ended hold answers of earlier attempts: they are returned as
 // replay, with their usage.
-func (h *Handler) sessionRun(ctx context.Context, env handlers.Env) (state.Run, []gateway.Recorded, []string, operations.RunUsage, error) {
+func (h *Handler) sessionRun(ctx context.Context, env handlers.Env) (handlers.RunHead, []gateway.Recorded, []string, operations.RunUsage, error) {
 	var replay []gateway.Recorded
 	var ended []string
 	var used operations.RunUsage
 	settings, err := sessionSettings(env)
 	if err != nil {
-		return state.Run{}, nil, nil, used, err
+		return handlers.RunHead{}, nil, nil, used, err
 	}
 	for k := 0; k < maxAttempts; k++ {
 		opID := env.OpID + "/gateway"
@@ -230,31 +231,31 @@ func (h *Handler) sessionRun(ctx context.Context, env handlers.Env) (state.Run, 
 		run, err := h.runs.StartChild(ctx, handlers.Child{ParentID: env.RunID, OpID: opID, Workflow: phext.SessionName,
 			Settings: settings, Task: env.Task, WorkDir: env.WorkDir, ParentWorkDir: env.WorkDir})
 		if err != nil {
-			return state.Run{}, nil, nil, used, fmt.Errorf("starting the gateway session run: %w", err)
+			return handlers.RunHead{}, nil, nil, used, fmt.Errorf("starting the gateway session run: %w", err)
 		}
 		rec, err := h.recorded(ctx, run.ID)
 		if err != nil {
-			return state.Run{}, nil, nil, used, err
+			return handlers.RunHead{}, nil, nil, used, err
 		}
 		replay = append(replay, rec...)
-		if run.Status == state.StatusRunning || run.Status == state.StatusPaused {
+		if run.Status == record.StatusRunning || run.Status == record.StatusPaused {
 			return run, replay, ended, used, nil
 		}
 		ended = append(ended, run.ID)
 		used.Tokens += run.Usage.Tokens
 		used.Cost += run.Usage.Cost
 	}
-	return state.Run{}, nil, nil, used, fmt.Errorf("%d gateway session runs of this op have ended; not starting another", maxAttempts)
+	return handlers.RunHead{}, nil, nil, used, fmt.Errorf("%d gateway session runs of this op have ended; not starting another", maxAttempts)
 }
 
 // recorded reads the answered calls of a session run from its journal.
 func (h *Handler) recorded(ctx context.Context, runID string) ([]gateway.Recorded, error) {
 	var out []gateway.Recorded
-	for op, err := range state.AllOps(ctx, h.store, runID) {
+	for op, err := range h.store.Ops(ctx, runID) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the journal of session run %s: %w", runID, err)
 		}
-		if op.Status != state.OpDone {
+		if !op.Done {
 			continue
 		}
 		for _, g := range operations.Generates(op.Request, op.Result) {
@@ -332,7 +333,7 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	type end struct {
-		run state.Run
+		run handlers.RunHead
 		err error
 	}
 	ends := make(chan end, 1)
@@ -380,7 +381,7 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 }
 
 // sessionEnded is the error calls get once the session run has ended.
-func sessionEnded(r state.Run) error {
+func sessionEnded(r handlers.RunHead) error {
 	if strings.HasPrefix(r.EndReason, "limit_") {
 		key := limitKey(r.EndReason)
 		var detail string

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/record"
 )
 
 // AccessOptions configures an Access. Directories may be relative (to the
@@ -37,11 +37,11 @@ type AccessOptions struct {
 	// terminal named; a server's runs write only in their work directory.
 	WriteRoots []string
 	// Grants, if set, returns the directories granted to one run tree, by
-	// the id of its top-level run (state.Spec.Grants: what the person at
+	// the id of its top-level run (the run's spec: what the person at
 	// the terminal handed to a run started from the command line). They
 	// are roots of that tree only, read and write as granted, and are
 	// looked up only for a path no other root holds.
-	Grants func(id string) *state.Grants
+	Grants func(id string) *record.Grants
 }
 
 // Access confines the file accesses made on behalf of runs: read_file,
@@ -57,7 +57,7 @@ type Access struct {
 	data, runs dir
 	read       []dir
 	write      []dir
-	grants     func(id string) *state.Grants
+	grants     func(id string) *record.Grants
 }
 
 // dir is a directory in two spellings: absolute, and with symbolic links

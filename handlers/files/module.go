@@ -6,7 +6,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/record"
 )
 
 func init() {
@@ -17,7 +17,7 @@ func init() {
 // ServerAccess returns the Access of a server configured by cfg: its data
 // and runs directories, read roots and write roots, plus the run trees'
 // grants (nil: none).
-func ServerAccess(cfg configs.Server, grants func(id string) *state.Grants) (*Access, error) {
+func ServerAccess(cfg configs.Server, grants func(id string) *record.Grants) (*Access, error) {
 	return NewAccess(AccessOptions{DataDir: cfg.DataDir, RunsDir: cfg.RunsDir(),
 		ReadRoots: cfg.ReadRoots, WriteRoots: cfg.WriteRoots, Grants: grants})
 }

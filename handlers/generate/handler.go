@@ -75,7 +75,7 @@ type Options struct {
 	// Journal, when set, lets the scripted provider rebuild a run's place
 	// in its script from the run's journal after a restart (the cursor is
 	// otherwise in memory only).
-	Journal Journal
+	Journal handlers.Journal
 	// Open opens a scripted model's script for the run working in workDir
 	// (empty at the start-up check). The server sets it to files.Access.Open,
 	// so that a script resolves like any file a run reads: relative to the

@@ -19,7 +19,7 @@ func init() {
 // scripted), model limits and logger, the journal (scripted cursors) and
 // the server's file access (scripts). It does no I/O.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
-	h.init(Options{Mode: deps.Server.Mode, Logger: deps.Log, Journal: deps.Store,
+	h.init(Options{Mode: deps.Server.Mode, Logger: deps.Log, Journal: deps.Journal,
 		ModelLimits: deps.Server.Models, Open: deps.Open, Getenv: deps.Keys.Getenv(os.Getenv)})
 	return nil
 }

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/state"
 )
 
 // Replay (run setting replay_from): a generate of the run is answered
@@ -49,11 +49,6 @@ func requestKey(g *operations.GenerateRequest, workDir, runID string) (string, e
 	return hex.EncodeToString(sum[:16]), nil
 }
 
-// runReader is the part of the server's journal that reads run heads.
-type runReader interface {
-	Run(ctx context.Context, id string) (state.Run, error)
-}
-
 // replays holds the indexes of recorded runs and, per replaying run, how
 // many replies of each key it has taken.
 type replays struct {
@@ -67,8 +62,8 @@ func newReplays() *replays {
 }
 
 // scanOps calls fn with every op of run id, in step order.
-func scanOps(ctx context.Context, j Journal, id string, fn func(state.Op) error) error {
-	for op, err := range state.AllOps(ctx, j, id) {
+func scanOps(ctx context.Context, j handlers.Journal, id string, fn func(handlers.JournalOp) error) error {
+	for op, err := range j.Ops(ctx, id) {
 		if err != nil {
 			return err
 		}
@@ -81,7 +76,7 @@ func scanOps(ctx context.Context, j Journal, id string, fn func(state.Op) error)
 
 // reply answers g from the recorded run src, if it holds the request:
 // ok false is a miss.
-func (rp *replays) reply(ctx context.Context, j Journal, src, runID, workDir, opID string, g *operations.GenerateRequest) (*operations.GenerateResult, bool, error) {
+func (rp *replays) reply(ctx context.Context, j handlers.Journal, src, runID, workDir, opID string, g *operations.GenerateRequest) (*operations.GenerateResult, bool, error) {
 	if j == nil {
 		return nil, false, fmt.Errorf("replay_from: this server keeps no journal to replay from")
 	}
@@ -94,15 +89,12 @@ func (rp *replays) reply(ctx context.Context, j Journal, src, runID, workDir, op
 	idx, ok := rp.sources[src]
 	if !ok {
 		idx = map[string][]*operations.GenerateResult{}
-		srcDir := ""
-		if rr, ok := j.(runReader); ok {
-			head, err := rr.Run(ctx, src)
-			if err != nil {
-				return nil, false, fmt.Errorf("replay_from: run %s: %w", src, err)
-			}
-			srcDir = head.WorkDir
+		head, err := j.Run(ctx, src)
+		if err != nil {
+			return nil, false, fmt.Errorf("replay_from: run %s: %w", src, err)
 		}
-		err := scanOps(ctx, j, src, func(op state.Op) error {
+		srcDir := head.WorkDir
+		err = scanOps(ctx, j, src, func(op handlers.JournalOp) error {
 			req, res := generateOf(op)
 			if res == nil || op.Result.Error != "" {
 				return nil
@@ -130,7 +122,7 @@ func (rp *replays) reply(ctx context.Context, j Journal, src, runID, workDir, op
 		// First generate of this run in this process: count the hits its
 		// journal holds already (a resumed run, a fork).
 		used = map[string]int{}
-		err := scanOps(ctx, j, runID, func(op state.Op) error {
+		err := scanOps(ctx, j, runID, func(op handlers.JournalOp) error {
 			req, res := generateOf(op)
 			if op.ID == opID || res == nil || res.Replay != operations.ReplayHit {
 				return nil
@@ -171,8 +163,8 @@ func (h *Handler) checkReplaySource(ctx context.Context, id string) error {
 	if id == "" {
 		return nil
 	}
-	r, ok := h.opts.Journal.(runReader)
-	if !ok {
+	r := h.opts.Journal
+	if r == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -185,9 +177,9 @@ func (h *Handler) checkReplaySource(ctx context.Context, id string) error {
 
 // generateOf returns the request and result of op when it is a generate
 // op that is done with a result's data, else nils.
-func generateOf(op state.Op) (*operations.GenerateRequest, *operations.GenerateResult) {
+func generateOf(op handlers.JournalOp) (*operations.GenerateRequest, *operations.GenerateResult) {
 	req := operations.Generate.Params(op.Request)
-	if op.Status != state.OpDone || req == nil || op.Result == nil {
+	if !op.Done || req == nil || op.Result == nil {
 		return nil, nil
 	}
 	res := operations.Generate.Result(*op.Result)

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/state"
 )
 
 // scriptLine is one reply of a script file (one JSON object per line).
@@ -217,12 +217,6 @@ func lastUserOrTool(msgs []operations.Message) string {
 	return ""
 }
 
-// Journal reads a run's operation journal; the scripted provider uses it
-// to rebuild a run's cursor after a restart.
-type Journal interface {
-	Ops(ctx context.Context, id string, after string, limit int) ([]state.Op, error)
-}
-
 // next returns the index of the first unused line of c that either has no
 // match or whose match occurs in last, or -1.
 func (c *cursor) next(last string) int {
@@ -253,9 +247,9 @@ func (c *cursor) consume(g *operations.GenerateRequest) {
 // a gateway session's gateway_wait ops answered), except those of the op
 // being answered now: after a crash, the script goes on where the run
 // was.
-func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) error {
-	return scanOps(ctx, j, runID, func(op state.Op) error {
-		if op.Status != state.OpDone || op.ID == opID {
+func replay(ctx context.Context, j handlers.Journal, c *cursor, runID, opID, key string) error {
+	return scanOps(ctx, j, runID, func(op handlers.JournalOp) error {
+		if !op.Done || op.ID == opID {
 			return nil
 		}
 		for _, g := range operations.Generates(op.Request, op.Result) {
@@ -271,7 +265,7 @@ func replay(ctx context.Context, j Journal, c *cursor, runID, opID, key string) 
 // reply answers g from the script of m, consuming lines of the run's
 // cursor: for each of the n outputs, the first unused line that either has
 // no match or whose match occurs in the last user/tool message.
-func (s *scripts) reply(ctx context.Context, j Journal, open func(workDir, path string) (*os.File, error), workDir, runID, opID string, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
+func (s *scripts) reply(ctx context.Context, j handlers.Journal, open func(workDir, path string) (*os.File, error), workDir, runID, opID string, m *model, g *operations.GenerateRequest) (*operations.GenerateResult, error) {
 	f, err := s.load(open, workDir, m.script)
 	if err != nil {
 		return nil, fmt.Errorf("scripted model %q: %w", m.key, err)

@@ -2,32 +2,35 @@ package generate
 
 import (
 	"context"
+	"fmt"
+	"iter"
+	"strings"
 	"testing"
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/state"
 )
 
 // journal is a run's op journal held in memory, as a restarted server
 // finds it in its store.
-type journal []state.Op
+type journal []handlers.JournalOp
 
-func (j journal) Ops(_ context.Context, id, after string, limit int) ([]state.Op, error) {
-	var out []state.Op
-	past := after == ""
-	for _, op := range j {
-		if op.RunID != id {
-			continue
-		}
-		if past && len(out) < limit {
-			out = append(out, op)
-		}
-		if op.ID == after {
-			past = true
+func (j journal) Run(_ context.Context, id string) (handlers.RunHead, error) {
+	return handlers.RunHead{}, fmt.Errorf("run %s: not found", id)
+}
+
+func (j journal) StepOps(context.Context, string, uint64) ([]handlers.JournalOp, error) {
+	return nil, fmt.Errorf("not kept")
+}
+
+func (j journal) Ops(_ context.Context, id string) iter.Seq2[handlers.JournalOp, error] {
+	return func(yield func(handlers.JournalOp, error) bool) {
+		for _, op := range j {
+			if strings.HasPrefix(op.ID, id+"/") && !yield(op, nil) {
+				return
+			}
 		}
 	}
-	return out, nil
 }
 
 // TestScriptedResumesFromJournal restarts the handler (a new process) in
@@ -44,14 +47,14 @@ func TestScriptedResumesFromJournal(t *testing.T) {
 	gen := func(msg string, n int) operations.GenerateRequest {
 		return operations.GenerateRequest{Model: "s", Messages: userMsg(msg), N: n}
 	}
-	done := func(id string, g operations.GenerateRequest) state.Op {
-		return state.Op{ID: id, RunID: "run", Status: state.OpDone, Request: operations.NewGenerate(g)}
+	done := func(id string, g operations.GenerateRequest) handlers.JournalOp {
+		return handlers.JournalOp{ID: id, Done: true, Request: operations.NewGenerate(g)}
 	}
 	j := journal{
 		done("run/1/0", gen("a", 1)),
 		done("run/2/0", gen("b", 2)),
 		done("run/3/0", gen("we ran ls", 1)),
-		{ID: "run/4/0", RunID: "run", Status: state.OpPending, Request: operations.NewGenerate(gen("c", 1))},
+		{ID: "run/4/0", Request: operations.NewGenerate(gen("c", 1))},
 	}
 	h := New(Options{Journal: j})
 	env := handlers.Env{RunID: "run", OpID: "run/4/0", Settings: s}

@@ -13,10 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flockrun/flock/sandbox"
+	"github.com/flockrun/flock/handlers"
 )
 
-// remote runs calls on a flock or AgentFlow sandbox over its /api/v1 wire.
+// remote runs calls on a flock or AgentFlow sandbox over its /api/v1 wire
+// (the port handlers.Sandbox, like the hosted service).
 type remote struct {
 	base   string
 	client *http.Client
@@ -101,57 +102,58 @@ func (r remote) do(req *http.Request, out any) error {
 	return nil
 }
 
-func (r remote) tool(ctx context.Context, name string) (sandbox.ToolInfo, bool, error) {
+func (r remote) Tool(ctx context.Context, name string) (handlers.SandboxTool, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/api/v1/tools/"+url.PathEscape(name)+"/schema", nil)
 	if err != nil {
-		return sandbox.ToolInfo{}, false, fmt.Errorf("sandbox_url: %w", err)
+		return handlers.SandboxTool{}, false, fmt.Errorf("sandbox_url: %w", err)
 	}
-	var info sandbox.ToolInfo
+	var info handlers.SandboxTool
 	if err := r.do(req, &info); err != nil {
 		if errors.Is(err, ErrRefused) {
-			return sandbox.ToolInfo{}, false, err
+			return handlers.SandboxTool{}, false, err
 		}
-		return sandbox.ToolInfo{}, false, nil
+		return handlers.SandboxTool{}, false, nil
 	}
 	if info.ResourceType == "" {
-		return sandbox.ToolInfo{}, false, nil
+		return handlers.SandboxTool{}, false, nil
 	}
 	return info, true, nil
 }
 
-func (r remote) create(ctx context.Context, worker, rt string) (bool, sandbox.Envelope, error) {
+func (r remote) CreateSession(ctx context.Context, worker, rt string) (handlers.SandboxAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	var e sandbox.Envelope
-	if err := r.post(ctx, "/api/v1/session/create", map[string]any{"worker_id": worker, "resource_type": rt, "session_config": map[string]any{}}, &e); err != nil {
-		return false, e, err
-	}
-	m, _ := e.Data.(map[string]any)
-	return m["status"] == "exists", e, nil
+	var e handlers.SandboxAnswer
+	err := r.post(ctx, "/api/v1/session/create", map[string]any{"worker_id": worker, "resource_type": rt, "session_config": map[string]any{}}, &e)
+	return e, err
 }
 
-func (r remote) fork(ctx context.Context, worker, from, rt string) (bool, sandbox.Envelope, error) {
+func (r remote) ForkSession(ctx context.Context, worker, from, rt string) (handlers.SandboxAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	var e sandbox.Envelope
+	var e handlers.SandboxAnswer
 	if err := r.post(ctx, "/api/v1/session/fork", map[string]any{"worker_id": worker, "from_worker_id": from, "resource_type": rt}, &e); err != nil {
-		return false, e, err
+		return e, err
 	}
-	if m, ok := e.Data.(map[string]any); !ok || (m["session_id"] == nil && m["status"] == nil) {
+	var m map[string]any
+	if json.Unmarshal(e.Data, &m) != nil || m == nil || (m["session_id"] == nil && m["status"] == nil) {
 		// No fork route (an AgentFlow sandbox): a fresh session.
-		existed, ce, err := r.create(ctx, worker, rt)
-		if m, ok := ce.Data.(map[string]any); ok {
-			m["forked"], m["fork_note"] = false, "the sandbox at "+r.base+" cannot fork sessions"
+		ce, err := r.CreateSession(ctx, worker, rt)
+		var cm map[string]any
+		if err == nil && json.Unmarshal(ce.Data, &cm) == nil && cm != nil {
+			cm["forked"], cm["fork_note"] = false, "the sandbox at "+r.base+" cannot fork sessions"
+			if b, merr := json.Marshal(cm); merr == nil {
+				ce.Data = b
+			}
 		}
-		return existed, ce, err
+		return ce, err
 	}
-	m, _ := e.Data.(map[string]any)
-	return m["status"] == "exists", e, nil
+	return e, nil
 }
 
-func (r remote) names(ctx context.Context) ([]string, error) {
+func (r remote) ToolNames(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/api/v1/tools?include_hidden=true", nil)
@@ -159,7 +161,7 @@ func (r remote) names(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("sandbox_url: %w", err)
 	}
 	var e struct {
-		Tools []sandbox.ToolInfo `json:"tools"`
+		Tools []handlers.SandboxTool `json:"tools"`
 	}
 	if err := r.do(req, &e); err != nil {
 		return nil, err
@@ -173,7 +175,7 @@ func (r remote) names(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (r remote) execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error) {
+func (r remote) Execute(ctx context.Context, worker string, a handlers.SandboxAction) (handlers.SandboxAnswer, error) {
 	body := map[string]any{"worker_id": worker, "action": a.Action, "params": a.Params}
 	wait := 10 * time.Minute
 	if a.Timeout > 0 {
@@ -183,12 +185,14 @@ func (r remote) execute(ctx context.Context, worker string, a sandbox.Action) (e
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	var e envelope
+	var e handlers.SandboxAnswer
 	err := r.post(ctx, "/api/v1/execute", body, &e)
 	return e, err
 }
 
-func (r remote) destroy(ctx context.Context, worker, rt string) {
-	var e envelope
+func (r remote) DestroySession(ctx context.Context, worker, rt string) {
+	var e handlers.SandboxAnswer
 	_ = r.post(ctx, "/api/v1/session/destroy", map[string]any{"worker_id": worker, "resource_type": rt}, &e)
 }
+
+var _ handlers.Sandbox = remote{}

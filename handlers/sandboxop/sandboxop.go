@@ -60,7 +60,8 @@ const markerDir = ".sandbox-sessions"
 
 // Handler runs sandbox operations on the hosted service or over HTTP.
 type Handler struct {
-	svc *sandbox.Service
+	// svc is the sandbox the server hosts (app.Hosted), or nil.
+	svc handlers.Sandbox
 	// tokenEnvs are the variables a run's sandbox_token_env may name;
 	// guard checks sandbox_url and every connection to it; client dials
 	// through guard (the operator's server settings, set by Provision).
@@ -75,7 +76,7 @@ type Handler struct {
 // runSessions are the sessions a run created, by worker and resource
 // type, and where.
 type runSessions struct {
-	target target
+	target handlers.Sandbox
 	rts    map[workerRT]bool
 }
 
@@ -194,7 +195,7 @@ func (h *Handler) PrepareRun(ctx context.Context, run handlers.RunCheck) (json.R
 		return run.Raw, nil
 	}
 	schemas := map[string]sandboxTool{}
-	var t target
+	var t handlers.Sandbox
 	for i, n := range names {
 		if !isSandboxTool(n) {
 			continue
@@ -205,7 +206,7 @@ func (h *Handler) PrepareRun(ctx context.Context, run handlers.RunCheck) (json.R
 				return nil, err
 			}
 		}
-		info, ok, err := t.tool(ctx, n)
+		info, ok, err := t.Tool(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("tools[%d]: %q: %w", i, n, err)
 		}
@@ -252,7 +253,7 @@ func (h *Handler) prepareSynthesis(ctx context.Context, run handlers.RunCheck, d
 	if err != nil {
 		return nil, err
 	}
-	all, err := t.names(ctx)
+	all, err := t.ToolNames(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: list tools: %w", err)
 	}
@@ -262,7 +263,7 @@ func (h *Handler) prepareSynthesis(ctx context.Context, run handlers.RunCheck, d
 	}
 	schemas := map[string]sandboxTool{}
 	for _, n := range names {
-		info, ok, err := t.tool(ctx, n)
+		info, ok, err := t.Tool(ctx, n)
 		if err != nil {
 			return nil, err
 		}
@@ -311,28 +312,13 @@ func usesSandboxTools(raw json.RawMessage) bool {
 	return false
 }
 
-// target is where a run's sandbox calls go.
-type target interface {
-	// tool looks a tool up: ok is false when the sandbox does not have it;
-	// err is a sandbox that refused to answer (ErrRefused).
-	tool(ctx context.Context, name string) (info sandbox.ToolInfo, ok bool, err error)
-	// create creates the worker's session of rt: existed is true when it
-	// was there already.
-	create(ctx context.Context, worker, rt string) (existed bool, env sandbox.Envelope, err error)
-	// fork creates the worker's session of rt as a fork of from's.
-	fork(ctx context.Context, worker, from, rt string) (existed bool, env sandbox.Envelope, err error)
-	// names lists the sandbox's tools' full names.
-	names(ctx context.Context) ([]string, error)
-	execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error)
-	destroy(ctx context.Context, worker, rt string)
-}
-
-// envelope is an answer with data and meta as JSON.
-type envelope struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-	Meta    json.RawMessage `json:"meta"`
+// sessionData is what the sandbox operation reads of a session answer's
+// data: "status": "exists" when the session was there already, and a
+// fork that could not fork.
+type sessionData struct {
+	Status   string `json:"status"`
+	Forked   *bool  `json:"forked"`
+	ForkNote string `json:"fork_note"`
 }
 
 // token reads the sandbox's token from the variable sandbox_token_env
@@ -355,7 +341,7 @@ func (h *Handler) token(s *configs.RunSettings) (string, error) {
 
 // target is where the run's calls go: the sandbox at sandbox_url (checked
 // again, and reached only through the guard), else the hosted service.
-func (h *Handler) target(env handlers.Env) (target, error) {
+func (h *Handler) target(env handlers.Env) (handlers.Sandbox, error) {
 	if env.Settings != nil && env.Settings.SandboxURL != "" {
 		if err := h.checkURL(context.Background(), env.Settings.SandboxURL); err != nil {
 			return nil, err
@@ -367,7 +353,7 @@ func (h *Handler) target(env handlers.Env) (target, error) {
 		return newRemote(h.client, env.Settings.SandboxURL, tok, env.Settings.SandboxTokenEnv), nil
 	}
 	if h.svc != nil {
-		return local{h.svc}, nil
+		return h.svc, nil
 	}
 	return nil, ErrNoSandbox
 }
@@ -393,12 +379,12 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	}
 	recreated := ""
 	worker := sessionWorker(env.RunID, p.Session)
-	info, ok, err := t.tool(ctx, p.Action)
+	info, ok, err := t.Tool(ctx, p.Action)
 	if err != nil {
 		return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
 	}
 	if ok && !info.Stateless {
-		var fail *envelope
+		var fail *handlers.SandboxAnswer
 		recreated, fail, err = h.session(ctx, t, env, worker, p, info.ResourceType)
 		if err != nil {
 			return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
@@ -407,7 +393,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 			return result(req, *fail)
 		}
 	}
-	e, err := t.execute(ctx, worker, sandbox.Action{Action: p.Action, Params: params,
+	e, err := t.Execute(ctx, worker, handlers.SandboxAction{Action: p.Action, Params: params,
 		Timeout: time.Duration(p.TimeoutS * float64(time.Second))})
 	if err != nil {
 		return operations.Failed(req, "sandbox: %s: %v", p.Action, err)
@@ -418,7 +404,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	return result(req, e)
 }
 
-func result(req operations.Request, e envelope) operations.Result {
+func result(req operations.Request, e handlers.SandboxAnswer) operations.Result {
 	return operations.Result{Kind: operations.KindSandbox, Meta: req.Meta,
 		Data: &operations.SandboxResult{Code: e.Code, Message: e.Message, Data: e.Data, Meta: e.Meta}}
 }
@@ -428,7 +414,7 @@ func result(req operations.Request, e envelope) operations.Result {
 // the backend can fork). It answers a note when the session had to be
 // recreated (a resumed run whose session is gone) or could not be forked,
 // or the envelope of a failed creation.
-func (h *Handler) session(ctx context.Context, t target, env handlers.Env, worker string, p *operations.SandboxRequest, rt string) (string, *envelope, error) {
+func (h *Handler) session(ctx context.Context, t handlers.Sandbox, env handlers.Env, worker string, p *operations.SandboxRequest, rt string) (string, *handlers.SandboxAnswer, error) {
 	h.mu.Lock()
 	rs := h.runs[env.RunID]
 	if rs != nil && rs.rts[workerRT{worker, rt}] {
@@ -443,27 +429,25 @@ func (h *Handler) session(ctx context.Context, t target, env handlers.Env, worke
 		}
 	}
 	h.mu.Unlock()
-	var existed bool
-	var ce sandbox.Envelope
+	var ce handlers.SandboxAnswer
 	var err error
-	forkNote := ""
 	if from != "" {
-		existed, ce, err = t.fork(ctx, worker, from, rt)
-		if m, ok := ce.Data.(map[string]any); ok && m["forked"] == false {
-			if n, _ := m["fork_note"].(string); n != "" {
-				forkNote = "[session not forked: " + n + "]"
-			}
-		}
+		ce, err = t.ForkSession(ctx, worker, from, rt)
 	} else {
-		existed, ce, err = t.create(ctx, worker, rt)
+		ce, err = t.CreateSession(ctx, worker, rt)
 	}
 	if err != nil {
 		return "", nil, err
 	}
 	if ce.Code != 0 {
-		data, _ := json.Marshal(ce.Data)
-		meta, _ := json.Marshal(ce.Meta)
-		return "", &envelope{Code: ce.Code, Message: ce.Message, Data: data, Meta: meta}, nil
+		return "", &ce, nil
+	}
+	var sd sessionData
+	_ = json.Unmarshal(ce.Data, &sd)
+	existed := sd.Status == "exists"
+	forkNote := ""
+	if from != "" && sd.Forked != nil && !*sd.Forked && sd.ForkNote != "" {
+		forkNote = "[session not forked: " + sd.ForkNote + "]"
 	}
 	note := forkNote
 	marker := ""
@@ -514,55 +498,8 @@ func (h *Handler) CloseRun(ctx context.Context, runID string) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for s := range rs.rts {
-		rs.target.destroy(ctx, s.worker, s.rt)
+		rs.target.DestroySession(ctx, s.worker, s.rt)
 	}
-}
-
-// local runs calls on the hosted service.
-type local struct{ svc *sandbox.Service }
-
-func (l local) tool(_ context.Context, name string) (sandbox.ToolInfo, bool, error) {
-	info, ok := l.svc.Tool(name)
-	return info, ok, nil
-}
-
-func (l local) create(ctx context.Context, worker, rt string) (bool, sandbox.Envelope, error) {
-	e := l.svc.CreateSession(ctx, sandbox.Caller{Worker: worker}, rt, nil, "")
-	m, _ := e.Data.(map[string]any)
-	return m["status"] == "exists", e, nil
-}
-
-func (l local) fork(ctx context.Context, worker, from, rt string) (bool, sandbox.Envelope, error) {
-	e := l.svc.ForkSession(ctx, sandbox.Caller{Worker: worker}, from, rt)
-	m, _ := e.Data.(map[string]any)
-	return m["status"] == "exists", e, nil
-}
-
-func (l local) names(context.Context) ([]string, error) {
-	var out []string
-	for _, t := range l.svc.Tools(true) {
-		out = append(out, t.FullName)
-	}
-	return out, nil
-}
-
-func (l local) execute(ctx context.Context, worker string, a sandbox.Action) (envelope, error) {
-	e := l.svc.Execute(ctx, sandbox.Caller{Worker: worker}, a)
-	// Through JSON, so that data and meta are what a remote sandbox
-	// answers byte for byte.
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return envelope{}, fmt.Errorf("encode data: %w", err)
-	}
-	meta, err := json.Marshal(e.Meta)
-	if err != nil {
-		return envelope{}, fmt.Errorf("encode meta: %w", err)
-	}
-	return envelope{Code: e.Code, Message: e.Message, Data: data, Meta: meta}, nil
-}
-
-func (l local) destroy(ctx context.Context, worker, rt string) {
-	l.svc.DestroySession(ctx, sandbox.Caller{Worker: worker}, rt)
 }
 
 func init() {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/state"
 	"path/filepath"
 )
 
@@ -57,7 +56,7 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 }
 
 // result is a child's end as spawn reports it.
-func result(end state.Run) *operations.SpawnResult {
+func result(end handlers.RunHead) *operations.SpawnResult {
 	return &operations.SpawnResult{
 		RunID:     end.ID,
 		Status:    end.Status,

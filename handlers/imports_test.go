@@ -1,0 +1,73 @@
+package handlers_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportRules: the handler contract is a leaf (issue 27.1). Package
+// handlers, which every operation handler and third-party kind imports,
+// links none of the store, the sandbox service or the model gateway: it
+// declares the ports a handler may ask for (Journal, Runs, Sandbox,
+// Services) and the server wires the services in. No handler package
+// links the store or the sandbox service; only the external handler, the
+// gateway's own operation handler, links the gateway.
+func TestImportRules(t *testing.T) {
+	deps := listDeps(t, "./handlers/...")
+	for pkg, ds := range deps {
+		rel := strings.TrimPrefix(pkg, module)
+		for _, dep := range ds {
+			top := topOf(dep)
+			switch {
+			case strings.Contains(dep, "go.etcd.io/bbolt"):
+				t.Errorf("%s links %s", rel, dep)
+			case top == "state" || (top == "sandbox" && !(rel == "handlers/sandboxop" && strings.HasPrefix(dep, module+"sandbox"))):
+				// handlers/sandboxop links sandbox only for its network
+				// guard, until the guard leaves the sandbox's tree.
+				t.Errorf("%s links %s", rel, dep)
+			case top == "gateway" && rel != "handlers/external":
+				t.Errorf("%s links %s: only handlers/external, which drives the gateway's sessions, may", rel, dep)
+			}
+		}
+	}
+	if len(deps) < 10 {
+		t.Fatalf("go list found %d handler packages: %v", len(deps), deps)
+	}
+}
+
+const module = "github.com/flockrun/flock/"
+
+// topOf names the top-level package of flock's that dep is in ("" for
+// a package of another module or the standard library).
+func topOf(dep string) string {
+	rel, ours := strings.CutPrefix(dep, module)
+	if !ours {
+		return ""
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+// listDeps answers the packages matching pattern, each with every package
+// it links (go list -deps, without tests).
+func listDeps(t *testing.T, pattern string) map[string][]string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, pattern)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pattern, err)
+	}
+	deps := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			deps[f[0]] = f[1:]
+		}
+	}
+	return deps
+}
