@@ -22,9 +22,7 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case strings.Contains(dep, "go.etcd.io/bbolt"):
 				t.Errorf("%s links %s", rel, dep)
-			case top == "state" || (top == "sandbox" && !(rel == "handlers/sandboxop" && strings.HasPrefix(dep, module+"sandbox"))):
-				// handlers/sandboxop links sandbox only for its network
-				// guard, until the guard leaves the sandbox's tree.
+			case top == "state" || top == "sandbox":
 				t.Errorf("%s links %s", rel, dep)
 			case top == "gateway" && rel != "handlers/external":
 				t.Errorf("%s links %s: only handlers/external, which drives the gateway's sessions, may", rel, dep)

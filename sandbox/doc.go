@@ -78,7 +78,7 @@
 //
 // A backend that connects where a client says (web, browser) reaches
 // public addresses only unless its config says otherwise: it dials through
-// sandbox/internal/netguard, which refuses loopback, private, link-local
+// internal/netguard, which refuses loopback, private, link-local
 // (cloud metadata), unspecified, multicast and other non-public addresses
 // as the socket connects, redirects included, so that a client cannot turn
 // the sandbox against flock's own API or the host's network. The refusal

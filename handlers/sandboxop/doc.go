@@ -22,7 +22,7 @@
 //
 // # Where sandbox_url may point
 //
-// sandbox_url passes the network guard of the web tools (sandbox.NetPolicy):
+// sandbox_url passes the network guard of the web tools (internal/netguard):
 // a host that is, or resolves to, a loopback, private, link-local,
 // unspecified or other non-public address is refused at start
 // (ErrURLNotAllowed, naming the server settings that would allow it), and

@@ -18,8 +18,8 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/netguard"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/synthesis"
 )
 
@@ -66,7 +66,7 @@ type Handler struct {
 	// guard checks sandbox_url and every connection to it; client dials
 	// through guard (the operator's server settings, set by Provision).
 	tokenEnvs []string
-	guard     *sandbox.NetPolicy
+	guard     *netguard.Policy
 	client    *http.Client
 
 	mu   sync.Mutex
@@ -98,7 +98,7 @@ func sessionWorker(runID, session string) string {
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.svc = deps.Sandbox
 	h.tokenEnvs = deps.Server.SandboxTokenEnvs
-	g, err := sandbox.NewNetPolicy(deps.Server.SandboxURLAllowHosts, deps.Server.SandboxURLAllowPrivate)
+	g, err := netguard.NewClientPolicy(deps.Server.SandboxURLAllowHosts, deps.Server.SandboxURLAllowPrivate)
 	if err != nil {
 		return fmt.Errorf("server setting sandbox_url_allow_hosts: %w", err)
 	}
@@ -158,7 +158,7 @@ func (h *Handler) checkURL(ctx context.Context, u string) error {
 // blocked turns a refusal of the guard into ErrURLNotAllowed naming the
 // server settings that would allow it; other errors pass as they are.
 func blocked(err error, u string) error {
-	var be *sandbox.BlockedError
+	var be *netguard.BlockedError
 	if !errors.As(err, &be) {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/flockrun/flock/internal/netguard"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Name is the backend's resource type: the config section resources.browser

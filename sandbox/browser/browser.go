@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/flockrun/flock/sandbox/internal/netguard"
+	"github.com/flockrun/flock/internal/netguard"
 )
 
 // Options configure the tabs a Browser starts.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockrun/flock/sandbox/internal/netguard"
+	"github.com/flockrun/flock/internal/netguard"
 )
 
 // needChromium skips the test when chromium is absent (scripts/test.sh

@@ -34,7 +34,7 @@
 // as the upload.
 //
 // By default the browser reaches public addresses only (server-side
-// request forgery protection, package sandbox/internal/netguard): every
+// request forgery protection, package internal/netguard): every
 // request of the tab, the page, its redirects, images, frames, scripts'
 // fetches and XHRs, WebSockets and the links it follows, goes through a
 // per-session HTTP proxy on loopback (--proxy-server, with

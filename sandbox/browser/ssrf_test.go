@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/netguard"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/sandbox/internal/netguard"
 	"github.com/flockrun/flock/server/servertest"
 )
 

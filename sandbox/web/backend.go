@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flockrun/flock/internal/netguard"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Name is the backend's API group: the config section apis.web and the

@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/flockrun/flock/internal/netguard"
 	"github.com/flockrun/flock/phases/settings"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // Config is the backend's section of the sandbox config (apis.web), after

@@ -36,7 +36,7 @@
 //
 // # What the tools may reach
 //
-// Only public addresses, by default (package sandbox/internal/netguard):
+// Only public addresses, by default (package internal/netguard):
 // every connection the backend makes, to the providers and through their
 // redirects, is checked as it connects, and refused when the address is
 // loopback, private, link-local (169.254.169.254, the cloud metadata

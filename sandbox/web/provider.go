@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/flockrun/flock/sandbox/internal/netguard"
+	"github.com/flockrun/flock/internal/netguard"
 )
 
 // Hit is one search result.

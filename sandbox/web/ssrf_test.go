@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flockrun/flock/internal/netguard"
 	"github.com/flockrun/flock/sandbox"
-	"github.com/flockrun/flock/sandbox/internal/netguard"
 )
 
 // serveOn starts h on a loopback address other than 127.0.0.1 (the

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flockrun/flock/sandbox/internal/netguard"
+	"github.com/flockrun/flock/internal/netguard"
 )
 
 // Web runs web:search and web:visit over the configured providers. It is

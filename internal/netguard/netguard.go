@@ -400,3 +400,16 @@ func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, a
 		return nil, firstErr
 	}
 }
+
+// NewClientPolicy returns a guard for a client flock drives itself (not
+// a sandbox tool's; the sandbox operation's sandbox_url): it allows
+// public addresses, the hosts listed (names, IP addresses, CIDR
+// prefixes) and, with allowPrivate, every address; flock's own listeners
+// are allowed where their host is (AllowOwn).
+func NewClientPolicy(allowHosts []string, allowPrivate bool) (*Policy, error) {
+	p := &Policy{AllowPrivate: allowPrivate, AllowOwn: true}
+	if err := p.Allow(allowHosts...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,4 +1,5 @@
-// Package netguard keeps the sandbox's network tools (web, browser) off
+// Package netguard keeps the sandbox's network tools (web, browser) and
+// flock's own client of a run's sandbox_url (NewClientPolicy) off
 // addresses that are not public: loopback, private (RFC 1918, fc00::/7),
 // link-local (169.254.0.0/16 with the cloud metadata service, fe80::/10),
 // unspecified, multicast, broadcast, shared (100.64.0.0/10) and reserved
