@@ -31,7 +31,7 @@
 //   - RunPreparer: PrepareRun(ctx, RunCheck) after every ValidateRun
 //     passed; it returns the settings document to journal (the sandbox
 //     handler fills in the schemas of the sandbox tools a run offers).
-//   - Cleaner: Cleanup() once at stop, and after a failed Provision, so
+//   - Closer: Close() once at stop, and after a failed Provision, so
 //     it must tolerate a handler never set up.
 //
 // # Ports

@@ -89,7 +89,11 @@ type RunCloser interface {
 	CloseRun(ctx context.Context, runID string)
 }
 
-// Closer is implemented by handlers that hold process-wide resources.
+// Closer is implemented by handlers that hold process-wide resources
+// (shells, interpreters, connections). Close is called once when the
+// server stops, and also after a failed or partial Provision, so it must
+// tolerate a handler that was never set up. (A sandbox backend's Cleaner
+// is another thing: it releases one session.)
 type Closer interface {
 	Close() error
 }

@@ -60,13 +60,6 @@ type RunPreparer interface {
 	PrepareRun(ctx context.Context, run RunCheck) (json.RawMessage, error)
 }
 
-// Cleaner is implemented by handlers that hold process-wide resources. It
-// is called once when the server stops, and also after a failed or partial
-// Provision, so it must tolerate a handler that was never set up.
-type Cleaner interface {
-	Cleanup() error
-}
-
 // RunCheck is what a RunValidator sees of a run about to start.
 type RunCheck struct {
 	Workflow string
@@ -303,20 +296,15 @@ func (s *Set) CloseRun(ctx context.Context, runID string) {
 	}
 }
 
-// Cleanup releases every handler's process-wide resources (Cleaner) and
+// Cleanup releases every handler's process-wide resources (Closer) and
 // returns the first error. It tolerates handlers never provisioned.
 func (s *Set) Cleanup() error {
 	var first error
 	for _, h := range s.hs {
-		var err error
-		switch c := h.(type) {
-		case Cleaner:
-			err = c.Cleanup()
-		case Closer:
-			err = c.Close()
-		}
-		if err != nil && first == nil {
-			first = err
+		if c, ok := h.(Closer); ok {
+			if err := c.Close(); err != nil && first == nil {
+				first = err
+			}
 		}
 	}
 	return first

@@ -70,7 +70,7 @@ func (l *lifecycle) Provision(context.Context, Deps) error {
 	}
 	return nil
 }
-func (l *lifecycle) Cleanup() error { l.cleaned++; return nil }
+func (l *lifecycle) Close() error { l.cleaned++; return nil }
 
 // TestProvisionFailureCleansUpAll checks that a failed Provision cleans up
 // every handler, set up or not, and names the package.

@@ -35,11 +35,8 @@ func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
 	return nil
 }
 
-// Cleanup kills every shell (Close).
-func (h *Handler) Cleanup() error { return h.Close() }
-
 var (
 	_ handlers.Provisioner  = (*Handler)(nil)
 	_ handlers.RunValidator = (*Handler)(nil)
-	_ handlers.Cleaner      = (*Handler)(nil)
+	_ handlers.Closer       = (*Handler)(nil)
 )

@@ -33,9 +33,6 @@ func (h *Handler) ValidateRun(ctx context.Context, run handlers.RunCheck) error 
 	return h.checkSettings(run.Settings, ModelsOf(run.Raw), run.WorkDir)
 }
 
-// Cleanup closes idle connections (Close).
-func (h *Handler) Cleanup() error { return h.Close() }
-
 // ModelsOf lists the model names a settings document refers to: every
 // "model" string value anywhere in it (Flock's advisors/actors/raters
 // entries, generator, judge ...), sorted and deduplicated.
@@ -74,5 +71,5 @@ func ModelsOf(raw json.RawMessage) []string {
 var (
 	_ handlers.Provisioner  = (*Handler)(nil)
 	_ handlers.RunValidator = (*Handler)(nil)
-	_ handlers.Cleaner      = (*Handler)(nil)
+	_ handlers.Closer       = (*Handler)(nil)
 )

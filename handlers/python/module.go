@@ -21,10 +21,7 @@ func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	return err
 }
 
-// Cleanup stops every interpreter (Close).
-func (h *Handler) Cleanup() error { return h.Close() }
-
 var (
 	_ handlers.Provisioner = (*Handler)(nil)
-	_ handlers.Cleaner     = (*Handler)(nil)
+	_ handlers.Closer      = (*Handler)(nil)
 )

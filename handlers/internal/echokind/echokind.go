@@ -92,8 +92,8 @@ func (h *Handler) ValidateRun(_ context.Context, run handlers.RunCheck) error {
 	return nil
 }
 
-// Cleanup counts itself.
-func (h *Handler) Cleanup() error {
+// Close counts itself.
+func (h *Handler) Close() error {
 	Lifecycle.Cleaned.Add(1)
 	return nil
 }
@@ -119,6 +119,6 @@ var (
 	_ handlers.Handler      = (*Handler)(nil)
 	_ handlers.Provisioner  = (*Handler)(nil)
 	_ handlers.RunValidator = (*Handler)(nil)
-	_ handlers.Cleaner      = (*Handler)(nil)
+	_ handlers.Closer       = (*Handler)(nil)
 	_ operations.Effector   = (*Result)(nil)
 )
