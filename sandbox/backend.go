@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -166,6 +167,18 @@ func (e *ConfigError) Error() string { return e.Path + ": " + e.Reason }
 
 // Unwrap returns Err.
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Classify gives a setting error from a section's decode the backend's
+// sentinel: a *ConfigError in err whose cause is not missing gets bad as
+// its Err, so errors.Is(err, bad) holds for every wrong value while a
+// missing key keeps its own sentinel. err is returned, changed in place.
+func Classify(err, missing, bad error) error {
+	var ce *ConfigError
+	if errors.As(err, &ce) && !errors.Is(err, missing) {
+		ce.Err = bad
+	}
+	return err
+}
 
 // SettingError returns a ConfigError at path (relative to the backend's
 // section) whose reason is detail, when given, followed by err.

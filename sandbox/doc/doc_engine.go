@@ -3,7 +3,6 @@ package doc
 import (
 	"context"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -48,11 +47,7 @@ func (s section) Validate() error {
 func parseConfig(decode func(any) error) (Config, error) {
 	var s section
 	if err := decode(&s); err != nil {
-		var ce *sandbox.ConfigError
-		if errors.As(err, &ce) && !errors.Is(err, ErrMissingSetting) {
-			ce.Err = ErrBadSetting
-		}
-		return Config{}, err
+		return Config{}, sandbox.Classify(err, ErrMissingSetting, ErrBadSetting)
 	}
 	return Config{
 		DocumentsDir:     filepath.Clean(s.DocumentsDir),

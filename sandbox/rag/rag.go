@@ -2,7 +2,6 @@ package rag
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -54,11 +53,7 @@ func (s section) Validate() error {
 func parseConfig(decode func(any) error) (Config, error) {
 	var s section
 	if err := decode(&s); err != nil {
-		var ce *sandbox.ConfigError
-		if errors.As(err, &ce) && !errors.Is(err, ErrMissingSetting) {
-			ce.Err = ErrBadSetting
-		}
-		return Config{}, err
+		return Config{}, sandbox.Classify(err, ErrMissingSetting, ErrBadSetting)
 	}
 	return Config{
 		DocumentsDir: filepath.Clean(s.DocumentsDir),
