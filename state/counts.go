@@ -12,6 +12,23 @@ type RunCounts struct {
 	Cancelled int
 }
 
+// Count adds one run of status st to its status's count (Total is the
+// caller's: a store may count runs whose status it cannot read).
+func (c *RunCounts) Count(st Status) {
+	switch st {
+	case StatusRunning:
+		c.Running++
+	case StatusPaused:
+		c.Paused++
+	case StatusSucceeded:
+		c.Succeeded++
+	case StatusFailed:
+		c.Failed++
+	case StatusCancelled:
+		c.Cancelled++
+	}
+}
+
 // RunCounter is implemented by stores that count their runs by status
 // (both of flock's stores; the contract suite requires it). It is an
 // optional capability of a Reader, found by type assertion.

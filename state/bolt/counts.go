@@ -41,18 +41,7 @@ func (s *Store) CountRuns(ctx context.Context) (state.RunCounts, error) {
 			if end < 0 {
 				continue
 			}
-			switch state.Status(rest[:end]) {
-			case state.StatusRunning:
-				c.Running++
-			case state.StatusPaused:
-				c.Paused++
-			case state.StatusSucceeded:
-				c.Succeeded++
-			case state.StatusFailed:
-				c.Failed++
-			case state.StatusCancelled:
-				c.Cancelled++
-			}
+			c.Count(state.Status(rest[:end]))
 		}
 		return nil
 	})

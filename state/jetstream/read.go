@@ -556,18 +556,7 @@ func (r reader) CountRuns(ctx context.Context) (state.RunCounts, error) {
 			return // logs without a head: not a run yet
 		}
 		c.Total++
-		switch h.Run.Status {
-		case state.StatusRunning:
-			c.Running++
-		case state.StatusPaused:
-			c.Paused++
-		case state.StatusSucceeded:
-			c.Succeeded++
-		case state.StatusFailed:
-			c.Failed++
-		case state.StatusCancelled:
-			c.Cancelled++
-		}
+		c.Count(h.Run.Status)
 	})
 	if err != nil {
 		return state.RunCounts{}, fmt.Errorf("count runs: %w", err)
