@@ -219,23 +219,7 @@ func secretsAttack(t *testing.T, mode string) {
 	}
 
 	// The token works, so a stolen one would: the control.
-	for _, c := range []struct {
-		auth string
-		want int
-	}{{"", 401}, {"Bearer " + token, 200}} {
-		req, _ := http.NewRequest(http.MethodGet, p.base+"/runs", nil)
-		if c.auth != "" {
-			req.Header.Set("Authorization", c.auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Fatalf("GET /runs with %q = %d, want %d", c.auth, resp.StatusCode, c.want)
-		}
-	}
+	tokenGuardsRuns(t, p.base, token)
 
 	// Victims: a finished run's file and another sandbox session's.
 	victimRun := p.start("script", map[string]any{"commands": []string{"echo victim-secret > victim.txt"}})
@@ -351,23 +335,7 @@ func TestAuthTokenFile(t *testing.T) {
 	}
 	check := func(t *testing.T, p *proc) {
 		t.Helper()
-		for _, c := range []struct {
-			auth string
-			want int
-		}{{"", 401}, {"Bearer " + token, 200}} {
-			req, _ := http.NewRequest(http.MethodGet, p.base+"/runs", nil)
-			if c.auth != "" {
-				req.Header.Set("Authorization", c.auth)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != c.want {
-				t.Fatalf("GET /runs with %q = %d, want %d", c.auth, resp.StatusCode, c.want)
-			}
-		}
+		tokenGuardsRuns(t, p.base, token)
 		for _, f := range []string{"cmdline", "environ"} {
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.cmd.Process.Pid, f))
 			if err != nil {
@@ -422,5 +390,28 @@ func TestAuthTokenFile(t *testing.T) {
 				t.Fatalf("refusal %q: want one naming the token source and quoting nothing", out)
 			}
 		})
+	}
+}
+
+// tokenGuardsRuns fails unless GET /runs of the server at base answers
+// 401 without a token and 200 with token.
+func tokenGuardsRuns(t *testing.T, base, token string) {
+	t.Helper()
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer " + token, 200}} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/runs", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("GET /runs with %q = %d, want %d", c.auth, resp.StatusCode, c.want)
+		}
 	}
 }
