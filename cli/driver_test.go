@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/client"
 	"github.com/flockrun/flock/configs"
@@ -51,16 +50,7 @@ func TestHandoverInterruptedInFlight(t *testing.T) {
 	if err := srv.MountOperator(server.Operator{Token: token, Keys: a.Keys, DataDir: a.Config.DataDir}); err != nil {
 		t.Fatal(err)
 	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	base := "http://" + addr.String()
+	base := startTestServer(t, srv)
 	// interrupted drives the command's steps as run.go does, its context
 	// cancelled when the answer to path arrives.
 	interrupted := func(t *testing.T, path string, start func(context.Context, *driver) (state.Run, error)) (string, string) {
