@@ -1,7 +1,6 @@
 package generate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,40 +13,23 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 )
 
 const testKey = "sk-test-SECRET-0123456789abcdef"
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newTestHandler returns a live handler with fast backoff, env from vars
 // and logs captured in the returned buffer.
-func newTestHandler(tb testing.TB, vars map[string]string) (*Handler, *syncBuffer) {
+func newTestHandler(tb testing.TB, vars map[string]string) (*Handler, *testkit.Buffer) {
 	tb.Helper()
 	return newTestHandlerWith(tb, vars, nil)
 }
 
 // newTestHandlerWith is newTestHandler with tweak applied to the options.
-func newTestHandlerWith(tb testing.TB, vars map[string]string, tweak func(*Options)) (*Handler, *syncBuffer) {
+func newTestHandlerWith(tb testing.TB, vars map[string]string, tweak func(*Options)) (*Handler, *testkit.Buffer) {
 	tb.Helper()
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	opts := Options{
 		Getenv:      func(k string) string { return vars[k] },
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
