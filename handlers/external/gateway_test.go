@@ -20,6 +20,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/gateway"
 	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
@@ -136,7 +137,7 @@ func openSession(t testing.TB, f *flock, settings map[string]any) *session {
 	id := f.start("external", settings, "hold the session")
 	dir := filepath.Join(f.app.Config.RunsDir(), id)
 	var lines []string
-	eventually(t, 20*time.Second, "the program to write gw.txt", func() bool {
+	testkit.WaitWithin(t, 20*time.Second, "the program to write gw.txt", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "gw.txt"))
 		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
 		return err == nil && len(lines) == 2
@@ -518,7 +519,7 @@ func TestGatewayRunLimit(t *testing.T) {
 		t.Fatalf("first call: %d %s", code, b)
 	}
 	var last []byte
-	eventually(t, 10*time.Second, "a call refused by the run's limit", func() bool {
+	testkit.WaitWithin(t, 10*time.Second, "a call refused by the run's limit", func() bool {
 		code, last, _ = s.chat(t, map[string]any{"messages": msgs}, nil)
 		return code == 429
 	})
@@ -712,7 +713,7 @@ func TestGatewayPauseRequeues(t *testing.T) {
 	if err := f.app.Executor.Pause(ctx, sessionRun); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the session run to be paused", func() bool {
+	testkit.WaitWithin(t, 20*time.Second, "the session run to be paused", func() bool {
 		r, err := f.app.Store.Run(ctx, sessionRun)
 		return err == nil && r.Status == state.StatusPaused
 	})

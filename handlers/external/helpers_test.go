@@ -155,18 +155,6 @@ func post(t testing.TB, url string, body any, headers map[string]string) (int, [
 	return resp.StatusCode, out, resp.Header
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func runtimeCaller() (uintptr, string, int, bool) { return runtime.Caller(1) }
 
 // readRunFile reads a file of run id's work directory.

@@ -14,6 +14,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers/sandboxop"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/all"
@@ -154,18 +155,6 @@ func workerSessions(svc *sandbox.Service, worker string) int {
 	return d.Count
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestSandboxOpInProcess runs sandbox ops on the server's own service: a
 // stateless text2sql call, two bash calls on the run's session created on
 // first use, and a refused statement as the envelope's code; the session
@@ -175,7 +164,7 @@ func TestSandboxOpInProcess(t *testing.T) {
 	a := openApp(t, app.WithSandbox(svc))
 	end, res := runCalls(t, a, `{}`)
 	checkCalls(t, end, res)
-	waitFor(t, "the run's session to be destroyed", func() bool { return workerSessions(svc, end.ID) == 0 })
+	testkit.WaitFor(t, "the run's session to be destroyed", func() bool { return workerSessions(svc, end.ID) == 0 })
 }
 
 // TestSandboxOpOverHTTP runs the same ops over HTTP against a sandbox
@@ -187,7 +176,7 @@ func TestSandboxOpOverHTTP(t *testing.T) {
 	a := openAppWith(t, loopbackSandbox)
 	end, res := runCalls(t, a, `{"sandbox_url": "`+url+`"}`)
 	checkCalls(t, end, res)
-	waitFor(t, "the run's session to be destroyed", func() bool { return workerSessions(svc, end.ID) == 0 })
+	testkit.WaitFor(t, "the run's session to be destroyed", func() bool { return workerSessions(svc, end.ID) == 0 })
 
 	// The same calls in-process answer the same data.
 	local := openApp(t, app.WithSandbox(svc))
