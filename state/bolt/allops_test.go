@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // TestAllOps reads a run's 2,050 ops across three pages in journal order,
@@ -15,10 +16,10 @@ func TestAllOps(t *testing.T) {
 	var ops []state.Op
 	for step := uint64(1); step <= 41; step++ {
 		for i := 0; i < 50; i++ {
-			ops = append(ops, testOp("r", step, i, state.OpPending))
+			ops = append(ops, storetest.Op("r", step, i, state.OpPending))
 		}
 	}
-	mustCommit(t, s, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning), Ops: ops})
+	storetest.MustCommit(t, s, &state.Commit{RunID: "r", Run: storetest.Head("r", "wf", "", state.StatusRunning), Ops: ops})
 	ctx := context.Background()
 	n := 0
 	for op, err := range state.AllOps(ctx, s, "r") {

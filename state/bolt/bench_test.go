@@ -14,6 +14,7 @@ import (
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // transitionCommit is shaped like one phase transition: a head of about
@@ -30,7 +31,7 @@ func transitionCommit(id string, step uint64) *state.Commit {
 			"attempt": json.RawMessage(`3`),
 		},
 		WorkDir:   "/var/lib/flock/runs/" + id + "/work",
-		CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(step) * time.Second),
+		CreatedAt: storetest.T0, UpdatedAt: storetest.T0.Add(time.Duration(step) * time.Second),
 	}
 	text := strings.Repeat("x", 220)
 	e := record.Entry{Seq: step, Type: "message", Phase: "think", Step: step,
@@ -39,13 +40,13 @@ func transitionCommit(id string, step uint64) *state.Commit {
 	for i := range ops {
 		ops[i] = state.Op{
 			ID: state.OpID(id, step, i), RunID: id, Step: step, Index: i, Phase: "think",
-			Status: state.OpPending, CreatedAt: t0,
+			Status: state.OpPending, CreatedAt: storetest.T0,
 			Request: operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
 				Params: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
 		}
 	}
 	return &state.Commit{RunID: id, Run: h, Entries: []record.Entry{e}, Ops: ops,
-		Events: []state.Event{{Time: t0, Type: "phase", Phase: "think", Step: step, Message: "think -> act"}}}
+		Events: []state.Event{{Time: storetest.T0, Type: "phase", Phase: "think", Step: step, Message: "think -> act"}}}
 }
 
 // reportWrites reports logical and page bytes per commit since before.
@@ -64,7 +65,7 @@ func reportWrites(b *testing.B, s *Store, before Stats) {
 func BenchmarkCommitOneRun(b *testing.B) {
 	ctx := context.Background()
 	s := openTestStore(b)
-	mustCommit(b, s, &state.Commit{RunID: "run", Spec: &state.Spec{Task: "bench"}})
+	storetest.MustCommit(b, s, &state.Commit{RunID: "run", Spec: &state.Spec{Task: "bench"}})
 	before := s.Stats()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -123,19 +124,19 @@ func BenchmarkCommitHistory(b *testing.B) {
 			// Other runs interleave with the measured one, as in a busy store.
 			for r := range 20 {
 				id := fmt.Sprintf("other%02d", r)
-				mustCommit(b, s, &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning), Entries: testEntries(1, history/10+1)})
+				storetest.MustCommit(b, s, &state.Commit{RunID: id, Run: storetest.Head(id, "wf", "", state.StatusRunning), Entries: storetest.Entries(1, history/10+1)})
 			}
 			const chunk = 1000
 			for seq := 1; seq <= history; seq += chunk {
-				c := &state.Commit{RunID: "run", Entries: testEntries(uint64(seq), min(chunk, history-seq+1))}
+				c := &state.Commit{RunID: "run", Entries: storetest.Entries(uint64(seq), min(chunk, history-seq+1))}
 				for i := range c.Entries {
 					c.Entries[i].Data = json.RawMessage(`{"text":"` + strings.Repeat("y", 250) + `"}`)
 				}
 				for i := range c.Entries {
 					step := c.Entries[i].Seq
-					c.Ops = append(c.Ops, testOp("run", step, 0, state.OpDone))
+					c.Ops = append(c.Ops, storetest.Op("run", step, 0, state.OpDone))
 				}
-				mustCommit(b, s, c)
+				storetest.MustCommit(b, s, c)
 			}
 			before := s.Stats()
 			b.ResetTimer()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // BenchmarkCountRuns counts 100,000 runs.
@@ -34,7 +35,7 @@ func seedRuns(tb testing.TB, s state.Store, n int) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 32 {
-				h := testHead(fmt.Sprintf("r%07d", i), "wf", "", statuses[i%len(statuses)])
+				h := storetest.Head(fmt.Sprintf("r%07d", i), "wf", "", statuses[i%len(statuses)])
 				if err := s.Commit(context.Background(), &state.Commit{RunID: h.ID, Run: h}); err != nil {
 					errs <- err
 					return

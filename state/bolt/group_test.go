@@ -8,6 +8,7 @@ import (
 
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // holdWriter blocks the committer's next transaction until the returned
@@ -41,7 +42,7 @@ func TestBoltLoneCommitIsOneTransaction(t *testing.T) {
 	for i := range 5 {
 		before := s.Stats().Txs
 		id := fmt.Sprint("r", i)
-		mustCommit(t, s, &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning), Entries: testEntries(1, 1)})
+		storetest.MustCommit(t, s, &state.Commit{RunID: id, Run: storetest.Head(id, "wf", "", state.StatusRunning), Entries: storetest.Entries(1, 1)})
 		if got := s.Stats().Txs - before; got != 1 {
 			t.Fatalf("commit %d used %d transactions, want 1", i, got)
 		}
@@ -51,7 +52,7 @@ func TestBoltLoneCommitIsOneTransaction(t *testing.T) {
 func TestBoltGroupCommit(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t)
-	mustCommit(t, s, &state.Commit{RunID: "shared", Entries: testEntries(1, 1)})
+	storetest.MustCommit(t, s, &state.Commit{RunID: "shared", Entries: storetest.Entries(1, 1)})
 	before := s.Stats()
 
 	release := holdWriter(t, s)
@@ -65,7 +66,7 @@ func TestBoltGroupCommit(t *testing.T) {
 	var qs []queued
 	for i := range 50 {
 		id := fmt.Sprintf("g%02d", i)
-		c := &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning), Entries: testEntries(1, 2), Events: testEvents(1)}
+		c := &state.Commit{RunID: id, Run: storetest.Head(id, "wf", "", state.StatusRunning), Entries: storetest.Entries(1, 2), Events: storetest.Events(1)}
 		qs = append(qs, queued{name: id, r: enqueue(t, s, c)})
 		if i == 0 {
 			testkit.WaitFor(t, "committer to take the first request", func() bool { return len(s.reqs) == 0 })
@@ -73,10 +74,10 @@ func TestBoltGroupCommit(t *testing.T) {
 	}
 	// Two commits to one run in the same group: the second sees the first.
 	qs = append(qs,
-		queued{name: "shared 2-3", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: testEntries(2, 2), Events: testEvents(1)})},
-		queued{name: "shared retried", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: testEntries(2, 2), Events: testEvents(1)}), conflict: true},
-		queued{name: "shared 4", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: testEntries(4, 1), Events: testEvents(1)})},
-		queued{name: "gap", r: enqueue(t, s, &state.Commit{RunID: "g00", Entries: testEntries(9, 1)}), conflict: true},
+		queued{name: "shared 2-3", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: storetest.Entries(2, 2), Events: storetest.Events(1)})},
+		queued{name: "shared retried", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: storetest.Entries(2, 2), Events: storetest.Events(1)}), conflict: true},
+		queued{name: "shared 4", r: enqueue(t, s, &state.Commit{RunID: "shared", Entries: storetest.Entries(4, 1), Events: storetest.Events(1)})},
+		queued{name: "gap", r: enqueue(t, s, &state.Commit{RunID: "g00", Entries: storetest.Entries(9, 1)}), conflict: true},
 	)
 	release()
 

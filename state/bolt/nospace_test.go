@@ -13,11 +13,12 @@ import (
 	"github.com/flockrun/flock/internal/tmpfs"
 	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // bigEntries returns n entries of about size bytes each, starting at seq first.
 func bigEntries(first uint64, n, size int) []record.Entry {
-	es := testEntries(first, n)
+	es := storetest.Entries(first, n)
 	pad := strings.Repeat("x", size)
 	for i := range es {
 		es[i].Data = []byte(`"` + pad + `"`)
@@ -37,7 +38,7 @@ func TestBoltNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mustCommit(t, s, &state.Commit{RunID: "r1", Run: testHead("r1", "w", "", state.StatusRunning), Entries: testEntries(1, 3)})
+	storetest.MustCommit(t, s, &state.Commit{RunID: "r1", Run: storetest.Head("r1", "w", "", state.StatusRunning), Entries: storetest.Entries(1, 3)})
 	free := tmpfs.Fill(t, dir)
 
 	c := &state.Commit{RunID: "r1", Entries: bigEntries(4, 16, 64<<10)}
@@ -58,7 +59,7 @@ func TestBoltNoSpace(t *testing.T) {
 	if err := s.Commit(ctx, c); err != nil {
 		t.Fatalf("the same commit after freeing space: %v", err)
 	}
-	mustCommit(t, s, &state.Commit{RunID: "r1", Entries: testEntries(20, 1)})
+	storetest.MustCommit(t, s, &state.Commit{RunID: "r1", Entries: storetest.Entries(20, 1)})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 var updateFormat = flag.Bool("update", false, "rewrite state/testdata/opcodec_v1.json from what the store writes")
@@ -61,7 +62,7 @@ func TestOpCodecFormatUpdate(t *testing.T) {
 		t.Skip("run with -update to rewrite " + formatGoldenPath)
 	}
 	s := openTestStore(t)
-	mustCommit(t, s, &state.Commit{RunID: "fmt", Ops: formatOps()})
+	storetest.MustCommit(t, s, &state.Commit{RunID: "fmt", Ops: formatOps()})
 	g := formatGolden{Ops: map[string]string{}, Chunks: map[string]string{}}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		if err := tx.Bucket(bucketOps).ForEach(func(k, v []byte) error {
@@ -136,7 +137,7 @@ func TestOpCodecFormat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameJSON(t, "op "+op.ID+" decoded", got, op)
+		storetest.SameJSON(t, "op "+op.ID+" decoded", got, op)
 	}
 	if len(used) != len(g.Chunks) || len(used) < 2 {
 		t.Fatalf("encoding used chunks %v, golden has %d", used, len(g.Chunks))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // TestSlidingPromptChunks journals prompts of many small messages whose
@@ -28,13 +29,13 @@ func TestSlidingPromptChunks(t *testing.T) {
 		op := state.Op{ID: state.OpID("r1", step, 0), RunID: "r1", Step: step, Status: state.OpPending,
 			Request: operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: window})}
 		before := s.Stats().Bytes
-		mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
+		storetest.MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
 		writes = append(writes, s.Stats().Bytes-before)
 		got, err := s.StepOps(ctx, "r1", step)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameJSON(t, "sliding op", got[0], op)
+		storetest.SameJSON(t, "sliding op", got[0], op)
 		b, _ := json.Marshal(window)
 		prompt = len(b)
 	}

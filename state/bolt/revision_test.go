@@ -7,6 +7,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // The lease and fencing behaviours every Store shares are in the contract
@@ -32,7 +33,7 @@ func TestHeadWithoutRevision(t *testing.T) {
 		t.Fatalf("old head: revision %d, %v", h.Revision, err)
 	}
 	h.Step = 1
-	mustCommit(t, s, &state.Commit{RunID: "old", Run: &h})
+	storetest.MustCommit(t, s, &state.Commit{RunID: "old", Run: &h})
 	if got, _ := s.Run(ctx, "old"); h.Revision != 1 || got.Revision != 1 || got.Step != 1 {
 		t.Fatalf("after a commit: written back %d, stored %+v", h.Revision, got)
 	}

@@ -14,12 +14,9 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
-
-var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // openTestStore opens a store in a fresh temp dir and closes it at cleanup.
 func openTestStore(tb testing.TB) *Store {
@@ -41,77 +38,6 @@ func openTestStoreAt(tb testing.TB, path string) *Store {
 	return s
 }
 
-func mustCommit(tb testing.TB, s state.Store, c *state.Commit) {
-	tb.Helper()
-	if err := s.Commit(context.Background(), c); err != nil {
-		tb.Fatalf("Commit(%s): %v", c.RunID, err)
-	}
-}
-
-// sameJSON fails unless got and want encode to the same JSON.
-func sameJSON(tb testing.TB, what string, got, want any) {
-	tb.Helper()
-	g, err := json.Marshal(got)
-	if err != nil {
-		tb.Fatalf("%s: marshal got: %v", what, err)
-	}
-	w, err := json.Marshal(want)
-	if err != nil {
-		tb.Fatalf("%s: marshal want: %v", what, err)
-	}
-	if string(g) != string(w) {
-		tb.Fatalf("%s:\n got %s\nwant %s", what, g, w)
-	}
-}
-
-func testHead(id, workflow, parent string, status state.Status) *state.Run {
-	return &state.Run{
-		ID:        id,
-		Workflow:  workflow,
-		ParentID:  parent,
-		Status:    status,
-		Phase:     "think",
-		Next:      "act",
-		Usage:     operations.RunUsage{Tokens: 10},
-		Vars:      map[string]json.RawMessage{"x": json.RawMessage(`{"a":1}`)},
-		WorkDir:   "/tmp/" + id,
-		CreatedAt: t0,
-		UpdatedAt: t0,
-	}
-}
-
-func testEntries(first uint64, n int) []record.Entry {
-	es := make([]record.Entry, n)
-	for i := range es {
-		seq := first + uint64(i)
-		es[i] = record.Entry{Seq: seq, Type: "message", Phase: "think", Step: seq,
-			Data: json.RawMessage(fmt.Sprintf(`{"text":"entry %d"}`, seq))}
-	}
-	return es
-}
-
-func testOp(run string, step uint64, index int, status state.OpStatus) state.Op {
-	op := state.Op{
-		ID: state.OpID(run, step, index), RunID: run, Step: step, Index: index,
-		Phase: "think", Status: status, CreatedAt: t0,
-		Request: operations.Request{Kind: operations.KindBash, Params: &operations.BashRequest{Command: "ls"}},
-	}
-	if status == state.OpDone {
-		fin := t0.Add(time.Second)
-		op.Attempts, op.FinishedAt = 1, &fin
-		op.Result = &operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "a\n"}}
-	}
-	return op
-}
-
-func testEvents(n int) []state.Event {
-	es := make([]state.Event, n)
-	for i := range es {
-		es[i] = state.Event{Time: t0, Type: "phase", Phase: "think", Message: fmt.Sprint("event ", i)}
-	}
-	return es
-}
-
 func TestBoltReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flock.db")
@@ -119,16 +45,16 @@ func TestBoltReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := testHead("p", "wf", "", state.StatusRunning)
-	child := testHead("c", "wf", "p", state.StatusSucceeded)
-	events := testEvents(2)
+	parent := storetest.Head("p", "wf", "", state.StatusRunning)
+	child := storetest.Head("c", "wf", "p", state.StatusSucceeded)
+	events := storetest.Events(2)
 	commits := []*state.Commit{
 		{RunID: "p", Run: parent, Spec: &state.Spec{Task: "t", Settings: json.RawMessage(`{}`)},
-			Entries: testEntries(1, 2), Ops: []state.Op{testOp("p", 1, 0, state.OpDone)}, Events: events},
+			Entries: storetest.Entries(1, 2), Ops: []state.Op{storetest.Op("p", 1, 0, state.OpDone)}, Events: events},
 		{RunID: "c", Run: child},
 	}
 	for _, c := range commits {
-		mustCommit(t, s, c)
+		storetest.MustCommit(t, s, c)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -141,26 +67,26 @@ func TestBoltReopen(t *testing.T) {
 	}
 	want := *parent
 	want.Schema = state.SchemaVersion
-	sameJSON(t, "head", gotHead, want)
+	storetest.SameJSON(t, "head", gotHead, want)
 	gotSpec, err := s.Spec(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "spec", gotSpec, commits[0].Spec)
+	storetest.SameJSON(t, "spec", gotSpec, commits[0].Spec)
 	gotEntries, _ := s.Entries(ctx, "p", 0, 0)
-	sameJSON(t, "entries", gotEntries, commits[0].Entries)
+	storetest.SameJSON(t, "entries", gotEntries, commits[0].Entries)
 	gotOps, _ := s.Ops(ctx, "p", "", 0)
-	sameJSON(t, "ops", gotOps, commits[0].Ops)
+	storetest.SameJSON(t, "ops", gotOps, commits[0].Ops)
 	gotEvents, _ := s.Events(ctx, "p", 0, 0)
-	sameJSON(t, "events", gotEvents, events)
+	storetest.SameJSON(t, "events", gotEvents, events)
 	kids, _ := s.Children(ctx, "p")
 	unf, _ := s.Unfinished(ctx)
 	if fmt.Sprint(kids) != "[c]" || len(unf) != 1 || unf[0].ID != "p" {
 		t.Fatalf("indexes after reopen: children %v, unfinished %d", kids, len(unf))
 	}
 	// Numbering continues from what is stored.
-	more := testEvents(1)
-	mustCommit(t, s, &state.Commit{RunID: "p", Entries: testEntries(3, 1), Events: more})
+	more := storetest.Events(1)
+	storetest.MustCommit(t, s, &state.Commit{RunID: "p", Entries: storetest.Entries(3, 1), Events: more})
 	if more[0].Seq != 3 {
 		t.Fatalf("event seq after reopen %d, want 3", more[0].Seq)
 	}
@@ -173,7 +99,7 @@ func TestBoltSchemaTooNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommit(t, s, &state.Commit{RunID: "r", Run: &state.Run{Schema: state.SchemaVersion + 1, ID: "r", Status: state.StatusRunning}})
+	storetest.MustCommit(t, s, &state.Commit{RunID: "r", Run: &state.Run{Schema: state.SchemaVersion + 1, ID: "r", Status: state.StatusRunning}})
 	if _, err := s.Run(ctx, "r"); !errors.Is(err, state.ErrSchema) {
 		t.Errorf("head with newer schema: %v, want ErrSchema", err)
 	}
@@ -240,10 +166,10 @@ func TestBoltConcurrentRuns(t *testing.T) {
 				if step == steps {
 					status = state.StatusSucceeded
 				}
-				h := testHead(id, "wf", "", status)
+				h := storetest.Head(id, "wf", "", status)
 				h.Step, h.Entries = step, step
-				c := &state.Commit{RunID: id, Run: h, Entries: testEntries(step, 1),
-					Ops: []state.Op{testOp(id, step, 0, state.OpPending), testOp(id, step, 1, state.OpPending)}, Events: testEvents(1)}
+				c := &state.Commit{RunID: id, Run: h, Entries: storetest.Entries(step, 1),
+					Ops: []state.Op{storetest.Op(id, step, 0, state.OpPending), storetest.Op(id, step, 1, state.OpPending)}, Events: storetest.Events(1)}
 				if step == 1 {
 					c.Spec = &state.Spec{Task: id}
 				}
@@ -307,7 +233,7 @@ func TestBoltCloseWithPendingCommits(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			id := fmt.Sprintf("r%03d", i)
-			results[i] = s.Commit(ctx, &state.Commit{RunID: id, Run: testHead(id, "wf", "", state.StatusRunning)})
+			results[i] = s.Commit(ctx, &state.Commit{RunID: id, Run: storetest.Head(id, "wf", "", state.StatusRunning)})
 		})
 	}
 	if err := s.Close(); err != nil {
@@ -352,7 +278,7 @@ func TestBoltReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommit(t, w, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning), Spec: &state.Spec{Task: "t", Key: "k", Grants: &state.Grants{ReadRoots: []string{"/srv"}}}})
+	storetest.MustCommit(t, w, &state.Commit{RunID: "r", Run: storetest.Head("r", "wf", "", state.StatusRunning), Spec: &state.Spec{Task: "t", Key: "k", Grants: &state.Grants{ReadRoots: []string{"/srv"}}}})
 	if s, err := Open(path, ro); !errors.Is(err, state.ErrInUse) {
 		if err == nil {
 			_ = s.Close()
@@ -378,7 +304,7 @@ func TestBoltReadOnly(t *testing.T) {
 	if sp, err := a.Spec(ctx, "r"); err != nil || sp.Key != "k" || sp.Grants == nil || sp.Grants.ReadRoots[0] != "/srv" {
 		t.Fatalf("spec %+v: %v", sp, err)
 	}
-	if err := a.Commit(ctx, &state.Commit{RunID: "r", Events: testEvents(1)}); !errors.Is(err, state.ErrReadOnly) {
+	if err := a.Commit(ctx, &state.Commit{RunID: "r", Events: storetest.Events(1)}); !errors.Is(err, state.ErrReadOnly) {
 		t.Fatalf("commit to a read-only store: %v", err)
 	}
 	if s, err := Open(path, Options{Timeout: 100 * time.Millisecond}); !errors.Is(err, state.ErrInUse) {

@@ -21,13 +21,6 @@ import (
 	"github.com/flockrun/flock/state/storetest"
 )
 
-func mustCommit(tb testing.TB, s state.Store, c *state.Commit) {
-	tb.Helper()
-	if err := s.Commit(context.Background(), c); err != nil {
-		tb.Fatalf("Commit(%s): %v", c.RunID, err)
-	}
-}
-
 // step is the commit of one phase transition of run id at step n: head,
 // one entry, one pending op, one event.
 func step(id string, n, expect uint64, status state.Status) *state.Commit {
@@ -90,7 +83,7 @@ func gone(tb testing.TB, s *Store, seqs []uint64) {
 func TestCrashBetweenAppendsAndHead(t *testing.T) {
 	servers := []*server.Server{startServer(t)}
 	a := openStore(t, servers, Options{OrphanWait: 100 * time.Millisecond})
-	mustCommit(t, a, step("r", 1, 0, state.StatusRunning))
+	storetest.MustCommit(t, a, step("r", 1, 0, state.StatusRunning))
 	before := storetest.Snapshot(t, a, "r")
 
 	dead := crash(t, a, step("r", 2, 1, state.StatusRunning))
@@ -106,7 +99,7 @@ func TestCrashBetweenAppendsAndHead(t *testing.T) {
 	next := step("r", 2, 1, state.StatusRunning)
 	next.Entries[0].Data = json.RawMessage(`"node b"`)
 	start := time.Now()
-	mustCommit(t, b, next)
+	storetest.MustCommit(t, b, next)
 	t.Logf("commit over a dead commit's appends took %v (OrphanWait 100ms)", time.Since(start).Round(time.Millisecond))
 	gone(t, b, dead)
 	es, err := b.Entries(context.Background(), "r", 0, 0)
@@ -119,10 +112,10 @@ func TestCrashBetweenAppendsAndHead(t *testing.T) {
 
 	// A dead commit based on an older head is deleted without waiting.
 	dead = crash(t, b, step("r", 3, 2, state.StatusRunning))
-	mustCommit(t, b, &state.Commit{RunID: "r", ExpectRevision: 2, Run: &state.Run{ID: "r", Workflow: "w", Status: state.StatusPaused, Step: 2, Entries: 2}})
+	storetest.MustCommit(t, b, &state.Commit{RunID: "r", ExpectRevision: 2, Run: &state.Run{ID: "r", Workflow: "w", Status: state.StatusPaused, Step: 2, Entries: 2}})
 	slow := openStore(t, servers, Options{Prefix: a.opts.Prefix, OrphanWait: time.Hour})
 	start = time.Now()
-	mustCommit(t, slow, step("r", 3, 3, state.StatusSucceeded))
+	storetest.MustCommit(t, slow, step("r", 3, 3, state.StatusSucceeded))
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("commit over appends of an outdated commit waited %v", d)
 	}
@@ -139,7 +132,7 @@ func TestCrashBetweenAppendsAndHead(t *testing.T) {
 	// indexes were written before its head: they are a superset, checked
 	// against the heads.
 	ctx := context.Background()
-	mustCommit(t, a, step("live", 1, 0, state.StatusRunning))
+	storetest.MustCommit(t, a, step("live", 1, 0, state.StatusRunning))
 	child := step("orphan", 1, 0, state.StatusRunning)
 	child.Run.ParentID = "live"
 	crash(t, a, child)
@@ -185,7 +178,7 @@ func testZombieFenced(t *testing.T, sa, sb []*server.Server, replicas int) {
 	var rev uint64
 	for n := uint64(1); n <= 5; n++ {
 		c := step("r", n, rev, state.StatusRunning)
-		mustCommit(t, a, c)
+		storetest.MustCommit(t, a, c)
 		rev = c.Run.Revision
 	}
 	acked := storetest.Snapshot(t, a, "r")
@@ -202,7 +195,7 @@ func testZombieFenced(t *testing.T, sa, sb []*server.Server, replicas int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommit(t, b, step("r", 6, h.Revision, state.StatusRunning))
+	storetest.MustCommit(t, b, step("r", 6, h.Revision, state.StatusRunning))
 	after := storetest.Snapshot(t, b, "r")
 
 	zombie := step("r", 6, rev, state.StatusRunning)
@@ -229,7 +222,7 @@ func TestLeaderLoss(t *testing.T) {
 	var rev uint64
 	for n := uint64(1); n <= 20; n++ {
 		c := step("r", n, rev, state.StatusRunning)
-		mustCommit(t, a, c)
+		storetest.MustCommit(t, a, c)
 		rev = c.Run.Revision
 	}
 	acked := storetest.Snapshot(t, a, "r")
@@ -260,7 +253,7 @@ func TestLeaderLoss(t *testing.T) {
 	if got != acked {
 		t.Fatalf("acknowledged commits lost with the leader:\nacked %s\nread  %s", acked, got)
 	}
-	mustCommit(t, b, step("r", 21, rev, state.StatusSucceeded))
+	storetest.MustCommit(t, b, step("r", 21, rev, state.StatusSucceeded))
 	if es, _ := b.Entries(ctx, "r", 0, 0); len(es) != 21 {
 		t.Fatalf("%d entries, want 21", len(es))
 	}
@@ -354,7 +347,7 @@ func TestOpenBadOptions(t *testing.T) {
 func TestSettle(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, []*server.Server{startServer(t)}, Options{})
-	mustCommit(t, s, step("r", 1, 0, state.StatusRunning))
+	storetest.MustCommit(t, s, step("r", 1, 0, state.StatusRunning))
 	c := step("r", 2, 1, state.StatusRunning)
 	p, err := s.prepare(c)
 	if err != nil {
@@ -456,7 +449,7 @@ func TestServerRestart(t *testing.T) {
 	var rev uint64
 	for n := uint64(1); n <= 10; n++ {
 		c := step("r", n, rev, state.StatusRunning)
-		mustCommit(t, a, c)
+		storetest.MustCommit(t, a, c)
 		rev = c.Run.Revision
 	}
 	if _, err := a.Claim(ctx, "r", "a", time.Hour); err != nil {
@@ -478,7 +471,7 @@ func TestServerRestart(t *testing.T) {
 	if unf, err := b.Unfinished(ctx); err != nil || len(unf) != 1 {
 		t.Fatalf("unfinished after a restart: %+v %v", unf, err)
 	}
-	mustCommit(t, b, step("r", 11, rev, state.StatusSucceeded))
+	storetest.MustCommit(t, b, step("r", 11, rev, state.StatusSucceeded))
 	if unf, err := b.Unfinished(ctx); err != nil || len(unf) != 0 {
 		t.Fatalf("unfinished after the run ended: %+v %v", unf, err)
 	}
@@ -492,7 +485,7 @@ func TestServerRestart(t *testing.T) {
 func TestDeleteGoneMessage(t *testing.T) {
 	servers := []*server.Server{startServer(t)}
 	a := openStore(t, servers, Options{})
-	mustCommit(t, a, step("r", 1, 0, state.StatusRunning))
+	storetest.MustCommit(t, a, step("r", 1, 0, state.StatusRunning))
 	dead := crash(t, a, step("r", 2, 1, state.StatusRunning))
 	ctx := context.Background()
 	sh := a.shardOf("r")

@@ -35,12 +35,12 @@ func TestFailoverReadsFromReplicas(t *testing.T) {
 		if n == 1 {
 			c.Spec = &state.Spec{Task: "t"}
 		}
-		mustCommit(t, a, c)
+		storetest.MustCommit(t, a, c)
 		rev = c.Run.Revision
 	}
 	kid := step("kid", 1, 0, state.StatusRunning)
 	kid.Run.ParentID = "r"
-	mustCommit(t, a, kid)
+	storetest.MustCommit(t, a, kid)
 	acked := storetest.Snapshot(t, a, "r")
 	fo := a.FailoverReads()
 	testkit.CheckFor(t, 20*time.Second, func() error {
@@ -75,14 +75,14 @@ func TestFailoverReadsFromReplicas(t *testing.T) {
 func TestCommitRetriedAfterUnknownOutcome(t *testing.T) {
 	s := openStore(t, []*server.Server{startServer(t)}, Options{})
 	ctx := context.Background()
-	mustCommit(t, s, step("r", 1, 0, state.StatusRunning))
+	storetest.MustCommit(t, s, step("r", 1, 0, state.StatusRunning))
 	c := step("r", 2, 1, state.StatusRunning)
 	c.ID = "commit-2"
-	mustCommit(t, s, c)
+	storetest.MustCommit(t, s, c)
 	first, firstRev := c.Events[0].Seq, c.Run.Revision
 	// Another commit of the run (an op result) follows.
 	other := &state.Commit{RunID: "r", ID: "result", Events: []state.Event{{Type: "op", Status: "ok"}}}
-	mustCommit(t, s, other)
+	storetest.MustCommit(t, s, other)
 
 	again := step("r", 2, 1, state.StatusRunning)
 	again.ID = "commit-2"

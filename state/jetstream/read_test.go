@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // laggingWatcher plays the watcher of a heads bucket whose consumer the
@@ -51,8 +52,8 @@ func currentValues(t *testing.T, kv jetstream.KeyValue) []jetstream.KeyValueEntr
 func TestRunsFromLaggingReplica(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, []*server.Server{startServer(t)}, Options{})
-	mustCommit(t, s, step("r1", 1, 0, state.StatusRunning))
-	mustCommit(t, s, step("r2", 1, 0, state.StatusRunning))
+	storetest.MustCommit(t, s, step("r1", 1, 0, state.StatusRunning))
+	storetest.MustCommit(t, s, step("r2", 1, 0, state.StatusRunning))
 	stale := map[string][]jetstream.KeyValueEntry{}
 	for i := range s.shards {
 		stale[s.shards[i].headsName] = currentValues(t, s.shards[i].heads)
@@ -61,8 +62,8 @@ func TestRunsFromLaggingReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommit(t, s, step("r2", 2, h.Revision, state.StatusSucceeded))
-	mustCommit(t, s, step("r3", 1, 0, state.StatusSucceeded))
+	storetest.MustCommit(t, s, step("r2", 2, h.Revision, state.StatusSucceeded))
+	storetest.MustCommit(t, s, step("r3", 1, 0, state.StatusSucceeded))
 
 	orig := watchAll
 	t.Cleanup(func() { watchAll = orig })

@@ -1,7 +1,10 @@
 // Package storetest is the contract test suite of state.Store: every Store
-// implementation runs it (the bbolt store in package state, the JetStream
+// implementation runs it (the bbolt store in state/bolt, the JetStream
 // store in state/jetstream), so that the executor may rely on one set of
 // behaviours whatever holds its runs.
+//
+// Its fixtures (Head, Entries, Op, Events at T0) and assertions
+// (MustCommit, SameJSON) serve the stores' own tests too.
 //
 // Run calls open once per subtest, from parallel subtests; open must
 // return a new, empty store (a fresh file, a fresh stream prefix) that the
@@ -68,17 +71,19 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 	}
 }
 
-var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+// T0 is the time of every fixture's timestamps.
+var T0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func mustCommit(tb testing.TB, s state.Store, c *state.Commit) {
+// MustCommit commits c to s, failing tb if the store refuses it.
+func MustCommit(tb testing.TB, s state.Store, c *state.Commit) {
 	tb.Helper()
 	if err := s.Commit(context.Background(), c); err != nil {
 		tb.Fatalf("Commit(%s): %v", c.RunID, err)
 	}
 }
 
-// sameJSON fails unless got and want encode to the same JSON.
-func sameJSON(tb testing.TB, what string, got, want any) {
+// SameJSON fails tb unless got and want encode to the same JSON.
+func SameJSON(tb testing.TB, what string, got, want any) {
 	tb.Helper()
 	g, err := json.Marshal(got)
 	if err != nil {
@@ -93,7 +98,9 @@ func sameJSON(tb testing.TB, what string, got, want any) {
 	}
 }
 
-func testHead(id, workflow, parent string, status state.Status) *state.Run {
+// Head is the fixture head of run id: status, parent and a phase, usage,
+// vars and a work dir filled in.
+func Head(id, workflow, parent string, status state.Status) *state.Run {
 	return &state.Run{
 		ID:        id,
 		Workflow:  workflow,
@@ -104,12 +111,13 @@ func testHead(id, workflow, parent string, status state.Status) *state.Run {
 		Usage:     operations.RunUsage{Tokens: 10},
 		Vars:      map[string]json.RawMessage{"x": json.RawMessage(`{"a":1}`)},
 		WorkDir:   "/tmp/" + id,
-		CreatedAt: t0,
-		UpdatedAt: t0,
+		CreatedAt: T0,
+		UpdatedAt: T0,
 	}
 }
 
-func testEntries(first uint64, n int) []record.Entry {
+// Entries is n fixture journal entries numbered from first.
+func Entries(first uint64, n int) []record.Entry {
 	es := make([]record.Entry, n)
 	for i := range es {
 		seq := first + uint64(i)
@@ -119,24 +127,27 @@ func testEntries(first uint64, n int) []record.Entry {
 	return es
 }
 
-func testOp(run string, step uint64, index int, status state.OpStatus) state.Op {
+// Op is the fixture bash op index of step of run; a done one carries its
+// result.
+func Op(run string, step uint64, index int, status state.OpStatus) state.Op {
 	op := state.Op{
 		ID: state.OpID(run, step, index), RunID: run, Step: step, Index: index,
-		Phase: "think", Status: status, CreatedAt: t0,
+		Phase: "think", Status: status, CreatedAt: T0,
 		Request: operations.Request{Kind: operations.KindBash, Params: &operations.BashRequest{Command: "ls"}},
 	}
 	if status == state.OpDone {
-		fin := t0.Add(time.Second)
+		fin := T0.Add(time.Second)
 		op.Attempts, op.FinishedAt = 1, &fin
 		op.Result = &operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "a\n"}}
 	}
 	return op
 }
 
-func testEvents(n int) []state.Event {
+// Events is n fixture phase events, unnumbered (the store numbers them).
+func Events(n int) []state.Event {
 	es := make([]state.Event, n)
 	for i := range es {
-		es[i] = state.Event{Time: t0, Type: "phase", Phase: "think", Message: fmt.Sprint("event ", i)}
+		es[i] = state.Event{Time: T0, Type: "phase", Phase: "think", Message: fmt.Sprint("event ", i)}
 	}
 	return es
 }
@@ -181,13 +192,13 @@ func written(s state.Store) (uint64, bool) {
 
 func testRoundTrip(t *testing.T, s state.Store) {
 	ctx := context.Background()
-	head := testHead("r1", "wf", "", state.StatusRunning)
+	head := Head("r1", "wf", "", state.StatusRunning)
 	spec := &state.Spec{Task: "do it", Settings: json.RawMessage(`{"model":"m"}`)}
-	entries := testEntries(1, 3)
-	ops := []state.Op{testOp("r1", 1, 0, state.OpPending), testOp("r1", 1, 1, state.OpDone), testOp("r1", 2, 0, state.OpPending)}
+	entries := Entries(1, 3)
+	ops := []state.Op{Op("r1", 1, 0, state.OpPending), Op("r1", 1, 1, state.OpDone), Op("r1", 2, 0, state.OpPending)}
 	ops[2].ID, ops[2].RunID = "", "" // filled in by the store
-	events := testEvents(2)
-	mustCommit(t, s, &state.Commit{RunID: "r1", Run: head, Spec: spec, Entries: entries, Ops: ops, Events: events})
+	events := Events(2)
+	MustCommit(t, s, &state.Commit{RunID: "r1", Run: head, Spec: spec, Entries: entries, Ops: ops, Events: events})
 
 	gotHead, err := s.Run(ctx, "r1")
 	if err != nil {
@@ -195,7 +206,7 @@ func testRoundTrip(t *testing.T, s state.Store) {
 	}
 	wantHead := *head
 	wantHead.Schema = state.SchemaVersion
-	sameJSON(t, "head", gotHead, wantHead)
+	SameJSON(t, "head", gotHead, wantHead)
 	if head.Schema != 0 {
 		t.Errorf("Commit modified the caller's head: schema %d", head.Schema)
 	}
@@ -207,13 +218,13 @@ func testRoundTrip(t *testing.T, s state.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "spec", gotSpec, spec)
+	SameJSON(t, "spec", gotSpec, spec)
 
 	gotEntries, err := s.Entries(ctx, "r1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "entries", gotEntries, entries)
+	SameJSON(t, "entries", gotEntries, entries)
 
 	wantOps := append([]state.Op(nil), ops...)
 	wantOps[2].ID, wantOps[2].RunID = "r1/2/0", "r1"
@@ -221,13 +232,13 @@ func testRoundTrip(t *testing.T, s state.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "ops", gotOps, wantOps)
+	SameJSON(t, "ops", gotOps, wantOps)
 
 	gotStep, err := s.StepOps(ctx, "r1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "step ops", gotStep, wantOps[:2])
+	SameJSON(t, "step ops", gotStep, wantOps[:2])
 
 	if events[0].Seq != 1 || events[1].Seq != 2 {
 		t.Fatalf("event seqs not written back: %d, %d", events[0].Seq, events[1].Seq)
@@ -236,10 +247,10 @@ func testRoundTrip(t *testing.T, s state.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "events", gotEvents, events)
+	SameJSON(t, "events", gotEvents, events)
 
 	// Replacing an op by ID (pending -> done) keeps one record.
-	mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{testOp("r1", 1, 0, state.OpDone)}})
+	MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{Op("r1", 1, 0, state.OpDone)}})
 	gotStep, err = s.StepOps(ctx, "r1", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -254,15 +265,15 @@ func testReadPaging(t *testing.T, s state.Store) {
 	var ops []state.Op
 	for step := uint64(1); step <= 3; step++ {
 		for i := range 3 {
-			ops = append(ops, testOp("r", step, i, state.OpPending))
+			ops = append(ops, Op("r", step, i, state.OpPending))
 		}
 	}
-	mustCommit(t, s, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning),
-		Entries: testEntries(1, 4), Ops: ops[:3], Events: testEvents(4)})
+	MustCommit(t, s, &state.Commit{RunID: "r", Run: Head("r", "wf", "", state.StatusRunning),
+		Entries: Entries(1, 4), Ops: ops[:3], Events: Events(4)})
 	// Later commits continue the logs, so that reads span several.
-	mustCommit(t, s, &state.Commit{RunID: "r", Entries: testEntries(5, 6), Ops: ops[3:], Events: testEvents(6)})
+	MustCommit(t, s, &state.Commit{RunID: "r", Entries: Entries(5, 6), Ops: ops[3:], Events: Events(6)})
 	// A neighbour whose id extends "r" must not leak into r's reads.
-	mustCommit(t, s, &state.Commit{RunID: "r2", Entries: testEntries(1, 2), Ops: []state.Op{testOp("r2", 0, 0, state.OpPending)}, Events: testEvents(1)})
+	MustCommit(t, s, &state.Commit{RunID: "r2", Entries: Entries(1, 2), Ops: []state.Op{Op("r2", 0, 0, state.OpPending)}, Events: Events(1)})
 
 	tests := []struct {
 		name  string
@@ -331,7 +342,7 @@ func testReadPaging(t *testing.T, s state.Store) {
 
 func testNotFound(t *testing.T, s state.Store) {
 	ctx := context.Background()
-	mustCommit(t, s, &state.Commit{RunID: "headless", Entries: testEntries(1, 1)})
+	MustCommit(t, s, &state.Commit{RunID: "headless", Entries: Entries(1, 1)})
 	if _, err := s.Run(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("Run: %v, want ErrNotFound", err)
 	}
@@ -369,10 +380,10 @@ func testRuns(t *testing.T, s state.Store) {
 		{"r07", "a", "r02", state.StatusSucceeded},
 	}
 	for _, r := range runs {
-		mustCommit(t, s, &state.Commit{RunID: r.id, Run: testHead(r.id, r.wf, r.parent, r.status)})
+		MustCommit(t, s, &state.Commit{RunID: r.id, Run: Head(r.id, r.wf, r.parent, r.status)})
 	}
 	// A run with logs but no head is not listed.
-	mustCommit(t, s, &state.Commit{RunID: "r08", Events: testEvents(1)})
+	MustCommit(t, s, &state.Commit{RunID: "r08", Events: Events(1)})
 	tests := []struct {
 		name     string
 		filter   state.RunFilter
@@ -423,7 +434,7 @@ func testRuns(t *testing.T, s state.Store) {
 			wg.Go(func() {
 				for i := w; i < 1100; i += 8 {
 					id := fmt.Sprintf("x%04d", i)
-					if err := s.Commit(ctx, &state.Commit{RunID: id, Run: testHead(id, "c", "", state.StatusSucceeded)}); err != nil {
+					if err := s.Commit(ctx, &state.Commit{RunID: id, Run: Head(id, "c", "", state.StatusSucceeded)}); err != nil {
 						errs <- err
 						return
 					}
@@ -468,17 +479,17 @@ func testCounts(t *testing.T, s state.Store) {
 	statuses := []state.Status{state.StatusRunning, state.StatusRunning, state.StatusPaused, state.StatusSucceeded,
 		state.StatusFailed, state.StatusFailed, state.StatusCancelled}
 	for i, st := range statuses {
-		h := testHead(fmt.Sprintf("run%02d", i), "wf", "", st)
+		h := Head(fmt.Sprintf("run%02d", i), "wf", "", st)
 		if st == state.StatusSucceeded {
 			h.Result = json.RawMessage(`{"status":"failed"}`)
 			h.Vars = map[string]json.RawMessage{"v": json.RawMessage(`{"status":"running"}`)}
 		}
-		mustCommit(t, s, &state.Commit{RunID: h.ID, Run: h})
+		MustCommit(t, s, &state.Commit{RunID: h.ID, Run: h})
 	}
-	mustCommit(t, s, &state.Commit{RunID: "run99", Events: testEvents(1)})
+	MustCommit(t, s, &state.Commit{RunID: "run99", Events: Events(1)})
 	// run00 ends: running -> succeeded.
-	h := testHead("run00", "wf", "", state.StatusSucceeded)
-	mustCommit(t, s, &state.Commit{RunID: h.ID, Run: h, ExpectRevision: 1})
+	h := Head("run00", "wf", "", state.StatusSucceeded)
+	MustCommit(t, s, &state.Commit{RunID: h.ID, Run: h, ExpectRevision: 1})
 	got, err := counter.CountRuns(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -524,7 +535,7 @@ func testUnfinishedFollowsStatus(t *testing.T, s state.Store) {
 		{"a cancelled again", "a", state.StatusCancelled, "[]"},
 	}
 	for _, st := range steps {
-		mustCommit(t, s, &state.Commit{RunID: st.id, Run: testHead(st.id, "wf", "", st.status)})
+		MustCommit(t, s, &state.Commit{RunID: st.id, Run: Head(st.id, "wf", "", st.status)})
 		if got := unfinished(); got != st.want {
 			t.Fatalf("%s: unfinished %s, want %s", st.name, got, st.want)
 		}
@@ -533,13 +544,13 @@ func testUnfinishedFollowsStatus(t *testing.T, s state.Store) {
 
 func testChildren(t *testing.T, s state.Store) {
 	ctx := context.Background()
-	mustCommit(t, s, &state.Commit{RunID: "p", Run: testHead("p", "wf", "", state.StatusRunning)})
-	mustCommit(t, s, &state.Commit{RunID: "p/x", Run: testHead("p/x", "wf", "", state.StatusRunning)}) // not a child
+	MustCommit(t, s, &state.Commit{RunID: "p", Run: Head("p", "wf", "", state.StatusRunning)})
+	MustCommit(t, s, &state.Commit{RunID: "p/x", Run: Head("p/x", "wf", "", state.StatusRunning)}) // not a child
 	for _, id := range []string{"c2", "c1", "c3"} {
-		mustCommit(t, s, &state.Commit{RunID: id, Run: testHead(id, "wf", "p", state.StatusRunning)})
-		mustCommit(t, s, &state.Commit{RunID: id, Run: testHead(id, "wf", "p", state.StatusSucceeded)}) // rewrite: no duplicate
+		MustCommit(t, s, &state.Commit{RunID: id, Run: Head(id, "wf", "p", state.StatusRunning)})
+		MustCommit(t, s, &state.Commit{RunID: id, Run: Head(id, "wf", "p", state.StatusSucceeded)}) // rewrite: no duplicate
 	}
-	mustCommit(t, s, &state.Commit{RunID: "g", Run: testHead("g", "wf", "c1", state.StatusRunning)})
+	MustCommit(t, s, &state.Commit{RunID: "g", Run: Head("g", "wf", "c1", state.StatusRunning)})
 	tests := []struct {
 		name, id string
 		want     []string
@@ -569,26 +580,26 @@ func testChildren(t *testing.T, s state.Store) {
 
 func testCommitRejected(t *testing.T, s state.Store) {
 	ctx := context.Background()
-	mustCommit(t, s, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning),
-		Spec: &state.Spec{Task: "t"}, Entries: testEntries(1, 3), Events: testEvents(1)})
+	MustCommit(t, s, &state.Commit{RunID: "r", Run: Head("r", "wf", "", state.StatusRunning),
+		Spec: &state.Spec{Task: "t"}, Entries: Entries(1, 3), Events: Events(1)})
 
 	tests := []struct {
 		name     string
 		commit   *state.Commit
 		conflict bool
 	}{
-		{"retried entries", &state.Commit{RunID: "r", Entries: testEntries(1, 3)}, true},
-		{"overlapping entries", &state.Commit{RunID: "r", Entries: testEntries(3, 2)}, true},
-		{"gap", &state.Commit{RunID: "r", Entries: testEntries(5, 1)}, true},
-		{"first entry of new run not 1", &state.Commit{RunID: "new", Entries: testEntries(2, 1)}, true},
+		{"retried entries", &state.Commit{RunID: "r", Entries: Entries(1, 3)}, true},
+		{"overlapping entries", &state.Commit{RunID: "r", Entries: Entries(3, 2)}, true},
+		{"gap", &state.Commit{RunID: "r", Entries: Entries(5, 1)}, true},
+		{"first entry of new run not 1", &state.Commit{RunID: "new", Entries: Entries(2, 1)}, true},
 		{"spec twice", &state.Commit{RunID: "r", Spec: &state.Spec{Task: "again"}}, true},
-		{"entry seq zero", &state.Commit{RunID: "r", Entries: testEntries(0, 1)}, false},
-		{"entries not contiguous", &state.Commit{RunID: "r", Entries: append(testEntries(4, 1), testEntries(6, 1)...)}, false},
+		{"entry seq zero", &state.Commit{RunID: "r", Entries: Entries(0, 1)}, false},
+		{"entries not contiguous", &state.Commit{RunID: "r", Entries: append(Entries(4, 1), Entries(6, 1)...)}, false},
 		{"empty run id", &state.Commit{}, false},
 		{"nul in run id", &state.Commit{RunID: "a\x00b"}, false},
-		{"head of another run", &state.Commit{RunID: "r", Run: testHead("q", "wf", "", state.StatusRunning)}, false},
-		{"invalid status", &state.Commit{RunID: "r", Run: testHead("r", "wf", "", "")}, false},
-		{"op of another run", &state.Commit{RunID: "r", Ops: []state.Op{testOp("q", 1, 0, state.OpPending)}}, false},
+		{"head of another run", &state.Commit{RunID: "r", Run: Head("q", "wf", "", state.StatusRunning)}, false},
+		{"invalid status", &state.Commit{RunID: "r", Run: Head("r", "wf", "", "")}, false},
+		{"op of another run", &state.Commit{RunID: "r", Ops: []state.Op{Op("q", 1, 0, state.OpPending)}}, false},
 		{"op id mismatch", &state.Commit{RunID: "r", Ops: []state.Op{{ID: "r/1/1", Step: 1, Index: 0}}}, false},
 		{"negative op index", &state.Commit{RunID: "r", Ops: []state.Op{{Step: 1, Index: -1}}}, false},
 	}
@@ -597,9 +608,9 @@ func testCommitRejected(t *testing.T, s state.Store) {
 			// Every rejected commit also carries a head change and an
 			// event, which must not be written.
 			if tt.commit.Run == nil && tt.commit.RunID == "r" {
-				tt.commit.Run = testHead("r", "wf", "", state.StatusFailed)
+				tt.commit.Run = Head("r", "wf", "", state.StatusFailed)
 			}
-			tt.commit.Events = testEvents(1)
+			tt.commit.Events = Events(1)
 			err := s.Commit(ctx, tt.commit)
 			if err == nil {
 				t.Fatal("commit accepted")
@@ -626,7 +637,7 @@ func testCommitRejected(t *testing.T, s state.Store) {
 		t.Errorf("rejected commits wrote: %d entries, %d events", len(entries), len(events))
 	}
 	// The log continues normally after conflicts.
-	mustCommit(t, s, &state.Commit{RunID: "r", Entries: testEntries(4, 2)})
+	MustCommit(t, s, &state.Commit{RunID: "r", Entries: Entries(4, 2)})
 	if entries, _ := s.Entries(ctx, "r", 0, 0); len(entries) != 5 {
 		t.Errorf("after conflicts: %d entries, want 5", len(entries))
 	}
@@ -635,11 +646,11 @@ func testCommitRejected(t *testing.T, s state.Store) {
 func testEventSeq(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	for i, n := range []int{1, 3, 0, 2} {
-		mustCommit(t, s, &state.Commit{RunID: "a", Events: testEvents(n)})
-		mustCommit(t, s, &state.Commit{RunID: "b", Events: testEvents(i + 1)}) // independent numbering
+		MustCommit(t, s, &state.Commit{RunID: "a", Events: Events(n)})
+		MustCommit(t, s, &state.Commit{RunID: "b", Events: Events(i + 1)}) // independent numbering
 	}
-	evs := testEvents(2)
-	mustCommit(t, s, &state.Commit{RunID: "a", Events: evs})
+	evs := Events(2)
+	MustCommit(t, s, &state.Commit{RunID: "a", Events: evs})
 	if evs[0].Seq != 7 || evs[1].Seq != 8 {
 		t.Fatalf("assigned %d, %d; want 7, 8", evs[0].Seq, evs[1].Seq)
 	}
@@ -665,7 +676,7 @@ func testEventSeq(t *testing.T, s state.Store) {
 	}
 	// Reading the tail after many commits returns exactly the tail.
 	for range 100 {
-		mustCommit(t, s, &state.Commit{RunID: "a", Events: testEvents(1)})
+		MustCommit(t, s, &state.Commit{RunID: "a", Events: Events(1)})
 	}
 	got, err := s.Events(ctx, "a", 105, 0)
 	if err != nil || len(got) != 3 || got[0].Seq != 106 {
@@ -679,20 +690,20 @@ func testEventSeq(t *testing.T, s state.Store) {
 func testFencedByRevision(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	h := &state.Run{ID: "r1", Workflow: "w", Status: state.StatusRunning}
-	mustCommit(t, s, &state.Commit{RunID: "r1", Run: h, Spec: &state.Spec{Task: "t"}})
+	MustCommit(t, s, &state.Commit{RunID: "r1", Run: h, Spec: &state.Spec{Task: "t"}})
 	if h.Revision != 1 {
 		t.Fatalf("revision after create = %d, want 1", h.Revision)
 	}
 	h2 := *h
 	h2.Step, h2.Entries = 1, 1
-	mustCommit(t, s, &state.Commit{RunID: "r1", ExpectRevision: 1, Run: &h2,
+	MustCommit(t, s, &state.Commit{RunID: "r1", ExpectRevision: 1, Run: &h2,
 		Entries: []record.Entry{{Seq: 1, Type: "log", Data: json.RawMessage(`1`)}}})
 	if h2.Revision != 2 {
 		t.Fatalf("revision after a fenced commit = %d, want 2", h2.Revision)
 	}
 	// A commit without the head checks the revision and does not bump it.
 	op := state.Op{ID: state.OpID("r1", 1, 0), RunID: "r1", Step: 1, Status: state.OpPending, Request: operations.NewBash("true", 0)}
-	mustCommit(t, s, &state.Commit{RunID: "r1", ExpectRevision: 2, Ops: []state.Op{op}})
+	MustCommit(t, s, &state.Commit{RunID: "r1", ExpectRevision: 2, Ops: []state.Op{op}})
 	if got, _ := s.Run(ctx, "r1"); got.Revision != 2 {
 		t.Fatalf("stored revision = %d, want 2", got.Revision)
 	}
@@ -739,19 +750,19 @@ func testFencedByRevision(t *testing.T, s state.Store) {
 // exactly its records.
 func testFenceIsAtomic(t *testing.T, s state.Store) {
 	ctx := context.Background()
-	mustCommit(t, s, &state.Commit{RunID: "r1", Run: &state.Run{ID: "r1", Status: state.StatusRunning}, Events: testEvents(1)})
+	MustCommit(t, s, &state.Commit{RunID: "r1", Run: &state.Run{ID: "r1", Status: state.StatusRunning}, Events: Events(1)})
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
 			step := uint64(i + 1)
-			ev := testEvents(1)
+			ev := Events(1)
 			ev[0].Step = step
 			errs[i] = s.Commit(ctx, &state.Commit{RunID: "r1", ExpectRevision: 1,
 				Run:     &state.Run{ID: "r1", Status: state.StatusRunning, Step: step, Entries: 1},
 				Entries: []record.Entry{{Seq: 1, Type: "log", Step: step, Data: json.RawMessage(`1`)}},
-				Ops:     []state.Op{testOp("r1", step, 0, state.OpPending)},
+				Ops:     []state.Op{Op("r1", step, 0, state.OpPending)},
 				Events:  ev})
 		})
 	}
@@ -780,8 +791,8 @@ func testFenceIsAtomic(t *testing.T, s state.Store) {
 		t.Fatalf("logs after the race: entries %+v ops %d events %d", es, len(ops), len(evs))
 	}
 	// The run goes on from the winner's state.
-	mustCommit(t, s, &state.Commit{RunID: "r1", ExpectRevision: 2, Run: &state.Run{ID: "r1", Status: state.StatusSucceeded, Entries: 2},
-		Entries: testEntries(2, 1), Events: testEvents(1)})
+	MustCommit(t, s, &state.Commit{RunID: "r1", ExpectRevision: 2, Run: &state.Run{ID: "r1", Status: state.StatusSucceeded, Entries: 2},
+		Entries: Entries(2, 1), Events: Events(1)})
 	if es, _ := s.Entries(ctx, "r1", 0, 0); len(es) != 2 || es[0].Step != h.Step {
 		t.Fatalf("entries after the race and one more commit: %+v", es)
 	}
@@ -899,11 +910,11 @@ func testGenerateMessagesStoredOnce(t *testing.T, s state.Store) {
 		req := operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: append([]operations.Message(nil), history...)})
 		op := state.Op{ID: state.OpID("r1", step, 0), RunID: "r1", Step: step, Status: state.OpPending, Request: req, CreatedAt: time.Unix(0, 0).UTC()}
 		before, _ := written(s)
-		mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
+		MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
 		done := op
 		done.Status = state.OpDone
 		done.Result = &operations.Result{Kind: operations.KindGenerate, Data: &operations.GenerateResult{Outputs: []operations.Output{{Content: "fine"}}}}
-		mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
+		MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
 		after, _ := written(s)
 		writes = append(writes, after-before)
 
@@ -911,7 +922,7 @@ func testGenerateMessagesStoredOnce(t *testing.T, s state.Store) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("step %d: %v %d", step, err, len(got))
 		}
-		sameJSON(t, "op read back", got[0], done)
+		SameJSON(t, "op read back", got[0], done)
 		if operations.Generate.Params(req).Messages[0].Content == "" {
 			t.Fatal("the caller's request was modified")
 		}
@@ -941,12 +952,12 @@ func testCompletingAnOp(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	req := operations.NewWriteFile("out/results.jsonl", strings.Repeat("x", 20000), true)
 	op := state.Op{ID: state.OpID("r1", 1, 0), RunID: "r1", Step: 1, Status: state.OpPending, Request: req}
-	mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
+	MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
 	before, _ := written(s)
 	done := op
 	done.Status, done.Attempts = state.OpDone, 1
 	done.Result = &operations.Result{Kind: operations.KindWriteFile, Data: &operations.WriteFileResult{Path: "/w/out/results.jsonl", Bytes: 20000}}
-	mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
+	MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
 	if after, ok := written(s); ok && after-before > 2000 {
 		t.Fatalf("completing the op wrote %d bytes", after-before)
 	}
@@ -954,32 +965,32 @@ func testCompletingAnOp(t *testing.T, s state.Store) {
 	if err != nil || len(got) != 1 {
 		t.Fatal(err)
 	}
-	sameJSON(t, "completed op", got[0], done)
+	SameJSON(t, "completed op", got[0], done)
 	// Journaling it pending again (a re-dispatch) clears the result.
-	mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
+	MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{op}})
 	got, _ = s.StepOps(ctx, "r1", 1)
 	if got[0].Status != state.OpPending || got[0].Result != nil {
 		t.Fatalf("re-pended op: %+v", got[0])
 	}
 	// And a new result applies again.
-	mustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
+	MustCommit(t, s, &state.Commit{RunID: "r1", Ops: []state.Op{done}})
 	got, _ = s.StepOps(ctx, "r1", 1)
-	sameJSON(t, "completed again", got[0], done)
+	SameJSON(t, "completed again", got[0], done)
 }
 
 // testDoneWithoutPending: an op committed done without having been
 // journaled pending is stored whole, in a later step as in an earlier one.
 func testDoneWithoutPending(t *testing.T, s state.Store) {
 	ctx := context.Background()
-	mustCommit(t, s, &state.Commit{RunID: "r", Ops: []state.Op{testOp("r", 2, 0, state.OpPending)}})
-	ops := []state.Op{testOp("r", 2, 1, state.OpDone), testOp("r", 1, 0, state.OpDone), testOp("r", 3, 0, state.OpDone)}
-	mustCommit(t, s, &state.Commit{RunID: "r", Ops: ops})
+	MustCommit(t, s, &state.Commit{RunID: "r", Ops: []state.Op{Op("r", 2, 0, state.OpPending)}})
+	ops := []state.Op{Op("r", 2, 1, state.OpDone), Op("r", 1, 0, state.OpDone), Op("r", 3, 0, state.OpDone)}
+	MustCommit(t, s, &state.Commit{RunID: "r", Ops: ops})
 	got, err := s.Ops(ctx, "r", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []state.Op{ops[1], testOp("r", 2, 0, state.OpPending), ops[0], ops[2]}
-	sameJSON(t, "ops", got, want)
+	want := []state.Op{ops[1], Op("r", 2, 0, state.OpPending), ops[0], ops[2]}
+	SameJSON(t, "ops", got, want)
 	for _, step := range []uint64{1, 2, 3} {
 		got, err := s.StepOps(ctx, "r", step)
 		if err != nil || len(got) == 0 || got[0].Step != step {
@@ -994,7 +1005,7 @@ func testDoneWithoutPending(t *testing.T, s state.Store) {
 func testBigRecords(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	big := func(n int, c string) string { return strings.Repeat(c, n) }
-	entries := testEntries(1, 2)
+	entries := Entries(1, 2)
 	for i := range entries {
 		entries[i].Data = json.RawMessage(`{"text":"` + big(300<<10, "e") + `"}`)
 	}
@@ -1004,22 +1015,22 @@ func testBigRecords(t *testing.T, s state.Store) {
 		{Role: operations.RoleAssistant, Content: "a"},
 		{Role: operations.RoleUser, Content: "b"},
 	}
-	gen := state.Op{ID: state.OpID("r", 1, 0), RunID: "r", Step: 1, Status: state.OpPending, CreatedAt: t0,
+	gen := state.Op{ID: state.OpID("r", 1, 0), RunID: "r", Step: 1, Status: state.OpPending, CreatedAt: T0,
 		Request: operations.NewGenerate(operations.GenerateRequest{Model: "m", Messages: msgs})}
-	bash := testOp("r", 1, 1, state.OpDone)
+	bash := Op("r", 1, 1, state.OpDone)
 	operations.Bash.Result(*bash.Result).Stdout = big(1536<<10, "o")
-	mustCommit(t, s, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning),
+	MustCommit(t, s, &state.Commit{RunID: "r", Run: Head("r", "wf", "", state.StatusRunning),
 		Spec: &state.Spec{Task: big(300<<10, "t")}, Entries: entries, Ops: []state.Op{gen, bash}})
 	gotE, err := s.Entries(ctx, "r", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "entries", gotE, entries)
+	SameJSON(t, "entries", gotE, entries)
 	gotO, err := s.StepOps(ctx, "r", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "ops", gotO, []state.Op{gen, bash})
+	SameJSON(t, "ops", gotO, []state.Op{gen, bash})
 	sp, err := s.Spec(ctx, "r")
 	if err != nil || len(sp.Task) != 300<<10 {
 		t.Fatalf("spec: %d bytes, %v", len(sp.Task), err)
@@ -1042,10 +1053,10 @@ func testConcurrentRuns(t *testing.T, s state.Store) {
 				if step == steps {
 					status = state.StatusSucceeded
 				}
-				h := testHead(id, "wf", "", status)
+				h := Head(id, "wf", "", status)
 				h.Step, h.Entries = step, step
-				c := &state.Commit{RunID: id, ExpectRevision: rev, Run: h, Entries: testEntries(step, 1),
-					Ops: []state.Op{testOp(id, step, 0, state.OpPending), testOp(id, step, 1, state.OpPending)}, Events: testEvents(1)}
+				c := &state.Commit{RunID: id, ExpectRevision: rev, Run: h, Entries: Entries(step, 1),
+					Ops: []state.Op{Op(id, step, 0, state.OpPending), Op(id, step, 1, state.OpPending)}, Events: Events(1)}
 				if step == 1 {
 					c.Spec = &state.Spec{Task: id}
 				}
@@ -1099,10 +1110,10 @@ func testConcurrentCommitsOneRun(t *testing.T, s state.Store) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range commits {
-				evs := testEvents(2)
+				evs := Events(2)
 				evs[0].Message, evs[1].Message = fmt.Sprint(w, "/", i, "a"), fmt.Sprint(w, "/", i, "b")
 				c := &state.Commit{RunID: "r", Events: evs,
-					Ops: []state.Op{testOp("r", uint64(w*commits+i+1), 0, state.OpPending)}}
+					Ops: []state.Op{Op("r", uint64(w*commits+i+1), 0, state.OpPending)}}
 				if err := s.Commit(ctx, c); err != nil {
 					errs <- err
 					return
@@ -1142,8 +1153,8 @@ func testOddRunIDs(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	ids := []string{"a.b", "a/b", "a b", "a*", "a>", "é", "a", "=YQ", strings.Repeat("x", 1024)}
 	for i, id := range ids {
-		mustCommit(t, s, &state.Commit{RunID: id, Run: testHead(id, "odd", "", state.StatusRunning),
-			Entries: testEntries(1, i+1), Events: testEvents(1), Ops: []state.Op{testOp(id, 1, 0, state.OpPending)}})
+		MustCommit(t, s, &state.Commit{RunID: id, Run: Head(id, "odd", "", state.StatusRunning),
+			Entries: Entries(1, i+1), Events: Events(1), Ops: []state.Op{Op(id, 1, 0, state.OpPending)}})
 		if _, err := s.Claim(ctx, id, "me", time.Minute); err != nil {
 			t.Fatalf("claim %q: %v", id, err)
 		}
@@ -1190,7 +1201,7 @@ func testOddRunIDs(t *testing.T, s state.Store) {
 func testCanceledContext(t *testing.T, s state.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := s.Commit(ctx, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning)}); !errors.Is(err, context.Canceled) {
+	if err := s.Commit(ctx, &state.Commit{RunID: "r", Run: Head("r", "wf", "", state.StatusRunning)}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Commit: %v, want context.Canceled", err)
 	}
 	if _, err := s.Run(context.Background(), "r"); !errors.Is(err, state.ErrNotFound) {
@@ -1203,7 +1214,7 @@ func testCanceledContext(t *testing.T, s state.Store) {
 
 func testClosed(t *testing.T, s state.Store) {
 	ctx := context.Background()
-	mustCommit(t, s, &state.Commit{RunID: "r", Run: testHead("r", "wf", "", state.StatusRunning)})
+	MustCommit(t, s, &state.Commit{RunID: "r", Run: Head("r", "wf", "", state.StatusRunning)})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
