@@ -1,4 +1,4 @@
-package handlers
+package elide
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestTruncate(t *testing.T) {
+func TestMiddle(t *testing.T) {
 	tests := []struct {
 		name      string
 		in        string
@@ -21,18 +21,18 @@ func TestTruncate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cut := Truncate(tt.in, tt.limit)
+			got, cut := Middle(tt.in, tt.limit)
 			if got != tt.want || cut != tt.truncated {
-				t.Fatalf("Truncate(%q, %d) = %q, %v; want %q, %v", tt.in, tt.limit, got, cut, tt.want, tt.truncated)
+				t.Fatalf("Middle(%q, %d) = %q, %v; want %q, %v", tt.in, tt.limit, got, cut, tt.want, tt.truncated)
 			}
 		})
 	}
 }
 
-func TestTruncateKeepsUTF8(t *testing.T) {
+func TestMiddleKeepsUTF8(t *testing.T) {
 	in := strings.Repeat("é", 100)
-	got, cut := Truncate(in, 51)
+	got, cut := Middle(in, 51)
 	if !cut || !utf8.ValidString(got) {
-		t.Fatalf("Truncate split a rune or did not cut: %q", got)
+		t.Fatalf("Middle split a rune or did not cut: %q", got)
 	}
 }
