@@ -34,6 +34,25 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// TestSandboxLinksNoHandler: the sandbox's backends run commands and
+// cells on the persistent shell and interpreter (internal/shell,
+// internal/pyinterp), which the bash and python operations use too; no
+// sandbox package links the handler contract or an operation handler,
+// the one import that ran back up the layers (issue 27.1).
+func TestSandboxLinksNoHandler(t *testing.T) {
+	deps := listDeps(t, "./sandbox/...")
+	for pkg, ds := range deps {
+		for _, dep := range ds {
+			if topOf(dep) == "handlers" {
+				t.Errorf("%s links %s", strings.TrimPrefix(pkg, module), dep)
+			}
+		}
+	}
+	if _, ok := deps[module+"sandbox/code"]; !ok {
+		t.Fatalf("go list found no sandbox/code among %d packages", len(deps))
+	}
+}
+
 const module = "github.com/flockrun/flock/"
 
 // topOf names the top-level package of flock's that dep is in ("" for

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/shell"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -14,11 +15,13 @@ func init() {
 }
 
 // Provision takes the operator's isolation policy and hides the server's
-// data directory from isolated shells.
+// data directory from isolated shells. It runs before the handler's first
+// command, so the pool it replaces has started no shell.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.opts.Hidden = deps.Hidden()
 	p, err := deps.Isolation()
 	h.opts.Isolation = p
+	h.shell = shell.NewPool(h.opts)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/pyinterp"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -13,11 +14,13 @@ func init() {
 }
 
 // Provision takes the operator's isolation policy and hides the server's
-// data directory from isolated interpreters.
+// data directory from isolated interpreters. It runs before the handler's
+// first call, so the pool it replaces has started no interpreter.
 func (h *Handler) Provision(_ context.Context, deps handlers.Deps) error {
 	h.opts.Hidden = deps.Hidden()
 	p, err := deps.Isolation()
 	h.opts.Isolation = p
+	h.py = pyinterp.NewPool(h.opts)
 	return err
 }
 

@@ -1,6 +1,6 @@
 // Package bash is the sandbox backend "bash": the stateful tool bash:run
 // {command, timeout?} → {stdout, stderr, return_code, cwd} on flock's
-// persistent pty shell (handlers/bash), one shell per session, started in
+// persistent pty shell (internal/shell), one shell per session, started in
 // the session's workspace. cwd, exported variables and files persist between
 // calls of a session; a non-zero exit status is still a success (code 0).
 // A command past its timeout answers 5006; its shell is killed and the next
@@ -25,10 +25,8 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
-	"github.com/flockrun/flock/handlers"
-	bashh "github.com/flockrun/flock/handlers/bash"
+	"github.com/flockrun/flock/internal/shell"
 	"github.com/flockrun/flock/isolation"
-	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -38,14 +36,14 @@ func init() {
 
 // Backend is the bash backend.
 type Backend struct {
-	h        *bashh.Handler
-	settings *configs.RunSettings
+	sh  *shell.Pool
+	iso configs.Isolation // resolved in Provision
 }
 
 // config is resources.bash.config.
 type config struct {
 	// Timeout is a command's timeout when the call names none (the
-	// handler's default, 600 s, when absent).
+	// shell's default, 600 s, when absent).
 	Timeout *sandbox.Seconds `json:"timeout"`
 	// OutputLimit caps each stream, in bytes (100000 when absent).
 	OutputLimit *sandbox.Count `json:"output_limit" min:"1" max:"1073741824"` // sandbox.MaxOutputLimit
@@ -61,24 +59,23 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	if err := env.Decode(&c); err != nil {
 		return err
 	}
-	opts := bashh.Options{}
+	opts := shell.Options{}
 	if c.Timeout != nil {
 		opts.DefaultTimeout = c.Timeout.Duration()
 	}
 	if c.OutputLimit != nil {
 		opts.OutputLimit = int(c.OutputLimit.Int())
 	}
-	b.settings = &configs.RunSettings{}
 	iso, err := env.Isolation(c.Isolation)
 	if err != nil {
 		return err
 	}
-	// The isolation is resolved: the handler applies it as a run's
+	// The isolation is resolved: each command asks for it as a run's
 	// explicit choice, with the service's data directory (other sessions'
 	// workspaces) hidden.
-	b.settings.Isolation = iso
+	b.iso = iso
 	opts.Isolation, opts.Hidden = isolation.PolicyNone, env.Hidden
-	b.h = bashh.New(opts)
+	b.sh = shell.NewPool(opts)
 	return nil
 }
 
@@ -119,21 +116,20 @@ func (b *Backend) run(ctx context.Context, c *sandbox.Call) (any, error) {
 		}
 	}
 	s := c.Session
-	res := b.h.Handle(ctx, handlers.Env{RunID: s.ID, WorkDir: s.Workspace, Settings: b.settings}, operations.NewBash(cmd, timeoutS))
-	r := operations.Bash.Result(res)
+	r, err := b.sh.Run(ctx, shell.Command{Owner: s.ID, Text: cmd, Timeout: shell.Seconds(timeoutS), WorkDir: s.Workspace, Isolation: b.iso})
 	if r != nil && r.TimedOut {
 		return nil, &sandbox.Error{Code: sandbox.CodeTimeout, Message: fmt.Sprintf("Tool execution timed out after %gs", timeoutS),
 			Data: map[string]any{"timeout": timeoutS, "stdout": r.Stdout, "stderr": r.Stderr}}
 	}
-	if res.Error != "" {
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("bash: %s", res.Error)
+		return nil, fmt.Errorf("bash: %w", err)
 	}
 	return map[string]any{
 		"stdout": r.Stdout, "stderr": r.Stderr, "return_code": r.ExitCode,
-		"cwd": b.h.Cwd(s.ID, ""), "truncated": r.Truncated,
+		"cwd": b.sh.Cwd(s.ID, ""), "truncated": r.Truncated,
 	}, nil
 }
 
@@ -145,17 +141,17 @@ func (b *Backend) Fork(ctx context.Context, src, dst *sandbox.Session) error {
 }
 
 // Cleanup kills the session's shell.
-func (b *Backend) Cleanup(ctx context.Context, s *sandbox.Session) error {
-	b.h.CloseRun(ctx, s.ID)
+func (b *Backend) Cleanup(_ context.Context, s *sandbox.Session) error {
+	b.sh.CloseOwner(s.ID)
 	return nil
 }
 
 // Shutdown kills every shell.
 func (b *Backend) Shutdown(context.Context) error {
-	if b.h == nil {
+	if b.sh == nil {
 		return nil
 	}
-	return b.h.Close()
+	return b.sh.Close()
 }
 
 var (

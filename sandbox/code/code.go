@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
-	"github.com/flockrun/flock/handlers"
-	bashh "github.com/flockrun/flock/handlers/bash"
-	pyh "github.com/flockrun/flock/handlers/python"
+	"github.com/flockrun/flock/internal/pyinterp"
+	"github.com/flockrun/flock/internal/shell"
 	"github.com/flockrun/flock/isolation"
-	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -35,17 +33,17 @@ const (
 
 // Backend is the code backend.
 type Backend struct {
-	py       *pyh.Handler
-	sh       *bashh.Handler
-	settings *configs.RunSettings
-	maxFile  int64
-	grace    time.Duration // how long past the call's deadline a timed-out cell may take to stop
+	py      *pyinterp.Pool
+	sh      *shell.Pool
+	iso     configs.Isolation // resolved in Provision
+	maxFile int64
+	grace   time.Duration // how long past the call's deadline a timed-out cell may take to stop
 }
 
 // config is resources.code.config.
 type config struct {
-	// Timeout is a call's timeout when it names none (the handlers'
-	// default, 600 s, when absent).
+	// Timeout is a call's timeout when it names none (the shell's and the
+	// interpreter's default, 600 s, when absent).
 	Timeout *sandbox.Seconds `json:"timeout"`
 	// OutputLimit caps each stream, in bytes (100000 when absent).
 	OutputLimit *sandbox.Count `json:"output_limit" min:"1" max:"1073741824"` // sandbox.MaxOutputLimit
@@ -64,15 +62,14 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	if err := env.Decode(&c); err != nil {
 		return err
 	}
-	var popts pyh.Options
-	var bopts bashh.Options
+	var popts pyinterp.Options
+	var bopts shell.Options
 	if c.Timeout != nil {
 		popts.DefaultTimeout, bopts.DefaultTimeout = c.Timeout.Duration(), c.Timeout.Duration()
 	}
 	if c.OutputLimit != nil {
 		popts.OutputLimit, bopts.OutputLimit = int(c.OutputLimit.Int()), int(c.OutputLimit.Int())
 	}
-	b.settings = &configs.RunSettings{}
 	b.maxFile = DefaultMaxFileSize
 	if c.MaxFileSize != nil {
 		b.maxFile = c.MaxFileSize.Int()
@@ -81,16 +78,16 @@ func (b *Backend) Provision(_ context.Context, env sandbox.Env) error {
 	if err != nil {
 		return err
 	}
-	// The isolation is resolved: the handlers apply it as a run's explicit
+	// The isolation is resolved: each call asks for it as a run's explicit
 	// choice, with the service's data directory (other sessions'
 	// workspaces, backends' data) hidden; the session's own workspace is
 	// bound back.
-	b.settings.Isolation = iso
+	b.iso = iso
 	popts.Isolation, bopts.Isolation = isolation.PolicyNone, isolation.PolicyNone
 	popts.Hidden, bopts.Hidden = env.Hidden, env.Hidden
-	b.grace = pyh.DefaultInterruptGrace + 2*time.Second
-	b.py = pyh.New(popts)
-	b.sh = bashh.New(bopts)
+	b.grace = pyinterp.DefaultInterruptGrace + 2*time.Second
+	b.py = pyinterp.NewPool(popts)
+	b.sh = shell.NewPool(bopts)
 	return nil
 }
 
@@ -180,8 +177,8 @@ func timeout(ctx context.Context, c *sandbox.Call) (float64, error) {
 	return t, nil
 }
 
-// detach returns a context for the handler that outlives ctx's deadline by
-// grace, so a timed-out cell is interrupted by the handler's own timer (the
+// detach returns a context for the interpreter that outlives ctx's deadline
+// by grace, so a timed-out cell is interrupted by the interpreter's own timer (the
 // interpreter and its globals kept) rather than killed by the cancellation.
 // A cancellation other than the deadline passes through at once.
 func (b *Backend) detach(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -202,10 +199,6 @@ func timedOut(t float64, data map[string]any) error {
 	return &sandbox.Error{Code: sandbox.CodeTimeout, Message: fmt.Sprintf("Tool execution timed out after %gs", t), Data: data}
 }
 
-func (b *Backend) env(s *sandbox.Session) handlers.Env {
-	return handlers.Env{RunID: s.ID, WorkDir: s.Workspace, Settings: b.settings}
-}
-
 func (b *Backend) python(ctx context.Context, c *sandbox.Call) (any, error) {
 	src, err := c.String("code")
 	if err != nil {
@@ -218,14 +211,14 @@ func (b *Backend) python(ctx context.Context, c *sandbox.Call) (any, error) {
 	hctx, cancel := b.detach(ctx)
 	defer cancel()
 	start := time.Now()
-	res := b.py.Handle(hctx, b.env(c.Session), operations.NewPython(src, t))
-	if res.Error != "" {
+	s := c.Session
+	r, err := b.py.Run(hctx, pyinterp.Cell{Owner: s.ID, Code: src, Timeout: shell.Seconds(t), WorkDir: s.Workspace, Isolation: b.iso})
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("python: %s", res.Error)
+		return nil, fmt.Errorf("python: %w", err)
 	}
-	r := operations.Python.Result(res)
 	if r.TimedOut {
 		return nil, timedOut(t, map[string]any{"output": r.Output, "error": r.Error})
 	}
@@ -254,16 +247,16 @@ func (b *Backend) bash(ctx context.Context, c *sandbox.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := b.sh.Handle(ctx, b.env(c.Session), operations.NewBash(cmd, t))
-	r := operations.Bash.Result(res)
+	s := c.Session
+	r, err := b.sh.Run(ctx, shell.Command{Owner: s.ID, Text: cmd, Timeout: shell.Seconds(t), WorkDir: s.Workspace, Isolation: b.iso})
 	if r != nil && r.TimedOut {
 		return nil, timedOut(t, map[string]any{"stdout": r.Stdout, "stderr": r.Stderr})
 	}
-	if res.Error != "" {
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("bash: %s", res.Error)
+		return nil, fmt.Errorf("bash: %w", err)
 	}
 	return formatBash(r.Stdout, r.Stderr), nil
 }
@@ -450,9 +443,9 @@ func (b *Backend) Fork(ctx context.Context, src, dst *sandbox.Session) error {
 
 // Cleanup kills the session's interpreter and shell with every process
 // they started.
-func (b *Backend) Cleanup(ctx context.Context, s *sandbox.Session) error {
-	b.py.CloseRun(ctx, s.ID)
-	b.sh.CloseRun(ctx, s.ID)
+func (b *Backend) Cleanup(_ context.Context, s *sandbox.Session) error {
+	b.py.CloseOwner(s.ID)
+	b.sh.CloseOwner(s.ID)
 	return nil
 }
 

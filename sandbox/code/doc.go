@@ -1,6 +1,7 @@
 // Package code is the sandbox backend "code": a per-session workspace with a
-// persistent Python interpreter (flock's python handler, handlers/python), a
-// bash shell (handlers/bash) and file access confined to the workspace.
+// persistent Python interpreter (internal/pyinterp, the python operation's),
+// a bash shell (internal/shell, the bash operation's) and file access
+// confined to the workspace.
 //
 // Tools (all stateful, resource type "code"):
 //

@@ -1,4 +1,4 @@
-package bash
+package shell
 
 import (
 	"context"
@@ -24,12 +24,12 @@ const (
 	ClosedExitCode = 137
 )
 
-// sessionKey names a shell: one per (run, session name).
+// sessionKey names a shell: one per (owner, session name).
 type sessionKey struct {
-	run, name string
+	owner, name string
 }
 
-// session is one named shell of a run. The bash process behind it is
+// session is one named shell of an owner. The bash process behind it is
 // started lazily and replaced after a kill.
 type session struct {
 	done      chan struct{} // closed by close; running commands then stop
@@ -44,7 +44,7 @@ func newSession() *session {
 	return &session{done: make(chan struct{})}
 }
 
-// params is what one command needs, resolved by the handler.
+// params is what one command needs, resolved by the pool.
 type params struct {
 	command string
 	timeout time.Duration
@@ -53,7 +53,7 @@ type params struct {
 	// spawn returns the argv and environment of a new shell whose command
 	// file lives in cmdDir.
 	spawn func(workDir, cmdDir string) (argv, env []string, err error)
-	// mayStart is the run's handlers.Env.MayStart (nil: always).
+	// mayStart is Command.MayStart (nil: always).
 	mayStart func() error
 }
 

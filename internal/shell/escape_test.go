@@ -1,4 +1,4 @@
-package bash
+package shell
 
 import (
 	"bufio"
@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/reaper/reapertest"
-	"github.com/flockrun/flock/operations"
 )
 
 // escapees returns a command that starts three processes that leave the
@@ -36,26 +34,26 @@ true`, m[0], m[1], m[2])
 func TestEscapeesDie(t *testing.T) {
 	tests := []struct {
 		name    string
-		end     func(t *testing.T, h *Handler, env handlers.Env)
+		end     func(t *testing.T, h *Pool, env owner)
 		restart bool // the session goes on with a new shell
 	}{
-		{"timeout", func(t *testing.T, h *Handler, env handlers.Env) {
-			res := h.Handle(context.Background(), env, bashReq("sleep 30", 0.3, ""))
-			if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
-				t.Fatalf("want a timeout, got %q %+v", res.Error, operations.Bash.Result(res))
+		{"timeout", func(t *testing.T, h *Pool, env owner) {
+			res := handle(context.Background(), h, env, bashCmd("sleep 30", 0.3, ""))
+			if res.Data == nil || !res.Data.TimedOut {
+				t.Fatalf("want a timeout, got %q %+v", res.Error, res.Data)
 			}
 		}, true},
-		{"shell exits", func(t *testing.T, h *Handler, env handlers.Env) {
+		{"shell exits", func(t *testing.T, h *Pool, env owner) {
 			if res := run(t, h, env, "exit 3"); res.ExitCode != 3 {
 				t.Fatalf("exit code %d, want 3", res.ExitCode)
 			}
 		}, true},
-		{"CloseRun", func(t *testing.T, h *Handler, env handlers.Env) { h.CloseRun(context.Background(), env.RunID) }, false},
-		{"Close", func(t *testing.T, h *Handler, env handlers.Env) { _ = h.Close() }, false},
+		{"CloseOwner", func(t *testing.T, h *Pool, env owner) { h.CloseOwner(env.Owner) }, false},
+		{"Close", func(t *testing.T, h *Pool, env owner) { _ = h.Close() }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHandler(t, Options{})
+			h := newPool(t, Options{})
 			env := newEnv(t, "escape")
 			command, markers := escapees(t)
 			run(t, h, env, command)
@@ -75,12 +73,12 @@ func TestEscapeesDie(t *testing.T) {
 // TestEscapeesDieWithTimedOutCommand times out the command that started
 // the escapees while it still runs.
 func TestEscapeesDieWithTimedOutCommand(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "escape")
 	command, markers := escapees(t)
-	res := h.Handle(context.Background(), env, bashReq(command+"\nsleep 30", 1, ""))
-	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
-		t.Fatalf("want a timeout, got %q %+v", res.Error, operations.Bash.Result(res))
+	res := handle(context.Background(), h, env, bashCmd(command+"\nsleep 30", 1, ""))
+	if res.Data == nil || !res.Data.TimedOut {
+		t.Fatalf("want a timeout, got %q %+v", res.Error, res.Data)
 	}
 	reapertest.WaitGone(t, 5*time.Second, markers...)
 }
@@ -97,12 +95,12 @@ func TestKilledServerHelper(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	m := strings.Split(markers, ",")
-	h := New(Options{})
+	h := NewPool(Options{})
 	env := newEnv(t, "killed")
 	command := fmt.Sprintf(`setsid bash -c "trap '' HUP TERM; exec -a %[1]s sleep 300" &
 ( ( trap '' HUP TERM; exec -a %[2]s sleep 300 & ) & )
 sleep 300`, m[0], m[1])
-	go h.Handle(context.Background(), env, bashReq(command, 600, ""))
+	go handle(context.Background(), h, env, bashCmd(command, 600, ""))
 	reapertest.WaitAlive(t, 10*time.Second, m...)
 	fmt.Println("ready")
 	select {} // until killed

@@ -1,4 +1,4 @@
-package bash
+package shell
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/internal/testkit"
-	"github.com/flockrun/flock/operations"
 )
 
 // TestCancelAtAnyMoment cancels commands at moments where one SIGINT is not
@@ -31,7 +30,7 @@ func TestCancelAtAnyMoment(t *testing.T) {
 		{"builtin loop", "echo partial; touch started; while :; do :; done", "partial\n"},
 		{"between commands", "printf partial; touch started; sleep 30.5; sleep 30.5", "partial"},
 	}
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,9 +38,9 @@ func TestCancelAtAnyMoment(t *testing.T) {
 				flag := filepath.Join(env.WorkDir, "started")
 				_ = os.Remove(flag)
 				ctx, cancel := context.WithCancel(context.Background())
-				var res operations.Result
+				var res reply
 				var wg sync.WaitGroup
-				wg.Go(func() { res = h.Handle(ctx, env, bashReq(tc.command, 60, "")) })
+				wg.Go(func() { res = handle(ctx, h, env, bashCmd(tc.command, 60, "")) })
 				testkit.CheckFor(t, 10*time.Second, func() error {
 					_, err := os.Stat(flag)
 					return err
@@ -58,8 +57,8 @@ func TestCancelAtAnyMoment(t *testing.T) {
 				// is dropped; when two SIGINTs were needed and bash was slow
 				// to answer the first, one of its two may stay (shell.go,
 				// interrupt), so only the text is compared exactly.
-				if res.Error != "cancelled" || operations.Bash.Result(res) == nil || strings.TrimSuffix(operations.Bash.Result(res).Stdout, "\n") != strings.TrimSuffix(tc.stdout, "\n") {
-					t.Fatalf("round %d: error %q result %+v, want stdout %q", i, res.Error, operations.Bash.Result(res), tc.stdout)
+				if res.Error != "cancelled" || res.Data == nil || strings.TrimSuffix(res.Data.Stdout, "\n") != strings.TrimSuffix(tc.stdout, "\n") {
+					t.Fatalf("round %d: error %q result %+v, want stdout %q", i, res.Error, res.Data, tc.stdout)
 				}
 				if got := run(t, h, env, "echo again"); got.Stdout != "again\n" {
 					t.Fatalf("round %d: after cancel: %+v", i, got)

@@ -1,4 +1,4 @@
-package python
+package pyinterp
 
 import "errors"
 
@@ -13,7 +13,11 @@ var (
 	// ErrExited is returned when the interpreter exits while the server
 	// waits for it.
 	ErrExited = errors.New("python interpreter exited")
-	// ErrClosed is returned for calls on a run or handler that was closed
-	// while the call waited.
+	// ErrClosed is returned for cells of an owner or a pool that was
+	// closed before or while the cell ran.
 	ErrClosed = errors.New("python interpreter closed")
+	// ErrCancelled is returned for a cell whose context ended before it
+	// finished; the interpreter was killed. Its text is the python
+	// operation's result Error.
+	ErrCancelled = errors.New("cancelled")
 )

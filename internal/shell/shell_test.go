@@ -1,4 +1,4 @@
-package bash
+package shell
 
 import (
 	"context"
@@ -16,61 +16,84 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/configs"
-	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
 )
 
-// newHandler returns a Handler closed when the test ends.
-func newHandler(tb testing.TB, opts Options) *Handler {
+// newPool returns a Pool closed when the test ends.
+func newPool(tb testing.TB, opts Options) *Pool {
 	tb.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
 		tb.Skip("bash not installed")
 	}
 	// These tests watch processes by their host PIDs: unisolated unless a
-	// test asks (isolation is tested with settings.isolation bwrap, and in
+	// test asks (isolation is tested with Command.Isolation bwrap, and in
 	// package isolation and the e2e tests).
 	if opts.Isolation == "" {
 		opts.Isolation = isolation.PolicyNone
 	}
-	h := New(opts)
+	h := NewPool(opts)
 	tb.Cleanup(func() { _ = h.Close() })
 	return h
 }
 
-// newEnv returns the Env of a run with a fresh work dir.
-func newEnv(tb testing.TB, runID string) handlers.Env {
+// owner is what a test's commands share: the owner of the shells, its
+// work dir and what it asks of every command (zero: the pool's defaults).
+type owner struct {
+	Owner       string
+	WorkDir     string
+	OutputLimit int
+	Isolation   configs.Isolation
+}
+
+// newEnv returns an owner with a fresh work dir.
+func newEnv(tb testing.TB, id string) owner {
 	tb.Helper()
 	dir, err := filepath.EvalSymlinks(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &configs.RunSettings{}
-	s.ApplyDefaults()
-	return handlers.Env{RunID: runID, OpID: runID + "/0/0", WorkDir: dir, Settings: s}
+	return owner{Owner: id, WorkDir: dir}
 }
 
-// bashReq builds a bash request.
-func bashReq(command string, timeoutS float64, session string) operations.Request {
-	return operations.Request{Kind: operations.KindBash,
-		Params: &operations.BashRequest{Command: command, TimeoutS: timeoutS, Session: session}}
+// bashCmd builds a command of session ("" the main one).
+func bashCmd(command string, timeoutS float64, session string) Command {
+	return Command{Text: command, Timeout: Seconds(timeoutS), Session: session}
 }
 
-// run runs command in the main session and fails on a handler error.
-func run(tb testing.TB, h *Handler, env handlers.Env, command string) *operations.BashResult {
+// reply is a command's result and its error's text ("" when none), as
+// the bash operation reports them.
+type reply struct {
+	Data  *operations.BashResult
+	Error string
+}
+
+// handle runs c as env's in p.
+func handle(ctx context.Context, p *Pool, env owner, c Command) reply {
+	c.Owner, c.WorkDir, c.OutputLimit, c.Isolation = env.Owner, env.WorkDir, env.OutputLimit, env.Isolation
+	res, err := p.Run(ctx, c)
+	out := reply{Data: res}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}
+
+// run runs command in the main session and fails on an error.
+func run(tb testing.TB, h *Pool, env owner, command string) *operations.BashResult {
 	tb.Helper()
 	return runIn(tb, h, env, "", command)
 }
 
-// runIn runs command in session and fails on a handler error.
-func runIn(tb testing.TB, h *Handler, env handlers.Env, session, command string) *operations.BashResult {
+// runIn runs command in session and fails on an error.
+func runIn(tb testing.TB, h *Pool, env owner, session, command string) *operations.BashResult {
 	tb.Helper()
-	res := h.Handle(context.Background(), env, bashReq(command, 20, session))
-	if res.Error != "" || operations.Bash.Result(res) == nil {
-		tb.Fatalf("%q: error %q, result %+v", command, res.Error, operations.Bash.Result(res))
+	res := handle(context.Background(), h, env, bashCmd(command, 20, session))
+	if res.Error != "" || res.Data == nil {
+		tb.Fatalf("%q: error %q, result %+v", command, res.Error, res.Data)
 	}
-	return operations.Bash.Result(res)
+	return res.Data
 }
 
 // alive reports whether pid is a live (not zombie) process.
@@ -108,7 +131,7 @@ func firstInt(tb testing.TB, s string) int {
 }
 
 func TestExitCodesAndStreams(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	tests := []struct {
 		name    string
@@ -174,7 +197,7 @@ func TestStatePersists(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHandler(t, Options{})
+			h := newPool(t, Options{})
 			env := newEnv(t, "run-"+tt.name)
 			var got *operations.BashResult
 			for _, step := range tt.steps {
@@ -191,14 +214,14 @@ func TestStatePersists(t *testing.T) {
 }
 
 func TestSessionsAndRunsAreIndependent(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	envA, envB := newEnv(t, "runA"), newEnv(t, "runB")
 	runIn(t, h, envA, "", "export V=main-a; cd /")
 	runIn(t, h, envA, "other", "export V=other-a")
 	runIn(t, h, envB, "", "export V=main-b")
 	tests := []struct {
 		name    string
-		env     handlers.Env
+		env     owner
 		session string
 		want    string
 	}{
@@ -218,7 +241,7 @@ func TestSessionsAndRunsAreIndependent(t *testing.T) {
 }
 
 func TestSessionsRunInParallel(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	flag := filepath.Join(env.WorkDir, "flag")
 	// Warm both sessions so the waiter's loop starts at once.
@@ -227,8 +250,8 @@ func TestSessionsRunInParallel(t *testing.T) {
 	var wg sync.WaitGroup
 	var waiter *operations.BashResult
 	wg.Go(func() {
-		res := h.Handle(context.Background(), env, bashReq("until [ -e flag ]; do sleep 0.01; done; echo seen", 10, "a"))
-		waiter = operations.Bash.Result(res)
+		res := handle(context.Background(), h, env, bashCmd("until [ -e flag ]; do sleep 0.01; done; echo seen", 10, "a"))
+		waiter = res.Data
 	})
 	runIn(t, h, env, "b", "touch "+flag)
 	wg.Wait()
@@ -238,14 +261,14 @@ func TestSessionsRunInParallel(t *testing.T) {
 }
 
 func TestCommandsSerializePerSession(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	const n = 8
 	var wg sync.WaitGroup
 	results := make([]*operations.BashResult, n)
 	for i := range n {
 		wg.Go(func() {
-			results[i] = operations.Bash.Result(h.Handle(context.Background(), env, bashReq(fmt.Sprintf("echo %d; echo e%d >&2", i, i), 20, "")))
+			results[i] = handle(context.Background(), h, env, bashCmd(fmt.Sprintf("echo %d; echo e%d >&2", i, i), 20, "")).Data
 		})
 	}
 	wg.Wait()
@@ -257,7 +280,7 @@ func TestCommandsSerializePerSession(t *testing.T) {
 }
 
 func TestWorkDir(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	env.WorkDir = filepath.Join(env.WorkDir, "not", "yet")
 	got := run(t, h, env, "pwd; touch here")
@@ -270,16 +293,16 @@ func TestWorkDir(t *testing.T) {
 }
 
 func TestTimeoutKeepsOutputAndCwd(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	sub := filepath.Join(env.WorkDir, "sub")
 	run(t, h, env, "mkdir sub && cd sub && export LOST=1")
 	start := time.Now()
-	res := h.Handle(context.Background(), env, bashReq("echo before; echo err-before >&2; sleep 30; echo after", 0.5, ""))
+	res := handle(context.Background(), h, env, bashCmd("echo before; echo err-before >&2; sleep 30; echo after", 0.5, ""))
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("timeout took %s", elapsed)
 	}
-	got := operations.Bash.Result(res)
+	got := res.Data
 	if res.Error != "" || got == nil {
 		t.Fatalf("error %q", res.Error)
 	}
@@ -295,25 +318,15 @@ func TestTimeoutKeepsOutputAndCwd(t *testing.T) {
 	}
 }
 
-func TestTimeoutUsesSettingsDefault(t *testing.T) {
-	h := newHandler(t, Options{})
-	env := newEnv(t, "run1")
-	env.Settings.Bash.TimeoutS = 0.3
-	res := h.Handle(context.Background(), env, bashReq("sleep 30", 0, ""))
-	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
-		t.Fatalf("want a timeout from settings: %+v %q", operations.Bash.Result(res), res.Error)
-	}
-}
-
 func TestTimeoutKillsProcessGroup(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	shellPID := firstInt(t, run(t, h, env, "echo $$").Stdout)
-	res := h.Handle(context.Background(), env, bashReq("sleep 1000 & echo $!; trap '' INT; sleep 30", 0.3, ""))
-	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
-		t.Fatalf("want a timeout: %+v %q", operations.Bash.Result(res), res.Error)
+	res := handle(context.Background(), h, env, bashCmd("sleep 1000 & echo $!; trap '' INT; sleep 30", 0.3, ""))
+	if res.Data == nil || !res.Data.TimedOut {
+		t.Fatalf("want a timeout: %+v %q", res.Data, res.Error)
 	}
-	child := firstInt(t, operations.Bash.Result(res).Stdout)
+	child := firstInt(t, res.Data.Stdout)
 	waitDead(t, child)
 	waitDead(t, shellPID)
 	if got := run(t, h, env, "echo ok"); got.Stdout != "ok\n" {
@@ -334,9 +347,9 @@ func TestOutputCap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHandler(t, Options{})
+			h := newPool(t, Options{})
 			env := newEnv(t, "run1")
-			env.Settings.Bash.OutputLimit = 1000
+			env.OutputLimit = 1000
 			got := run(t, h, env, tt.command)
 			s := got.Stdout
 			if tt.stderr {
@@ -353,11 +366,11 @@ func TestOutputCap(t *testing.T) {
 }
 
 func TestTimeoutWhileFlooding(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
-	env.Settings.Bash.OutputLimit = 1000
-	res := h.Handle(context.Background(), env, bashReq("yes", 0.5, ""))
-	got := operations.Bash.Result(res)
+	env.OutputLimit = 1000
+	res := handle(context.Background(), h, env, bashCmd("yes", 0.5, ""))
+	got := res.Data
 	if got == nil || !got.TimedOut || !got.Truncated || !strings.HasPrefix(got.Stdout, "y\ny\n") || len(got.Stdout) > 1100 {
 		t.Fatalf("error %q result %+v", res.Error, got)
 	}
@@ -367,21 +380,20 @@ func TestTimeoutWhileFlooding(t *testing.T) {
 }
 
 func TestOptionsDefaults(t *testing.T) {
-	h := newHandler(t, Options{OutputLimit: 100, DefaultTimeout: 300 * time.Millisecond, Env: []string{"EXTRA=1"}})
+	h := newPool(t, Options{OutputLimit: 100, DefaultTimeout: 300 * time.Millisecond, Env: []string{"EXTRA=1"}})
 	env := newEnv(t, "run1")
-	env.Settings = nil
 	got := run(t, h, env, "seq 1 1000; echo extra=$EXTRA >&2")
 	if !got.Truncated || len(got.Stdout) > 150 || got.Stderr != "extra=1\n" {
 		t.Fatalf("%+v", got)
 	}
-	res := h.Handle(context.Background(), env, bashReq("sleep 30", 0, ""))
-	if operations.Bash.Result(res) == nil || !operations.Bash.Result(res).TimedOut {
-		t.Fatalf("want a timeout from options: %+v", operations.Bash.Result(res))
+	res := handle(context.Background(), h, env, bashCmd("sleep 30", 0, ""))
+	if res.Data == nil || !res.Data.TimedOut {
+		t.Fatalf("want a timeout from options: %+v", res.Data)
 	}
 }
 
 func TestStdinIsNull(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	tests := []struct {
 		name    string
@@ -406,7 +418,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test-secret")
 	t.Setenv("FLOCK_SERVER_ONLY", "x")
 	t.Setenv("HOME", "/home/flock-test")
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	tests := []struct {
 		name    string
@@ -430,15 +442,15 @@ func TestEnvironmentIsolation(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	run(t, h, env, "true")
 	flag := filepath.Join(env.WorkDir, "started")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var res operations.Result
+	var res reply
 	var wg sync.WaitGroup
-	wg.Go(func() { res = h.Handle(ctx, env, bashReq("echo partial; touch started; sleep 30.25", 60, "")) })
+	wg.Go(func() { res = handle(ctx, h, env, bashCmd("echo partial; touch started; sleep 30.25", 60, "")) })
 	testkit.CheckFor(t, 10*time.Second, func() error {
 		_, err := os.Stat(flag)
 		return err
@@ -457,53 +469,53 @@ func TestContextCancel(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("cancel took %s", elapsed)
 	}
-	if res.Error != "cancelled" || operations.Bash.Result(res) == nil || operations.Bash.Result(res).Stdout != "partial\n" {
-		t.Fatalf("error %q result %+v", res.Error, operations.Bash.Result(res))
+	if res.Error != "cancelled" || res.Data == nil || res.Data.Stdout != "partial\n" {
+		t.Fatalf("error %q result %+v", res.Error, res.Data)
 	}
 	if got := run(t, h, env, "echo again"); got.Stdout != "again\n" {
 		t.Fatalf("after cancel: %+v", got)
 	}
 }
 
-func TestCloseRun(t *testing.T) {
-	h := newHandler(t, Options{})
+func TestCloseOwner(t *testing.T) {
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	keep := newEnv(t, "run2")
 	pid := firstInt(t, run(t, h, env, "echo $$").Stdout)
 	run(t, h, keep, "export KEPT=1")
 
 	flag := filepath.Join(env.WorkDir, "started")
-	var res operations.Result
+	var res reply
 	var wg sync.WaitGroup
-	wg.Go(func() { res = h.Handle(context.Background(), env, bashReq("touch started; sleep 30", 60, "")) })
+	wg.Go(func() { res = handle(context.Background(), h, env, bashCmd("touch started; sleep 30", 60, "")) })
 	testkit.CheckFor(t, 10*time.Second, func() error {
 		_, err := os.Stat(flag)
 		return err
 	})
-	h.CloseRun(context.Background(), env.RunID)
+	h.CloseOwner(env.Owner)
 	wg.Wait()
 	if !strings.Contains(res.Error, ErrSessionClosed.Error()) {
 		t.Fatalf("running command: error %q", res.Error)
 	}
 	waitDead(t, pid)
-	h.CloseRun(context.Background(), "never-seen")
+	h.CloseOwner("never-seen")
 	if got := run(t, h, keep, "echo $KEPT"); got.Stdout != "1\n" {
 		t.Fatalf("other run disturbed: %+v", got)
 	}
 	if got := run(t, h, env, "echo fresh"); got.Stdout != "fresh\n" {
-		t.Fatalf("run after CloseRun: %+v", got)
+		t.Fatalf("run after CloseOwner: %+v", got)
 	}
 }
 
 func TestClose(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	pid := firstInt(t, run(t, h, env, "echo $$").Stdout)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
 	waitDead(t, pid)
-	res := h.Handle(context.Background(), env, bashReq("true", 1, ""))
+	res := handle(context.Background(), h, env, bashCmd("true", 1, ""))
 	if !strings.Contains(res.Error, ErrClosed.Error()) {
 		t.Fatalf("after Close: %q", res.Error)
 	}
@@ -516,20 +528,20 @@ func TestCloseWithEscapedProcess(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("setsid not installed")
 	}
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	// The escaped sleep keeps the pty slave open as its stdout.
 	pid := firstInt(t, run(t, h, env, "setsid sleep 60 & echo $!").Stdout)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	start := time.Now()
-	h.CloseRun(context.Background(), env.RunID)
+	h.CloseOwner(env.Owner)
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
-		t.Fatalf("CloseRun blocked %s on an escaped process", elapsed)
+		t.Fatalf("CloseOwner blocked %s on an escaped process", elapsed)
 	}
 }
 
 func TestShellExitRestarts(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	run(t, h, env, "cd /")
 	tests := []struct {
@@ -558,7 +570,7 @@ func TestShellExitRestarts(t *testing.T) {
 }
 
 func TestMarkerForgery(t *testing.T) {
-	h := newHandler(t, Options{})
+	h := newPool(t, Options{})
 	env := newEnv(t, "run1")
 	fake := "\n__FLOCK_00112233445566778899aabbccddeeff_0_/fake_00112233445566778899aabbccddeeff__\n"
 	tests := []struct {
@@ -587,33 +599,9 @@ func TestMarkerForgery(t *testing.T) {
 	}
 }
 
-func TestBadRequests(t *testing.T) {
-	h := newHandler(t, Options{})
-	env := newEnv(t, "run1")
-	noDir := env
-	noDir.WorkDir = ""
-	tests := []struct {
-		name string
-		env  handlers.Env
-		req  operations.Request
-	}{
-		{name: "no params", env: env, req: operations.Request{Kind: operations.KindBash}},
-		{name: "wrong kind", env: env, req: operations.Request{Kind: operations.KindPython, Params: &operations.PythonRequest{}}},
-		{name: "no work dir", env: noDir, req: bashReq("true", 1, "")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := h.Handle(context.Background(), tt.env, tt.req)
-			if !strings.Contains(res.Error, ErrBadRequest.Error()) {
-				t.Fatalf("error %q", res.Error)
-			}
-		})
-	}
-}
-
 func TestWrap(t *testing.T) {
 	var gotDir string
-	h := newHandler(t, Options{Wrap: func(argv []string, workDir string) []string {
+	h := newPool(t, Options{Wrap: func(argv []string, workDir string) []string {
 		gotDir = workDir
 		return append([]string{"env", "WRAPPED=yes"}, argv...)
 	}})
@@ -624,11 +612,11 @@ func TestWrap(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
-	h := newHandler(t, Options{Wrap: func(argv []string, _ string) []string {
+	h := newPool(t, Options{Wrap: func(argv []string, _ string) []string {
 		return []string{"false"}
 	}})
 	env := newEnv(t, "run1")
-	res := h.Handle(context.Background(), env, bashReq("true", 1, ""))
+	res := handle(context.Background(), h, env, bashCmd("true", 1, ""))
 	if !strings.Contains(res.Error, ErrStart.Error()) {
 		t.Fatalf("error %q", res.Error)
 	}
@@ -658,18 +646,18 @@ func BenchmarkBuiltinRoundTripIsolated(b *testing.B) {
 }
 
 func benchRoundTrip(b *testing.B, policy isolation.Policy) {
-	h := newHandler(b, Options{Isolation: policy})
+	h := newPool(b, Options{Isolation: policy})
 	env := newEnv(b, "bench")
 	run(b, h, env, "true") // warm the session
-	req := bashReq("true", 10, "")
+	req := bashCmd("true", 10, "")
 	ctx := context.Background()
 	d := make(durations, 0, b.N)
 	for b.Loop() {
 		start := time.Now()
-		res := h.Handle(ctx, env, req)
+		res := handle(ctx, h, env, req)
 		d = append(d, time.Since(start))
-		if res.Error != "" || operations.Bash.Result(res).ExitCode != 0 {
-			b.Fatalf("%q %+v", res.Error, operations.Bash.Result(res))
+		if res.Error != "" || res.Data.ExitCode != 0 {
+			b.Fatalf("%q %+v", res.Error, res.Data)
 		}
 	}
 	b.StopTimer()
@@ -688,22 +676,22 @@ func BenchmarkSessionStart(b *testing.B) {
 					b.Skip(err)
 				}
 			}
-			h := newHandler(b, Options{Isolation: policy})
+			h := newPool(b, Options{Isolation: policy})
 			env := newEnv(b, "bench")
-			req := bashReq("true", 10, "")
+			req := bashCmd("true", 10, "")
 			ctx := context.Background()
 			d := make(durations, 0, b.N)
 			i := 0
 			for b.Loop() {
-				env.RunID = fmt.Sprintf("bench-%d", i)
+				env.Owner = fmt.Sprintf("bench-%d", i)
 				i++
 				start := time.Now()
-				res := h.Handle(ctx, env, req)
+				res := handle(ctx, h, env, req)
 				d = append(d, time.Since(start))
-				if got := operations.Bash.Result(res); res.Error != "" || got == nil || got.ExitCode != 0 {
+				if got := res.Data; res.Error != "" || got == nil || got.ExitCode != 0 {
 					b.Fatalf("%q %+v", res.Error, got)
 				}
-				h.CloseRun(ctx, env.RunID)
+				h.CloseOwner(env.Owner)
 			}
 			b.StopTimer()
 			d.report(b)

@@ -1,4 +1,4 @@
-package bash
+package shell
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/elide"
 )
 
 func TestClean(t *testing.T) {
@@ -60,7 +60,7 @@ func TestCapBuffer(t *testing.T) {
 				b.Write([]byte(tt.in[i:min(i+tt.chunk, len(tt.in))]))
 			}
 			got, cut := b.Result(tt.limit)
-			want, wantCut := handlers.Truncate(tt.in, tt.limit)
+			want, wantCut := elide.Middle(tt.in, tt.limit)
 			if got != want || cut != wantCut {
 				t.Fatalf("Result = %q, %v; Truncate = %q, %v", got, cut, want, wantCut)
 			}
@@ -122,7 +122,7 @@ func TestElideCountsDropped(t *testing.T) {
 	b := newCapBuffer(100)
 	b.Write(in)
 	got, cut := b.Result(100)
-	want, _ := handlers.Truncate(string(in), 100)
+	want, _ := elide.Middle(string(in), 100)
 	if !cut || got != want {
 		t.Fatalf("Result = %q; want %q", got, want)
 	}

@@ -1,6 +1,6 @@
 //go:build !linux && !windows
 
-package bash
+package shell
 
 import (
 	"os"

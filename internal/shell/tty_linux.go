@@ -1,6 +1,6 @@
 //go:build linux
 
-package bash
+package shell
 
 import (
 	"os"

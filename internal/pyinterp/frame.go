@@ -1,4 +1,4 @@
-package python
+package pyinterp
 
 import (
 	"encoding/binary"

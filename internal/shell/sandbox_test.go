@@ -1,4 +1,4 @@
-package bash
+package shell
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/flockrun/flock/isolation"
 )
 
-// TestBwrapSandbox runs commands of a run whose settings ask for bwrap:
+// TestBwrapSandbox runs commands of an owner that asks for bwrap:
 // the work directory is writable and cwd persists, the server's data
 // directory (Options.Hidden) is invisible, the rest of the system is
 // read-only and the network is off.
@@ -47,14 +47,14 @@ func TestBwrapSandbox(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	h := newHandler(t, Options{Hidden: []string{data}})
+	h := newPool(t, Options{Hidden: []string{data}})
 	env := newEnv(t, "sandboxed")
 	// The run's work directory lives inside the data directory, as in a server.
 	env.WorkDir = filepath.Join(data, "runs", "sandboxed")
 	if err := os.MkdirAll(env.WorkDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env.Settings.Isolation.Kind = "bwrap"
+	env.Isolation.Kind = "bwrap"
 
 	tests := []struct {
 		name, command, stdout string

@@ -1,4 +1,4 @@
-package python
+package pyinterp
 
 import (
 	"bufio"
@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/reaper/reapertest"
-	"github.com/flockrun/flock/operations"
 )
 
 // escapeesCode is a cell that starts processes that leave the
@@ -49,9 +47,9 @@ func escapeeMarkers(t *testing.T) []string {
 func TestEscapeesDie(t *testing.T) {
 	tests := []struct {
 		name string
-		end  func(t *testing.T, h *Handler, env handlers.Env)
+		end  func(t *testing.T, h *Pool, env owner)
 	}{
-		{"timeout keeps the interpreter", func(t *testing.T, h *Handler, env handlers.Env) {
+		{"timeout keeps the interpreter", func(t *testing.T, h *Pool, env owner) {
 			run(t, h, env, "x = 42", 0)
 			res := run(t, h, env, "import time\ntime.sleep(30)", 0.3)
 			if !res.TimedOut {
@@ -61,22 +59,22 @@ func TestEscapeesDie(t *testing.T) {
 				t.Fatalf("interpreter not kept: %+v", res)
 			}
 		}},
-		{"timeout restarts the interpreter", func(t *testing.T, h *Handler, env handlers.Env) {
+		{"timeout restarts the interpreter", func(t *testing.T, h *Pool, env owner) {
 			res := run(t, h, env, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", 0.3)
 			if !res.TimedOut || !strings.Contains(res.Error, "killed") {
 				t.Fatalf("want a kill: %+v", res)
 			}
 		}},
-		{"interpreter exits", func(t *testing.T, h *Handler, env handlers.Env) {
+		{"interpreter exits", func(t *testing.T, h *Pool, env owner) {
 			run(t, h, env, "import os\nos._exit(3)", 0)
 		}},
-		{"CloseRun", func(t *testing.T, h *Handler, env handlers.Env) { h.CloseRun(context.Background(), env.RunID) }},
-		{"Close", func(t *testing.T, h *Handler, env handlers.Env) { _ = h.Close() }},
+		{"CloseOwner", func(t *testing.T, h *Pool, env owner) { h.CloseOwner(env.Owner) }},
+		{"Close", func(t *testing.T, h *Pool, env owner) { _ = h.Close() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHandler(t, Options{InterruptGrace: 200 * time.Millisecond})
-			env := newEnv(t, "escape", nil)
+			h := newPool(t, Options{InterruptGrace: 200 * time.Millisecond})
+			env := newEnv(t, "escape")
 			markers := escapeeMarkers(t)
 			if res := run(t, h, env, escapeesCode(markers), 0); res.Error != "" {
 				t.Fatalf("start escapees: %+v", res)
@@ -100,9 +98,9 @@ func TestKilledServerHelper(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	m := strings.Split(markers, ",")
-	h := New(Options{})
-	env := newEnv(t, "killed", nil)
-	go h.Handle(context.Background(), env, operations.NewPython(escapeesCode(m)+"\nimport time\ntime.sleep(300)", 600))
+	h := NewPool(Options{})
+	env := newEnv(t, "killed")
+	go handle(context.Background(), h, env, pyCell(escapeesCode(m)+"\nimport time\ntime.sleep(300)", 600))
 	reapertest.WaitAlive(t, 10*time.Second, m...)
 	fmt.Println("ready")
 	select {} // until killed

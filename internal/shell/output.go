@@ -1,11 +1,11 @@
-package bash
+package shell
 
 import (
 	"bytes"
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/elide"
 )
 
 // capBuffer collects one output stream with bounded memory: it keeps the
@@ -95,21 +95,21 @@ func (b *capBuffer) tailBytes() []byte {
 }
 
 // Result renders the stream: terminal noise cleaned, then capped at limit
-// bytes with the head and tail kept (handlers.Truncate's format). It reports
+// bytes with the head and tail kept (elide.Middle's format). It reports
 // whether anything was cut.
 func (b *capBuffer) Result(limit int) (string, bool) {
 	if b.dropped() == 0 {
 		all := append(append([]byte(nil), b.head...), b.tail...)
-		return handlers.Truncate(string(clean(all)), limit)
+		return elide.Middle(string(clean(all)), limit)
 	}
-	return elide(clean(b.head), clean(b.tailBytes()), limit, b.dropped())
+	return elideDropped(clean(b.head), clean(b.tailBytes()), limit, b.dropped())
 }
 
-// elide is handlers.Truncate for a stream whose middle was already dropped
+// elideDropped is elide.Middle for a stream whose middle was already dropped
 // while reading: it keeps about limit/2 bytes of head and the rest of limit
 // from the end of tail, and the note counts every byte not shown (dropped
 // ones included).
-func elide(head, tail []byte, limit int, dropped int64) (string, bool) {
+func elideDropped(head, tail []byte, limit int, dropped int64) (string, bool) {
 	if limit <= 0 {
 		limit = len(head) + len(tail)
 	}

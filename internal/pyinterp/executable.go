@@ -1,4 +1,4 @@
-package python
+package pyinterp
 
 import (
 	"bytes"
@@ -24,21 +24,21 @@ const resolveTimeout = 30 * time.Second
 // interpreter returns the python binary to run for a configured value
 // ("" means: find python3). Results are cached per configured value, so a
 // shim is asked at most once per process (unless asking fails).
-func (h *Handler) interpreter(ctx context.Context, configured string) (string, error) {
-	h.mu.Lock()
-	p, ok := h.interps[configured]
-	h.mu.Unlock()
+func (p *Pool) interpreter(ctx context.Context, configured string) (string, error) {
+	p.mu.Lock()
+	path, ok := p.interps[configured]
+	p.mu.Unlock()
 	if ok {
-		return p, nil
+		return path, nil
 	}
-	p, err := resolveInterpreter(ctx, configured)
+	path, err := resolveInterpreter(ctx, configured)
 	if err != nil {
 		return "", err
 	}
-	h.mu.Lock()
-	h.interps[configured] = p
-	h.mu.Unlock()
-	return p, nil
+	p.mu.Lock()
+	p.interps[configured] = path
+	p.mu.Unlock()
+	return path, nil
 }
 
 // resolveInterpreter finds a real interpreter binary. A configured value is

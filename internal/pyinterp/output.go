@@ -1,4 +1,4 @@
-package python
+package pyinterp
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"os"
 	"unicode/utf8"
 
-	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/elide"
 )
 
 // readOutput returns the cell's output from f, capped like
-// handlers.Truncate(content, limit) but reading only the head and the tail
+// elide.Middle(content, limit) but reading only the head and the tail
 // when the file is larger than limit, so a cell printing gigabytes costs
 // the server O(limit) memory.
 func readOutput(f *os.File, limit int) (string, bool, error) {
@@ -28,7 +28,7 @@ func readOutput(f *os.File, limit int) (string, bool, error) {
 		if err != nil && err != io.EOF {
 			return "", false, err
 		}
-		s, cut := handlers.Truncate(string(b[:n]), limit)
+		s, cut := elide.Middle(string(b[:n]), limit)
 		return s, cut, nil
 	}
 	// Read a few bytes more on each side than Truncate keeps, so its
