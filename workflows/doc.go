@@ -86,8 +86,13 @@
 // (an empty directory with no earlier manifest needs none),
 // contents go to a content-addressed store shared by all runs (one copy
 // per distinct content), and only files whose size, mode or modification
-// time changed are read again. A fork copies the newest manifest at or
-// before its step into its own work directory (copies, not links).
+// time changed are read again. A step writes its manifest as a delta (the
+// files added, changed, removed) appended to the log of the run's last
+// whole manifest, and writes it whole only when that log would outgrow
+// the whole manifest (or 4 KiB): persisting a step costs what it changed,
+// and reading any step's manifest at most about two whole ones. A fork
+// copies the newest manifest at or before its step into its own work
+// directory (copies, not links).
 // Children's directories (children/) are left out. Config.NoSnapshots
 // turns snapshots off.
 //

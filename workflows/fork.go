@@ -172,7 +172,7 @@ func (e *Executor) manifestAt(ctx context.Context, id string, step uint64) (*man
 	if f != nil && step < f.Step {
 		return e.manifestAt(ctx, f.Run, step)
 	}
-	m, _, err := e.loadManifest(id, step)
+	m, _, _, err := e.loadManifest(id, step)
 	if m == nil && err == nil && f != nil {
 		return e.manifestAt(ctx, f.Run, f.Step)
 	}

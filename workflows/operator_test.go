@@ -165,14 +165,9 @@ func TestWorkDirSnapshots(t *testing.T) {
 		t.Fatalf("source %s %s", end.Status, end.Error)
 	}
 	snapDir := filepath.Join(e.dir, "runs", ".snapshots")
-	manifests, _ := filepath.Glob(filepath.Join(snapDir, "runs", src.ID, "*.json"))
-	var steps []string
-	for _, m := range manifests {
-		steps = append(steps, strings.TrimLeft(strings.TrimSuffix(filepath.Base(m), ".json"), "0"))
-	}
 	// Steps 1, 3, 5, 6 changed the directory; 2 and 4 did not, and the
 	// empty directory of step 0 needs none.
-	if got := strings.Join(steps, ","); got != "1,3,5,6" {
+	if got, err := e.ex.ManifestSteps(src.ID); got != "1,3,5,6" || err != nil {
 		t.Errorf("manifests at steps %q, want 1,3,5,6", got)
 	}
 	objects, _ := filepath.Glob(filepath.Join(snapDir, "objects", "*", "*"))

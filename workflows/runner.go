@@ -69,10 +69,12 @@ type runner struct {
 	begun bool
 	// snap is the run's last work-dir manifest (see snapshot.go); loaded
 	// from disk on the first snapshot after a resume (snapLoaded).
-	// snapStored is what the run has added to the snapshot store (see
-	// snapBudget), snapStopped says its budget is spent and it takes no
-	// more snapshots.
+	// snapChain is where its next manifest's delta goes. snapStored is
+	// what the run has added to the snapshot store (see snapBudget),
+	// snapStopped says its budget is spent and it takes no more
+	// snapshots.
 	snap        *manifest
+	snapChain   snapChain
 	snapLoaded  bool
 	snapStored  int64
 	snapStopped bool

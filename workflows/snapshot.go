@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -26,16 +27,35 @@ import (
 
 // Work-dir snapshots. After the operations of a step have all returned,
 // the executor records what the run's work directory holds: a manifest
-// (path → content hash, mode) written as a file beside the runs' work
-// directories, only when something changed since the run's previous
-// manifest. File contents go to a content-addressed object store shared
-// by every run, each distinct content once, and only files whose size or
-// modification time changed since the previous manifest are read again.
-// A fork copies the snapshot of the newest manifest at or before its
-// step into its own work directory.
+// (path → content hash, mode) written beside the runs' work directories,
+// only when something changed since the run's previous manifest. File
+// contents go to a content-addressed object store shared by every run,
+// each distinct content once, and only files whose size or modification
+// time changed since the previous manifest are read again. A fork copies
+// the snapshot of the newest manifest at or before its step into its own
+// work directory.
 //
 //	RUNS_DIR/.snapshots/objects/ab/abcdef...    file contents by SHA-256
-//	RUNS_DIR/.snapshots/runs/RUN/00000000000000000007.json  manifest of step 7
+//	RUNS_DIR/.snapshots/runs/RUN/00000000000000000007.json  full manifest of step 7
+//	RUNS_DIR/.snapshots/runs/RUN/00000000000000000007.log   the manifests of later steps, as deltas
+//
+// What a step writes is proportional to what it changed: a manifest is
+// written whole only as the first of a run (or of a resumed run whose
+// manifests cannot be read); the next ones are deltas (the files added or
+// changed, those removed) appended, one JSON line each, to the delta log of
+// the last whole manifest, until that log would outgrow the whole manifest
+// (or one 4 KiB block, for a small one): then the step's manifest is
+// written whole and starts a new log. So the manifests of a run take at
+// most about twice what its changes take, and reading the manifest of any
+// step (a fork, a resume) reads one whole manifest and at most about as
+// much again of deltas. Journals written before the deltas (whole
+// manifests only) read the same way: a whole manifest without a log.
+//
+// A whole manifest is written to a temporary file and renamed; a delta is
+// one write at the end of the log's last whole line. A crash (kill -9)
+// that cuts a delta short leaves a last line without its newline, which
+// readers ignore and the next append cuts off; a complete line that does
+// not decode is damage, an error like a damaged whole manifest.
 //
 // Sparse files stay sparse (package internal/sparse): only their data
 // extents are read, hashed and stored, with the layout of their holes, so
@@ -43,12 +63,13 @@ import (
 // holding more data than Config.SnapshotMaxFileBytes is recorded as not
 // snapshotted ("too large"), and a run adds at most
 // Config.SnapshotMaxRunBytes to the store (new objects' data and its
-// manifests); once that is spent, changed files are recorded as not
-// snapshotted, and when a manifest no longer fits, one last small manifest
-// says the run's snapshots stopped there. A snapshot never fails the run:
-// what it cannot store (a full disk) is recorded as not snapshotted, a
-// manifest it cannot write is reported in a "warning" event, and a fork
-// restoring either says what it could not restore.
+// manifests, counted in the 4 KiB blocks they take); once that is spent,
+// changed files are recorded as not snapshotted, and when a manifest no
+// longer fits, one last small manifest says the run's snapshots stopped
+// there. A snapshot never fails the run: what it cannot store (a full
+// disk) is recorded as not snapshotted, a manifest it cannot write is
+// reported in a "warning" event, and a fork restoring either says what it
+// could not restore.
 //
 // Children's work directories (children/ beneath the run's) are left out:
 // they are the children's own.
@@ -89,6 +110,62 @@ type manifest struct {
 	// or later restores the manifest before it and says so.
 	Stopped string `json:"stopped,omitempty"`
 }
+
+// manifestDelta is a step's manifest as its change from the run's
+// manifest before it: one line of a delta log (see snapChain). Changed
+// holds the files added or changed, whole; Removed the paths gone.
+type manifestDelta struct {
+	Step    uint64              `json:"step"`
+	Changed map[string]fileSnap `json:"changed,omitempty"`
+	Removed []string            `json:"removed,omitempty"`
+	// Stored and Incomplete are the manifest's (see manifest).
+	Stored     int64  `json:"stored_bytes,omitempty"`
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// diffManifest is m as its change from prev.
+func diffManifest(prev, m *manifest) *manifestDelta {
+	d := &manifestDelta{Step: m.Step, Stored: m.Stored, Incomplete: m.Incomplete, Changed: map[string]fileSnap{}}
+	for p, f := range m.Files {
+		if g, ok := prev.Files[p]; !ok || g != f {
+			d.Changed[p] = f
+		}
+	}
+	for p := range prev.Files {
+		if _, ok := m.Files[p]; !ok {
+			d.Removed = append(d.Removed, p)
+		}
+	}
+	sort.Strings(d.Removed)
+	return d
+}
+
+// apply makes m the manifest d describes.
+func (m *manifest) apply(d *manifestDelta) {
+	for p, f := range d.Changed {
+		m.Files[p] = f
+	}
+	for _, p := range d.Removed {
+		delete(m.Files, p)
+	}
+	m.Step, m.Stored, m.Incomplete = d.Step, d.Stored, d.Incomplete
+}
+
+// snapChain is where a run's next delta goes: the delta log of its whole
+// manifest of step base (full bytes), whose first log bytes are whole
+// lines (what follows them, a delta a crash cut short, is cut off before
+// the next append). ok is false when there is no whole manifest on disk
+// that the run's manifest in memory follows from: the next manifest is
+// written whole.
+type snapChain struct {
+	base      uint64
+	full, log int64
+	ok        bool
+}
+
+// minDeltaLog is how long a delta log may grow even when its whole
+// manifest is smaller: one disk block.
+const minDeltaLog = 4096
 
 // fileSnap is one file of a manifest: a regular file's content hash, or a
 // symbolic link's target; or, for a regular file whose content was not
@@ -185,18 +262,18 @@ func (r *runner) snapshot() {
 	}
 	if !r.snapLoaded {
 		r.snapLoaded = true
-		m, size, err := r.e.loadManifest(r.id, r.head.Step)
+		m, chain, stored, err := r.e.loadManifest(r.id, r.head.Step)
 		if err != nil {
 			r.e.log.Warn("read the last work-dir snapshot; taking a full one", "run", r.id, "err", err)
 		}
 		if m != nil {
-			r.snapStored = m.Stored + diskCost(size)
+			r.snapStored = stored
 			if m.Stopped != "" {
 				r.snapStopped = true
 				return
 			}
 		}
-		r.snap = m
+		r.snap, r.snapChain = m, chain
 	}
 	step := r.head.Step
 	b := &snapBudget{file: r.e.cfg.SnapshotMaxFileBytes, left: r.e.cfg.SnapshotMaxRunBytes - r.snapStored}
@@ -219,21 +296,14 @@ func (r *runner) snapshot() {
 		return
 	}
 	m.Stored = r.snapStored
-	doc, err := json.Marshal(m)
-	if err != nil {
-		r.snapFailed(step, err)
+	if err := r.persist(m); err != nil {
+		if errors.Is(err, errSnapBudget) {
+			r.snapStop(step)
+		} else {
+			r.snapFailed(step, err)
+		}
 		return
 	}
-	cost := diskCost(int64(len(doc)))
-	if r.snapStored+cost > r.e.cfg.SnapshotMaxRunBytes {
-		r.snapStop(step)
-		return
-	}
-	if err := r.e.writeManifest(r.id, step, doc); err != nil {
-		r.snapFailed(step, err)
-		return
-	}
-	r.snapStored += cost
 	var fresh []string
 	for p, f := range m.Files {
 		if g, ok := r.snap.lookup(p); f.Skipped != "" && (!ok || g.Skipped == "") {
@@ -258,6 +328,56 @@ func (r *runner) snapshot() {
 	}
 }
 
+// errSnapBudget says a manifest does not fit the run's snapshot budget.
+var errSnapBudget = errors.New("over the run's snapshot budget")
+
+// persist writes m, the run's manifest of its current step, which differs
+// from r.snap: as a delta appended to the log of r.snapChain while the log
+// stays within the size of its whole manifest (or minDeltaLog), else whole
+// (starting a new log). It fails with errSnapBudget, writing nothing, when
+// the run's budget cannot take it.
+func (r *runner) persist(m *manifest) error {
+	if ch := r.snapChain; ch.ok && r.snap != nil {
+		line, err := json.Marshal(diffManifest(r.snap, m))
+		if err != nil {
+			return err
+		}
+		line = append(line, '\n')
+		if end := ch.log + int64(len(line)); end <= max(ch.full, minDeltaLog) {
+			cost := diskBlocks(end) - diskBlocks(ch.log)
+			if r.snapStored+cost > r.e.cfg.SnapshotMaxRunBytes {
+				return errSnapBudget
+			}
+			if err := r.e.appendDelta(r.id, ch, line); err != nil {
+				// The log may now end in a part of line (the cut did not
+				// take): the next manifest is written whole.
+				r.snapChain.ok = false
+				return err
+			}
+			r.snapChain.log = end
+			r.snapStored += cost
+			return nil
+		}
+	}
+	doc, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	cost := diskCost(int64(len(doc)))
+	if r.snapStored+cost > r.e.cfg.SnapshotMaxRunBytes {
+		return errSnapBudget
+	}
+	// A failure may leave a whole manifest of this step without the log
+	// it had: nothing may be chained on it until one is written again.
+	r.snapChain.ok = false
+	if err := r.e.writeManifest(r.id, m.Step, doc); err != nil {
+		return err
+	}
+	r.snapChain = snapChain{base: m.Step, full: int64(len(doc)), ok: true}
+	r.snapStored += cost
+	return nil
+}
+
 // snapFailed reports a snapshot whose manifest could not be taken or
 // written; the next snapshot tries again against the last manifest
 // written.
@@ -278,7 +398,7 @@ func (r *runner) snapStop(step uint64) {
 		r.snapFailed(step, err)
 		return
 	}
-	r.snapStopped = true
+	r.snapStopped, r.snapChain.ok = true, false
 	r.snapStored += diskCost(int64(len(doc)))
 	r.snapNote(fmt.Sprintf("work-dir snapshots stop at step %d: %s; a fork of this step or a later one restores the work directory of an earlier step", step, why),
 		snapshotNote{Step: step, Stopped: true})
@@ -475,11 +595,14 @@ func (b *snapBudget) charge(n int64) {
 	b.left -= c
 }
 
+// diskBlocks is the disk a file of n bytes takes, in whole 4 KiB blocks.
+func diskBlocks(n int64) int64 { return (n + 4095) &^ 4095 }
+
 // diskCost is what a file of n bytes written to the store counts for
 // against a run's budget: the disk it takes, in whole 4 KiB blocks and one
 // at least (its inode and first block), so that many tiny files cost what
 // they take.
-func diskCost(n int64) int64 { return max((n+4095)&^4095, 4096) }
+func diskCost(n int64) int64 { return max(diskBlocks(n), 4096) }
 
 // sparseHeader opens the hashed form of a sparse object: the header, then
 // per data extent its offset, length and data (8-byte big-endian
@@ -547,9 +670,14 @@ func writeUint64s(h hash.Hash, vs ...uint64) {
 }
 
 func manifestName(step uint64) string { return fmt.Sprintf("%020d.json", step) }
+func deltaLogName(step uint64) string { return fmt.Sprintf("%020d.log", step) }
 
-// writeManifest writes the manifest doc of step atomically (temporary
-// file, rename).
+// writeManifest writes the whole manifest doc of step atomically
+// (temporary file, rename). A delta log of an earlier whole manifest of
+// the same step (a run resumed at the step) is removed first: its deltas
+// do not follow from doc. A crash between the two leaves the earlier
+// manifest of the step, which a fork then restores, as when a write
+// fails.
 func (e *Executor) writeManifest(id string, step uint64, doc []byte) error {
 	dir := e.snapRunDir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -567,18 +695,49 @@ func (e *Executor) writeManifest(id string, step uint64, doc []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if err := os.Remove(filepath.Join(dir, deltaLogName(step))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	return os.Rename(tmp.Name(), filepath.Join(dir, manifestName(step)))
 }
 
-// loadManifest returns run id's newest manifest at or before step and the
-// bytes of its file, or nil when it has none.
-func (e *Executor) loadManifest(id string, step uint64) (*manifest, int64, error) {
+// appendDelta writes line, a delta, to the delta log of ch (creating it)
+// after its ch.log bytes of whole lines, cutting off what follows them.
+// On failure it cuts the log back to them; only when that fails too may
+// the log end in a part of line.
+func (e *Executor) appendDelta(id string, ch snapChain, line []byte) error {
+	f, err := os.OpenFile(filepath.Join(e.snapRunDir(id), deltaLogName(ch.base)), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	info, err := f.Stat()
+	if err == nil && info.Size() != ch.log {
+		err = f.Truncate(ch.log)
+	}
+	if err == nil {
+		_, err = f.WriteAt(line, ch.log)
+		if err != nil {
+			f.Truncate(ch.log)
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// loadManifest returns run id's manifest of step (the newest at or before
+// it: the newest whole manifest and the deltas of its log up to step), or
+// nil when it has none; with the chain the run's next delta goes to, and
+// what the run had added to the snapshot store once it was written.
+func (e *Executor) loadManifest(id string, step uint64) (*manifest, snapChain, int64, error) {
+	var chain snapChain
 	names, err := os.ReadDir(e.snapRunDir(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return nil, chain, 0, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, chain, 0, err
 	}
 	best, bestStep := "", uint64(0)
 	for _, n := range names {
@@ -595,17 +754,49 @@ func (e *Executor) loadManifest(id string, step uint64) (*manifest, int64, error
 		}
 	}
 	if best == "" {
-		return nil, 0, nil
+		return nil, chain, 0, nil
 	}
 	b, err := os.ReadFile(filepath.Join(e.snapRunDir(id), best))
 	if err != nil {
-		return nil, 0, err
+		return nil, chain, 0, err
 	}
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, 0, fmt.Errorf("snapshot %s: %w", best, err)
+		return nil, chain, 0, fmt.Errorf("snapshot %s: %w", best, err)
 	}
-	return &m, int64(len(b)), nil
+	if m.Files == nil {
+		m.Files = map[string]fileSnap{}
+	}
+	chain = snapChain{base: bestStep, full: int64(len(b)), ok: true}
+	stored := m.Stored + diskCost(chain.full)
+	log, err := os.ReadFile(filepath.Join(e.snapRunDir(id), deltaLogName(bestStep)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &m, chain, stored, nil
+	}
+	if err != nil {
+		return nil, chain, 0, err
+	}
+	for {
+		n := bytes.IndexByte(log[chain.log:], '\n')
+		if n < 0 {
+			break // the end, or a delta a crash cut short
+		}
+		var d manifestDelta
+		if err := json.Unmarshal(log[chain.log:chain.log+int64(n)], &d); err != nil {
+			return nil, chain, 0, fmt.Errorf("snapshot %s at byte %d: %w", deltaLogName(bestStep), chain.log, err)
+		}
+		if d.Step < m.Step {
+			return nil, chain, 0, fmt.Errorf("snapshot %s at byte %d: step %d after step %d", deltaLogName(bestStep), chain.log, d.Step, m.Step)
+		}
+		if d.Step > step {
+			break
+		}
+		m.apply(&d)
+		end := chain.log + int64(n) + 1
+		stored = d.Stored + diskBlocks(end) - diskBlocks(chain.log)
+		chain.log = end
+	}
+	return &m, chain, stored, nil
 }
 
 // restoreSnapshot copies the files of m into dir (copies, not links: the

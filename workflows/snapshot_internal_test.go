@@ -2,18 +2,13 @@ package workflows
 
 import (
 	"context"
-	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/flockrun/flock/state"
 )
 
 // storeOf stores the file rel of dir as a snapshot does, in an object
@@ -82,31 +77,24 @@ func TestStoreObjectStaysInWorkDir(t *testing.T) {
 // SnapshotStep measures the same through the executor and a shell, and a
 // sparse file.
 //
+// It reports the bytes of manifest a step writes, and the disk they take.
+//
 //	go test -run XXX -bench SnapshotStep ./workflows
 func BenchmarkSnapshotStep(b *testing.B) {
 	dir := b.TempDir()
-	for i := range 1000 {
-		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), make([]byte, 4096), 0o644); err != nil {
+	thousandFiles(b, dir)
+	r := snapRunner(b, dir)
+	snapStep(b, r) // the first snapshot stores every file; the loop measures the next ones
+	size0, disk0 := snapJournal(b, r)
+	steps := 0
+	for b.Loop() {
+		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(steps%1000)), []byte(strconv.Itoa(steps)), 0o644); err != nil {
 			b.Fatal(err)
 		}
+		snapStep(b, r)
+		steps++
 	}
-	e := &Executor{cfg: Config{RunsDir: b.TempDir(), SnapshotMaxFileBytes: DefaultSnapshotMaxFileBytes, SnapshotMaxRunBytes: 1 << 40}}
-	r := &runner{e: e, id: "bench", snapLoaded: true, head: state.Run{WorkDir: dir}, ctx: context.Background()}
-	r.e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	r.e.now = time.Now
-	r.snapshot() // the first snapshot stores every file; the loop measures the next ones
-	if len(r.notes) > 0 {
-		b.Fatal(r.notes[0].Message)
-	}
-	for i := 0; b.Loop(); i++ {
-		r.head.Step++
-		r.head.NumOps = 1
-		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i%1000)), []byte(strconv.Itoa(i)), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		r.snapshot()
-		if len(r.notes) > 0 {
-			b.Fatal(r.notes[0].Message)
-		}
-	}
+	size, disk := snapJournal(b, r)
+	b.ReportMetric(float64(size-size0)/float64(steps), "manifest-B/step")
+	b.ReportMetric(float64(disk-disk0)/float64(steps), "manifest-disk-B/step")
 }

@@ -50,10 +50,11 @@ func needFree(t *testing.T, n uint64) {
 	}
 }
 
-// manifestAt reads run id's manifest file of step as JSON.
+// manifestAt reads run id's manifest of step (whole, as a fork reads it)
+// as JSON.
 func (e *env) manifestAt(id string, step int) map[string]any {
 	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.dir, "runs", ".snapshots", "runs", id, fmt.Sprintf("%020d.json", step)))
+	b, err := e.ex.ManifestJSON(id, uint64(step))
 	if err != nil {
 		e.t.Fatalf("manifest of step %d: %v", step, err)
 	}
@@ -64,15 +65,14 @@ func (e *env) manifestAt(id string, step int) map[string]any {
 	return m
 }
 
-// manifestSteps lists the steps run id has a manifest of.
+// manifestSteps lists the steps run id wrote a manifest of.
 func (e *env) manifestSteps(id string) string {
 	e.t.Helper()
-	names, _ := filepath.Glob(filepath.Join(e.dir, "runs", ".snapshots", "runs", id, "*.json"))
-	var steps []string
-	for _, n := range names {
-		steps = append(steps, strings.TrimLeft(strings.TrimSuffix(filepath.Base(n), ".json"), "0"))
+	steps, err := e.ex.ManifestSteps(id)
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	return strings.Join(steps, ",")
+	return steps
 }
 
 // storeDisk is the disk the regular files of the snapshot store take.
@@ -230,13 +230,15 @@ func TestSnapshotSparseAndTooLarge(t *testing.T) {
 // could not restore: the file, and for a step after the stop, that the
 // work directory is the last snapshotted one's.
 func TestSnapshotRunBudget(t *testing.T) {
-	// Counted in 4 KiB blocks: a: 4 KiB and a manifest 4 KiB (8); b: 20
-	// KiB and a manifest (32); c (12 KiB) no longer fits, a manifest does
-	// (36); rm a, a manifest (40: the whole budget); f does not fit, nor
-	// does a manifest: stop at 5; g is not looked at.
+	// Counted in 4 KiB blocks: a: 4 KiB and the whole manifest 4 KiB (8);
+	// b: 20 KiB and the block of the delta log (32); c (12 KiB) no longer
+	// fits, its delta does (in the log's block); rm a, a delta; of the 40
+	// files n*, two fit (40: the whole budget), and the delta of 40 files
+	// outgrows the log's block: the whole manifest it then takes does not
+	// fit: stop at 5; g is not looked at.
 	e := bashScribe(t, func(c *workflows.Config) { c.SnapshotMaxFileBytes, c.SnapshotMaxRunBytes = 1<<20, 40<<10 })
 	src := e.start("scribe", "", "head -c 1000 /dev/urandom > a; head -c 20000 /dev/urandom > b; head -c 12000 /dev/urandom > c; "+
-		"rm a; echo y > f; echo z > g")
+		"rm a; seq 40 | xargs -I{} sh -c 'echo {} > n{}'; echo z > g")
 	if end := e.wait(src.ID); end.Status != state.StatusSucceeded {
 		t.Fatalf("source %s %s", end.Status, end.Error)
 	}
