@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -27,10 +26,10 @@ func gatedScript(t testing.TB, gate, marks string) string {
 }
 
 // startFlock starts the binary in its own process group.
-func startFlock(t testing.TB, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func startFlock(t testing.TB, args ...string) (*exec.Cmd, *testkit.Buffer) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	out := &bytes.Buffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

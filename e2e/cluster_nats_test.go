@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,7 +35,7 @@ var natsServerBinary = sync.OnceValues(func() (string, error) {
 type natsServer struct {
 	name, conf, clientAddr string
 	cmd                    *exec.Cmd
-	out                    *bytes.Buffer
+	out                    *testkit.Buffer
 }
 
 // startNATSCluster starts three nats-server processes routed to each
@@ -99,7 +98,7 @@ func (s *natsServer) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	s.cmd = exec.Command(bin, "-c", s.conf)
-	s.out = &bytes.Buffer{}
+	s.out = &testkit.Buffer{}
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {

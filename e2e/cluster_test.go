@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,12 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flockrun/flock/client"
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 // clusterNode is one `flock serve --cluster` process's fixed addresses,
@@ -75,9 +74,8 @@ func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
 	if len(n.env) > 0 {
 		cmd.Env = append(os.Environ(), n.env...)
 	}
-	out, stderr := &bytes.Buffer{}, &bytes.Buffer{}
-	both := &lockedWriter{w: out} // two pipes, two copying goroutines
-	cmd.Stdout, cmd.Stderr = both, io.MultiWriter(both, stderr)
+	out, stderr := &testkit.Buffer{}, &testkit.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, io.MultiWriter(out, stderr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -90,18 +88,6 @@ func startClusterProc(t testing.TB, n clusterNode, routes string) *proc {
 	p.c = c
 	t.Cleanup(func() { p.kill() })
 	return p
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // natsArgs are the flags of node n as a client of the NATS cluster at

@@ -53,10 +53,10 @@ type proc struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	base string
-	out  *bytes.Buffer
+	out  *testkit.Buffer
 	// stderr is what the process wrote on stderr alone (cluster nodes
 	// only; out has it too).
-	stderr *bytes.Buffer
+	stderr *testkit.Buffer
 	// c talks to the server; do remains for raw requests and bodies the
 	// client does not model.
 	c *client.Client
@@ -77,7 +77,7 @@ func startServer(t testing.TB, data, addr string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"serve", "--addr", addr, "--data", data, "--log-level", "warn"}, extra...)
 	cmd := exec.Command(binary, args...)
-	out := &bytes.Buffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

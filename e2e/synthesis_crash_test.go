@@ -58,15 +58,8 @@ max_retries: 1
 max_concurrency: 2
 `)
 	data := filepath.Join(dir, "data")
-	start := func() (*exec.Cmd, *bytes.Buffer) {
-		cmd := exec.Command(binary, "synthesize", "--config", cfg, "--data", data)
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd, out
+	start := func() (*exec.Cmd, *testkit.Buffer) {
+		return startFlock(t, "synthesize", "--config", cfg, "--data", data)
 	}
 	executed := func() []string {
 		b, _ := os.ReadFile(side)

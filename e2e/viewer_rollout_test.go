@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/browsertest"
 )
 
@@ -78,7 +78,7 @@ agent:
 	browsertest.Wait[bool](t, ctx, "the runs list", `!!document.querySelector('#runs tbody')`, 15*time.Second)
 
 	cmd := exec.Command(binary, "rollout", "--config", cfg, "--data", data, "--output-dir", filepath.Join(dir, "out"), "--quiet")
-	var out bytes.Buffer
+	var out testkit.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

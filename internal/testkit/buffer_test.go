@@ -23,9 +23,12 @@ func TestBufferConcurrentWrites(t *testing.T) {
 		}()
 	}
 	for range 10 {
-		_ = b.String()
+		_, _ = b.String(), b.Bytes()
 	}
 	wg.Wait()
+	if string(b.Bytes()) != b.String() {
+		t.Fatalf("Bytes %q, String %q", b.Bytes(), b.String())
+	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	if len(lines) != 400 {
 		t.Fatalf("%d lines, want 400", len(lines))
