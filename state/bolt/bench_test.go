@@ -11,43 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/state/storetest"
 )
-
-// transitionCommit is shaped like one phase transition: a head of about
-// 500 B, one entry of about 300 B, two pending ops of about 300 B and one
-// event.
-func transitionCommit(id string, step uint64) *state.Commit {
-	h := &state.Run{
-		ID: id, Workflow: "agent.react", Status: state.StatusRunning, Phase: "think", Next: "act",
-		Step: step, NumOps: 2, Entries: step,
-		Usage:  operations.RunUsage{Tokens: 1234 * int(step), Actions: int(step), Seconds: 12.5, Cost: 0.0123},
-		Limits: operations.RunLimits{Tokens: 1_000_000, Actions: 500, Seconds: 3600, Cost: 5},
-		Vars: map[string]json.RawMessage{
-			"plan":    json.RawMessage(`"inspect the repository, then run the tests"`),
-			"attempt": json.RawMessage(`3`),
-		},
-		WorkDir:   "/var/lib/flock/runs/" + id + "/work",
-		CreatedAt: storetest.T0, UpdatedAt: storetest.T0.Add(time.Duration(step) * time.Second),
-	}
-	text := strings.Repeat("x", 220)
-	e := record.Entry{Seq: step, Type: "message", Phase: "think", Step: step,
-		Data: json.RawMessage(`{"role":"assistant","text":"` + text + `"}`)}
-	ops := make([]state.Op, 2)
-	for i := range ops {
-		ops[i] = state.Op{
-			ID: state.OpID(id, step, i), RunID: id, Step: step, Index: i, Phase: "think",
-			Status: state.OpPending, CreatedAt: storetest.T0,
-			Request: operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
-				Params: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
-		}
-	}
-	return &state.Commit{RunID: id, Run: h, Entries: []record.Entry{e}, Ops: ops,
-		Events: []state.Event{{Time: storetest.T0, Type: "phase", Phase: "think", Step: step, Message: "think -> act"}}}
-}
 
 // reportWrites reports logical and page bytes per commit since before.
 func reportWrites(b *testing.B, s *Store, before Stats) {
@@ -70,7 +36,7 @@ func BenchmarkCommitOneRun(b *testing.B) {
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		c := transitionCommit("run", uint64(i+1))
+		c := storetest.Transition("run", uint64(i+1), 0)
 		start := time.Now()
 		if err := s.Commit(ctx, c); err != nil {
 			b.Fatal(err)
@@ -98,7 +64,7 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 		wg.Go(func() {
 			id := fmt.Sprintf("run%04d", r)
 			for step := uint64(1); next.Add(1) <= int64(b.N); step++ {
-				if err := s.Commit(ctx, transitionCommit(id, step)); err != nil {
+				if err := s.Commit(ctx, storetest.Transition(id, step, 0)); err != nil {
 					errs <- err
 					return
 				}
@@ -141,7 +107,7 @@ func BenchmarkCommitHistory(b *testing.B) {
 			before := s.Stats()
 			b.ResetTimer()
 			for i := range b.N {
-				if err := s.Commit(ctx, transitionCommit("run", uint64(history+i+1))); err != nil {
+				if err := s.Commit(ctx, storetest.Transition("run", uint64(history+i+1), 0)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -154,7 +120,7 @@ func BenchmarkCommitHistory(b *testing.B) {
 // TestTransitionCommitShape keeps the benchmark's commit at the documented
 // size.
 func TestTransitionCommitShape(t *testing.T) {
-	c := transitionCommit("01JQ8Z6V3K4M5N6P7Q8R9S0T1V", 42)
+	c := storetest.Transition("01JQ8Z6V3K4M5N6P7Q8R9S0T1V", 42, 0)
 	r, err := encodeCommit(c)
 	if err != nil {
 		t.Fatal(err)

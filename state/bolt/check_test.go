@@ -14,6 +14,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/flockrun/flock/state"
+	"github.com/flockrun/flock/state/storetest"
 )
 
 // buildDB writes runs runs of steps transitions each into a new file and
@@ -29,7 +30,7 @@ func buildDB(tb testing.TB, runs, steps int) string {
 	for r := 0; r < runs; r++ {
 		id := fmt.Sprintf("run-%05d", r)
 		for st := 1; st <= steps; st++ {
-			c := transitionCommit(id, uint64(st))
+			c := storetest.Transition(id, uint64(st), 0)
 			if st == 1 {
 				c.Spec = &state.Spec{Task: "task " + id, Settings: []byte(`{"k":1}`)}
 			}
@@ -40,7 +41,7 @@ func buildDB(tb testing.TB, runs, steps int) string {
 				tb.Fatal(err)
 			}
 			if st > 1 { // finish the previous step's ops
-				prev := transitionCommit(id, uint64(st-1)).Ops
+				prev := storetest.Transition(id, uint64(st-1), 0).Ops
 				for i := range prev {
 					prev[i].Status = state.OpDone
 				}
@@ -293,7 +294,7 @@ func BenchmarkStartupCheck(b *testing.B) {
 			for r := w; r < runs; r += workers {
 				id := fmt.Sprintf("run-%05d", r)
 				for st := 1; st <= steps; st++ {
-					c := transitionCommit(id, uint64(st))
+					c := storetest.Transition(id, uint64(st), 0)
 					if st == 1 {
 						c.Spec = &state.Spec{Task: "task " + id, Settings: []byte(`{"k":1}`)}
 					}

@@ -50,7 +50,7 @@ func TestHeadWithoutRevision(t *testing.T) {
 // BenchmarkFenceOverhead measures what fencing adds to a commit that
 // writes a head: reading the stored revision and splicing the new one in.
 func BenchmarkFenceOverhead(b *testing.B) {
-	c := transitionCommit("run", 7)
+	c := storetest.Transition("run", 7, 0)
 	r, err := encodeCommit(c)
 	if err != nil {
 		b.Fatal(err)

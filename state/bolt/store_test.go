@@ -151,63 +151,15 @@ func TestBoltFileInUse(t *testing.T) {
 	t.Log(err)
 }
 
+// TestBoltConcurrentRuns drives 200 runs at once through the contract's
+// ConcurrentRuns: their commits are grouped into fewer transactions.
 func TestBoltConcurrentRuns(t *testing.T) {
-	ctx := context.Background()
 	s := openTestStore(t)
 	const runs, steps = 200, 20
 	before := s.Stats()
-	var wg sync.WaitGroup
-	errs := make(chan error, runs)
-	for i := range runs {
-		wg.Go(func() {
-			id := fmt.Sprintf("run%03d", i)
-			for step := uint64(1); step <= steps; step++ {
-				status := state.StatusRunning
-				if step == steps {
-					status = state.StatusSucceeded
-				}
-				h := storetest.Head(id, "wf", "", status)
-				h.Step, h.Entries = step, step
-				c := &state.Commit{RunID: id, Run: h, Entries: storetest.Entries(step, 1),
-					Ops: []state.Op{storetest.Op(id, step, 0, state.OpPending), storetest.Op(id, step, 1, state.OpPending)}, Events: storetest.Events(1)}
-				if step == 1 {
-					c.Spec = &state.Spec{Task: id}
-				}
-				if err := s.Commit(ctx, c); err != nil {
-					errs <- fmt.Errorf("%s step %d: %w", id, step, err)
-					return
-				}
-				if c.Events[0].Seq != step {
-					errs <- fmt.Errorf("%s step %d: event seq %d", id, step, c.Events[0].Seq)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	storetest.ConcurrentRuns(t, s, runs, steps)
 	if t.Failed() {
 		return
-	}
-	for i := range runs {
-		id := fmt.Sprintf("run%03d", i)
-		h, err := s.Run(ctx, id)
-		if err != nil || h.Step != steps || h.Status != state.StatusSucceeded {
-			t.Fatalf("%s head %+v err %v", id, h, err)
-		}
-		es, _ := s.Entries(ctx, id, 0, 0)
-		ops, _ := s.Ops(ctx, id, "", 0)
-		evs, _ := s.Events(ctx, id, 0, 0)
-		sp, err := s.Spec(ctx, id)
-		if len(es) != steps || len(ops) != 2*steps || len(evs) != steps || err != nil || sp.Task != id {
-			t.Fatalf("%s: %d entries, %d ops, %d events, spec %q %v", id, len(es), len(ops), len(evs), sp.Task, err)
-		}
-	}
-	if unf, _ := s.Unfinished(ctx); len(unf) != 0 {
-		t.Fatalf("%d unfinished runs", len(unf))
 	}
 	st := s.Stats()
 	commits, txs := st.Commits-before.Commits, st.Txs-before.Txs

@@ -2,11 +2,9 @@ package jetstream
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,46 +12,10 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/record"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/state/bolt"
+	"github.com/flockrun/flock/state/storetest"
 )
-
-var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// transitionCommit is shaped like one phase transition (as in the bbolt
-// store's benchmarks): a head of about 500 B, one entry of about 300 B,
-// two pending ops of about 300 B and one event, fenced on the revision
-// the previous transition wrote.
-func transitionCommit(id string, step, expect uint64) *state.Commit {
-	h := &state.Run{
-		ID: id, Workflow: "agent.react", Status: state.StatusRunning, Phase: "think", Next: "act",
-		Step: step, NumOps: 2, Entries: step,
-		Usage:  operations.RunUsage{Tokens: 1234 * int(step), Actions: int(step), Seconds: 12.5, Cost: 0.0123},
-		Limits: operations.RunLimits{Tokens: 1_000_000, Actions: 500, Seconds: 3600, Cost: 5},
-		Vars: map[string]json.RawMessage{
-			"plan":    json.RawMessage(`"inspect the repository, then run the tests"`),
-			"attempt": json.RawMessage(`3`),
-		},
-		WorkDir:   "/var/lib/flock/runs/" + id + "/work",
-		CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(step) * time.Second),
-	}
-	text := strings.Repeat("x", 220)
-	e := record.Entry{Seq: step, Type: "message", Phase: "think", Step: step,
-		Data: json.RawMessage(`{"role":"assistant","text":"` + text + `"}`)}
-	ops := make([]state.Op, 2)
-	for i := range ops {
-		ops[i] = state.Op{
-			ID: state.OpID(id, step, i), RunID: id, Step: step, Index: i, Phase: "think",
-			Status: state.OpPending, CreatedAt: t0,
-			Request: operations.Request{Kind: operations.KindBash, Meta: map[string]string{"purpose": "explore"},
-				Params: &operations.BashRequest{Command: "grep -rn 'func main' . | head -50 && go test ./... 2>&1 | tail -40", TimeoutS: 60}},
-		}
-	}
-	return &state.Commit{RunID: id, ExpectRevision: expect, Run: h, Entries: []record.Entry{e}, Ops: ops,
-		Events: []state.Event{{Time: t0, Type: "phase", Phase: "think", Step: step, Message: "think -> act"}}}
-}
 
 // benchStores runs fn against the bbolt store (fsync on every commit),
 // the JetStream store on one server (R1) and on a three-node in-process
@@ -93,7 +55,7 @@ func BenchmarkCommitOneRun(b *testing.B) {
 		var rev uint64
 		b.ResetTimer()
 		for i := range b.N {
-			c := transitionCommit("run", uint64(i+1), rev)
+			c := storetest.Transition("run", uint64(i+1), rev)
 			start := time.Now()
 			if err := s.Commit(ctx, c); err != nil {
 				b.Fatal(err)
@@ -129,7 +91,7 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 						id := fmt.Sprintf("run%04d", r)
 						var rev uint64
 						for step := uint64(1); next.Add(1) <= int64(b.N); step++ {
-							c := transitionCommit(id, step, rev)
+							c := storetest.Transition(id, step, rev)
 							if err := s.Commit(ctx, c); err != nil {
 								errs <- err
 								return

@@ -71,87 +71,6 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 	}
 }
 
-// T0 is the time of every fixture's timestamps.
-var T0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// MustCommit commits c to s, failing tb if the store refuses it.
-func MustCommit(tb testing.TB, s state.Store, c *state.Commit) {
-	tb.Helper()
-	if err := s.Commit(context.Background(), c); err != nil {
-		tb.Fatalf("Commit(%s): %v", c.RunID, err)
-	}
-}
-
-// SameJSON fails tb unless got and want encode to the same JSON.
-func SameJSON(tb testing.TB, what string, got, want any) {
-	tb.Helper()
-	g, err := json.Marshal(got)
-	if err != nil {
-		tb.Fatalf("%s: marshal got: %v", what, err)
-	}
-	w, err := json.Marshal(want)
-	if err != nil {
-		tb.Fatalf("%s: marshal want: %v", what, err)
-	}
-	if string(g) != string(w) {
-		tb.Fatalf("%s:\n got %.2000s\nwant %.2000s", what, g, w)
-	}
-}
-
-// Head is the fixture head of run id: status, parent and a phase, usage,
-// vars and a work dir filled in.
-func Head(id, workflow, parent string, status state.Status) *state.Run {
-	return &state.Run{
-		ID:        id,
-		Workflow:  workflow,
-		ParentID:  parent,
-		Status:    status,
-		Phase:     "think",
-		Next:      "act",
-		Usage:     operations.RunUsage{Tokens: 10},
-		Vars:      map[string]json.RawMessage{"x": json.RawMessage(`{"a":1}`)},
-		WorkDir:   "/tmp/" + id,
-		CreatedAt: T0,
-		UpdatedAt: T0,
-	}
-}
-
-// Entries is n fixture journal entries numbered from first.
-func Entries(first uint64, n int) []record.Entry {
-	es := make([]record.Entry, n)
-	for i := range es {
-		seq := first + uint64(i)
-		es[i] = record.Entry{Seq: seq, Type: "message", Phase: "think", Step: seq,
-			Data: json.RawMessage(fmt.Sprintf(`{"text":"entry %d"}`, seq))}
-	}
-	return es
-}
-
-// Op is the fixture bash op index of step of run; a done one carries its
-// result.
-func Op(run string, step uint64, index int, status state.OpStatus) state.Op {
-	op := state.Op{
-		ID: state.OpID(run, step, index), RunID: run, Step: step, Index: index,
-		Phase: "think", Status: status, CreatedAt: T0,
-		Request: operations.Request{Kind: operations.KindBash, Params: &operations.BashRequest{Command: "ls"}},
-	}
-	if status == state.OpDone {
-		fin := T0.Add(time.Second)
-		op.Attempts, op.FinishedAt = 1, &fin
-		op.Result = &operations.Result{Kind: operations.KindBash, Data: &operations.BashResult{Stdout: "a\n"}}
-	}
-	return op
-}
-
-// Events is n fixture phase events, unnumbered (the store numbers them).
-func Events(n int) []state.Event {
-	es := make([]state.Event, n)
-	for i := range es {
-		es[i] = state.Event{Time: T0, Type: "phase", Phase: "think", Message: fmt.Sprint("event ", i)}
-	}
-	return es
-}
-
 // Snapshot is everything stored about run id (head, entries, ops, events)
 // as JSON, to compare what a reader sees before and after a commit is
 // refused, or on two stores.
@@ -1040,8 +959,17 @@ func testBigRecords(t *testing.T, s state.Store) {
 // testConcurrentRuns drives many runs at once, each commit continuing its
 // run's logs; every run reads back whole.
 func testConcurrentRuns(t *testing.T, s state.Store) {
+	ConcurrentRuns(t, s, 50, 10)
+}
+
+// ConcurrentRuns drives runs runs at once, one goroutine each, through
+// steps commits, each continuing its run's logs and fenced on the revision
+// the previous one wrote; every run then reads back whole and none is
+// unfinished. A store's own test may drive more and then look at how it
+// wrote them (the bbolt store's grouping of commits).
+func ConcurrentRuns(t *testing.T, s state.Store, runs int, steps uint64) {
+	t.Helper()
 	ctx := context.Background()
-	const runs, steps = 50, 10
 	var wg sync.WaitGroup
 	errs := make(chan error, runs)
 	for i := range runs {
@@ -1090,7 +1018,7 @@ func testConcurrentRuns(t *testing.T, s state.Store) {
 		ops, _ := s.Ops(ctx, id, "", 0)
 		evs, _ := s.Events(ctx, id, 0, 0)
 		sp, err := s.Spec(ctx, id)
-		if len(es) != steps || len(ops) != 2*steps || len(evs) != steps || err != nil || sp.Task != id {
+		if uint64(len(es)) != steps || uint64(len(ops)) != 2*steps || uint64(len(evs)) != steps || err != nil || sp.Task != id {
 			t.Fatalf("%s: %d entries, %d ops, %d events, spec %q %v", id, len(es), len(ops), len(evs), sp.Task, err)
 		}
 	}
