@@ -6,10 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/api"
-	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
 )
@@ -265,16 +263,7 @@ func TestCancel(t *testing.T) {
 	e := newEnv(t)
 	id := e.start(t, "test.wait", "")
 	// Wait until the bash op is in flight.
-	testkit.CheckFor(t, 10*time.Second, func() error {
-		var p struct {
-			Ops []state.Op `json:"ops"`
-		}
-		e.getJSON(t, "/runs/"+id+"/ops", &p)
-		if len(p.Ops) != 1 {
-			return fmt.Errorf("%d ops journaled, want 1", len(p.Ops))
-		}
-		return nil
-	})
+	e.waitOps(t, id, 1)
 	if v := e.head(t, id); v.Status != state.StatusRunning {
 		t.Fatalf("status %s before cancel", v.Status)
 	}
@@ -323,16 +312,7 @@ func TestWorkflows(t *testing.T) {
 func TestPauseResume(t *testing.T) {
 	e := newEnv(t)
 	id := e.start(t, "test.wait", "")
-	testkit.CheckFor(t, 10*time.Second, func() error {
-		var p struct {
-			Ops []state.Op `json:"ops"`
-		}
-		e.getJSON(t, "/runs/"+id+"/ops", &p)
-		if len(p.Ops) != 1 {
-			return fmt.Errorf("%d ops journaled, want 1", len(p.Ops))
-		}
-		return nil
-	})
+	e.waitOps(t, id, 1)
 	tests := []struct {
 		name, action string
 		wantStatus   int

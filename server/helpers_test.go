@@ -363,6 +363,21 @@ func (e *env) waitStatus(tb testing.TB, id string, want state.Status) api.Run {
 	return v
 }
 
+// waitOps polls a run until it has journaled n ops.
+func (e *env) waitOps(tb testing.TB, id string, n int) {
+	tb.Helper()
+	testkit.CheckFor(tb, 10*time.Second, func() error {
+		var p struct {
+			Ops []state.Op `json:"ops"`
+		}
+		e.getJSON(tb, "/runs/"+id+"/ops", &p)
+		if len(p.Ops) != n {
+			return fmt.Errorf("%d ops journaled, want %d", len(p.Ops), n)
+		}
+		return nil
+	})
+}
+
 // sseEvent is one parsed Server-Sent Event.
 type sseEvent struct {
 	id    uint64
