@@ -12,12 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testrun"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/sandbox/desktop"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -45,16 +46,7 @@ func TestReactScreenshotToModel(t *testing.T) {
 		}
 		t.Skipf("needs Xvfb (apt-get install xvfb): %v", err)
 	}
-	cfg, err := sandbox.ParseConfig([]byte(`{"resources": {"vm": {"enabled": true, "config": {"screen_size": "640x480"}}}}`),
-		func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	svc := testsandbox.Open(t, `{"resources": {"vm": {"enabled": true, "config": {"screen_size": "640x480"}}}}`, nil)
 
 	var mu sync.Mutex
 	var bodies []string
@@ -113,11 +105,7 @@ func TestReactScreenshotToModel(t *testing.T) {
 	}))
 	t.Cleanup(endpoint.Close)
 	t.Setenv("FLOCK_TEST_KEY", "sk-test-0123456789")
-	a, err := app.Open(context.Background(), configs.Server{DataDir: filepath.Join(t.TempDir(), "data"), Mode: "live"}, nil, app.WithSandbox(svc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	a := testapp.Open(t, configs.Server{DataDir: filepath.Join(t.TempDir(), "data"), Mode: "live"}, app.WithSandbox(svc))
 
 	for _, c := range []struct {
 		vision bool
@@ -125,21 +113,12 @@ func TestReactScreenshotToModel(t *testing.T) {
 	}{{true, "image"}, {false, "placeholder"}} {
 		settings := fmt.Sprintf(`{"model":"m","max_turns":3,"tools":["vm:screenshot","submit"],
 			"models":{"m":{"name":"test-model","base_url":%q,"api_key_env":"FLOCK_TEST_KEY","vision":%t}}}`, endpoint.URL+"/v1", c.vision)
-		ctx := context.Background()
-		h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "react", Task: "What is on the screen?", Settings: json.RawMessage(settings)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		end, err := a.Executor.Wait(wctx, h.ID)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "react", Task: "What is on the screen?", Settings: json.RawMessage(settings)})
+		end := testrun.Wait(t, a.Executor, h.ID)
 		if end.Status != state.StatusSucceeded {
 			t.Fatalf("vision %t: run ended %s: %s", c.vision, end.Status, end.Error)
 		}
-		ops, err := a.Store.Ops(ctx, h.ID, "", 100)
+		ops, err := a.Store.Ops(context.Background(), h.ID, "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,16 +9,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers/sandboxop"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testapp"
+	"github.com/flockrun/flock/internal/testkit/testrun"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/sandbox"
 	_ "github.com/flockrun/flock/sandbox/all"
-	"github.com/flockrun/flock/server/sandboxapi"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -31,33 +32,7 @@ func openSandbox(t *testing.T) *sandbox.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := fmt.Sprintf(`{"resources": {"bash": {"enabled": true}}, "apis": {"text2sql": {"databases": {"concert": %q}}}}`, db)
-	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Close(context.Background()) })
-	return svc
-}
-
-// serveSandbox runs the service alone over real HTTP, as flock sandbox
-// does, and returns its base URL.
-func serveSandbox(t *testing.T, svc *sandbox.Service) string {
-	t.Helper()
-	srv, err := sandboxapi.NewServer(configs.Server{Addr: "127.0.0.1:0"}, svc, func() {}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return "http://" + addr.String()
+	return testsandbox.Open(t, fmt.Sprintf(`{"resources": {"bash": {"enabled": true}}, "apis": {"text2sql": {"databases": {"concert": %q}}}}`, db), nil)
 }
 
 func openApp(t *testing.T, opts ...app.Option) *app.App {
@@ -76,29 +51,15 @@ func openAppWith(t *testing.T, mutate func(*configs.Server), opts ...app.Option)
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	a, err := app.Open(context.Background(), cfg, nil, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	return a
+	return testapp.Open(t, cfg, opts...)
 }
 
 // runCalls runs the sandboxcalls workflow and returns its sandbox results.
 func runCalls(t *testing.T, a *app.App, settings string) (state.Run, []operations.SandboxResult) {
 	t.Helper()
-	ctx := context.Background()
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", Settings: json.RawMessage(settings)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	end, err := a.Executor.Wait(wctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, err := a.Store.Ops(ctx, h.ID, "", 100)
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", Settings: json.RawMessage(settings)})
+	end := testrun.Wait(t, a.Executor, h.ID)
+	ops, err := a.Store.Ops(context.Background(), h.ID, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +133,7 @@ func TestSandboxOpInProcess(t *testing.T) {
 // envelopes; the server hosts no service.
 func TestSandboxOpOverHTTP(t *testing.T) {
 	svc := openSandbox(t)
-	url := serveSandbox(t, svc)
+	url := testsandbox.Serve(t, svc, configs.Server{})
 	a := openAppWith(t, loopbackSandbox)
 	end, res := runCalls(t, a, `{"sandbox_url": "`+url+`"}`)
 	checkCalls(t, end, res)
@@ -210,15 +171,8 @@ func TestSandboxOpNeedsASandbox(t *testing.T) {
 	}
 	// Without tools in the settings the run starts, and its op fails
 	// naming sandbox_url.
-	end, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := a.Executor.Wait(wctx, end.ID); err != nil {
-		t.Fatal(err)
-	}
+	end := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q"})
+	testrun.Wait(t, a.Executor, end.ID)
 	ops, err := a.Store.Ops(ctx, end.ID, "", 10)
 	if err != nil || len(ops) == 0 || ops[0].Result == nil || !strings.Contains(ops[0].Result.Error, "sandbox_url") {
 		t.Fatalf("ops = %+v (%v), want an error naming sandbox_url", ops, err)
@@ -238,17 +192,9 @@ func TestSandboxOpRecreatesSession(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".sandbox-sessions", "bash"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", WorkDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if _, err := a.Executor.Wait(wctx, h.ID); err != nil {
-		t.Fatal(err)
-	}
-	ops, err := a.Store.Ops(ctx, h.ID, "", 10)
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "sandboxcalls", Task: "q", WorkDir: dir})
+	testrun.Wait(t, a.Executor, h.ID)
+	ops, err := a.Store.Ops(context.Background(), h.ID, "", 10)
 	if err != nil || len(ops) < 3 {
 		t.Fatalf("ops = %d (%v)", len(ops), err)
 	}
@@ -266,7 +212,7 @@ func TestSandboxOpRecreatesSession(t *testing.T) {
 // refuses the run.
 func TestSandboxToolSchemasAtStart(t *testing.T) {
 	svc := openSandbox(t)
-	url := serveSandbox(t, svc)
+	url := testsandbox.Serve(t, svc, configs.Server{})
 	want, _ := svc.Tool("text2sql:execute")
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -338,26 +284,13 @@ func agentSandboxRun(t *testing.T, workflow string, agent map[string]any, match 
 		t.Fatal(err)
 	}
 	cfg := configs.Server{DataDir: filepath.Join(dir, "data"), Mode: "simulated", ReadRoots: []string{dir}}
-	a, err := app.Open(context.Background(), cfg, nil, app.WithSandbox(svc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	a := testapp.Open(t, cfg, app.WithSandbox(svc))
 	agent["models"] = map[string]any{"m": map[string]any{"provider": "scripted", "script": script}}
 	agent["tools"] = []string{"text2sql:execute"}
 	settings, _ := json.Marshal(agent)
-	ctx := context.Background()
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: workflow, Task: "How many singers are in the concert database?", Settings: settings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	end, err := a.Executor.Wait(wctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, err := a.Store.Ops(ctx, h.ID, "", 100)
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: workflow, Task: "How many singers are in the concert database?", Settings: settings})
+	end := testrun.Wait(t, a.Executor, h.ID)
+	ops, err := a.Store.Ops(context.Background(), h.ID, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testrun"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/sandbox"
@@ -218,16 +220,7 @@ func openSandbox(t *testing.T) *sandbox.Service {
 	doc := fmt.Sprintf(`{"server": {"session_ttl": 600, "cleanup_interval": 60},
 		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
 		filepath.Join(r, "configs/sandbox/data/concert.sqlite"), filepath.Join(r, "configs/sandbox/docs"))
-	cfg, err := sandbox.ParseConfig([]byte(doc), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(context.Background(), cfg, sandbox.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
-	return svc
+	return testsandbox.Open(t, doc, nil)
 }
 
 // run runs d in a fresh data directory under dir and returns its
@@ -254,16 +247,8 @@ func run(t *testing.T, d demo, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: d.workflow, Settings: doc, Task: d.task})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	end, err := a.Executor.Wait(wctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: d.workflow, Settings: doc, Task: d.task})
+	end := testrun.Wait(t, a.Executor, h.ID)
 	if end.Status != state.StatusSucceeded {
 		t.Fatalf("%s: run ended %s (%s): %s", d.name, end.Status, end.EndReason, end.Error)
 	}

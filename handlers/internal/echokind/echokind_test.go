@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/declarative"
 	"github.com/flockrun/flock/handlers/internal/echokind" // the one import a new kind needs
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -42,16 +42,8 @@ func TestNewKindIsOnePackage(t *testing.T) {
 		t.Fatalf("echo handler provisioned %d times, want 1", got)
 	}
 
-	h, err := a.Executor.StartRun(ctx, workflows.StartRequest{Workflow: "echoes", Task: "hi"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	end, err := a.Executor.Wait(wctx, h.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: "echoes", Task: "hi"})
+	end := testrun.Wait(t, a.Executor, h.ID)
 	if end.Status != state.StatusSucceeded || end.EndReason != "echoed" {
 		t.Fatalf("run ended %s (%s): %s", end.Status, end.EndReason, end.Error)
 	}
