@@ -16,7 +16,7 @@ import (
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
-	_ "github.com/flockrun/flock/sandbox/bash"
+	_ "github.com/flockrun/flock/sandbox/bashbox"
 )
 
 // probe is a test backend: probe:echo (stateless), probe:count (stateful,

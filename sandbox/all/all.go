@@ -4,7 +4,7 @@
 package all
 
 import (
-	_ "github.com/flockrun/flock/sandbox/bash"
+	_ "github.com/flockrun/flock/sandbox/bashbox"
 	_ "github.com/flockrun/flock/sandbox/browser"
 	_ "github.com/flockrun/flock/sandbox/code"
 	_ "github.com/flockrun/flock/sandbox/desktop"

@@ -1,4 +1,4 @@
-// Package bash is the sandbox backend "bash": the stateful tool bash:run
+// Package bashbox is the sandbox backend "bash": the stateful tool bash:run
 // {command, timeout?} → {stdout, stderr, return_code, cwd} on flock's
 // persistent pty shell (internal/shell), one shell per session, started in
 // the session's workspace. cwd, exported variables and files persist between
@@ -16,7 +16,7 @@
 // included, invisible; "bwrap" adds a private /tmp and no network; "none"
 // is the operator opting out (see sandbox.Env.Isolation and package
 // isolation).
-package bash
+package bashbox
 
 import (
 	"context"
