@@ -2,7 +2,7 @@ package app
 
 // Built-in workflows register themselves in phases.Default from init.
 import (
-	_ "github.com/flockrun/flock/phases/external"
+	_ "github.com/flockrun/flock/phases/externalagent"
 	_ "github.com/flockrun/flock/phases/modular"
 	_ "github.com/flockrun/flock/phases/react"
 	_ "github.com/flockrun/flock/phases/rollout"

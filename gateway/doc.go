@@ -103,7 +103,7 @@
 //
 // A session belongs to an external op (package handlers/external). That
 // op starts a child run of workflow "external.session" (package
-// phases/external) whose id is derived from the op's and which is the
+// phases/externalagent) whose id is derived from the op's and which is the
 // session's id. The session run has one phase, wait, which asks for one
 // gateway_wait op per step. That op
 //

@@ -2,7 +2,7 @@
 // agent program of the user's (a command, e.g. `python3 agent.py`) run
 // against a model gateway session, and the session run's wait for the
 // program's model calls (see package gateway for the protocol, and
-// package phases/external for the workflows).
+// package phases/externalagent for the workflows).
 //
 // # external
 //

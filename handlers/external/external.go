@@ -25,7 +25,7 @@ import (
 	"github.com/flockrun/flock/internal/reaper"
 	"github.com/flockrun/flock/isolation"
 	"github.com/flockrun/flock/operations"
-	phext "github.com/flockrun/flock/phases/external"
+	phext "github.com/flockrun/flock/phases/externalagent"
 	"github.com/flockrun/flock/record"
 )
 

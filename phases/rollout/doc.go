@@ -66,7 +66,7 @@
 // The agent's settings inherit "models" unless they declare their own; for
 // react and external with episodes on, trajectory_file defaults to
 // "trajectory.json". An external agent (agent: {"workflow": "external",
-// "settings": {"command": ...}}, package phases/external) is any program
+// "settings": {"command": ...}}, package phases/externalagent) is any program
 // calling flock's model gateway; its trajectory file holds the steps
 // built from its model calls, or its whole episode when it named several
 // trajectories, which then all enter the sample's episode.

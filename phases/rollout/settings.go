@@ -27,7 +27,7 @@ const (
 	MetricNone     = "none"
 	trajectoryFile = "trajectory.json"
 	// externalWorkflow is the external-agent workflow (package
-	// phases/external), which writes its gateway trace as trajectory_file.
+	// phases/externalagent), which writes its gateway trace as trajectory_file.
 	externalWorkflow         = "external"
 	maxAnswerBytesInLaneVars = 64 << 10
 )

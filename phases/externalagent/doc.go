@@ -1,4 +1,4 @@
-// Package external holds two workflows: "external", which runs an agent
+// Package externalagent holds two workflows: "external", which runs an agent
 // program of the user's against a journaled model gateway session (rLLM's
 // AgentFlow protocol), and "external.session", the session run whose
 // generate ops are that program's model calls.
@@ -44,4 +44,4 @@
 // ends if resumed at "call", a phase this workflow no longer has; the
 // external op then starts a new session run that replays the old one's
 // answers.
-package external
+package externalagent
