@@ -15,7 +15,7 @@ import (
 	"github.com/flockrun/flock/phases/synthesis"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
-	synthcfg "github.com/flockrun/flock/synthesis"
+	synthcfg "github.com/flockrun/flock/synthesis/config"
 	"github.com/flockrun/flock/workflows"
 )
 

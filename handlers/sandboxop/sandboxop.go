@@ -20,7 +20,7 @@ import (
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/netguard"
 	"github.com/flockrun/flock/operations"
-	"github.com/flockrun/flock/synthesis"
+	synthcfg "github.com/flockrun/flock/synthesis/config"
 )
 
 // ErrNoSandbox refuses a run that offers sandbox tools when the server
@@ -257,7 +257,7 @@ func (h *Handler) prepareSynthesis(ctx context.Context, run handlers.RunCheck, d
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: list tools: %w", err)
 	}
-	names, err := synthesis.ExpandTools(patterns, all)
+	names, err := synthcfg.ExpandTools(patterns, all)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/agent"
-	cfgpkg "github.com/flockrun/flock/synthesis"
+	cfgpkg "github.com/flockrun/flock/synthesis/config"
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
 

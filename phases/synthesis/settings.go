@@ -12,7 +12,7 @@ import (
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/phases/agent"
 	"github.com/flockrun/flock/phases/settings"
-	cfgpkg "github.com/flockrun/flock/synthesis"
+	cfgpkg "github.com/flockrun/flock/synthesis/config"
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
 

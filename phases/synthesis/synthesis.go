@@ -10,7 +10,7 @@ import (
 
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
-	cfgpkg "github.com/flockrun/flock/synthesis"
+	cfgpkg "github.com/flockrun/flock/synthesis/config"
 	"github.com/flockrun/flock/synthesis/trajectory"
 )
 

@@ -1,4 +1,4 @@
-// Package synthesis reads what an AgentFlow-style synthesis starts from:
+// Package config reads what an AgentFlow-style synthesis starts from:
 // its config, its seeds and its tools. The workflow itself is package
 // phases/synthesis; the shared data is synthesis/trajectory, the path
 // selector synthesis/selector and the QA prompt and checks synthesis/qa.
@@ -52,4 +52,4 @@
 // sandbox operation's handler runs it when a synthesis starts and writes
 // the schemas of the concrete tools into the run's sandbox_tools, which
 // the sampler offers the model and the selector counts diversity against.
-package synthesis
+package config
