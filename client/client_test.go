@@ -8,16 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/client"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/testkit/testrun"
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/server"
-	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -39,11 +39,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.OpenAt(t, dir)
 	reg := phases.NewRegistry()
 	reg.MustRegister(phases.Workflow{Name: "hello", Start: "greet", Phases: []phases.PhaseSpec{{
 		Name: "greet",
@@ -71,23 +67,13 @@ func newWorld(t *testing.T) *world {
 			}
 		}),
 	}
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs")})
+	w.ex = testrun.Executor(t, workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs")})
+	w.serve(t, "127.0.0.1:0")
+	c, err := client.New("http://"+w.addr, client.WithToken(token))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ex.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ex.Stop(ctx)
-	})
-	w.ex = ex
-	w.serve(t, "127.0.0.1:0")
-	if w.c, err = client.New("http://"+w.addr, client.WithToken(token)); err != nil {
-		t.Fatal(err)
-	}
+	w.c = c
 	return w
 }
 

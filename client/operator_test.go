@@ -6,7 +6,6 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/api"
 	"github.com/flockrun/flock/client"
@@ -14,10 +13,11 @@ import (
 	"github.com/flockrun/flock/handlers"
 	_ "github.com/flockrun/flock/handlers/human"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testrun"
+	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/server"
-	"github.com/flockrun/flock/state/bolt"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -27,11 +27,7 @@ import (
 // from step 1 (where it asked the rating).
 func TestClientOperator(t *testing.T) {
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, "flock.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.OpenAt(t, dir)
 	reg := phases.NewRegistry()
 	reg.MustRegister(phases.Workflow{Name: "ask", Start: "rate", Phases: []phases.PhaseSpec{
 		{Name: "rate", Next: []string{"act"}, Run: func(in phases.Input) (phases.Output, error) {
@@ -52,18 +48,7 @@ func TestClientOperator(t *testing.T) {
 		}},
 	}})
 	h, _ := handlers.Lookup(operations.KindHuman)
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: []handlers.Info{h}, RunsDir: filepath.Join(dir, "runs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ex.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ex.Stop(ctx)
-	})
+	ex := testrun.Executor(t, workflows.Config{Store: st, Registry: reg, Handlers: []handlers.Info{h}, RunsDir: filepath.Join(dir, "runs")})
 	srv, err := server.New(configs.Server{Addr: "127.0.0.1:0", AuthToken: token}, ex, ex.Store(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package declarative_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/declarative"
@@ -356,20 +354,7 @@ func execEnv(t *testing.T) *execHarness {
 	for _, k := range task.Kinds() {
 		hs[k] = th
 	}
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs"), Concurrency: map[string]int{"bash": 4}})
-	if err != nil {
-		t.Fatalf("new executor: %v", err)
-	}
-	if err := ex.Start(context.Background()); err != nil {
-		t.Fatalf("start executor: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := ex.Stop(ctx); err != nil {
-			t.Errorf("stop executor: %v", err)
-		}
-	})
+	ex := testrun.Executor(t, workflows.Config{Store: st, Registry: reg, Handlers: handlers.FromMap(hs), RunsDir: filepath.Join(dir, "runs"), Concurrency: map[string]int{"bash": 4}})
 	return &execHarness{t: t, ex: ex}
 }
 

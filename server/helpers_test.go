@@ -21,6 +21,7 @@ import (
 	_ "github.com/flockrun/flock/handlers/human"
 	_ "github.com/flockrun/flock/handlers/spawn"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
@@ -206,25 +207,12 @@ func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *
 	if setup.extra != nil {
 		setup.extra(reg, hs)
 	}
-	ex, err := workflows.New(workflows.Config{
+	ex := testrun.Executor(tb, workflows.Config{
 		Store:    st,
 		Registry: reg,
 		Handlers: append(handlers.FromMap(hs), spawnInfo(), lookupHandler(tb, operations.KindHuman), lookupHandler(tb, operations.KindWriteFile)),
 		RunsDir:  filepath.Join(dir, "runs"),
 		Logger:   logger,
-	})
-	if err != nil {
-		tb.Fatalf("new executor: %v", err)
-	}
-	if err := ex.Start(context.Background()); err != nil {
-		tb.Fatalf("start executor: %v", err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := ex.Stop(ctx); err != nil {
-			tb.Errorf("stop executor: %v", err)
-		}
 	})
 	e.ex = ex
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
@@ -139,15 +140,7 @@ func openExecutor(t testing.TB, st state.Store, dir string, reg *phases.Registry
 	if log != nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
 	}
-	ex, err := workflows.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ex.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopExecutor(t, ex) })
-	return ex
+	return testrun.Executor(t, cfg)
 }
 
 func stopExecutor(t testing.TB, ex *workflows.Executor) {
