@@ -142,8 +142,9 @@ func TestServeConfigFile(t *testing.T) {
 
 // TestServeConfigFileEveryKey: every key of a --config file reaches the
 // server's settings (header_timeout_s, body_timeout_s and snapshots were
-// dropped when each key was copied by name), and a flag given explicitly
-// wins over the file.
+// dropped when each key was copied by name), a flag given explicitly
+// wins over the file, and the file is hidden from the programs flock
+// starts.
 func TestServeConfigFileEveryKey(t *testing.T) {
 	t.Setenv("FLOCK_AUTH_TOKEN", "")
 	t.Setenv("FLOCK_AUTH_TOKEN_FILE", "")
@@ -168,7 +169,8 @@ func TestServeConfigFileEveryKey(t *testing.T) {
 	}
 	want := configs.Server{Addr: "127.0.0.1:6666", DataDir: data, Mode: "live", HeaderTimeoutS: 3, BodyTimeoutS: 7, MaxBodyBytes: 1000,
 		Snapshots: configs.Snapshots{MaxFileBytes: 100, MaxRunBytes: 200}, PublicNames: []string{"flock.example"},
-		Isolation: "none", PassEnv: []string{"PGPASSWORD"}, SandboxTokenEnvs: []string{"SANDBOX_TOKEN"}}
+		Isolation: "none", PassEnv: []string{"PGPASSWORD"}, SandboxTokenEnvs: []string{"SANDBOX_TOKEN"},
+		Hidden: []string{path}} // the settings file: no program flock starts reads it
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("settings\n%+v\nwant\n%+v", cfg, want)
 	}

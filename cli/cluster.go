@@ -96,6 +96,12 @@ func (c *clusterFlags) config(dataDir string, log *slog.Logger) (cluster.Config,
 	}, nil
 }
 
+// secretFiles lists the files of the cluster's secrets: the secret file
+// and this node's TLS key.
+func (c *clusterFlags) secretFiles() []string {
+	return []string{c.secretFile, c.tls.Key}
+}
+
 // secret returns the cluster secret: from --nats-secret-file, or from
 // FLOCK_NATS_SECRET ("" if neither is given). It is never taken from the
 // command line, where every local user sees it.

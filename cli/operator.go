@@ -23,6 +23,11 @@ type tokenFlags struct {
 	value, file string
 }
 
+// files lists the token files the flags and the environment name.
+func (t *tokenFlags) files() []string {
+	return []string{t.file, os.Getenv("FLOCK_AUTH_TOKEN_FILE")}
+}
+
 func (t *tokenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.value, "auth-token", "", "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN); on the command line every process of the machine can read it, so prefer --auth-token-file")
 	fs.StringVar(&t.file, "auth-token-file", "", "file holding the bearer token (env FLOCK_AUTH_TOKEN_FILE)")

@@ -90,6 +90,7 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.AuthToken, err = tf.resolve("", stderr); err != nil {
 		return err
 	}
+	hideFiles(&cfg, append(tf.files(), *path)...)
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		return err

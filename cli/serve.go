@@ -45,12 +45,14 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts, tf *tokenFl
 // sets, but for the settings whose flag was given explicitly (the flags
 // win). Starting from the whole file, a key added to configs.Server
 // reaches the server without a line here. It resolves the auth token
-// (flags, then the file, then the environment).
+// (flags, then the file, then the environment), and hides the settings
+// file and the token files from the programs flock starts (hideFiles).
 func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server, tf *tokenFlags, stderr io.Writer) error {
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
 		tok, err := tf.resolve("", stderr)
 		cfg.AuthToken = tok
+		hideFiles(cfg, tf.files()...)
 		return err
 	}
 	if err := checkFlagFile("config", path); err != nil {
@@ -88,7 +90,24 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server, tf *tokenFlags, stde
 	}
 	// Set by the command, never by a file.
 	cfg.WriteRoots = flags.WriteRoots
+	hideFiles(cfg, append(tf.files(), path, file.AuthTokenFile)...)
 	return nil
+}
+
+// hideFiles adds the files named (empty names skipped) to the paths the
+// programs flock starts must not see (cfg.Hidden): the operator's
+// settings and secrets, which no run needs, stay out of reach of bwrap'd
+// programs as the data directory does, wherever they are.
+func hideFiles(cfg *configs.Server, files ...string) {
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			f = abs
+		}
+		cfg.Hidden = append(cfg.Hidden, f)
+	}
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -228,6 +247,10 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	hideFiles(&cfg, sandboxConfig)
+	if cl != nil {
+		hideFiles(&cfg, cl.secretFiles()...)
 	}
 	// The sandbox service opens first: the sandbox operation's handler
 	// runs on it in-process (app.WithSandbox).

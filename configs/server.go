@@ -40,7 +40,8 @@ type Server struct {
 	AuthTokenEnv string `json:"auth_token_env,omitempty"`
 	// AuthTokenFile names a file holding AuthToken (surrounding white
 	// space ignored): the token then appears in no process's environment
-	// or command line (see ReadTokenFile).
+	// or command line (see ReadTokenFile). A relative name is relative to
+	// the settings file; LoadServerFile sets the name it read.
 	AuthTokenFile string `json:"auth_token_file,omitempty"`
 	// MaxBodyBytes caps request bodies (default 16 MiB, DefaultMaxBodyBytes);
 	// the operator raises it here for larger uploads (code:write of a file
@@ -177,11 +178,10 @@ func LoadServerFile(path string) (Server, error) {
 		}
 	}
 	if s.AuthTokenFile != "" {
-		f := s.AuthTokenFile
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(filepath.Dir(path), f)
+		if !filepath.IsAbs(s.AuthTokenFile) {
+			s.AuthTokenFile = filepath.Join(filepath.Dir(path), s.AuthTokenFile)
 		}
-		if s.AuthToken, err = ReadTokenFile(f); err != nil {
+		if s.AuthToken, err = ReadTokenFile(s.AuthTokenFile); err != nil {
 			return s, fmt.Errorf("%w: %s: auth_token_file: %w", ErrInvalid, path, err)
 		}
 	}

@@ -75,8 +75,16 @@ func freePort(t testing.TB) string {
 // startServer starts `flock serve` on addr with data dir and waits for /health.
 func startServer(t testing.TB, data, addr string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"serve", "--addr", addr, "--data", data, "--log-level", "warn"}, extra...)
-	cmd := exec.Command(binary, args...)
+	return startServerVia(t, []string{binary}, data, addr, extra...)
+}
+
+// startServerVia is startServer running the command line run (the binary,
+// or a program that executes it, such as setpriv ... -- binary) with the
+// serve arguments appended.
+func startServerVia(t testing.TB, run []string, data, addr string, extra ...string) *proc {
+	t.Helper()
+	args := append(append(run[1:len(run):len(run)], "serve", "--addr", addr, "--data", data, "--log-level", "warn"), extra...)
+	cmd := exec.Command(run[0], args...)
 	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

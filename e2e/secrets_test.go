@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,16 +26,21 @@ type probeParams struct {
 	Data    string   `json:"data"`
 	Victims []string `json:"victims"`
 	Base    string   `json:"base"`
+	// TokenFile is the server's --auth-token-file ("" when its token
+	// comes from its environment); the probes also look for it on the
+	// server's command line.
+	TokenFile string `json:"tokenfile"`
 }
 
 // shellProbe is the attack as a shell script (a run's bash op, a sandbox
 // bash:run): read flock's environment (by its PID, by walking up the
 // parents, and by scanning every /proc entry for the one holding this
 // test's provider key, whose FLOCK_AUTH_TOKEN it takes), open
-// its memory, read flock.db and other runs' and sessions' files, use a
-// found token against GET /runs; then do ordinary work in the work
+// its memory and its open files, read the token file (named or found on
+// flock's command line), flock.db and other runs' and sessions' files, use
+// a found token against GET /runs; then do ordinary work in the work
 // directory. It prints one line: PROBE leaks=[...] stolen=[...] works=[...].
-const shellProbe = `PID=%d; DATA=%q; BASE=%q; VICTIMS=%q
+const shellProbe = `PID=%d; DATA=%q; BASE=%q; VICTIMS=%q; TOKENFILE=%q
 leaks=""; tok=""
 pids="$PID $(ls /proc | grep '^[0-9]')"
 p=$$; while [ -n "$p" ] && [ "$p" -gt 1 ]; do pids="$pids $p"; p=$(awk '/^PPid:/{print $2}' /proc/$p/status 2>/dev/null); done
@@ -45,6 +51,11 @@ for q in $pids; do
   fi
 done
 (exec 3</proc/$PID/mem) 2>/dev/null && leaks="$leaks mem"
+for f in /proc/$PID/fd/*; do readlink "$f" >/dev/null 2>&1 && { leaks="$leaks fd"; break; }; done
+tfs="$TOKENFILE $(tr '\0' '\n' < /proc/$PID/cmdline 2>/dev/null | sed -n '/^--auth-token-file$/{n;p}')"
+for f in $tfs; do
+  if t=$(cat "$f" 2>/dev/null); then leaks="$leaks tokenfile"; [ -n "$tok" ] || tok=$(printf '%%s' "$t" | tr -d ' \n'); break; fi
+done
 head -c 16 "$DATA/flock.db" >/dev/null 2>&1 && leaks="$leaks db"
 for v in $VICTIMS; do cat "$v" >/dev/null 2>&1 && leaks="$leaks victim:$v"; done
 stolen=""
@@ -57,7 +68,7 @@ echo "PROBE leaks=[$leaks] stolen=[$stolen] works=[$works]"
 // pythonProbe is the same attack in Python (an external agent program, a
 // run's python op). It writes the PROBE line to probe.txt in the work
 // directory and prints it.
-const pythonProbe = `import glob, json, os, urllib.request, urllib.error
+const pythonProbe = `import ctypes, errno, json, os, urllib.request, urllib.error
 P = json.loads(%q)
 leaks, tok = [], None
 def read(path, n=-1):
@@ -82,6 +93,30 @@ try:
     leaks.append("mem")
 except OSError:
     pass
+# process_vm_readv of flock's text (a Go binary's is at 0x400000): EPERM or
+# ESRCH is a refusal; a read, or EFAULT (allowed, bad address), is not.
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+buf = ctypes.create_string_buffer(8)
+libc = ctypes.CDLL(None, use_errno=True)
+n = libc.process_vm_readv(P["pid"], ctypes.byref(iovec(ctypes.addressof(buf), 8)), 1, ctypes.byref(iovec(0x400000, 8)), 1, 0)
+if n >= 0 or ctypes.get_errno() == errno.EFAULT:
+    leaks.append("vmread")
+try:
+    for fd in os.listdir("/proc/%%d/fd" %% P["pid"]):
+        os.readlink("/proc/%%d/fd/%%s" %% (P["pid"], fd))
+        leaks.append("fd")
+        break
+except OSError:
+    pass
+cmdline = (read("/proc/%%d/cmdline" %% P["pid"]) or b"").split(b"\0")
+tokenfiles = [P["tokenfile"]] + [cmdline[i + 1].decode() for i, a in enumerate(cmdline[:-1]) if a == b"--auth-token-file"]
+for f in tokenfiles:
+    t = read(f) if f else None
+    if t is not None:
+        leaks.append("tokenfile")
+        tok = tok or t.decode().strip()
+        break
 if read(P["data"] + "/flock.db", 16) is not None:
     leaks.append("db")
 for v in P["victims"]:
@@ -157,22 +192,42 @@ func TestSecretsOutOfReach(t *testing.T) {
 					t.Skipf("bwrap unavailable: %v", err)
 				}
 			}
-			secretsAttack(t, mode)
+			secretsAttack(t, attack{mode: mode, isolated: mode == "auto"})
 		})
 	}
 }
 
-func secretsAttack(t *testing.T, mode string) {
+// attack is how secretsAttack starts the server it attacks.
+type attack struct {
+	// mode is --isolation; isolated says whether its programs are
+	// expected to run under bwrap.
+	mode     string
+	isolated bool
+	// tokenFile gives the token by --auth-token-file (a file outside
+	// the data directory) instead of FLOCK_AUTH_TOKEN.
+	tokenFile bool
+	// as, when set, runs the server as another user: the command line
+	// that runs a program as that user (setpriv ... --), and the user.
+	as       []string
+	uid, gid int
+}
+
+func secretsAttack(t *testing.T, a attack) {
 	const token = "flock-e2e-canary-token-7d0c1b9a55e2"
 	const key = "sk-e2e-canary-provider-key-3a9f"
-	t.Setenv("FLOCK_AUTH_TOKEN", token)
 	t.Setenv("FLOCK_E2E_PROVIDER_KEY", key)
-	dir := t.TempDir()
+	dir, flock := t.TempDir(), []string{binary}
+	if a.as != nil {
+		dir = userDir(t)
+		flock = append(a.as[:len(a.as):len(a.as)], filepath.Join(dir, "flock"))
+		linkBinary(t, flock[len(flock)-1])
+		t.Setenv("HOME", filepath.Join(dir, "home"))
+	}
 	data := filepath.Join(dir, "data")
 	sbCfg := filepath.Join(dir, "sandbox.json")
 	wfDir := filepath.Join(dir, "workflows")
 	agentDir := filepath.Join(dir, "agent")
-	for _, d := range []string{wfDir, agentDir} {
+	for _, d := range []string{wfDir, agentDir, filepath.Join(dir, "home"), filepath.Join(dir, "secret")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +239,26 @@ func secretsAttack(t *testing.T, mode string) {
 	}
 	writeFile(sbCfg, `{"resources": {"bash": {"enabled": true}}}`)
 	writeFile(filepath.Join(wfDir, "secretprobe.yaml"), probeWorkflow)
-	p := startServer(t, data, freePort(t), "--sandbox-config", sbCfg, "--workflows", wfDir, "--mode", "simulated", "--isolation", mode)
+	flags := []string{"--sandbox-config", sbCfg, "--workflows", wfDir, "--mode", "simulated", "--isolation", a.mode}
+	tokenFile := ""
+	if a.tokenFile {
+		tokenFile = filepath.Join(dir, "secret", "token")
+		if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		flags = append(flags, "--auth-token-file", tokenFile)
+	} else {
+		t.Setenv("FLOCK_AUTH_TOKEN", token)
+	}
+	agent := filepath.Join(agentDir, "probe.py")
+	if a.as != nil {
+		chownTree(t, dir, a.uid, a.gid)
+	}
+	p := startServerVia(t, flock, data, freePort(t), flags...)
+	// The start-up warning of auto says whether programs run isolated.
+	if unisolated := strings.Contains(p.out.String(), "run unisolated"); a.mode == "auto" && unisolated == a.isolated {
+		t.Fatalf("isolation auto: want isolated %v; server log:\n%s", a.isolated, p.out.String())
+	}
 	c, err := client.New(p.base, client.WithToken(token))
 	if err != nil {
 		t.Fatal(err)
@@ -230,22 +304,24 @@ func secretsAttack(t *testing.T, mode string) {
 		t.Fatalf("create the victim session: %v", env)
 	}
 	victimWS := strings.TrimSpace(bashRun("victim", "echo victim-secret > v.txt; pwd"))
-	params := probeParams{PID: p.cmd.Process.Pid, Data: data, Base: p.base,
+	params := probeParams{PID: p.cmd.Process.Pid, Data: data, Base: p.base, TokenFile: tokenFile,
 		Victims: []string{filepath.Join(data, "runs", victimRun, "victim.txt"), filepath.Join(victimWS, "v.txt")}}
 	for _, v := range params.Victims {
 		if b, err := os.ReadFile(v); err != nil || strings.TrimSpace(string(b)) != "victim-secret" {
 			t.Fatalf("victim file %s: %q %v", v, b, err)
 		}
 	}
+	// The sandbox config is the operator's (it may hold an MCP server's
+	// credentials): hidden under bwrap as the token file is.
+	params.Victims = append(params.Victims, sbCfg)
 	pj, _ := json.Marshal(params)
-	shell := fmt.Sprintf(shellProbe, params.PID, params.Data, params.Base, strings.Join(params.Victims, " "))
+	shell := fmt.Sprintf(shellProbe, params.PID, params.Data, params.Base, strings.Join(params.Victims, " "), params.TokenFile)
 	py := fmt.Sprintf(pythonProbe, string(pj))
 
 	type outcome struct{ where, text string }
 	var outcomes []outcome
 
 	// An external agent program (Python).
-	agent := filepath.Join(agentDir, "probe.py")
 	writeFile(agent, py)
 	ext := p.start("external", map[string]any{"command": []string{"python3", agent}})
 	if end := waitEnded(t, p, ext, 60*time.Second); end.Status != "succeeded" {
@@ -279,29 +355,37 @@ func secretsAttack(t *testing.T, mode string) {
 
 	for _, o := range outcomes {
 		leaks, stolen, works := probeResult(t, o.where, o.text)
-		t.Logf("%s (isolation %s): leaks %v, stolen %q, works %q", o.where, mode, leaks, stolen, works)
+		t.Logf("%s (isolation %s, isolated %v): leaks %v, stolen %q, works %q", o.where, a.mode, a.isolated, leaks, stolen, works)
 		if works != "yes" {
 			t.Errorf("%s: the program could not work in its own directory", o.where)
 		}
-		if stolen != "" {
-			t.Errorf("%s: used a stolen token on GET /runs: %s", o.where, stolen)
-		}
 		var want []string
-		if mode == "none" {
-			// Opted out: the data directory is readable (the probe can
-			// tell), flock's process is not.
+		wantStolen := ""
+		if !a.isolated {
+			// Unisolated (opted out, or auto without a working bwrap):
+			// the program runs as the server's user and reads what that
+			// user can, the data directory and the token file too (the
+			// probe can tell, and uses the token); flock's process stays
+			// out of reach.
 			want = []string{"db"}
+			if a.tokenFile {
+				want, wantStolen = append(want, "tokenfile"), "200"
+			}
+		}
+		if stolen != wantStolen {
+			t.Errorf("%s: GET /runs with a token it found: %q, want %q", o.where, stolen, wantStolen)
 		}
 		var got []string
 		for _, l := range leaks {
-			if l == "db" || !strings.HasPrefix(l, "victim:") {
+			if !strings.HasPrefix(l, "victim:") {
 				got = append(got, l)
 			}
 		}
+		slices.Sort(got)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: read %v, want %v", o.where, got, want)
 		}
-		if mode == "auto" && len(leaks) != 0 {
+		if a.isolated && len(leaks) != 0 {
 			t.Errorf("%s: read %v", o.where, leaks)
 		}
 	}

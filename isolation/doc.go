@@ -82,8 +82,10 @@
 // Without bwrap (policy none, or auto where bwrap cannot run) a program
 // runs as the server's user with its view of the system: flock's memory
 // and environment stay out of reach (above), but the data directory, other
-// runs' and sessions' files and the environments of flock's other children
-// (an external agent's gateway token) do not.
+// runs' and sessions' files, the files flock read its token and settings
+// from, and the environments of flock's other children (an external
+// agent's gateway token) do not. This is so for a server run by root and
+// by any other user alike (e2e TestSecretsOutOfReachAsUser).
 //
 // # Environment
 //

@@ -127,7 +127,7 @@ func (p Policy) Warning() string {
 		return ""
 	}
 	return fmt.Sprintf("programs flock starts (bash, python, external agents, sandbox sessions) run unisolated: %v. "+
-		"They cannot read flock's memory or environment, but they can read its data directory (flock.db, other runs' work directories). "+
+		"They cannot read flock's memory or environment, but they can read whatever the server's user can: its data directory (flock.db, other runs' work directories) and its token file. "+
 		"Install bubblewrap (apt-get install bubblewrap), or set isolation: none (--isolation none) to accept this", err)
 }
 

@@ -16,6 +16,8 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v git >/dev/null 2>&1 || need+=(git)
 # handlers/files' TestWritesSyncTheDirectory watches the writes' fsyncs.
 command -v strace >/dev/null 2>&1 || need+=(strace)
+# e2e's TestSecretsOutOfReachAsUser runs flock serve as another user.
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # AgentFlow's Python client drives `flock sandbox` in cli's e2e test.
 [ -d /usr/lib/python3/dist-packages/httpx ] || need+=(python3-httpx)
 [ -d /usr/lib/python3/dist-packages/pydantic ] || need+=(python3-pydantic)
