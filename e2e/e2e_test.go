@@ -285,8 +285,7 @@ func TestCrashResume(t *testing.T) {
 func markerCommands(marks string, k, commands int) []string {
 	cmds := make([]string, commands)
 	for i := range cmds {
-		sleep := []string{"0.01", "0.05", "0.2", "0.02"}[(i+k)%4]
-		cmds[i] = fmt.Sprintf("echo ran >> %s/r%d_c%02d; sleep %s", marks, k, i, sleep)
+		cmds[i] = testkit.MarkerCommand(marks, k, i, []string{"0.01", "0.05", "0.2", "0.02"}[(i+k)%4])
 	}
 	return cmds
 }
@@ -303,18 +302,10 @@ func checkRanOnce(t testing.TB, p *proc, id string, k int, marks string, command
 	}
 	interrupted := 0
 	for i, op := range ops {
-		n := testkit.CountLines(t, fmt.Sprintf("%s/r%d_c%02d", marks, k, i))
-		switch {
-		case op.Status != "done":
+		if op.Status != "done" {
 			t.Fatalf("run %d op %s status %s", k, op.ID, op.Status)
-		case n == 0:
-			t.Fatalf("run %d command %d never ran", k, i)
-		case op.Attempts <= 1 && n != 1:
-			t.Fatalf("run %d command %d ran %d times though it was never interrupted", k, i, n)
-		case n > 2:
-			t.Fatalf("run %d command %d ran %d times, more than twice", k, i, n)
 		}
-		if op.Attempts > 1 {
+		if testkit.CheckRanOnce(t, marks, k, i, op.Attempts) {
 			interrupted++
 		}
 	}
