@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/configs/configfile"
 	"github.com/flockrun/flock/phases"
 )
 
@@ -19,7 +20,7 @@ func TestExampleSettingsHaveNoWarnings(t *testing.T) {
 	files = append(files, "../settings.example.json", "../configs/examples/rollout.yaml")
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			doc, err := configs.LoadSettingsFile(f)
+			doc, err := configfile.RunSettings(f)
 			if err != nil {
 				t.Fatal(err)
 			}

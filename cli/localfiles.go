@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/configs/configfile"
 )
 
 // localFileKeys are the settings keys that name a file the run reads:
@@ -78,7 +78,7 @@ func decodeConfig(flagName, path string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := configs.ToJSON(path, b)
+	doc, err := configfile.ToJSON(path, b)
 	if err != nil {
 		return nil, err
 	}

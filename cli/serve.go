@@ -17,6 +17,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/cluster"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/configs/configfile"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/server/sandboxapi"
@@ -58,7 +59,7 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server, tf *tokenFlags, stde
 	if err := checkFlagFile("config", path); err != nil {
 		return err
 	}
-	file, err := configs.LoadServerFile(path)
+	file, err := configfile.Server(path)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/configs/configfile"
 	"github.com/flockrun/flock/phases/synthesis"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
@@ -60,7 +61,7 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	doc, err := configs.ToJSON(configPath, raw)
+	doc, err := configfile.ToJSON(configPath, raw)
 	if err != nil {
 		return err
 	}

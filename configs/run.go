@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -394,21 +393,4 @@ func rejectInlineKeys(doc json.RawMessage, top map[string]json.RawMessage) error
 		}
 	}
 	return nil
-}
-
-// LoadSettingsFile reads a settings document from a .json, .yaml or .yml
-// file and returns it as JSON.
-func LoadSettingsFile(path string) (json.RawMessage, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read settings: %w", err)
-	}
-	doc, err := ToJSON(path, b)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := ParseRunSettings(doc); err != nil {
-		return nil, fmt.Errorf("settings %s: %w", path, err)
-	}
-	return doc, nil
 }

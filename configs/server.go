@@ -151,18 +151,13 @@ type ModelLimits struct {
 	MaxConcurrency    int `json:"max_concurrency,omitempty"`
 }
 
-// LoadServerFile reads a server settings file (.json, .yaml or .yml).
-// Unknown keys are errors, naming the key.
-func LoadServerFile(path string) (Server, error) {
+// ParseServer decodes a server settings document, read from path (package
+// configfile reads the file, JSON or YAML). Unknown keys are errors, naming
+// the key; auth_token_env and auth_token_file are resolved into AuthToken,
+// a relative auth_token_file from path's directory.
+func ParseServer(path string, doc json.RawMessage) (Server, error) {
 	var s Server
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return s, fmt.Errorf("read server settings: %w", err)
-	}
-	doc, err := ToJSON(path, b)
-	if err != nil {
-		return s, err
-	}
+	var err error
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {

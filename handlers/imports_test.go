@@ -11,8 +11,9 @@ import (
 // links none of the store, the sandbox service or the model gateway: it
 // declares the ports a handler may ask for (Journal, Runs, Sandbox,
 // Services) and the server wires the services in. No handler package
-// links the store or the sandbox service; only the external handler, the
-// gateway's own operation handler, links the gateway.
+// links the store, the sandbox service or a YAML parser; only the
+// external handler, the gateway's own operation handler, links the
+// gateway.
 func TestImportRules(t *testing.T) {
 	deps := listDeps(t, "./handlers/...")
 	for pkg, ds := range deps {
@@ -22,6 +23,8 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case strings.Contains(dep, "go.etcd.io/bbolt"):
 				t.Errorf("%s links %s", rel, dep)
+			case strings.Contains(dep, "goccy/go-yaml"):
+				t.Errorf("%s links %s: settings files are read (YAML converted) by configs/configfile, not by what handlers name", rel, dep)
 			case top == "state" || top == "sandbox":
 				t.Errorf("%s links %s", rel, dep)
 			case top == "gateway" && rel != "handlers/external":
