@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -37,19 +38,11 @@ func (d *refusingDispatcher) Unloaded(string, workflows.Unload) {}
 func TestStartSurvivesFailedEnqueue(t *testing.T) {
 	dir := t.TempDir()
 	st := teststore.OpenAt(t, dir)
-	defer st.Close()
 	reg := phases.NewRegistry()
 	reg.MustRegister(counter(2))
 	d := &refusingDispatcher{}
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := testrun.Executor(t, workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d})
 	ctx := context.Background()
-	if err := ex.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Stop(ctx)
 	h, err := ex.StartRun(ctx, workflows.StartRequest{Workflow: "counter"})
 	if err != nil {
 		t.Fatalf("start with the claim queue down: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
@@ -35,19 +36,8 @@ func TestSecondOwnerCannotTakeDrivenRun(t *testing.T) {
 	if _, err := e.store.Claim(ctx, h.ID, "node-b", time.Minute); !errors.Is(err, state.ErrLeaseHeld) {
 		t.Fatalf("claim by node-b: %v, want ErrLeaseHeld", err)
 	}
-	ex2, err := workflows.New(workflows.Config{Store: e.store, Registry: reg, Owner: "node-b",
+	ex2 := testrun.Executor(t, workflows.Config{Store: e.store, Registry: reg, Owner: "node-b",
 		Handlers: []handlers.Info{handlers.Fixed(b, operations.KindBash)}, RunsDir: filepath.Join(e.dir, "runs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ex2.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ex2.Stop(context.Background()); err != nil {
-			t.Errorf("stop second executor: %v", err)
-		}
-	})
 	if got := ex2.Active(); len(got) != 0 {
 		t.Fatalf("second executor drives %v", got)
 	}
@@ -173,21 +163,11 @@ func TestLapsedLeaseStartsNothing(t *testing.T) {
 	b := newBlocker()
 	d := &unloadRecorder{unloaded: map[string]workflows.Unload{}}
 	const ttl = 400 * time.Millisecond
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d,
+	ex := testrun.Executor(t, workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d,
 		LeaseTTL: ttl, Concurrency: map[string]int{string(operations.KindBash): 1},
 		Handlers: []handlers.Info{handlers.Fixed(b, operations.KindBash)}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := ex.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Stop(ctx)
-	h, err := ex.StartRun(ctx, workflows.StartRequest{Workflow: "fanout"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testrun.Start(t, ex, workflows.StartRequest{Workflow: "fanout"})
 	if err := ex.Drive(ctx, h.ID); err != nil {
 		t.Fatal(err)
 	}

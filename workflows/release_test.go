@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/teststore"
 	"github.com/flockrun/flock/phases"
 	"github.com/flockrun/flock/state"
@@ -75,25 +76,14 @@ func (d *unloadRecorder) get(id string) (workflows.Unload, bool) {
 func TestClusterStoreErrorReleasesRun(t *testing.T) {
 	dir := t.TempDir()
 	st := &flakyStore{Store: teststore.OpenAt(t, dir)}
-	defer st.Store.Close()
 	reg := phases.NewRegistry()
 	reg.MustRegister(counter(3))
 	d := &unloadRecorder{unloaded: map[string]workflows.Unload{}}
 	var logs testkit.Buffer
-	ex, err := workflows.New(workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d,
+	ex := testrun.Executor(t, workflows.Config{Store: st, Registry: reg, RunsDir: filepath.Join(dir, "runs"), Dispatcher: d,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := ex.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Stop(ctx)
-	h, err := ex.StartRun(ctx, workflows.StartRequest{Workflow: "counter"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testrun.Start(t, ex, workflows.StartRequest{Workflow: "counter"})
 	// The node's take-up of the run (Run.Driver) is written; the run's
 	// commits after it fail.
 	st.failAfter(1)
