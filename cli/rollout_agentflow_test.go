@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases/rollout"
 )
 
@@ -78,7 +79,7 @@ func TestRolloutAgentFlowConfig(t *testing.T) {
 	if sum.TotalTasks != 2 || sum.FinishedSamples != 2 || sum.Metric != "numeric_match" || man.Episodes == "" {
 		t.Fatalf("summary %+v", sum)
 	}
-	lines := jsonLines(t, man.Episodes)
+	lines := testkit.ReadLines(t, man.Episodes)
 	var ep struct {
 		Trajectories []struct {
 			Steps []struct {

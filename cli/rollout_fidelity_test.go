@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/phases/rollout"
 )
 
@@ -81,7 +81,7 @@ func (h *handRollout) state() (rollout.Manifest, rollout.Summary, map[string]rol
 	var sum rollout.Summary
 	readJSONFile(h.t, man.Summary, &sum)
 	rows := map[string]rollout.Row{}
-	lines := jsonLines(h.t, man.Results)
+	lines := testkit.ReadLines(h.t, man.Results)
 	for _, l := range lines {
 		var r rollout.Row
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
@@ -101,23 +101,6 @@ func readJSONFile(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-}
-
-func jsonLines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) != "" {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
 }
 
 func approx(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -326,7 +309,7 @@ type groupLine struct {
 func readGroups(t *testing.T, path string) map[string]groupLine {
 	t.Helper()
 	out := map[string]groupLine{}
-	for _, l := range jsonLines(t, path) {
+	for _, l := range testkit.ReadLines(t, path) {
 		var g groupLine
 		if err := json.Unmarshal([]byte(l), &g); err != nil {
 			t.Fatal(err)
@@ -400,7 +383,7 @@ func TestRolloutGroups(t *testing.T) {
 		ID       string          `json:"id"`
 		Metadata json.RawMessage `json:"metadata"`
 	}
-	eps := jsonLines(t, man.Episodes)
+	eps := testkit.ReadLines(t, man.Episodes)
 	if len(eps) != 12 || json.Unmarshal([]byte(eps[0]), &ep) != nil || len(ep.Metadata) < 3 {
 		t.Fatalf("%d episodes; first %s", len(eps), eps[0])
 	}
@@ -411,7 +394,7 @@ func TestRolloutGroups(t *testing.T) {
 		t.Fatalf("re-run: exit %d\n%s", code, out)
 	}
 	seen := map[string]bool{}
-	for _, l := range jsonLines(t, man.Episodes) {
+	for _, l := range testkit.ReadLines(t, man.Episodes) {
 		if json.Unmarshal([]byte(l), &ep) != nil || seen[ep.ID] {
 			t.Fatalf("episode line %s (duplicate or bad)", l)
 		}

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 const scoresBench = `{"id": "a", "question": "What is 2+2?", "answer": "4"}
@@ -96,7 +98,7 @@ func allRows(t *testing.T, path string) []rolloutRow {
 	t.Helper()
 	byKey := map[string]rolloutRow{}
 	var order []string
-	for _, l := range jsonLines(t, path) {
+	for _, l := range testkit.ReadLines(t, path) {
 		var r rolloutRow
 		if err := jsonUnmarshal(l, &r); err != nil {
 			t.Fatal(err)

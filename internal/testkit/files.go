@@ -3,11 +3,12 @@ package testkit
 import (
 	"bufio"
 	"os"
+	"strings"
 	"testing"
 )
 
-// CountLines returns the number of lines of the file at path, 0 if it does
-// not exist; any other error fails tb. Crash tests count the lines commands
+// CountLines returns the number of lines of the file at path (each up to
+// 16 MiB long), 0 if it does not exist; any other error fails tb. Crash tests count the lines commands
 // append to marker files to tell how often each ran.
 func CountLines(tb testing.TB, path string) int {
 	tb.Helper()
@@ -20,8 +21,37 @@ func CountLines(tb testing.TB, path string) int {
 	}
 	defer f.Close()
 	n := 0
-	for s := bufio.NewScanner(f); s.Scan(); {
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
 		n++
 	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("read %s: %v", path, err)
+	}
 	return n
+}
+
+// ReadLines returns the lines of the file at path that are not blank (a
+// JSON Lines file's records), each up to 16 MiB long; a missing file or a
+// read error fails tb.
+func ReadLines(tb testing.TB, path string) []string {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			out = append(out, sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("read %s: %v", path, err)
+	}
+	return out
 }

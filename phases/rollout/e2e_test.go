@@ -1,7 +1,6 @@
 package rollout_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/phases/rollout"
 	"github.com/flockrun/flock/state"
@@ -90,24 +90,6 @@ func readJSON(t testing.TB, path string, v any) {
 	}
 }
 
-func readLines(t testing.TB, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) != "" {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
-}
-
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // TestMiniRollout runs testdata/mini (5 tasks × 3 chains) end to end: real
@@ -166,7 +148,7 @@ func TestMiniRollout(t *testing.T) {
 		t.Fatal("no tokens counted")
 	}
 
-	lines := readLines(t, man.Results)
+	lines := testkit.ReadLines(t, man.Results)
 	if len(lines) != 15 {
 		t.Fatalf("%d result lines, want 15", len(lines))
 	}
@@ -202,7 +184,7 @@ func TestMiniRollout(t *testing.T) {
 
 	// Episodes: one per sample, valid, the folded ones with two segments.
 	eps := map[string]grading.Episode{}
-	for _, l := range readLines(t, man.Episodes) {
+	for _, l := range testkit.ReadLines(t, man.Episodes) {
 		ep, err := grading.DecodeEpisode([]byte(l))
 		if err != nil {
 			t.Fatal(err)
@@ -220,7 +202,7 @@ func TestMiniRollout(t *testing.T) {
 		t.Fatalf("folded context %+v", fe.Trajectories[0].Steps[2].ChatCompletions)
 	}
 	// Groups with GRPO and RLOO advantages.
-	groups := readLines(t, man.Groups)
+	groups := testkit.ReadLines(t, man.Groups)
 	found := false
 	for _, l := range groups {
 		var g rollout.GroupLine
@@ -250,7 +232,7 @@ func TestMiniRollout(t *testing.T) {
 	if end2.Status != state.StatusSucceeded {
 		t.Fatalf("second rollout %s: %s", end2.Status, end2.Error)
 	}
-	if lines := readLines(t, man.Results); len(lines) != 15 || uniqueSamples(t, lines) != 15 {
+	if lines := testkit.ReadLines(t, man.Results); len(lines) != 15 || uniqueSamples(t, lines) != 15 {
 		t.Fatalf("%d result lines after the re-run, want one per sample (15)", len(lines))
 	}
 	var sum2 rollout.Summary

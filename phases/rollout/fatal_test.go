@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases/rollout"
 	"github.com/flockrun/flock/record"
@@ -70,7 +71,7 @@ func TestRolloutStopsOnModelError(t *testing.T) {
 	if sum.FinishedSamples != 4 || sum.MissingSamples != 11 || sum.Complete || sum.FailedBy[record.ReasonModelError] != 4 {
 		t.Fatalf("summary %+v", sum)
 	}
-	if rows := readLines(t, man.Results); len(rows) != 4 || !strings.Contains(rows[0], `"end_reason":"model_error"`) {
+	if rows := testkit.ReadLines(t, man.Results); len(rows) != 4 || !strings.Contains(rows[0], `"end_reason":"model_error"`) {
 		t.Fatalf("results %v", rows)
 	}
 
