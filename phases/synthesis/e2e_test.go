@@ -1,7 +1,6 @@
 package synthesis_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/internal/testkit/testrun"
 	"github.com/flockrun/flock/internal/testkit/testsandbox"
@@ -74,17 +74,10 @@ func run(t testing.TB, a *app.App, settings map[string]any) state.Run {
 
 func lines[T any](t testing.TB, path string) []T {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
+	for _, l := range testkit.ReadLines(t, path) {
 		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		out = append(out, v)
