@@ -28,15 +28,10 @@ type arithModel struct {
 }
 
 func (m *arithModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	req, ok := decodeChat(body)
+	req, ok := countChat(w, r, &m.mu, &m.calls)
 	if !ok {
-		http.Error(w, "bad request", 400)
 		return
 	}
-	m.mu.Lock()
-	m.calls++
-	m.mu.Unlock()
 	writeArithReply(w, req, "x")
 }
 
@@ -47,6 +42,21 @@ type chatRequest struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
+}
+
+// countChat reads a chat completion request and counts it in calls
+// (guarded by mu); anything else is answered 400 and not counted.
+func countChat(w http.ResponseWriter, r *http.Request, mu *sync.Mutex, calls *int) (chatRequest, bool) {
+	body, _ := io.ReadAll(r.Body)
+	req, ok := decodeChat(body)
+	if !ok {
+		http.Error(w, "bad request", 400)
+		return req, false
+	}
+	mu.Lock()
+	*calls++
+	mu.Unlock()
+	return req, true
 }
 
 // decodeChat decodes a chat completion request with at least one message.
@@ -70,8 +80,13 @@ func writeArithReply(w http.ResponseWriter, req chatRequest, id string) {
 			"id": "call_1", "type": "function", "function": map[string]any{"name": "calculator", "arguments": string(args)}}}}
 		finish = "tool_calls"
 	}
+	writeChatReply(w, id, req.Model, finish, msg)
+}
+
+// writeChatReply answers a chat completion with message msg, 25 tokens.
+func writeChatReply(w http.ResponseWriter, id, model, finish string, msg map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "model": req.Model,
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "model": model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
 		"usage":   map[string]any{"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}})
 }

@@ -32,7 +32,14 @@
 //     context.
 //
 // When it exits, the session closes: calls still queued are refused, and
-// the session run ends once its last answers are delivered. The answer is
+// the session run ends once its last answers are delivered. The op waits
+// for neither the program's descendants (the reaper kills them when the
+// program exits, so none holds its output open) nor longer than its calls
+// in flight take: a call the program left behind keeps its generate, so
+// that an answer paid for is journaled (and replayed should the op run
+// again), and that generate is bounded by the model's timeout_s and
+// max_retries. So is the op after timeout_s kills the program (e2e
+// TestExternalAgentLeavesAGrandchild, TestExternalAgentExitsWithACallInFlight). The answer is
 // stdout's last JSON line (a string, {"answer"}, a trajectory or an
 // rLLM-shaped episode; gateway.ParseAgentOutput), else answer_file's
 // content, else stdout's last non-empty line. The episode is built from
