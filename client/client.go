@@ -121,13 +121,7 @@ func (c *Client) Runs(ctx context.Context, q RunsQuery) (api.Runs, error) {
 // Entries reads a page of a run's entry log after the entry seq after
 // (GET /runs/{id}/entries); limit 0 is the server's default.
 func (c *Client) Entries(ctx context.Context, id string, after uint64, limit int) (api.Entries, error) {
-	v := url.Values{}
-	if after > 0 {
-		v.Set("after", strconv.FormatUint(after, 10))
-	}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
-	}
+	v := page(url.Values{}, after, limit)
 	var out api.Entries
 	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/entries"+query(v), nil, &out)
 }
@@ -138,14 +132,7 @@ func (c *Client) Entries(ctx context.Context, id string, after uint64, limit int
 // log per request, so a page may be short, or empty, and still have a
 // Next.
 func (c *Client) EntriesOfType(ctx context.Context, id string, types []string, after uint64, limit int) (api.Entries, error) {
-	v := url.Values{}
-	v.Set("type", strings.Join(types, ","))
-	if after > 0 {
-		v.Set("after", strconv.FormatUint(after, 10))
-	}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
-	}
+	v := page(url.Values{"type": {strings.Join(types, ",")}}, after, limit)
 	var out api.Entries
 	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/entries"+query(v), nil, &out)
 }
@@ -177,13 +164,7 @@ func (c *Client) Ops(ctx context.Context, id, after string, limit int) (api.Ops,
 // seq after (GET /runs/{id}/events as JSON, not a stream: it returns at
 // once, live run or not); limit 0 is the server's default.
 func (c *Client) StoredEvents(ctx context.Context, id string, after uint64, limit int) (api.Events, error) {
-	v := url.Values{}
-	if after > 0 {
-		v.Set("after", strconv.FormatUint(after, 10))
-	}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
-	}
+	v := page(url.Values{}, after, limit)
 	var out api.Events
 	return out, c.call(ctx, http.MethodGet, "/runs/"+url.PathEscape(id)+"/events"+query(v), nil, &out)
 }
@@ -337,6 +318,18 @@ func set(v url.Values, k, s string) {
 	if s != "" {
 		v.Set(k, s)
 	}
+}
+
+// page adds a page's after (a seq; 0: from the start) and limit (0: the
+// server's default) to v and returns v.
+func page(v url.Values, after uint64, limit int) url.Values {
+	if after > 0 {
+		v.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	return v
 }
 
 func query(v url.Values) string {
