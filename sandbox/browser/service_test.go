@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,12 +56,6 @@ func needChromium(t *testing.T) {
 	}
 }
 
-type envelope struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-}
-
 // TestHTTP drives a browser session through the sandbox service over real
 // HTTP against a local form: create, navigate, type, click, extract,
 // screenshot, destroy; then checks that no chromium process of the session
@@ -100,22 +93,11 @@ func TestHTTP(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	client := &http.Client{Timeout: 60 * time.Second}
-	post := func(path string, body any) (int, envelope) {
+	post := func(path string, body any) (int, testsandbox.Envelope) {
 		t.Helper()
-		b, _ := json.Marshal(body)
-		resp, err := client.Post(ts.URL+path, "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var env envelope
-		if err := json.Unmarshal(raw, &env); err != nil {
-			t.Fatalf("%s: %d %s: %v", path, resp.StatusCode, raw, err)
-		}
-		return resp.StatusCode, env
+		return testsandbox.Post(t, client, ts.URL+path, body)
 	}
-	exec := func(worker, action string, params map[string]any) (int, envelope) {
+	exec := func(worker, action string, params map[string]any) (int, testsandbox.Envelope) {
 		return post("/api/v1/execute", map[string]any{"worker_id": worker, "action": action, "params": params})
 	}
 
@@ -207,18 +189,9 @@ func TestOwnAPIOutOfReach(t *testing.T) {
 	needChromium(t)
 	svc := testsandbox.Open(t, `{"resources": {"browser": {"enabled": true, "config": {"action_timeout_s": 10}}}}`, nil)
 	url := testsandbox.Serve(t, svc, configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
-	body, _ := json.Marshal(map[string]any{"worker_id": "w", "action": "browser:navigate", "params": map[string]any{"url": url + "/api/v1/sessions"}})
-	client := &http.Client{Timeout: 60 * time.Second}
-	resp, err := client.Post(url+"/api/v1/execute", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var env envelope
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 400 || env.Code != sandbox.CodeBusinessFailure || !strings.Contains(env.Message, "127.0.0.1") || !strings.Contains(env.Message, "loopback") {
-		t.Fatalf("navigate to the sandbox's own API = %d %d %s, want 4001 naming 127.0.0.1 loopback", resp.StatusCode, env.Code, env.Message)
+	status, env := testsandbox.Post(t, &http.Client{Timeout: 60 * time.Second}, url+"/api/v1/execute",
+		map[string]any{"worker_id": "w", "action": "browser:navigate", "params": map[string]any{"url": url + "/api/v1/sessions"}})
+	if status != 400 || env.Code != sandbox.CodeBusinessFailure || !strings.Contains(env.Message, "127.0.0.1") || !strings.Contains(env.Message, "loopback") {
+		t.Fatalf("navigate to the sandbox's own API = %d %d %s, want 4001 naming 127.0.0.1 loopback", status, env.Code, env.Message)
 	}
 }

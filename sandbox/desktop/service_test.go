@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,15 +21,10 @@ import (
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/server/sandboxapi"
 )
-
-type envelope struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-}
 
 // appState is what testdata/app.py writes to state.json.
 type appState struct {
@@ -95,23 +89,12 @@ func (h *harness) close() {
 	}
 }
 
-func (h *harness) post(path string, body any) (int, envelope) {
+func (h *harness) post(path string, body any) (int, testsandbox.Envelope) {
 	h.t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := h.client.Post(h.url+path, "application/json", bytes.NewReader(b))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		h.t.Fatalf("%s: %d %s: %v", path, resp.StatusCode, raw, err)
-	}
-	return resp.StatusCode, env
+	return testsandbox.Post(h.t, h.client, h.url+path, body)
 }
 
-func (h *harness) exec(worker, action string, params map[string]any) (int, envelope) {
+func (h *harness) exec(worker, action string, params map[string]any) (int, testsandbox.Envelope) {
 	h.t.Helper()
 	return h.post("/api/v1/execute", map[string]any{"worker_id": worker, "action": action, "params": params})
 }

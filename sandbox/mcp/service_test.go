@@ -1,9 +1,7 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,34 +25,12 @@ func newHTTP(t testing.TB, servers map[string]any) (string, *sandbox.Service) {
 	return testsandbox.Serve(t, svc, configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir()}), svc
 }
 
-type envelope struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-	Meta    struct {
-		Tool         string `json:"tool"`
-		ResourceType string `json:"resource_type"`
-		SessionID    string `json:"session_id"`
-	} `json:"meta"`
-}
-
-func postJSON(t testing.TB, url, path string, body any) (int, envelope) {
+func postJSON(t testing.TB, url, path string, body any) (int, testsandbox.Envelope) {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(url+path, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		t.Fatalf("%s: status %d, body %s: %v", path, resp.StatusCode, raw, err)
-	}
-	return resp.StatusCode, env
+	return testsandbox.Post(t, nil, url+path, body)
 }
 
-func execHTTP(t testing.TB, url, worker, action string, params map[string]any) (int, envelope, Result) {
+func execHTTP(t testing.TB, url, worker, action string, params map[string]any) (int, testsandbox.Envelope, Result) {
 	t.Helper()
 	status, env := postJSON(t, url, "/api/v1/execute", map[string]any{"worker_id": worker, "action": action, "params": params})
 	var r Result

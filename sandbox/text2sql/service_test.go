@@ -37,32 +37,9 @@ func newHTTP(tb testing.TB, svc *sandbox.Service) string {
 	return testsandbox.Serve(tb, svc, configs.Server{Addr: "127.0.0.1:0", DataDir: tb.TempDir()})
 }
 
-type envelope struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-	Meta    struct {
-		Tool         string  `json:"tool"`
-		ResourceType string  `json:"resource_type"`
-		SessionID    *string `json:"session_id"`
-		TraceID      string  `json:"trace_id"`
-	} `json:"meta"`
-}
-
-func post(tb testing.TB, client *http.Client, url string, body any) (int, envelope) {
+func post(tb testing.TB, client *http.Client, url string, body any) (int, testsandbox.Envelope) {
 	tb.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := client.Post(url+"/api/v1/execute", "application/json", bytes.NewReader(b))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		tb.Fatalf("status %d, body %s: %v", resp.StatusCode, raw, err)
-	}
-	return resp.StatusCode, env
+	return testsandbox.Post(tb, client, url+"/api/v1/execute", body)
 }
 
 // TestService runs the three tools through sandbox.Service: envelopes with the

@@ -1,14 +1,19 @@
 // Package testsandbox starts a real sandbox service for a test and serves
 // it over HTTP as `flock sandbox` does, in place of the parse, start,
 // serve and clean-up lines the tests of the sandbox, its backends, the
-// server, the viewer and the synthesis phases each wrote. The service has
+// server, the viewer and the synthesis phases each wrote; Post posts to
+// its API and reads the envelope back. The service has
 // the backends the test's binary links: a backend's own tests get it, the
 // others import sandbox/all or the backends they name. It is apart from
 // package testkit because it imports the sandbox and the server.
 package testsandbox
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -50,4 +55,41 @@ func Serve(tb testing.TB, svc *sandbox.Service, cfg configs.Server) string {
 	ts := httptest.NewServer(srv.Handler())
 	tb.Cleanup(ts.Close)
 	return ts.URL
+}
+
+// Envelope is AgentFlow's answer envelope (sandbox.Envelope) as a test
+// reads it back, its data left raw for the test to decode.
+type Envelope struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+	Meta    sandbox.Meta    `json:"meta"`
+}
+
+// Post posts body as JSON to url with client (nil: http.DefaultClient)
+// and returns the answer's HTTP status and envelope; it fails tb if the
+// request fails or the answer is not an envelope.
+func Post(tb testing.TB, client *http.Client, url string, body any) (int, Envelope) {
+	tb.Helper()
+	if client == nil {
+		client = http.DefaultClient
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		tb.Fatalf("POST %s: %v", url, err)
+	}
+	resp, err := client.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		tb.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("POST %s: read the answer: %v", url, err)
+	}
+	var env Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		tb.Fatalf("POST %s: status %d, body %s: %v", url, resp.StatusCode, raw, err)
+	}
+	return resp.StatusCode, env
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -69,4 +70,27 @@ func (r *recorder) Helper() {}
 func (r *recorder) Fatalf(format string, args ...any) {
 	r.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+// TestPostReadsTheEnvelope: Post returns the status and envelope of an
+// answer (a refused action), and fails the test on an answer that is not
+// an envelope.
+func TestPostReadsTheEnvelope(t *testing.T) {
+	url := Serve(t, Open(t, `{}`, nil), configs.Server{Addr: "127.0.0.1:0"})
+	status, env := Post(t, nil, url+"/api/v1/execute", map[string]any{"worker_id": "w", "action": "nosuch:tool"})
+	if status < 400 || env.Code == 0 || env.Message == "" {
+		t.Fatalf("unknown action = %d %+v, want a refusal", status, env)
+	}
+	text := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "not an envelope") }))
+	defer text.Close()
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Post(r, nil, text.URL+"/x", map[string]any{})
+	}()
+	<-done
+	if !strings.Contains(r.msg, text.URL+"/x") || !strings.Contains(r.msg, "not an envelope") {
+		t.Fatalf("failure %q does not name the URL and the body", r.msg)
+	}
 }
