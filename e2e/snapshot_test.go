@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,4 +98,135 @@ func TestSnapshotBoundsThroughTheBinary(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "blob.bin")); !os.IsNotExist(err) {
 		t.Fatalf("the fork has a blob.bin: %v", err)
 	}
+}
+
+// TestSnapshotDeltasKill9 kills the server (SIGKILL) at varied moments
+// while a script changes a few files of a work directory of 300 per step,
+// so that kills fall while contents are stored, while a manifest's delta
+// is appended and between those and the step's commit; after restarts the
+// run ends, its manifests are mostly deltas (far smaller than whole ones),
+// and a fork at any step restores that step's work directory exactly:
+// each fork, running the script's remaining commands (each idempotent),
+// ends with the source's work directory, files, modes and links.
+func TestSnapshotDeltasKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	data, addr := t.TempDir(), freePort(t)
+	const steps = 41
+	cmds := []string{"for i in $(seq 300); do echo init > f$i; done"}
+	for i := 1; i < steps; i++ {
+		c := fmt.Sprintf("echo %d > s%d; echo %d > f%d; ", i, i, i, i*7%300+1)
+		switch {
+		case i%4 == 0:
+			c += fmt.Sprintf("rm -f s%d; ", i-2)
+		case i%5 == 0:
+			c += fmt.Sprintf("chmod 600 s%d; ", i-1)
+		case i%3 == 0:
+			c += fmt.Sprintf("ln -sfn s%d link; ", i)
+		}
+		cmds = append(cmds, c+"sleep 0.05")
+	}
+	p := startServer(t, data, addr)
+	id := p.start("script", map[string]any{"commands": cmds})
+	for _, d := range []time.Duration{150, 420, 60, 610, 260, 330} {
+		time.Sleep(d * time.Millisecond)
+		p.kill()
+		before := journaled(t, data, []string{id})
+		p = startServer(t, data, addr)
+		if before[0] >= 0 {
+			waitProgress(t, p, []string{id}, before)
+		}
+	}
+	if h := waitEnded(t, p, id, 120*time.Second); h.Status != "succeeded" {
+		t.Fatalf("source %s %s\n%s", h.Status, h.Error, p.out.String())
+	}
+	want := workTree(t, filepath.Join(data, "runs", id))
+	again := 0
+	for _, op := range p.ops(id) {
+		if op.Attempts > 1 {
+			again++
+		}
+	}
+	t.Logf("%d of %d commands ran again after a kill", again, steps)
+
+	var logBytes, fullBytes int64
+	var fulls int
+	snaps := filepath.Join(data, "runs", ".snapshots", "runs", id)
+	names, _ := os.ReadDir(snaps)
+	for _, n := range names {
+		info, err := n.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch filepath.Ext(n.Name()) {
+		case ".log":
+			logBytes += info.Size()
+		case ".json":
+			fullBytes += info.Size()
+			fulls++
+		}
+	}
+	t.Logf("%d whole manifests (%d bytes), %d bytes of deltas", fulls, fullBytes, logBytes)
+	if fulls > 7 || logBytes == 0 || logBytes > fullBytes {
+		t.Errorf("the run wrote %d whole manifests (%d bytes) and %d bytes of deltas over %d steps and 6 kills: want mostly deltas",
+			fulls, fullBytes, logBytes, steps)
+	}
+
+	ctx := context.Background()
+	forks := map[uint64]string{}
+	for _, step := range []uint64{1, 2, 5, 11, 16, 23, 30, 37, steps} {
+		f, err := p.c.Fork(ctx, id, api.ForkRequest{Step: step})
+		if err != nil || len(f.Warnings) > 0 {
+			t.Fatalf("fork at %d: %v %q", step, err, f.Warnings)
+		}
+		forks[step] = f.RunID
+	}
+	for step, f := range forks {
+		if h := waitEnded(t, p, f, 120*time.Second); h.Status != "succeeded" {
+			t.Fatalf("fork at %d: %s %s", step, h.Status, h.Error)
+		}
+		got := workTree(t, filepath.Join(data, "runs", f))
+		var diff []string
+		paths := maps.Clone(want)
+		maps.Copy(paths, got)
+		for p := range paths {
+			if got[p] != want[p] {
+				diff = append(diff, fmt.Sprintf("%s: %s, want %s", p, cmp.Or(got[p], "(none)"), cmp.Or(want[p], "(none)")))
+			}
+		}
+		if len(diff) > 0 {
+			sort.Strings(diff)
+			t.Errorf("fork at %d ends with a work directory other than the source's: %s", step, strings.Join(diff, "; "))
+		}
+	}
+}
+
+// workTree describes the files of dir: per path its mode and content, or
+// its link's target.
+func workTree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			out[rel] = "-> " + target
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = fmt.Sprintf("%v %q", info.Mode(), b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
