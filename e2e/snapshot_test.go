@@ -141,7 +141,7 @@ func TestSnapshotDeltasKill9(t *testing.T) {
 	if h := waitEnded(t, p, id, 120*time.Second); h.Status != "succeeded" {
 		t.Fatalf("source %s %s\n%s", h.Status, h.Error, p.out.String())
 	}
-	want := workTree(t, filepath.Join(data, "runs", id))
+	want := testkit.Tree(t, filepath.Join(data, "runs", id))
 	again := 0
 	for _, op := range p.ops(id) {
 		if op.Attempts > 1 {
@@ -186,7 +186,7 @@ func TestSnapshotDeltasKill9(t *testing.T) {
 		if h := waitEnded(t, p, f, 120*time.Second); h.Status != "succeeded" {
 			t.Fatalf("fork at %d: %s %s", step, h.Status, h.Error)
 		}
-		got := workTree(t, filepath.Join(data, "runs", f))
+		got := testkit.Tree(t, filepath.Join(data, "runs", f))
 		var diff []string
 		paths := maps.Clone(want)
 		maps.Copy(paths, got)
@@ -200,33 +200,4 @@ func TestSnapshotDeltasKill9(t *testing.T) {
 			t.Errorf("fork at %d ends with a work directory other than the source's: %s", step, strings.Join(diff, "; "))
 		}
 	}
-}
-
-// workTree describes the files of dir: per path its mode and content, or
-// its link's target.
-func workTree(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if info.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(p)
-			out[rel] = "-> " + target
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[rel] = fmt.Sprintf("%v %q", info.Mode(), b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

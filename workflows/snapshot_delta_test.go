@@ -3,7 +3,6 @@ package workflows
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/internal/sparse"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/state"
 )
 
@@ -166,40 +166,6 @@ func BenchmarkSnapshotRestore(b *testing.B) {
 	})
 }
 
-// workDirState describes what dir holds, as a restore must give it back:
-// per file its mode, its link's target or its content's hash and size,
-// and whether it has holes.
-func workDirState(tb testing.TB, dir string) map[string]string {
-	tb.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(p)
-			out[rel] = "link " + target
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		holes := sparse.DiskUsage(info) < info.Size()/2
-		out[rel] = fmt.Sprintf("%v %d %x holes=%v", info.Mode(), info.Size(), sha256.Sum256(b), holes)
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return out
-}
-
 // restoreAt restores run r's snapshot of step into a new directory and
 // returns what it holds.
 func restoreAt(tb testing.TB, e *Executor, id string, step uint64) map[string]string {
@@ -214,7 +180,7 @@ func restoreAt(tb testing.TB, e *Executor, id string, step uint64) map[string]st
 			tb.Fatalf("restore step %d: %v %q", step, err, lost)
 		}
 	}
-	return workDirState(tb, out)
+	return testkit.Tree(tb, out)
 }
 
 // changeWorkDir makes step i's change to dir, one of many kinds chosen by
@@ -273,7 +239,7 @@ func TestSnapshotDeltaRestoreExact(t *testing.T) {
 			r = &runner{e: r.e, id: r.id, head: r.head, ctx: r.ctx}
 		}
 		snapStep(t, r)
-		want[r.head.Step] = workDirState(t, dir)
+		want[r.head.Step] = testkit.Tree(t, dir)
 	}
 	for step := uint64(1); step <= r.head.Step; step++ {
 		if got := restoreAt(t, r.e, r.id, step); !maps.Equal(got, want[step]) {
@@ -325,7 +291,7 @@ func TestSnapshotOldJournal(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return workDirState(t, dir)
+		return testkit.Tree(t, dir)
 	}
 	b := file{"sub/b.sh", "#!/bin/sh\necho b\n", 0o755}
 	c := file{"c.txt", "see\n", 0o640}
@@ -359,7 +325,7 @@ func TestSnapshotOldJournal(t *testing.T) {
 	}
 	r := &runner{e: e, id: id, head: state.Run{WorkDir: dir, Step: 4}, ctx: context.Background()}
 	snapStep(t, r)
-	want[5] = workDirState(t, dir)
+	want[5] = testkit.Tree(t, dir)
 	for step := range uint64(6) {
 		if got := restoreAt(t, e, id, step); !maps.Equal(got, want[step]) {
 			t.Errorf("after the resume, step %d restores\n%v\nwant\n%v", step, got, want[step])
@@ -396,7 +362,7 @@ func TestSnapshotDeltaCrash(t *testing.T) {
 	for i := range 3 {
 		write(fmt.Sprintf("f%d", i), strings.Repeat("x", i+1))
 		snapStep(t, r)
-		want[r.head.Step] = workDirState(t, dir)
+		want[r.head.Step] = testkit.Tree(t, dir)
 	}
 	logPath := filepath.Join(r.e.snapRunDir(r.id), deltaLogName(1))
 
@@ -409,7 +375,7 @@ func TestSnapshotDeltaCrash(t *testing.T) {
 	resume()
 	r.head.Step--
 	snapStep(t, r)
-	want[r.head.Step] = workDirState(t, dir)
+	want[r.head.Step] = testkit.Tree(t, dir)
 
 	// Killed in the middle of step 5's delta; the step's operation, run
 	// again after the resume, does not write the long-named file.
@@ -433,10 +399,10 @@ func TestSnapshotDeltaCrash(t *testing.T) {
 	resume()
 	r.head.Step--
 	snapStep(t, r)
-	want[r.head.Step] = workDirState(t, dir)
+	want[r.head.Step] = testkit.Tree(t, dir)
 	write("f2", "six")
 	snapStep(t, r)
-	want[r.head.Step] = workDirState(t, dir)
+	want[r.head.Step] = testkit.Tree(t, dir)
 	for step := uint64(1); step <= r.head.Step; step++ {
 		if got := restoreAt(t, r.e, r.id, step); !maps.Equal(got, want[step]) {
 			t.Errorf("step %d restores\n%v\nwant\n%v", step, got, want[step])
