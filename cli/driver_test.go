@@ -11,6 +11,7 @@ import (
 
 	"github.com/flockrun/flock/client"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
@@ -50,7 +51,7 @@ func TestHandoverInterruptedInFlight(t *testing.T) {
 	if err := srv.MountOperator(server.Operator{Token: token, Keys: a.Keys, DataDir: a.Config.DataDir}); err != nil {
 		t.Fatal(err)
 	}
-	base := startTestServer(t, srv)
+	base := testkit.Serve(t, srv)
 	// interrupted drives the command's steps as run.go does, its context
 	// cancelled when the answer to path arrives.
 	interrupted := func(t *testing.T, path string, start func(context.Context, *driver) (state.Run, error)) (string, string) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -30,7 +29,7 @@ func TestRunsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := startTestServer(t, srv)
+	base := testkit.Serve(t, srv)
 	flock := func(args ...string) (string, string, int) {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -118,20 +117,4 @@ func TestRunsCommands(t *testing.T) {
 	if code := Main(t.Context(), []string{"runs", "cancel", id, "--server", base}, &out2, &errb); code != 1 || !strings.Contains(errb.String(), "refused the token") {
 		t.Errorf("without the token: %d %s", code, errb.String())
 	}
-}
-
-// startTestServer starts srv, shuts it down when the test ends, and
-// returns its base URL.
-func startTestServer(t *testing.T, srv *server.Server) string {
-	t.Helper()
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	return "http://" + addr.String()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/server/sandboxapi"
 )
 
@@ -76,11 +77,7 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	base := testkit.Serve(t, srv)
 
 	// The benchmark and the scripted model's replies are README's, shipped
 	// in examples/sandbox.
@@ -95,7 +92,7 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 	settings, _ := json.Marshal(map[string]any{
 		"data_path": "bench.jsonl", "benchmark_name": "sbx", "num_chains": 1,
 		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": "script.jsonl"}},
-		"agent":  agent("http://" + addr.String()),
+		"agent":  agent(base),
 	})
 	writeFiles(t, dir, map[string]string{
 		"rollout.json": string(settings),

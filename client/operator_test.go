@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -53,12 +52,8 @@ func TestClientOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	c, err := client.New("http://"+addr.String(), client.WithToken(token))
+	base := testkit.Serve(t, srv)
+	c, err := client.New(base, client.WithToken(token))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit"
@@ -35,18 +33,7 @@ func TestCrossSiteStartRunsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(cctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	base := "http://" + addr.String()
+	base := testkit.Serve(t, srv)
 	body, _ := json.Marshal(map[string]any{"workflow": "script",
 		"settings": map[string]any{"commands": []string{"touch " + marker}}})
 	post := func(contentType, origin, payload string) (int, string) {

@@ -232,19 +232,8 @@ func newEnvSetup(tb testing.TB, setup envSetup, opts ...func(*configs.Server)) *
 	if setup.server != nil {
 		setup.server(srv)
 	}
-	addr, err := srv.Start()
-	if err != nil {
-		tb.Fatalf("start server: %v", err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			tb.Errorf("shutdown server: %v", err)
-		}
-	})
 	e.srv = srv
-	e.base = "http://" + addr.String()
+	e.base = testkit.Serve(tb, srv)
 	return e
 }
 

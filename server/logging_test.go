@@ -1,12 +1,10 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -34,18 +32,7 @@ func TestDebugLogCarriesNoToken(t *testing.T) {
 		t.Fatal("echo does not log through the server's logger")
 	}
 	srv.e.GET("/panic", func(*echo.Context) error { panic("boom") })
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	e := &env{base: "http://" + addr.String(), token: token}
+	e := &env{base: testkit.Serve(t, srv), token: token}
 	id := e.start(t, "test.log", "")
 	requests := []struct {
 		method, path, auth string
@@ -93,18 +80,7 @@ func TestServerLogsAtItsLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	e := &env{base: "http://" + addr.String()}
+	e := &env{base: testkit.Serve(t, srv)}
 	if r := e.do(t, http.MethodGet, "/health", nil); r.status != http.StatusOK {
 		t.Fatalf("health: %d", r.status)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/sandbox"
@@ -74,12 +75,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			srv := k.build(t, configs.Server{Addr: "127.0.0.1:0", DataDir: t.TempDir(), AuthToken: routesToken})
-			addr, err := srv.Start()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-			base := "http://" + addr.String()
+			base := testkit.Serve(t, srv)
 			var doc map[string]any
 			if status, body := call(t, base, http.MethodGet, "/openapi.json"); status != http.StatusOK || json.Unmarshal(body, &doc) != nil {
 				t.Fatalf("GET /openapi.json: %d %s", status, body)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit"
+	"github.com/flockrun/flock/internal/testkit/testapp"
 	"github.com/flockrun/flock/server"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
@@ -37,29 +39,14 @@ func newFlock(t testing.TB, mutate ...func(*configs.Server)) *flock {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	a, err := app.Open(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testapp.Open(t, cfg)
 	srv, err := server.New(a.Config, a.Executor, a.Executor.Store(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.MountGateway(a.Gateway)
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + addr.String()
+	base := testkit.Serve(t, srv)
 	a.Gateway.SetBaseURL(base)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		if err := a.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
 	return &flock{t: t, app: a, base: base, dir: dir}
 }
 

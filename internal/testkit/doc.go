@@ -23,6 +23,11 @@
 // server's or an executor's logger, a command's stdout, a child process)
 // and reads while they still run.
 //
+// # Servers
+//
+// Serve starts flock's API server or the sandbox's on its configured
+// address and shuts it down when the test ends.
+//
 // # Certificates
 //
 // NewCA makes a certificate authority for one test and Issue signs

@@ -2,7 +2,6 @@ package sandboxapi_test
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -24,12 +23,7 @@ func start(t *testing.T, cfgJSON string, cfg configs.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := srv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return addr.String()
+	return strings.TrimPrefix(testkit.Serve(t, srv), "http://")
 }
 
 // TestSlowClientsCutOff is the attack of issue 23.5 on the sandbox service
