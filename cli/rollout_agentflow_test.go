@@ -72,9 +72,9 @@ func TestRolloutAgentFlowConfig(t *testing.T) {
 		t.Fatalf("AgentFlow keys reported as unknown:\n%s", out.String())
 	}
 	var man rollout.Manifest
-	readJSONFile(t, filepath.Join(dir, "af_results", "rollout_af_shell.json"), &man)
+	testkit.ReadJSON(t, filepath.Join(dir, "af_results", "rollout_af_shell.json"), &man)
 	var sum rollout.Summary
-	readJSONFile(t, man.Summary, &sum)
+	testkit.ReadJSON(t, man.Summary, &sum)
 	// number_of_tasks 2; numeric_match; save_trajectories keeps episodes.
 	if sum.TotalTasks != 2 || sum.FinishedSamples != 2 || sum.Metric != "numeric_match" || man.Episodes == "" {
 		t.Fatalf("summary %+v", sum)

@@ -77,9 +77,9 @@ func (h *handRollout) run(args ...string) (string, int) {
 func (h *handRollout) state() (rollout.Manifest, rollout.Summary, map[string]rollout.Row, int) {
 	h.t.Helper()
 	var man rollout.Manifest
-	readJSONFile(h.t, filepath.Join(h.out, "rollout_hand.json"), &man)
+	testkit.ReadJSON(h.t, filepath.Join(h.out, "rollout_hand.json"), &man)
 	var sum rollout.Summary
-	readJSONFile(h.t, man.Summary, &sum)
+	testkit.ReadJSON(h.t, man.Summary, &sum)
 	rows := map[string]rollout.Row{}
 	lines := testkit.ReadLines(h.t, man.Results)
 	for _, l := range lines {
@@ -90,17 +90,6 @@ func (h *handRollout) state() (rollout.Manifest, rollout.Summary, map[string]rol
 		rows[r.TaskID] = r
 	}
 	return man, sum, rows, len(lines)
-}
-
-func readJSONFile(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }
 
 func approx(a, b float64) bool { return math.Abs(a-b) < 1e-9 }

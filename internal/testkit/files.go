@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -54,4 +55,17 @@ func ReadLines(tb testing.TB, path string) []string {
 		tb.Fatalf("read %s: %v", path, err)
 	}
 	return out
+}
+
+// ReadJSON decodes the JSON file at path into v; a read or decode error
+// fails tb, naming the file.
+func ReadJSON(tb testing.TB, path string, v any) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
 }

@@ -26,3 +26,23 @@ func TestReadLines(t *testing.T) {
 		t.Fatalf("CountLines of a missing file = %d, want 0", n)
 	}
 }
+
+// TestReadJSON decodes a file, and fails naming the file it cannot decode.
+func TestReadJSON(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.json"), filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, []byte(`{"a": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"a": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ A int }
+	ReadJSON(t, good, &v)
+	if v.A != 1 {
+		t.Fatalf("decoded %+v", v)
+	}
+	if msg := run(t, func(tb testing.TB) { ReadJSON(tb, bad, &v) }); !strings.Contains(msg, bad) {
+		t.Fatalf("failure %q does not name %s", msg, bad)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,17 +78,6 @@ func wait(t testing.TB, a *app.App, id string) state.Run {
 	return testrun.Wait(t, a.Executor, id)
 }
 
-func readJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // TestMiniRollout runs testdata/mini (5 tasks × 3 chains) end to end: real
@@ -109,12 +97,12 @@ func TestMiniRollout(t *testing.T) {
 		t.Fatalf("rollout %s: %s %s", end.Status, end.EndReason, end.Error)
 	}
 	var man rollout.Manifest
-	readJSON(t, filepath.Join(out, "rollout_mini.json"), &man)
+	testkit.ReadJSON(t, filepath.Join(out, "rollout_mini.json"), &man)
 	if !man.Complete || man.RunID != h.ID {
 		t.Fatalf("manifest %+v", man)
 	}
 	var sum rollout.Summary
-	readJSON(t, man.Summary, &sum)
+	testkit.ReadJSON(t, man.Summary, &sum)
 	var res rollout.Summary
 	if err := json.Unmarshal(end.Result, &res); err != nil {
 		t.Fatal(err)
@@ -177,7 +165,7 @@ func TestMiniRollout(t *testing.T) {
 	}
 
 	var ev rollout.Evaluation
-	readJSON(t, man.Evaluation, &ev)
+	testkit.ReadJSON(t, man.Evaluation, &ev)
 	if len(ev.Evaluations) != 15 || ev.Evaluations[0].TaskID != "add" || ev.Evaluations[14].TaskID != "file" || ev.PerfectMatches != 8 {
 		t.Fatalf("evaluation %+v", ev)
 	}
@@ -236,7 +224,7 @@ func TestMiniRollout(t *testing.T) {
 		t.Fatalf("%d result lines after the re-run, want one per sample (15)", len(lines))
 	}
 	var sum2 rollout.Summary
-	readJSON(t, man.Summary, &sum2)
+	testkit.ReadJSON(t, man.Summary, &sum2)
 	if sum2.Timestamp != sum.Timestamp || sum2.FinishedSamples != 15 || !near(sum2.PassAtK[0], 8.0/15) || sum2.RunID != h2.ID {
 		t.Fatalf("re-run summary %+v", sum2)
 	}
@@ -272,7 +260,7 @@ func TestJudgeRollout(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 	var ev rollout.Evaluation
-	readJSON(t, sum.Evaluation, &ev)
+	testkit.ReadJSON(t, sum.Evaluation, &ev)
 	for _, e := range ev.Evaluations {
 		if e.TaskID == "cap" && e.Chain == 2 && (e.Details.EvalError == "" || e.Score != 0) {
 			t.Fatalf("unclear verdict graded %+v", e)
@@ -316,7 +304,7 @@ func TestJudgeRegrade(t *testing.T) {
 		t.Fatalf("judge re-grade summary %+v regraded %d errors %v", sum.Summary, sum.Regraded, sum.Errors)
 	}
 	var ev rollout.Evaluation
-	readJSON(t, sum.Evaluation, &ev)
+	testkit.ReadJSON(t, sum.Evaluation, &ev)
 	for _, e := range ev.Evaluations {
 		if e.TaskID == "cap" && e.Chain == 1 && e.Details.JudgeReasoning != "Lyon is not the capital" {
 			t.Fatalf("cap:1 not judged %+v", e)

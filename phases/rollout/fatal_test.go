@@ -65,9 +65,9 @@ func TestRolloutStopsOnModelError(t *testing.T) {
 		t.Fatalf("%d agent runs, %d generates; want 4 and 4", len(runs), gens)
 	}
 	var man rollout.Manifest
-	readJSON(t, filepath.Join(out, "rollout_mini.json"), &man)
+	testkit.ReadJSON(t, filepath.Join(out, "rollout_mini.json"), &man)
 	var sum rollout.Summary
-	readJSON(t, man.Summary, &sum)
+	testkit.ReadJSON(t, man.Summary, &sum)
 	if sum.FinishedSamples != 4 || sum.MissingSamples != 11 || sum.Complete || sum.FailedBy[record.ReasonModelError] != 4 {
 		t.Fatalf("summary %+v", sum)
 	}
@@ -84,7 +84,7 @@ func TestRolloutStopsOnModelError(t *testing.T) {
 		t.Fatalf("second rollout %s (%s): %s", end.Status, end.EndReason, end.Error)
 	}
 	var sum2 rollout.Summary
-	readJSON(t, man.Summary, &sum2)
+	testkit.ReadJSON(t, man.Summary, &sum2)
 	if sum2.FinishedSamples != 15 || !sum2.Complete || sum2.FailedBy[record.ReasonModelError] != 0 {
 		t.Fatalf("second summary %+v", sum2)
 	}
