@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,7 +16,7 @@ func main() {
 	// Before anything reads a secret: nothing flock starts may read its
 	// memory or environment (see package isolation).
 	if err := isolation.ProtectSelf(); err != nil {
-		fmt.Fprintf(os.Stderr, "flock: warning: %v\n", err)
+		cli.Warn(os.Args[1:], os.Stderr, err.Error())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -52,26 +52,62 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = run(ctx, rest, stdout, stderr)
 	}
 	label := cmdLabel(name)
+	// The command may have stopped before it read its flags: the lines
+	// below follow the --log-format the command line asks for.
+	out := newNotices(stderr, logOpts{Format: askedLogFormat(rest)})
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "%s: %s\n", label, terminalText(err))
+		hint := fmt.Sprintf("Run \"%s -h\" for its usage, flags and examples.", label)
 		if name == "" || name == launchCommand.name || name == "help" {
-			fmt.Fprintln(stderr, `Run "flock help" for the commands and their usage.`)
-		} else {
-			fmt.Fprintf(stderr, "Run \"%s -h\" for its usage, flags and examples.\n", label)
+			hint = `Run "flock help" for the commands and their usage.`
 		}
+		out.fail(label+": "+terminalText(err)+"\n"+hint, "usage error", "command", label, "err", terminalText(err), "hint", hint)
 		return 2
 	case errors.Is(err, errRunFailed), errors.Is(err, errReported):
 		return 1
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "%s: interrupted\n", label)
+		out.fail(label+": interrupted", "interrupted", "command", label)
 		return 1
 	default:
-		fmt.Fprintf(stderr, "%s: %s\n", label, terminalText(err))
+		out.fail(label+": "+terminalText(err), stoppedOnError, "command", label, "err", terminalText(err))
 		return 1
 	}
+}
+
+// Warn prints a warning of flock's start, before Main, the way Main prints
+// its lines: "flock: warning: msg", or a JSON record when args (the whole
+// command line) ask for --log-format json.
+func Warn(args []string, stderr io.Writer, msg string) {
+	newNotices(stderr, logOpts{Format: askedLogFormat(args)}).warn("flock", []string{msg})
+}
+
+// askedLogFormat returns the value of the last --log-format (or
+// -log-format, with a space or "=") among a command's arguments, before
+// any "--"; "" when there is none. Main reads it itself: a usage error
+// stops a command before its flags are parsed.
+func askedLogFormat(args []string) string {
+	format := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "log-format" {
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				break
+			}
+			i++
+			value = args[i]
+		}
+		format = value
+	}
+	return format
 }
 
 // errUsage is wrapped by the errors that mean the command line is wrong

@@ -164,7 +164,7 @@ func TestServeConfigFileEveryKey(t *testing.T) {
 	if err := fs.Parse([]string{"--config", path, "--addr", "127.0.0.1:6666"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyConfigFile(fs, &cfg, &tf, io.Discard); err != nil {
+	if err := applyConfigFile(fs, &cfg, &tf, notices{w: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	want := configs.Server{Addr: "127.0.0.1:6666", DataDir: data, Mode: "live", HeaderTimeoutS: 3, BodyTimeoutS: 7, MaxBodyBytes: 1000,
@@ -300,5 +300,27 @@ func TestTimeoutPrecedence(t *testing.T) {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errs)
 			}
 		})
+	}
+}
+
+// TestAskedLogFormat: Main finds --log-format in a command line it could
+// not parse: either spelling, a space or "=", the last one winning, none
+// after "--" or without a value.
+func TestAskedLogFormat(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--addr", "x", "--log-format", "json", "--bad"}, "json"},
+		{[]string{"-log-format=json"}, "json"},
+		{[]string{"--log-format", "json", "--log-format=text"}, "text"},
+		{[]string{"--", "--log-format", "json"}, ""},
+		{[]string{"--log-format"}, ""},
+		{[]string{"--task", "log-format", "json"}, ""},
+		{nil, ""},
+	} {
+		if got := askedLogFormat(c.args); got != c.want {
+			t.Errorf("askedLogFormat(%q) = %q, want %q", c.args, got, c.want)
+		}
 	}
 }

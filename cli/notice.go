@@ -53,6 +53,15 @@ func (n notices) warn(cmd string, warnings []string) {
 	}
 }
 
+// fail prints text (a line or more), or the ERROR record msg with attrs.
+func (n notices) fail(text, msg string, attrs ...any) {
+	if n.json != nil {
+		n.json.Error(msg, attrs...)
+		return
+	}
+	fmt.Fprintln(n.w, text)
+}
+
 // result prints a finished run's result line.
 func (n notices) result(h state.Run) {
 	if n.json == nil {
@@ -77,6 +86,10 @@ func reported(log *slog.Logger, lo logOpts, err error) error {
 	if err == nil || lo.Format != "json" || errors.Is(err, errRunFailed) || errors.Is(err, errUsage) {
 		return err
 	}
-	log.Error("flock stopped on an error", "err", terminalText(err))
+	log.Error(stoppedOnError, "err", terminalText(err))
 	return errReported
 }
+
+// stoppedOnError is the message of the record of an error that stops a
+// command.
+const stoppedOnError = "flock stopped on an error"

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"slices"
@@ -44,13 +43,13 @@ func (t *tokenFlags) registerClient(fs *flag.FlagSet) {
 // (not both), else fromFile (the --config file's auth_token_env or
 // auth_token_file), else the environment (FLOCK_AUTH_TOKEN_FILE or
 // FLOCK_AUTH_TOKEN, not both). A token on the command line is warned about
-// on stderr.
-func (t *tokenFlags) resolve(fromFile string, stderr io.Writer) (string, error) {
+// on warn.
+func (t *tokenFlags) resolve(fromFile string, warn notices) (string, error) {
 	switch {
 	case t.value != "" && t.file != "":
 		return "", fmt.Errorf("%w: both a token and a token file are given (--auth-token and --auth-token-file, or --token and --token-file); keep one", errUsage)
 	case t.value != "":
-		fmt.Fprintln(stderr, "flock: warning: --auth-token puts the token on the command line, where every process of this machine can read it (ps); use --auth-token-file or FLOCK_AUTH_TOKEN_FILE")
+		warn.warn("flock", []string{"--auth-token puts the token on the command line, where every process of this machine can read it (ps); use --auth-token-file or FLOCK_AUTH_TOKEN_FILE"})
 		return t.value, nil
 	case t.file != "":
 		return configs.ReadTokenFile(t.file)

@@ -135,9 +135,10 @@ func rolloutCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	printWarnings(stderr, "flock rollout", warnings)
+	warn := newNotices(stderr, level)
+	warn.warn("flock rollout", warnings)
 	if line := d.othersLine(ctx, h.ID); line != "" {
-		fmt.Fprintln(stderr, line)
+		warn.say(line, line)
 	}
 	if !quiet {
 		fmt.Fprintf(stdout, "rollout %s: data %s\n", h.ID, d.dataDir())

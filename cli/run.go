@@ -65,6 +65,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer d.Close()
 	var h state.Run
 	resumed := false
+	warn := newNotices(stderr, level)
 	if resume != "" {
 		if h, err = d.resume(ctx, resume); err != nil {
 			return err
@@ -74,10 +75,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if h, warnings, resumed, err = d.launch(ctx, req); err != nil {
 			return err
 		}
-		printWarnings(stderr, "flock run", warnings)
+		warn.warn("flock run", warnings)
 	}
 	if line := d.othersLine(ctx, h.ID); line != "" {
-		fmt.Fprintln(stderr, line)
+		warn.say(line, line)
 	}
 	var p *progress
 	if !quiet {

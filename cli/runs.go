@@ -73,7 +73,7 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) > len(want) {
 		return fmt.Errorf("%w: unexpected argument %q (flock runs %s takes %s)", errUsage, pos[len(want)], sub, argsPhrase(want))
 	}
-	if *token, err = tf.resolve("", io.Discard); err != nil {
+	if *token, err = tf.resolve("", notices{w: io.Discard}); err != nil {
 		return err
 	}
 	switch sub {

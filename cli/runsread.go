@@ -409,7 +409,7 @@ func workflowsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	token, err := tf.resolve("", io.Discard)
+	token, err := tf.resolve("", notices{w: io.Discard})
 	if err != nil {
 		return err
 	}

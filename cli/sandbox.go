@@ -87,7 +87,7 @@ func sandboxCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	var err error
-	if cfg.AuthToken, err = tf.resolve("", stderr); err != nil {
+	if cfg.AuthToken, err = tf.resolve("", newNotices(stderr, level)); err != nil {
 		return err
 	}
 	hideFiles(&cfg, append(tf.files(), *path)...)

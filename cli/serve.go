@@ -48,10 +48,10 @@ func serverFlags(fs *flag.FlagSet, cfg *configs.Server, lo *logOpts, tf *tokenFl
 // reaches the server without a line here. It resolves the auth token
 // (flags, then the file, then the environment), and hides the settings
 // file and the token files from the programs flock starts (hideFiles).
-func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server, tf *tokenFlags, stderr io.Writer) error {
+func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server, tf *tokenFlags, warn notices) error {
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
-		tok, err := tf.resolve("", stderr)
+		tok, err := tf.resolve("", warn)
 		cfg.AuthToken = tok
 		hideFiles(cfg, tf.files()...)
 		return err
@@ -63,7 +63,7 @@ func applyConfigFile(fs *flag.FlagSet, cfg *configs.Server, tf *tokenFlags, stde
 	if err != nil {
 		return err
 	}
-	if cfg.AuthToken, err = tf.resolve(file.AuthToken, stderr); err != nil {
+	if cfg.AuthToken, err = tf.resolve(file.AuthToken, warn); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -126,7 +126,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if err := applyConfigFile(fs, &cfg, &tf, stderr); err != nil {
+	if err := applyConfigFile(fs, &cfg, &tf, newNotices(stderr, level)); err != nil {
 		return err
 	}
 	return serveUntilDone(ctx, cfg, level, stdout, stderr, nil, *sandboxConfig, &cl)
@@ -149,7 +149,7 @@ func launch(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if err := applyConfigFile(fs, &cfg, &tf, stderr); err != nil {
+	if err := applyConfigFile(fs, &cfg, &tf, newNotices(stderr, level)); err != nil {
 		return err
 	}
 	if wf == "listen" {

@@ -166,12 +166,14 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer d.Close()
+	warn := newNotices(stderr, level)
 	if d.srv != nil && needSandbox {
 		if !d.srv.info.Sandbox {
 			return fmt.Errorf("the flock server at %s holds %s and hosts no sandbox, which this synthesis needs (it has no sandbox_server_url): "+
 				"restart it with --sandbox-config %s, give sandbox_server_url (a running flock sandbox), or give another --data", d.srv.url, d.data, sbConfig)
 		}
-		fmt.Fprintf(stderr, "flock synthesize: the synthesis uses the sandbox service of the flock server at %s (not %s)\n", d.srv.url, sbConfig)
+		warn.say(fmt.Sprintf("flock synthesize: the synthesis uses the sandbox service of the flock server at %s (not %s)", d.srv.url, sbConfig),
+			"the synthesis uses the sandbox service of the flock server holding the data directory", "server", d.srv.url, "not", sbConfig)
 	}
 	h, warnings, resumed, err := d.launch(ctx, req)
 	if err != nil {
@@ -179,12 +181,12 @@ func synthesizeCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	id := h.ID
 	if line := d.othersLine(ctx, id); line != "" {
-		fmt.Fprintln(stderr, line)
+		warn.say(line, line)
 	}
 	if resumed {
 		fmt.Fprintf(stdout, "synthesis %s: resuming the unfinished run for %s\n", id, out)
 	} else {
-		printWarnings(stderr, "flock synthesize", warnings)
+		warn.warn("flock synthesize", warnings)
 		if !quiet {
 			fmt.Fprintf(stdout, "synthesis %s: data %s, output %s\n", id, d.dataDir(), out)
 		}

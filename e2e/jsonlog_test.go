@@ -93,14 +93,17 @@ func (p *logProc) stop(t *testing.T) {
 
 // TestJSONLogEveryLine: with --log-format json, every line the server
 // commands print is a JSON object, on stdout and stderr alike: flock
-// serve's listening and shutdown lines, the Flock-style launch's start and
-// result lines, flock sandbox's listening line, and an error that stops a
-// start.
+// serve's listening and shutdown lines and its warning about a token on
+// the command line, the Flock-style launch's start and result lines, flock
+// sandbox's listening line, an error that stops a start, and usage errors
+// (found before the command could set up its log; exit code 2 all the
+// same).
 func TestJSONLogEveryLine(t *testing.T) {
 	dir := t.TempDir()
 
 	addr := freePort(t)
-	serve := startLogProc(t, "serve", "--log-format", "json", "--addr", addr, "--data", filepath.Join(dir, "serve"), "--mode", "simulated")
+	serve := startLogProc(t, "serve", "--log-format", "json", "--addr", addr, "--data", filepath.Join(dir, "serve"), "--mode", "simulated",
+		"--auth-token", "flock-e2e-jsonlog-token-0123456789")
 	waitHTTP(t, serve, "http://"+addr, "/health")
 	serve.stop(t)
 	recs := jsonLines(t, "serve stdout", serve.out.String())
@@ -110,6 +113,9 @@ func TestJSONLogEveryLine(t *testing.T) {
 	}
 	if findRecord(recs, "flock shutting down") == nil {
 		t.Errorf("serve: no shutdown record in %v", recs)
+	}
+	if w := findRecordWith(recs, "--auth-token-file"); w == nil || w["level"] != "WARN" {
+		t.Errorf("serve: warning about the token on the command line %v, want a WARN record", w)
 	}
 
 	launch := startLogProc(t, "--log-format", "json", "--addr", freePort(t), "--data", filepath.Join(dir, "launch"),
@@ -150,4 +156,44 @@ func TestJSONLogEveryLine(t *testing.T) {
 	if e, _ := last["err"].(string); last["level"] != "ERROR" || !strings.Contains(e, "token") {
 		t.Errorf("refused serve: %v, want an ERROR record naming the token", recs)
 	}
+
+	// Usage errors: an unknown flag, a flag without its value, a stray
+	// argument, a missing required flag; --log-format given before or
+	// after them, with a space or an equals sign.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--log-format", "json", "--no-such-flag"}, "--no-such-flag"},
+		{[]string{"serve", "--log-format=json", "--addr"}, "--addr"},
+		{[]string{"--workflow", "script", "--log-format", "json", "extra"}, "extra"},
+		{[]string{"sandbox", "-log-format", "json"}, "--config"},
+	} {
+		p := startLogProc(t, c.args...)
+		err := p.cmd.Wait()
+		if code := p.cmd.ProcessState.ExitCode(); code != 2 {
+			t.Errorf("flock %s: exit code %d (%v), want 2", strings.Join(c.args, " "), code, err)
+		}
+		what := "flock " + strings.Join(c.args, " ")
+		jsonLines(t, what+": stdout", p.out.String())
+		recs := jsonLines(t, what+": stderr", p.errOut.String())
+		if len(recs) != 1 {
+			t.Errorf("%s: %d records on stderr, want 1: %v", what, len(recs), recs)
+			continue
+		}
+		r := recs[0]
+		if e, _ := r["err"].(string); r["level"] != "ERROR" || r["msg"] != "usage error" || !strings.Contains(e, c.want) || r["hint"] == nil {
+			t.Errorf("%s: %v, want an ERROR record \"usage error\" naming %s, with a hint", what, r, c.want)
+		}
+	}
+}
+
+// findRecordWith returns the first record whose msg contains s.
+func findRecordWith(recs []map[string]any, s string) map[string]any {
+	for _, r := range recs {
+		if m, _ := r["msg"].(string); strings.Contains(m, s) {
+			return r
+		}
+	}
+	return nil
 }
