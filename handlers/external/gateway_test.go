@@ -463,22 +463,32 @@ type chunk struct {
 	} `json:"usage"`
 }
 
-// stream posts a streaming request and reads its SSE chunks up to [DONE].
-func (s *session) stream(t *testing.T, body any) []chunk {
+// openStream posts a streaming request to the session's path and returns
+// the answer, failing t unless it is 200 with an event stream; the caller
+// closes its body.
+func (s *session) openStream(t *testing.T, path string, body any) *http.Response {
 	t.Helper()
 	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", s.url+"/chat/completions", bytes.NewReader(raw))
+	req, _ := http.NewRequest(http.MethodPost, s.url+path, bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("stream: %d %s", resp.StatusCode, b)
+		resp.Body.Close()
+		t.Fatalf("stream %s: %d %s: %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
+	return resp
+}
+
+// stream posts a streaming request and reads its SSE chunks up to [DONE].
+func (s *session) stream(t *testing.T, body any) []chunk {
+	t.Helper()
+	resp := s.openStream(t, "/chat/completions", body)
+	defer resp.Body.Close()
 	var out []chunk
 	sc := bufio.NewScanner(resp.Body)
 	done := false

@@ -2,9 +2,7 @@ package external_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -29,18 +27,8 @@ type responseEvent struct {
 // events (SSE "event:" names with their JSON data).
 func (s *session) streamResponses(t *testing.T, body map[string]any) []responseEvent {
 	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPost, s.url+"/responses", bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.openStream(t, "/responses", body)
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
 	var out []responseEvent
 	var name string
 	sc := bufio.NewScanner(resp.Body)

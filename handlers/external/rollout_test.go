@@ -1,10 +1,8 @@
 package external_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 )
@@ -137,16 +136,9 @@ func taskQuestion(id string) string {
 
 func readEpisodes(t *testing.T, path string) []grading.Episode {
 	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
 	var out []grading.Episode
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		ep, err := grading.DecodeEpisode(sc.Bytes())
+	for _, l := range testkit.ReadLines(t, path) {
+		ep, err := grading.DecodeEpisode([]byte(l))
 		if err != nil {
 			t.Fatalf("episode line: %v", err)
 		}
