@@ -25,14 +25,7 @@ func TestSlowClientsCutOff(t *testing.T) {
 		c.HeaderTimeoutS, c.BodyTimeoutS = 0.3, 0.3
 		c.AuthToken = token
 	})
-	addr := strings.TrimPrefix(e.base, "http://")
-	for _, c := range testkit.SlowRequests(token) {
-		closed, answer := testkit.Trickle(t, addr, c.Head)
-		if !closed {
-			t.Errorf("trickled %s: the connection is still open after %v", c.Name, testkit.DefaultTimeout)
-		}
-		t.Logf("%s: %.60q", c.Name, answer)
-	}
+	testkit.CheckCutOff(t, strings.TrimPrefix(e.base, "http://"), token)
 }
 
 // TestNosniffOnEveryAnswer: every answer of the API server (and of the

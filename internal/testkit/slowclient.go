@@ -73,3 +73,18 @@ func SlowRequests(token string) []SlowRequest {
 		{"chunked body read by the handler", "POST /api/v1/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer " + token + "\r\nTransfer-Encoding: chunked\r\n\r\n10000000\r\n"},
 	}
 }
+
+// CheckCutOff trickles each of SlowRequests(token) to the listener at
+// addr (host:port) and fails tb, going on with the others, for each whose
+// connection the listener did not close; it logs what the listener
+// answered before closing.
+func CheckCutOff(tb testing.TB, addr, token string) {
+	tb.Helper()
+	for _, c := range SlowRequests(token) {
+		closed, answer := Trickle(tb, addr, c.Head)
+		if !closed {
+			tb.Errorf("trickled %s: the connection is still open after %v", c.Name, DefaultTimeout)
+		}
+		tb.Logf("%s: %.60q", c.Name, answer)
+	}
+}

@@ -34,13 +34,7 @@ func start(t *testing.T, cfgJSON string, cfg configs.Server) string {
 func TestSlowClientsCutOff(t *testing.T) {
 	token := strings.Repeat("k", 32)
 	addr := start(t, `{}`, configs.Server{HeaderTimeoutS: 0.3, BodyTimeoutS: 0.3, AuthToken: token})
-	for _, c := range testkit.SlowRequests(token) {
-		closed, answer := testkit.Trickle(t, addr, c.Head)
-		if !closed {
-			t.Errorf("trickled %s: the connection is still open after %v", c.Name, testkit.DefaultTimeout)
-		}
-		t.Logf("%s: %.60q", c.Name, answer)
-	}
+	testkit.CheckCutOff(t, addr, token)
 }
 
 // TestNosniffOnEveryAnswer: every answer of the sandbox service carries
