@@ -103,36 +103,17 @@ func (d *fileDoc) compile(file string) (phases.Workflow, error) {
 		fw.varNames = append(fw.varNames, k)
 	}
 	sort.Strings(fw.varNames)
-	if err := reachable(d, start, wf); err != nil {
-		return phases.Workflow{}, err
+	reached := wf.Reachable()
+	for _, p := range d.Phases {
+		if !reached[p.Name] {
+			return phases.Workflow{}, errAt(p.at, nil, "phase %q is unreachable from start phase %q", p.Name, start)
+		}
 	}
 	wf.CheckSettings = fw.checkSettings
 	if err := wf.Validate(); err != nil {
 		return phases.Workflow{}, errAt(d.at, err, "workflow")
 	}
 	return wf, nil
-}
-
-// reachable reports the first phase not reachable from start, at its line.
-func reachable(d *fileDoc, start string, wf phases.Workflow) error {
-	seen := map[string]bool{start: true}
-	queue := []string{start}
-	for len(queue) > 0 {
-		p, _ := wf.Phase(queue[0])
-		queue = queue[1:]
-		for _, n := range p.Next {
-			if !seen[n] {
-				seen[n] = true
-				queue = append(queue, n)
-			}
-		}
-	}
-	for _, p := range d.Phases {
-		if !seen[p.Name] {
-			return errAt(p.at, nil, "phase %q is unreachable from start phase %q", p.Name, start)
-		}
-	}
-	return nil
 }
 
 // compile checks one phase and returns its runtime form and its declared

@@ -117,6 +117,18 @@ func (w *Workflow) Validate() error {
 			}
 		}
 	}
+	reached := w.Reachable()
+	for _, p := range w.Phases {
+		if !reached[p.Name] {
+			return fmt.Errorf("%w %q: phase %q is unreachable from %q", ErrBadWorkflow, w.Name, p.Name, w.Start)
+		}
+	}
+	return nil
+}
+
+// Reachable returns the phases reachable from Start by the phases' Next,
+// Start included.
+func (w Workflow) Reachable() map[string]bool {
 	reached := map[string]bool{w.Start: true}
 	queue := []string{w.Start}
 	for len(queue) > 0 {
@@ -129,12 +141,7 @@ func (w *Workflow) Validate() error {
 			}
 		}
 	}
-	for _, p := range w.Phases {
-		if !reached[p.Name] {
-			return fmt.Errorf("%w %q: phase %q is unreachable from %q", ErrBadWorkflow, w.Name, p.Name, w.Start)
-		}
-	}
-	return nil
+	return reached
 }
 
 // Graph is the JSON shape of a workflow for listings.
