@@ -2,9 +2,9 @@ package spawn
 
 import (
 	"context"
-	"strings"
 
 	"github.com/flockrun/flock/handlers"
+	"github.com/flockrun/flock/internal/pathelem"
 	"github.com/flockrun/flock/operations"
 	"path/filepath"
 )
@@ -70,16 +70,7 @@ func result(end handlers.RunHead) *operations.SpawnResult {
 
 // sanitize keeps a child name usable as one path element.
 func sanitize(name string) string {
-	var b strings.Builder
-	for _, c := range name {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-			b.WriteRune(c)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	s := strings.Trim(b.String(), ".")
+	s := pathelem.Safe(name)
 	if len(s) > 64 {
 		s = s[:64]
 	}

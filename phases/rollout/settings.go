@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flockrun/flock/grading"
+	"github.com/flockrun/flock/internal/pathelem"
 	"github.com/flockrun/flock/phases/agent"
 	"github.com/flockrun/flock/phases/react"
 	"github.com/flockrun/flock/phases/settings"
@@ -344,16 +345,7 @@ func (s Settings) primary() string {
 
 // fileSafe keeps a name usable inside a file name.
 func fileSafe(name string) string {
-	var b strings.Builder
-	for _, c := range name {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-			b.WriteRune(c)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	s := strings.Trim(b.String(), ".")
+	s := pathelem.Safe(name)
 	if s == "" {
 		return "benchmark"
 	}
