@@ -16,11 +16,10 @@ func (m Model) CheckConflicts(field string) error {
 	return nil
 }
 
-// CheckTimeoutKeys refuses bash.timeout_s and python.timeout_s in the
-// settings of a workflow whose own key (key, for example "timeout") sets
-// the timeout of every bash and python call it makes, with a default, so
-// that the engine's keys could never apply. The error names both keys.
-func CheckTimeoutKeys(doc json.RawMessage, workflow, key string, def int) error {
+// EngineTimeoutKeys reports which of the engine's timeout keys,
+// bash.timeout_s and python.timeout_s, the settings doc sets; a malformed
+// doc sets none (the settings' own decoding reports it).
+func EngineTimeoutKeys(doc json.RawMessage) (bash, python bool) {
 	var s struct {
 		Bash struct {
 			TimeoutS *float64 `json:"timeout_s"`
@@ -30,12 +29,21 @@ func CheckTimeoutKeys(doc json.RawMessage, workflow, key string, def int) error 
 		} `json:"python"`
 	}
 	if json.Unmarshal(doc, &s) != nil {
-		return nil // the settings' own decoding reports malformed documents
+		return false, false
 	}
+	return s.Bash.TimeoutS != nil, s.Python.TimeoutS != nil
+}
+
+// CheckTimeoutKeys refuses bash.timeout_s and python.timeout_s in the
+// settings of a workflow whose own key (key, for example "timeout") sets
+// the timeout of every bash and python call it makes, with a default, so
+// that the engine's keys could never apply. The error names both keys.
+func CheckTimeoutKeys(doc json.RawMessage, workflow, key string, def int) error {
+	bash, python := EngineTimeoutKeys(doc)
 	for _, k := range []struct {
 		name string
 		set  bool
-	}{{"bash.timeout_s", s.Bash.TimeoutS != nil}, {"python.timeout_s", s.Python.TimeoutS != nil}} {
+	}{{"bash.timeout_s", bash}, {"python.timeout_s", python}} {
 		if k.set {
 			return fmt.Errorf("%w: %s and %q both set the timeout of the agent's commands; workflow %s uses %q "+
 				"(default %d s, changed by the agent with set_timeout) for every bash and python call: remove %s and set %q",

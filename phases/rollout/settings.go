@@ -293,24 +293,15 @@ func CheckSettings(doc json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	var engine struct {
-		Bash struct {
-			TimeoutS *float64 `json:"timeout_s"`
-		} `json:"bash"`
-		Python struct {
-			TimeoutS *float64 `json:"timeout_s"`
-		} `json:"python"`
+	bash, python := agent.EngineTimeoutKeys(doc)
+	if bash {
+		return fmt.Errorf("%w: bash.timeout_s would time nothing: the rollout's own commands are its verifiers, "+
+			"timed by verifier.timeout_s (default %d s), and the agents' commands take agent.settings.bash.timeout_s: "+
+			"move it to one of those", agent.ErrSettingsConflict, DefaultVerifierTimeoutS)
 	}
-	if err := json.Unmarshal(doc, &engine); err == nil {
-		if engine.Bash.TimeoutS != nil {
-			return fmt.Errorf("%w: bash.timeout_s would time nothing: the rollout's own commands are its verifiers, "+
-				"timed by verifier.timeout_s (default %d s), and the agents' commands take agent.settings.bash.timeout_s: "+
-				"move it to one of those", agent.ErrSettingsConflict, DefaultVerifierTimeoutS)
-		}
-		if engine.Python.TimeoutS != nil {
-			return fmt.Errorf("%w: python.timeout_s would time nothing: the rollout runs no python itself, "+
-				"and the agents' python calls take agent.settings.python.timeout_s: move it there", agent.ErrSettingsConflict)
-		}
+	if python {
+		return fmt.Errorf("%w: python.timeout_s would time nothing: the rollout runs no python itself, "+
+			"and the agents' python calls take agent.settings.python.timeout_s: move it there", agent.ErrSettingsConflict)
 	}
 	var agentDoc struct {
 		WorkflowType string `json:"workflow_type"`
