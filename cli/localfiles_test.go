@@ -5,20 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/flockrun/flock/internal/testkit"
+)
 
 // TestRunLocalFiles runs `flock run` with a settings file next to its
 // system prompt and script (named relative to it, the data directory
@@ -26,7 +15,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // the person at the terminal handed them over, so the run reads them.
 func TestRunLocalFiles(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"settings.json": `{"workflow_type": "react", "model": "m", "system_prompt_file": "prompts/system.txt", "max_turns": 2,
 			"models": {"m": {"provider": "scripted", "script": "replies.jsonl"}}}`,
 		"prompts/system.txt": "You answer with submit.",
@@ -55,7 +44,7 @@ func TestRolloutLocalFiles(t *testing.T) {
 		}
 		return string(b)
 	}
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"exp/rollout.json": `{"data_path": "data/bench.jsonl", "benchmark_name": "mini", "num_chains": 1, "task_ids": ["add"],
 			"models": {"m": {"provider": "scripted", "script": "script.jsonl"}},
 			"agent": {"workflow": "react", "settings": {"model": "m", "max_turns": 6, "system_prompt_file": "../prompts/agent.txt"}}}`,

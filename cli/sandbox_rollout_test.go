@@ -67,7 +67,7 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 		t.Fatal(err)
 	}
 	abs := strings.ReplaceAll(string(cfg), `"configs/sandbox/`, `"`+filepath.Join(root, "configs/sandbox")+`/`)
-	writeFiles(t, dir, map[string]string{"sandbox.json": abs})
+	testkit.WriteFiles(t, dir, map[string]string{"sandbox.json": abs})
 	svc, err := openSandbox(context.Background(), filepath.Join(dir, "sandbox.json"), filepath.Join(dir, "sandbox-data"), nil, configs.Server{})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func sandboxRollout(t *testing.T, agent func(url string) map[string]any, correct
 		"models": map[string]any{"m": map[string]any{"provider": "scripted", "script": "script.jsonl"}},
 		"agent":  agent(base),
 	})
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"rollout.json": string(settings),
 		"bench.jsonl":  string(bench),
 		"script.jsonl": string(script),

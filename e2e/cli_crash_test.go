@@ -142,7 +142,7 @@ func TestRolloutKill9ResumesSameRun(t *testing.T) {
 		"models": map[string]any{"fake": map[string]any{"base_url": fake.URL + "/v1", "api_key_env": "FLOCK_FAKE_MODEL_KEY", "max_retries": 0}},
 	}
 	raw, _ := json.Marshal(cfg)
-	writeFiles(t, dir, map[string]string{"bench.jsonl": bench.String(), "rollout.json": string(raw)})
+	testkit.WriteFiles(t, dir, map[string]string{"bench.jsonl": bench.String(), "rollout.json": string(raw)})
 	data := filepath.Join(dir, "data")
 	args := []string{"rollout", "--config", filepath.Join(dir, "rollout.json"), "--data", data}
 
@@ -225,7 +225,7 @@ func TestExternalRunKill9ResumesSameRun(t *testing.T) {
 	dir := t.TempDir()
 	raw, _ := json.Marshal(map[string]any{"command": []string{py, exampleAgent(t)}, "model": "fake",
 		"models": map[string]any{"fake": map[string]any{"base_url": fake.URL + "/v1", "api_key_env": "FLOCK_FAKE_MODEL_KEY", "max_retries": 0}}})
-	writeFiles(t, dir, map[string]string{"external.json": string(raw)})
+	testkit.WriteFiles(t, dir, map[string]string{"external.json": string(raw)})
 	args := []string{"run", "--workflow", "external", "--settings", filepath.Join(dir, "external.json"), "--task", "What is 6*7?", "--data", filepath.Join(dir, "data")}
 
 	cmd, out := startFlock(t, args...)

@@ -19,7 +19,7 @@ import (
 // gatedScript writes a script workflow's settings whose second command
 // waits for gate/release, and whose commands append to marks.
 func gatedScript(t testing.TB, gate, marks string) string {
-	return filepath.Join(writeFiles(t, t.TempDir(), map[string]string{"gated.json": fmt.Sprintf(`{"workflow_type": "script", "commands": [
+	return filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{"gated.json": fmt.Sprintf(`{"workflow_type": "script", "commands": [
 		"echo one >> %[2]s",
 		"touch %[1]s/started; while [ ! -e %[1]s/release ]; do sleep 0.05; done; echo two >> %[2]s",
 		"echo three >> %[2]s"]}`, gate, marks)}), "gated.json")
@@ -69,9 +69,9 @@ func TestRunDrivesOnlyItsOwn(t *testing.T) {
 	if killed == "" {
 		t.Fatalf("no run id in %q", out)
 	}
-	writeFiles(t, gate, map[string]string{"release": ""})
+	testkit.WriteFiles(t, gate, map[string]string{"release": ""})
 
-	other := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{"other.json": `{"workflow_type": "script", "commands": ["echo other"]}`}), "other.json")
+	other := filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{"other.json": `{"workflow_type": "script", "commands": ["echo other"]}`}), "other.json")
 	code, stdout, errs := flock(t, "run", "--settings", other, "--data", data)
 	if code != 0 || !strings.Contains(stdout, "succeeded") {
 		t.Fatalf("other run: exit %d\n%s\n%s", code, stdout, errs)
@@ -108,7 +108,7 @@ func TestRunDrivesOnlyItsOwn(t *testing.T) {
 // printed, and --follow follows a live run to its end.
 func TestRunsCommands(t *testing.T) {
 	data := t.TempDir()
-	dir := writeFiles(t, t.TempDir(), map[string]string{
+	dir := testkit.WriteFiles(t, t.TempDir(), map[string]string{
 		"ok.json":      `{"workflow_type": "script", "commands": ["echo hello", "printf 'a\\nb\\n'"]}`,
 		"fail.json":    `{"workflow_type": "script", "commands": ["exit 4"]}`,
 		"bench.jsonl":  `{"id": "a", "question": "What is 2+2?", "answer": "4"}` + "\n" + `{"id": "b", "question": "What is 3+3?", "answer": "6"}` + "\n",
@@ -207,7 +207,7 @@ func TestRunsCommands(t *testing.T) {
 		return err == nil
 	})
 	cmd, out := startFlock(t, "runs", "logs", id, "--follow", "--data", data)
-	writeFiles(t, gate, map[string]string{"release": ""})
+	testkit.WriteFiles(t, gate, map[string]string{"release": ""})
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flockrun/flock/client"
+	"github.com/flockrun/flock/internal/testkit"
 )
 
 // httpWording matches what an HTTP client says and a tool does not: status
@@ -30,7 +31,7 @@ func checkWording(t *testing.T, args []string, stderr string) {
 // wrong (with the closest name when one is near) and where the usage is.
 func TestCLIUsageErrors(t *testing.T) {
 	data := t.TempDir()
-	ok := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{"ok.json": `{"workflow_type": "script", "commands": ["true"]}`}), "ok.json")
+	ok := filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{"ok.json": `{"workflow_type": "script", "commands": ["true"]}`}), "ok.json")
 	if code, out, errs := flock(t, "run", "--settings", ok, "--data", data); code != 0 {
 		t.Fatalf("a run to list: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -88,7 +89,7 @@ func TestCLIOperationalErrors(t *testing.T) {
 	const token = "cli-usage-test-token-0123456789"
 	data := t.TempDir()
 	p := startServer(t, data, freePort(t), "--mode", "simulated", "--auth-token", token)
-	failing := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{
+	failing := filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{
 		"fail.json": `{"workflow_type": "script", "commands": ["echo one", "exit 3"]}`}), "fail.json")
 	alone := t.TempDir()
 	tests := []struct {
@@ -154,7 +155,7 @@ func TestWorkflowTypo(t *testing.T) {
 		t.Fatalf("runs list of the server: exit %d\n%s", code, errs)
 	}
 	// The settings' workflow_type is checked the same way.
-	typo := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{"typo.json": `{"workflow_type": "scrip", "commands": ["true"]}`}), "typo.json")
+	typo := filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{"typo.json": `{"workflow_type": "scrip", "commands": ["true"]}`}), "typo.json")
 	for _, d := range []string{alone, data} {
 		if code, _, errs := flock(t, "run", "--settings", typo, "--data", d); code != 2 ||
 			!strings.HasPrefix(errs, `flock run: unknown workflow "scrip" (did you mean "script"?)`) {

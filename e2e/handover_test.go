@@ -21,21 +21,6 @@ import (
 	"github.com/flockrun/flock/internal/testkit"
 )
 
-// writeFiles writes name -> content into dir and returns dir.
-func writeFiles(t testing.TB, dir string, files map[string]string) string {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 var (
 	runIDPattern   = regexp.MustCompile(`\b0[0-9a-z]{15}\b`)
 	secondsPattern = regexp.MustCompile(`\d+\.\d+s\b`)
@@ -68,7 +53,7 @@ func serverFileOf(t testing.TB, data string) (url, token string, mode os.FileMod
 // reactSettings is a react agent on a scripted model whose script lies
 // beside the settings file: a file the run must be allowed to read.
 func reactSettings(t testing.TB) (settings string) {
-	dir := writeFiles(t, t.TempDir(), map[string]string{
+	dir := testkit.WriteFiles(t, t.TempDir(), map[string]string{
 		"script.jsonl": `{"tool_calls":[{"id":"c1","name":"bash","arguments":"{\"command\":\"echo handed over; exit 0\"}"}]}` + "\n" +
 			`{"tool_calls":[{"id":"c2","name":"submit","arguments":"{\"answer\":\"done\"}"}]}` + "\n",
 		"react.json": `{"workflow_type": "react", "model": "m", "tools": ["bash", "submit"],
@@ -114,7 +99,7 @@ func TestRunHandedToServer(t *testing.T) {
 	}
 
 	// A failing run exits 1, as alone.
-	failing := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{
+	failing := filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{
 		"fail.json": `{"workflow_type": "script", "commands": ["echo one", "exit 3", "echo never"]}`}), "fail.json")
 	code, out, errs := flock(t, "run", "--settings", failing, "--data", data)
 	if code != 1 || !strings.Contains(out, "failed (command_failed: exit 3)") || !strings.Contains(out, "$ exit 3  → exit 3") {
@@ -168,7 +153,7 @@ func isStatus(err error, code int) bool {
 func TestHandoverInterruptAndResume(t *testing.T) {
 	data, gate := t.TempDir(), t.TempDir()
 	p := startServer(t, data, freePort(t))
-	settings := filepath.Join(writeFiles(t, t.TempDir(), map[string]string{
+	settings := filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{
 		"slow.json": fmt.Sprintf(`{"workflow_type": "script", "commands": ["echo one", "touch %s/started; while [ ! -e %s/release ]; do sleep 0.05; done", "echo three"]}`, gate, gate)}),
 		"slow.json")
 	cmd := exec.Command(binary, "run", "--settings", settings, "--data", data)
@@ -201,7 +186,7 @@ func TestHandoverInterruptAndResume(t *testing.T) {
 	if h := p.run(id); h.Status != "paused" {
 		t.Fatalf("after Ctrl-C the run is %s", h.Status)
 	}
-	writeFiles(t, gate, map[string]string{"release": ""})
+	testkit.WriteFiles(t, gate, map[string]string{"release": ""})
 	code, stdout, errs := flock(t, "run", "--resume", id, "--data", data)
 	if code != 0 || !strings.Contains(stdout, "run "+id+" succeeded") || !strings.Contains(stdout, "$ echo three  → exit 0  three") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, errs)
@@ -218,7 +203,7 @@ func TestStaleServerFile(t *testing.T) {
 	other := startServer(t, t.TempDir(), freePort(t))
 	for name, url := range map[string]string{"dead": p.base, "another server's": other.base} {
 		t.Run(name, func(t *testing.T) {
-			writeFiles(t, data, map[string]string{"server.json": fmt.Sprintf(`{"url": %q, "token": "0123456789abcdef0123456789abcdef", "pid": 1}`, url)})
+			testkit.WriteFiles(t, data, map[string]string{"server.json": fmt.Sprintf(`{"url": %q, "token": "0123456789abcdef0123456789abcdef", "pid": 1}`, url)})
 			code, out, errs := flock(t, "run", "--workflow", "script", "--settings", "../configs/examples/script.json", "--data", data)
 			if code != 0 || !strings.Contains(out, "succeeded (completed)") || strings.Contains(errs, "flock server at") {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
@@ -235,7 +220,7 @@ func TestStaleServerFile(t *testing.T) {
 // script it names are read, and its output directory written, by that run
 // on the server, and it prints the same summary as alone.
 func TestRolloutHandedToServer(t *testing.T) {
-	dir := writeFiles(t, t.TempDir(), map[string]string{
+	dir := testkit.WriteFiles(t, t.TempDir(), map[string]string{
 		"bench.jsonl":  `{"id": "a", "question": "What is 2+2?", "answer": "4"}` + "\n" + `{"id": "b", "question": "What is 3+3?", "answer": "6"}` + "\n",
 		"script.jsonl": `{"match": "2+2", "content": "Final answer: 4"}` + "\n" + `{"match": "3+3", "content": "Final answer: 7"}` + "\n",
 		"rollout.yaml": "data_path: bench.jsonl\nbenchmark_name: hand\nnum_chains: 1\nmax_concurrency: 2\nevaluation_metric: exact_match\n" +
@@ -299,7 +284,7 @@ func TestSynthesizeHandedToServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := writeFiles(t, t.TempDir(), map[string]string{
+	dir := testkit.WriteFiles(t, t.TempDir(), map[string]string{
 		"sandbox.json": fmt.Sprintf(`{"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q}}}`,
 			filepath.Join(root, "configs/sandbox/data/concert.sqlite"), filepath.Join(root, "configs/sandbox/docs")),
 		"synthesis.yaml": "seeds: [\"The concert database: its stadiums, concerts and singers.\"]\noutput_dir: out\nsandbox_config_path: sandbox.json\n" +

@@ -101,7 +101,7 @@ func TestRolloutLiteralKeyCanary(t *testing.T) {
 
 	dir := t.TempDir()
 	config := func(name string, m *keyModel, url string) string {
-		return filepath.Join(writeFiles(t, dir, map[string]string{name: fmt.Sprintf(`{
+		return filepath.Join(testkit.WriteFiles(t, dir, map[string]string{name: fmt.Sprintf(`{
   "benchmark_name": "canary",
   "data_path": "bench.jsonl",
   "output_dir": "out-%[1]s",
@@ -115,7 +115,7 @@ func TestRolloutLiteralKeyCanary(t *testing.T) {
   "save_trajectories": true
 }`, strings.TrimSuffix(name, ".json"), canary, url+"/v1")}), name)
 	}
-	writeFiles(t, dir, map[string]string{"bench.jsonl": `{"id": "a", "question": "What is 2+3?", "answer": "5"}` + "\n" +
+	testkit.WriteFiles(t, dir, map[string]string{"bench.jsonl": `{"id": "a", "question": "What is 2+3?", "answer": "5"}` + "\n" +
 		`{"id": "b", "question": "What is 6*7?", "answer": "42"}` + "\n"})
 	var logs strings.Builder // every output of every command and server
 	rollout := func(cfg, data string) (int, string, string) {

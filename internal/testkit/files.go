@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,4 +69,21 @@ func ReadJSON(tb testing.TB, path string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		tb.Fatalf("%s: %v", path, err)
 	}
+}
+
+// WriteFiles writes each file of files (a slash-separated path relative
+// to dir -> its content) under dir, making the directories it needs, and
+// returns dir; an error fails tb.
+func WriteFiles(tb testing.TB, dir string, files map[string]string) string {
+	tb.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
 }

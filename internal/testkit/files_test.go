@@ -27,16 +27,11 @@ func TestReadLines(t *testing.T) {
 	}
 }
 
-// TestReadJSON decodes a file, and fails naming the file it cannot decode.
+// TestReadJSON decodes a file WriteFiles wrote in a directory it made,
+// and fails naming the file it cannot decode.
 func TestReadJSON(t *testing.T) {
-	dir := t.TempDir()
-	good, bad := filepath.Join(dir, "good.json"), filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(good, []byte(`{"a": 1}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bad, []byte(`{"a": `), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := WriteFiles(t, t.TempDir(), map[string]string{"sub/good.json": `{"a": 1}`, "bad.json": `{"a": `})
+	good, bad := filepath.Join(dir, "sub", "good.json"), filepath.Join(dir, "bad.json")
 	var v struct{ A int }
 	ReadJSON(t, good, &v)
 	if v.A != 1 {

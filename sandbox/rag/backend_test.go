@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/sandbox"
 )
 
@@ -42,7 +43,7 @@ func call(t testing.TB, tl sandbox.Tool, params map[string]any) (any, *sandbox.E
 
 func TestToolCodes(t *testing.T) {
 	docs := t.TempDir()
-	writeFiles(t, docs, tinyCorpus)
+	testkit.WriteFiles(t, docs, tinyCorpus)
 	tools := provisioned(t, map[string]any{"documents_dir": docs})
 	tests := []struct {
 		name   string

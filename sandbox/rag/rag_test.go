@@ -13,20 +13,9 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-)
 
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/flockrun/flock/internal/testkit"
+)
 
 func newTestEngine(t testing.TB, docs, data string) *Engine {
 	t.Helper()
@@ -48,7 +37,7 @@ var tinyCorpus = map[string]string{
 
 func TestIndexBuildAndSearch(t *testing.T) {
 	docs, data := t.TempDir(), t.TempDir()
-	writeFiles(t, docs, tinyCorpus)
+	testkit.WriteFiles(t, docs, tinyCorpus)
 	e := newTestEngine(t, docs, data)
 	ctx := context.Background()
 	if e.Stats().Initialized {
@@ -85,7 +74,7 @@ func TestIndexBuildAndSearch(t *testing.T) {
 
 func TestIndexPersistsAcrossStarts(t *testing.T) {
 	docs, data := t.TempDir(), t.TempDir()
-	writeFiles(t, docs, tinyCorpus)
+	testkit.WriteFiles(t, docs, tinyCorpus)
 	ctx := context.Background()
 	first := newTestEngine(t, docs, data)
 	if err := first.WarmUp(ctx); err != nil {
@@ -126,10 +115,10 @@ func TestIndexRebuildsWhenFolderChanges(t *testing.T) {
 		want   string
 	}{
 		{"edit", func(t *testing.T, docs string) {
-			writeFiles(t, docs, map[string]string{"ocean.txt": "Krill swarm in cold water."})
+			testkit.WriteFiles(t, docs, map[string]string{"ocean.txt": "Krill swarm in cold water."})
 		}, "krill", "Krill swarm"},
 		{"add", func(t *testing.T, docs string) {
-			writeFiles(t, docs, map[string]string{"sub/tea.md": "# Tea\n\nOolong is a tea.\n"})
+			testkit.WriteFiles(t, docs, map[string]string{"sub/tea.md": "# Tea\n\nOolong is a tea.\n"})
 		}, "oolong", "[Tea]\nOolong is a tea."},
 		{"remove", func(t *testing.T, docs string) {
 			if err := os.Remove(filepath.Join(docs, "ocean.txt")); err != nil {
@@ -140,7 +129,7 @@ func TestIndexRebuildsWhenFolderChanges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			docs, data := t.TempDir(), t.TempDir()
-			writeFiles(t, docs, tinyCorpus)
+			testkit.WriteFiles(t, docs, tinyCorpus)
 			ctx := context.Background()
 			first := newTestEngine(t, docs, data)
 			if err := first.WarmUp(ctx); err != nil {
@@ -169,7 +158,7 @@ func TestIndexRebuildsWhenFolderChanges(t *testing.T) {
 func TestBM25Ranking(t *testing.T) {
 	docs, data := t.TempDir(), t.TempDir()
 	filler := strings.Repeat("lorem ipsum dolor sit amet consectetur ", 20)
-	writeFiles(t, docs, map[string]string{
+	testkit.WriteFiles(t, docs, map[string]string{
 		// Same count of "quartz"; the short passage must win (length normalisation).
 		"a.txt": "quartz crystal",
 		"b.txt": "quartz " + filler,
@@ -221,7 +210,7 @@ func usesBM25(t testing.TB, ix *Index) bool {
 
 func TestBatchSearchPartialFailure(t *testing.T) {
 	docs, data := t.TempDir(), t.TempDir()
-	writeFiles(t, docs, tinyCorpus)
+	testkit.WriteFiles(t, docs, tinyCorpus)
 	e := newTestEngine(t, docs, data)
 	ctx := context.Background()
 	res, err := e.BatchSearch(ctx, []string{"volcano", "  ", "yeast"}, 2)
@@ -238,7 +227,7 @@ func TestBatchSearchPartialFailure(t *testing.T) {
 
 func TestCallsWaitForOneWarmUp(t *testing.T) {
 	docs, data := t.TempDir(), t.TempDir()
-	writeFiles(t, docs, tinyCorpus)
+	testkit.WriteFiles(t, docs, tinyCorpus)
 	e := newTestEngine(t, docs, data)
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -270,7 +259,7 @@ func TestWarmUpFailureDoesNotStick(t *testing.T) {
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing folder: %v", err)
 	}
-	writeFiles(t, docs, tinyCorpus)
+	testkit.WriteFiles(t, docs, tinyCorpus)
 	if _, err := e.Search(ctx, "volcano", 1); err != nil {
 		t.Fatalf("after the folder appeared: %v", err)
 	}
@@ -321,7 +310,7 @@ func TestTiesInPassageOrder(t *testing.T) {
 		corpus[name] = "The harbour arena holds the summer concert."
 		ids = append(ids, name+"#1")
 	}
-	writeFiles(t, docs, corpus)
+	testkit.WriteFiles(t, docs, corpus)
 	ctx := context.Background()
 	for build := 0; build < 4; build++ {
 		ix, err := OpenIndex(ctx, IndexOptions{DocumentsDir: docs, DataDir: t.TempDir(), PassageChars: 1000})
