@@ -15,7 +15,6 @@ import (
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/internal/testkit/testsandbox"
-	"github.com/flockrun/flock/sandbox"
 )
 
 // start starts a run over HTTP and returns its id.
@@ -119,21 +118,6 @@ func TestViewerRunPage(t *testing.T) {
 	sh.take(ctx, "run-triframe")
 }
 
-// openSandbox hosts the offline fixtures of the synthesis tests
-// (text2sql over configs/sandbox/data/concert.sqlite, rag over
-// configs/sandbox/docs) in-process.
-func openSandbox(t *testing.T) *sandbox.Service {
-	t.Helper()
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := fmt.Sprintf(`{"server": {"session_ttl": 600, "cleanup_interval": 60},
-		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
-		filepath.Join(repo, "configs/sandbox/data/concert.sqlite"), filepath.Join(repo, "configs/sandbox/docs"))
-	return testsandbox.Open(t, doc, nil)
-}
-
 // TestViewerSynthesis runs a synthesis (one seed, the scripted model of
 // phases/synthesis's end-to-end test: one QA pair kept, one rejected by
 // the grounded check) and opens it (issue 26, point 2): the kept pair
@@ -151,7 +135,7 @@ func TestViewerSynthesis(t *testing.T) {
 	}
 	e := startEnv(t, filepath.Join(t.TempDir(), "data"), "", envOpts{
 		cfg: func(c *configs.Server) { c.ReadRoots = []string{fixtures} },
-		app: []app.Option{app.WithSandbox(openSandbox(t))}})
+		app: []app.Option{app.WithSandbox(testsandbox.OpenFixtures(t, ""))}})
 	sh := newShots(t)
 	id := e.start(t, "synthesis", map[string]any{
 		"seeds": []string{"The sample concert catalogue."}, "output_dir": "out",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flockrun/flock/app"
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/phases/synthesis"
 )
 
@@ -115,7 +116,7 @@ func TestSimulatedSynthesisIsDeterministic(t *testing.T) {
 	var first string
 	for i := 0; i < 5; i++ {
 		dir := t.TempDir()
-		svc := openSandbox(t)
+		svc := testsandbox.OpenFixtures(t, bashResource)
 		a, err := app.Open(context.Background(), configs.Server{DataDir: filepath.Join(dir, "data"), Mode: "simulated", WriteRoots: []string{dir}}, nil, app.WithSandbox(svc))
 		if err != nil {
 			t.Fatal(err)

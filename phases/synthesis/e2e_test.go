@@ -35,18 +35,9 @@ func repo(t testing.TB) string {
 	return r
 }
 
-// openSandbox hosts the offline fixtures (text2sql over
-// configs/sandbox/data/concert.sqlite, rag over configs/sandbox/docs) and a
-// bash resource in-process.
-func openSandbox(t testing.TB) *sandbox.Service {
-	t.Helper()
-	r := repo(t)
-	doc := fmt.Sprintf(`{"server": {"session_ttl": 600, "cleanup_interval": 60},
-		"resources": {"bash": {"enabled": true, "config": {"timeout": 30}}},
-		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
-		filepath.Join(r, "configs/sandbox/data/concert.sqlite"), filepath.Join(r, "configs/sandbox/docs"))
-	return testsandbox.Open(t, doc, nil)
-}
+// bashResource is the bash resource the synthesis tests' sandbox offers
+// beside the offline fixtures.
+const bashResource = `{"bash": {"enabled": true, "config": {"timeout": 30}}}`
 
 func openApp(t testing.TB, data string, svc *sandbox.Service) *app.App {
 	t.Helper()
@@ -105,7 +96,7 @@ func compactLen(s string) int {
 func TestScriptedSynthesis(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	svc := openSandbox(t)
+	svc := testsandbox.OpenFixtures(t, bashResource)
 	a := openApp(t, filepath.Join(dir, "data"), svc)
 	script, _ := filepath.Abs("testdata/e2e/script.jsonl")
 	settings := map[string]any{
@@ -259,7 +250,7 @@ func pathOf(t testing.TB, tree trajectory.Tree, leaf string) []trajectory.Node {
 func TestBranchesForkSessions(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	a := openApp(t, filepath.Join(dir, "data"), testsandbox.OpenFixtures(t, bashResource))
 	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
 	run(t, a, map[string]any{
 		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
@@ -294,7 +285,7 @@ func TestBranchesForkSessions(t *testing.T) {
 func TestSimulatedSynthesis(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	svc := openSandbox(t)
+	svc := testsandbox.OpenFixtures(t, bashResource)
 	data := filepath.Join(dir, "data")
 	testdata, _ := filepath.Abs("testdata")
 	a, err := app.Open(context.Background(), configs.Server{DataDir: data, Mode: "simulated", ReadRoots: []string{testdata}, WriteRoots: []string{dir}}, nil, app.WithSandbox(svc))
@@ -325,7 +316,7 @@ func TestSimulatedSynthesis(t *testing.T) {
 func TestSeedLimits(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	a := openApp(t, filepath.Join(dir, "data"), testsandbox.OpenFixtures(t, bashResource))
 	script, _ := filepath.Abs("testdata/e2e/fork_script.jsonl")
 	settings := map[string]any{
 		"seeds": []string{"A workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
@@ -369,7 +360,7 @@ func TestRepairsOutputFiles(t *testing.T) {
 	}
 	write(synthesis.FileQA, `{"source_id":"src_0009_deadbeef","question":"left over"}`+"\n")
 	write(synthesis.FileTrees, `{"source_id":"src_0009_deadbeef","nodes":[{"node_`)
-	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	a := openApp(t, filepath.Join(dir, "data"), testsandbox.OpenFixtures(t, bashResource))
 	end := run(t, a, oneBashSeed(t, out))
 	var sum synthesis.Summary
 	if err := json.Unmarshal(end.Result, &sum); err != nil {
@@ -398,7 +389,7 @@ func TestRepairsOutputFiles(t *testing.T) {
 // not started.
 func TestSynthesisBudget(t *testing.T) {
 	dir := t.TempDir()
-	svc := openSandbox(t)
+	svc := testsandbox.OpenFixtures(t, bashResource)
 	testdata, _ := filepath.Abs("testdata")
 	a, err := app.Open(context.Background(), configs.Server{DataDir: filepath.Join(dir, "data"), Mode: "simulated", ReadRoots: []string{testdata}, WriteRoots: []string{dir}}, nil, app.WithSandbox(svc))
 	if err != nil {
@@ -456,7 +447,7 @@ func TestRerunCountsOnlyItsSeeds(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "seeds_done.jsonl"), []byte(other), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := openApp(t, filepath.Join(dir, "data"), openSandbox(t))
+	a := openApp(t, filepath.Join(dir, "data"), testsandbox.OpenFixtures(t, bashResource))
 	end := run(t, a, oneBashSeed(t, out))
 	var sum synthesis.Summary
 	if err := json.Unmarshal(end.Result, &sum); err != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/flockrun/flock/internal/testkit/testsandbox"
 	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/phases"
-	"github.com/flockrun/flock/sandbox"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -212,17 +211,6 @@ func seeds(t *testing.T) []map[string]any {
 	return out
 }
 
-// openSandbox hosts the offline sandbox of configs/sandbox/offline.json
-// (text2sql over the concert database, rag over the documents) in-process.
-func openSandbox(t *testing.T) *sandbox.Service {
-	t.Helper()
-	r := repo(t)
-	doc := fmt.Sprintf(`{"server": {"session_ttl": 600, "cleanup_interval": 60},
-		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
-		filepath.Join(r, "configs/sandbox/data/concert.sqlite"), filepath.Join(r, "configs/sandbox/docs"))
-	return testsandbox.Open(t, doc, nil)
-}
-
 // run runs d in a fresh data directory under dir and returns its
 // trajectory (see trajectory).
 func run(t *testing.T, d demo, dir string) []string {
@@ -232,7 +220,7 @@ func run(t *testing.T, d demo, dir string) []string {
 		ReadRoots: []string{repo(t), dir}, WriteRoots: []string{dir}}
 	var opts []app.Option
 	if d.sandbox {
-		opts = append(opts, app.WithSandbox(openSandbox(t)))
+		opts = append(opts, app.WithSandbox(testsandbox.OpenFixtures(t, "")))
 	}
 	a, err := app.Open(ctx, cfg, nil, opts...)
 	if err != nil {

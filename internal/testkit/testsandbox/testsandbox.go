@@ -12,9 +12,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/flockrun/flock/configs"
@@ -40,6 +43,26 @@ func Open(tb testing.TB, doc string, env map[string]string) *sandbox.Service {
 	}
 	tb.Cleanup(func() { svc.Close(context.Background()) })
 	return svc
+}
+
+// OpenFixtures opens the service of the offline fixtures the synthesis
+// tests and demos explore: text2sql over configs/sandbox/data/concert.sqlite
+// and rag over configs/sandbox/docs (two passages a search) of this
+// checkout. resources, if not empty, is the config's "resources" object
+// (a bash resource, say).
+func OpenFixtures(tb testing.TB, resources string) *sandbox.Service {
+	tb.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		tb.Fatal("testsandbox: no source path to find the repository's fixtures")
+	}
+	repo := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	if resources == "" {
+		resources = "{}"
+	}
+	return Open(tb, fmt.Sprintf(`{"server": {"session_ttl": 600, "cleanup_interval": 60}, "resources": %s,
+		"apis": {"text2sql": {"databases": {"concert": %q}}, "rag": {"documents_dir": %q, "default_top_k": 2}}}`,
+		resources, filepath.Join(repo, "configs/sandbox/data/concert.sqlite"), filepath.Join(repo, "configs/sandbox/docs")), nil)
 }
 
 // Serve serves svc alone (AgentFlow's API, as `flock sandbox` does) under
