@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,19 +53,30 @@ func stepsWorkflow() phases.Workflow {
 func init() { phases.Default.MustRegister(stepsWorkflow()) }
 
 // engineLoad runs `runs` runs of `steps` transitions on the executors
-// (round robin) and returns transitions/s and the p50 gap between a run's
-// phase calls.
-func engineLoad(b *testing.B, exs []*workflows.Executor, st state.Reader, runs, steps int) (float64, time.Duration) {
+// (round robin) and returns transitions/s, the p50 gap between a run's
+// phase calls and the CPU time the process (the engine, the store and,
+// for JetStream, every embedded NATS server) spent per transition.
+func engineLoad(b *testing.B, exs []*workflows.Executor, st state.Reader, runs, steps int) (float64, time.Duration, time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	ids := make([]string, runs)
+	cpu0 := cpuTime(b)
 	began := time.Now()
+	// The runs are started at once, each from a goroutine of its own, so
+	// that all of them are live together whatever a start costs: started
+	// one after another, the first runs of a store whose starts take a few
+	// round trips finish before the last begin.
+	var wg sync.WaitGroup
+	errs := make([]error, runs)
 	for i := range ids {
-		h, err := exs[i%len(exs)].StartRun(ctx, workflows.StartRequest{Workflow: "test.steps", Task: strconv.Itoa(steps)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = h.ID
+		wg.Go(func() {
+			h, err := exs[i%len(exs)].StartRun(ctx, workflows.StartRequest{Workflow: "test.steps", Task: strconv.Itoa(steps)})
+			ids[i], errs[i] = h.ID, err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
 	}
 	testkit.CheckFor(b, 10*time.Minute, func() error {
 		for _, id := range ids {
@@ -78,6 +91,11 @@ func engineLoad(b *testing.B, exs []*workflows.Executor, st state.Reader, runs, 
 		return nil
 	})
 	elapsed := time.Since(began)
+	cpu := cpuTime(b) - cpu0
+	// The window, for counting the syscalls of the load in a trace
+	// (strace -f -ttt; see docs/benchmarks.md).
+	b.Logf("%d runs × %d transitions from %.6f to %.6f (unix s)", runs, steps,
+		float64(began.UnixNano())/1e9, float64(began.Add(elapsed).UnixNano())/1e9)
 	var gaps []time.Duration
 	stepClock.mu.Lock()
 	for _, id := range ids {
@@ -89,7 +107,16 @@ func engineLoad(b *testing.B, exs []*workflows.Executor, st state.Reader, runs, 
 	}
 	stepClock.mu.Unlock()
 	slices.Sort(gaps)
-	return float64(runs*steps) / elapsed.Seconds(), gaps[len(gaps)/2]
+	return float64(runs*steps) / elapsed.Seconds(), gaps[len(gaps)/2], cpu / time.Duration(runs*steps)
+}
+
+// cpuTime is the CPU time (user and system) the process used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkClusterEngine measures the engine through each store: one run
@@ -100,11 +127,12 @@ func engineLoad(b *testing.B, exs []*workflows.Executor, st state.Reader, runs, 
 func BenchmarkClusterEngine(b *testing.B) {
 	const runs, steps = 100, 50
 	report := func(b *testing.B, exs []*workflows.Executor, st state.Reader) {
-		_, p50 := engineLoad(b, exs[:1], st, 1, 200)
-		tps, loadP50 := engineLoad(b, exs, st, runs, steps)
+		_, p50, _ := engineLoad(b, exs[:1], st, 1, 200)
+		tps, loadP50, cpu := engineLoad(b, exs, st, runs, steps)
 		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms/transition")
 		b.ReportMetric(tps, "transitions/s")
 		b.ReportMetric(float64(loadP50.Microseconds())/1000, "p50-ms/transition-under-load")
+		b.ReportMetric(float64(cpu.Microseconds()), "cpu-µs/transition-under-load")
 	}
 	b.Run("bolt", func(b *testing.B) {
 		for range b.N {
