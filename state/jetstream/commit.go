@@ -213,10 +213,12 @@ func (s *Store) apply(ctx context.Context, p *prepared) error {
 			return err
 		}
 		rctx = wctx
-		if err := s.indexBefore(rctx, p, cur.env, w); err != nil {
-			return fmt.Errorf("commit to run %s: %w", id, err)
+		indexed := s.indexBefore(rctx, p, cur.env, w)
+		err = s.appendLogs(rctx, p, cur, w)
+		if ierr := indexed(); ierr != nil {
+			return fmt.Errorf("commit to run %s: %w", id, ierr)
 		}
-		if err := s.appendLogs(rctx, p, cur, w); err != nil {
+		if err != nil {
 			if errors.Is(err, errStale) {
 				fresh = true
 				continue

@@ -51,7 +51,7 @@ func crash(tb testing.TB, s *Store, c *state.Commit) []uint64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.indexBefore(ctx, p, cur.env, w); err != nil {
+	if err := s.indexBefore(ctx, p, cur.env, w)(); err != nil {
 		tb.Fatalf("index of the crashing commit: %v", err)
 	}
 	if err := s.appendLogs(ctx, p, cur, w); err != nil {
@@ -203,8 +203,16 @@ func testZombieFenced(t *testing.T, sa, sb []*server.Server, replicas int) {
 	if err := a.Commit(ctx, zombie); !errors.Is(err, state.ErrFenced) {
 		t.Fatalf("zombie commit: %v, want ErrFenced", err)
 	}
+	// a's release and renew go to the lease as a last wrote it, which b
+	// has rewritten since: they find out, and neither touches b's lease.
+	if err := a.Release(ctx, "r", "a"); err != nil {
+		t.Fatalf("zombie release: %v", err)
+	}
 	if _, err := a.Renew(ctx, "r", "a", time.Minute); !errors.Is(err, state.ErrLeaseLost) {
 		t.Fatalf("zombie renew: %v, want ErrLeaseLost", err)
+	}
+	if _, err := b.Renew(ctx, "r", "b", time.Minute); err != nil {
+		t.Fatalf("the new owner's renew after the zombie's release and renew: %v", err)
 	}
 	if got := storetest.Snapshot(t, a, "r"); got != after {
 		t.Fatalf("the zombie's commit is visible:\nwant %s\ngot  %s", after, got)

@@ -31,11 +31,13 @@ func (s *Store) idxChild(parentKey, key string) string {
 	return s.subjIdx + "c." + parentKey + "." + key
 }
 
-// indexBefore puts the index entries the commit's head will need before
-// the head is written, and marks them in w.env.
-func (s *Store) indexBefore(ctx context.Context, p *prepared, old *envelope, w *write) error {
+// indexBefore sends the index entries the commit's head will need, marks
+// them in w.env, and returns the wait for their acknowledgements, which
+// must succeed before the head is written: the entries go out with the
+// commit's log appends rather than in a round trip of their own.
+func (s *Store) indexBefore(ctx context.Context, p *prepared, old *envelope, w *write) func() error {
 	if p.head == nil {
-		return nil
+		return func() error { return nil }
 	}
 	var subjs []string
 	if !p.head.Status.Terminal() && !old.Unf {
@@ -46,12 +48,27 @@ func (s *Store) indexBefore(ctx context.Context, p *prepared, old *envelope, w *
 		subjs = append(subjs, s.idxChild(runKey(p.head.ParentID), p.key))
 		w.env.Child = true
 	}
-	for _, subj := range subjs {
-		if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: subj}); err != nil {
-			return fmt.Errorf("index %s: %w", subj, err)
-		}
+	futs := make([]jetstream.PubAckFuture, len(subjs))
+	errs := make([]error, len(subjs))
+	for i, subj := range subjs {
+		futs[i], errs[i] = s.js.PublishMsgAsync(&nats.Msg{Subject: subj}, stallWait(ctx))
 	}
-	return nil
+	return func() error {
+		for i, f := range futs {
+			if errs[i] == nil {
+				select {
+				case <-f.Ok():
+				case errs[i] = <-f.Err():
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+				}
+			}
+			if errs[i] != nil {
+				return fmt.Errorf("index %s: %w", subjs[i], errs[i])
+			}
+		}
+		return nil
+	}
 }
 
 // indexAfter removes the unfinished entry of a run whose applied head

@@ -41,18 +41,55 @@ func (s *Store) readLease(ctx context.Context, key string) (leaseRec, uint64, er
 	return l, e.Revision(), nil
 }
 
-// writeLease writes l if the lease is still at revision rev (0: absent).
+// writeLease writes l if the lease is still at revision rev (0: absent),
+// and remembers what it wrote (see leaseMemo).
 func (s *Store) writeLease(ctx context.Context, key string, l leaseRec, rev uint64) error {
 	b, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
+	var now uint64
 	if rev == 0 {
-		_, err = s.leases.Create(ctx, key, b)
+		now, err = s.leases.Create(ctx, key, b)
 	} else {
-		_, err = s.leases.Update(ctx, key, b, rev)
+		now, err = s.leases.Update(ctx, key, b, rev)
 	}
-	return err
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if err != nil || l.Owner == "" {
+		delete(s.leaseRevs, key)
+		return err
+	}
+	if _, ok := s.leaseRevs[key]; !ok && len(s.leaseRevs) >= maxCached {
+		for k := range s.leaseRevs { // an arbitrary entry: map order is random
+			delete(s.leaseRevs, k)
+			break
+		}
+	}
+	s.leaseRevs[key] = leaseMemo{owner: l.Owner, rev: now}
+	return nil
+}
+
+// leaseMemo is the lease this store last wrote for a run: its owner and
+// the revision the write made. While the lease is still at that revision
+// nobody else wrote it since, so its owner may renew or release it with
+// one revision-checked write, without reading it first; a write that
+// finds another revision reads the lease and decides on what it holds.
+type leaseMemo struct {
+	owner string
+	rev   uint64
+}
+
+// memoRev returns the revision of owner's lease on run key as this store
+// last wrote it, if it did.
+func (s *Store) memoRev(key, owner string) (uint64, bool) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	m, ok := s.leaseRevs[key]
+	if !ok || m.owner != owner {
+		return 0, false
+	}
+	return m.rev, true
 }
 
 // Claim gives owner the lease on run id until ttl from now, unless another
@@ -96,6 +133,18 @@ func (s *Store) Renew(ctx context.Context, id, owner string, ttl time.Duration) 
 		return state.Lease{}, fmt.Errorf("renew: %w", err)
 	}
 	key := runKey(id)
+	if rev, ok := s.memoRev(key, owner); ok {
+		// The lease as this store wrote it: renewed in one write
+		// unless another owner (or this one, elsewhere) wrote since.
+		exp := s.opts.Now().Add(ttl)
+		err := s.writeLease(ctx, key, leaseRec{Owner: owner, Expires: exp.UnixNano()}, rev)
+		if err == nil {
+			return state.Lease{RunID: id, Owner: owner, Expires: exp}, nil
+		}
+		if !isWrongLast(err) {
+			return state.Lease{}, fmt.Errorf("renew run %s: %w", id, unavailable(err))
+		}
+	}
 	for range leaseAttempts {
 		l, rev, err := s.readLease(ctx, key)
 		if err != nil {
@@ -130,6 +179,15 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 		return fmt.Errorf("release: %w", err)
 	}
 	key := runKey(id)
+	if rev, ok := s.memoRev(key, owner); ok {
+		err := s.writeLease(ctx, key, leaseRec{}, rev)
+		if err == nil {
+			return nil
+		}
+		if !isWrongLast(err) {
+			return fmt.Errorf("release run %s: %w", id, unavailable(err))
+		}
+	}
 	for range leaseAttempts {
 		l, rev, err := s.readLease(ctx, key)
 		if err != nil {

@@ -141,6 +141,11 @@ type Store struct {
 	cacheMu sync.Mutex
 	cache   map[string]cached // guarded by cacheMu
 
+	// leaseRevs remembers, per run, the lease this store last wrote (see
+	// leaseMemo); bounded like cache.
+	leaseMu   sync.Mutex
+	leaseRevs map[string]leaseMemo // guarded by leaseMu
+
 	// mu guards closed; Commit holds it for reading while it runs so that
 	// Close waits for commits in flight.
 	mu     sync.RWMutex
@@ -205,6 +210,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		subjIdx:   opts.Prefix + ".idx.",
 		indexName: up + "_INDEX",
 		cache:     make(map[string]cached),
+		leaseRevs: make(map[string]leaseMemo),
 	}
 	if _, err := js.Stream(ctx, up+"_RUNS"); err == nil {
 		return nil, fmt.Errorf("%w: stream %s holds runs in the layout of an earlier flock (one stream, not shards): "+
