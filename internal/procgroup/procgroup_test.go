@@ -32,17 +32,6 @@ func bounded(t *testing.T, cmd *exec.Cmd, waitDelay time.Duration) error {
 	}
 }
 
-// alive reports whether a process with pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // readPID reads a PID a script wrote.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
@@ -87,7 +76,7 @@ func TestRunCancelKillsGroup(t *testing.T) {
 		t.Fatalf("err = %v, ctx %v", err, ctx.Err())
 	}
 	pid := readPID(t, child)
-	testkit.WaitFor(t, "the child to be gone", func() bool { return !alive(pid) })
+	testkit.WaitFor(t, "the child to be gone", func() bool { return !testkit.Alive(pid) })
 }
 
 // TestRunOrphanHoldingOutput: a program that exits leaving a process
@@ -122,5 +111,5 @@ func TestRunLeftoverKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := readPID(t, child)
-	testkit.WaitFor(t, "the leftover to be gone", func() bool { return !alive(pid) })
+	testkit.WaitFor(t, "the leftover to be gone", func() bool { return !testkit.Alive(pid) })
 }

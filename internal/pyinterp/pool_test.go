@@ -88,17 +88,6 @@ func run(t testing.TB, h *Pool, env owner, code string, timeoutS float64) *opera
 	return res.Data
 }
 
-// processGone reports whether pid has exited (gone or a zombie).
-func processGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
-}
-
 type step struct {
 	code    string
 	output  string   // exact output, when want is nil
@@ -302,7 +291,7 @@ func TestTimeoutKills(t *testing.T) {
 			if err != nil {
 				t.Fatalf("output %q: want the child's pid printed before the timeout", res.Output)
 			}
-			testkit.WaitWithin(t, 5*time.Second, "the cell's subprocess to be killed", func() bool { return processGone(pid) })
+			testkit.WaitWithin(t, 5*time.Second, "the cell's subprocess to be killed", func() bool { return !testkit.Alive(pid) })
 			res = run(t, h, env, "print('x' in globals())", 0)
 			if res.Output != "False\n" || res.Error != "" || res.TimedOut {
 				t.Errorf("after kill: %+v, want a fresh interpreter", res)
@@ -480,7 +469,7 @@ func TestCloseOwner(t *testing.T) {
 	run(t, h, env, "x = 1", 0)
 	pid := pidOf(t, h, env)
 	h.CloseOwner(env.Owner)
-	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
+	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return !testkit.Alive(pid) })
 	h.CloseOwner(env.Owner)    // twice
 	h.CloseOwner("never-seen") // unknown
 	if res := run(t, h, env, "print('x' in globals())", 0); res.Output != "False\n" {
@@ -511,7 +500,7 @@ func TestCloseOwnerAbortsCall(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("call not aborted by CloseOwner")
 	}
-	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
+	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return !testkit.Alive(pid) })
 }
 
 func TestCancel(t *testing.T) {
@@ -529,7 +518,7 @@ func TestCancel(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("cancel took %s", d)
 	}
-	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return processGone(pid) })
+	testkit.WaitWithin(t, 5*time.Second, "the interpreter to die", func() bool { return !testkit.Alive(pid) })
 	if res := run(t, h, env, "print('x' in globals())", 0); res.Output != "False\n" {
 		t.Fatalf("after cancel: %+v", res)
 	}
@@ -545,7 +534,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		testkit.WaitWithin(t, 5*time.Second, "interpreters to die", func() bool { return processGone(pid) })
+		testkit.WaitWithin(t, 5*time.Second, "interpreters to die", func() bool { return !testkit.Alive(pid) })
 	}
 	res := handle(context.Background(), h, newEnv(t, "late"), pyCell("1", 0))
 	if !strings.Contains(res.Error, "closed") {

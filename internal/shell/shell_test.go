@@ -96,23 +96,11 @@ func runIn(tb testing.TB, h *Pool, env owner, session, command string) *operatio
 	return res.Data
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	// "pid (comm) S ..." where comm may contain spaces and parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // waitDead waits until pid is gone.
 func waitDead(tb testing.TB, pid int) {
 	tb.Helper()
 	testkit.CheckFor(tb, 5*time.Second, func() error {
-		if alive(pid) {
+		if testkit.Alive(pid) {
 			return fmt.Errorf("process %d still alive", pid)
 		}
 		return nil

@@ -1,9 +1,10 @@
 // Package testkit holds flock's test support: polling with a deadline in
 // place of bare sleeps, a log buffer safe for concurrent writers, the
 // marker files of crash tests (MarkerCommand, CheckRanOnce, CountLines),
-// and a throwaway certificate authority for TLS tests. It imports only the
-// standard library and internal/procgroup so that the tests of every
-// package, state's own included, can use it; opening a real store for a
+// Alive for the tests of what kills processes, and a throwaway
+// certificate authority for TLS tests. It imports only the standard
+// library and small internal packages (procgroup, sparse) so that the
+// tests of every other package, state's own included, can use it; opening a real store for a
 // test is in the subpackage teststore, opening a whole App in testapp, a
 // sandbox service (and serving it) in testsandbox, starting an executor
 // and a run and waiting for its end in testrun.

@@ -249,16 +249,6 @@ func TestReadWrite(t *testing.T) {
 	}
 }
 
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// A zombie has exited; field 3 is the state.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
-}
-
 // TestDestroyCleansUp: destroy kills the interpreter and a process it
 // started in a new session, and removes the workspace.
 func TestDestroyCleansUp(t *testing.T) {
@@ -275,13 +265,13 @@ func TestDestroyCleansUp(t *testing.T) {
 	ipid, _ := strconv.Atoi(f[0])
 	cpid, _ := strconv.Atoi(f[1])
 	ws := f[2]
-	if !alive(ipid) || !alive(cpid) {
+	if !testkit.Alive(ipid) || !testkit.Alive(cpid) {
 		t.Fatal("processes not running before destroy")
 	}
 	if a := e.post("/api/v1/session/destroy", map[string]any{"worker_id": "w", "resource_type": "code"}); a.Code != 0 {
 		t.Fatalf("destroy: %+v", a)
 	}
-	testkit.WaitFor(t, "interpreter and its child to die", func() bool { return !alive(ipid) && !alive(cpid) })
+	testkit.WaitFor(t, "interpreter and its child to die", func() bool { return !testkit.Alive(ipid) && !testkit.Alive(cpid) })
 	if _, err := os.Stat(ws); !os.IsNotExist(err) {
 		t.Fatalf("workspace %s survives destroy: %v", ws, err)
 	}

@@ -350,7 +350,7 @@ func TestDesktopHTTP(t *testing.T) {
 	if left := workspaceProcesses(ws); len(left) != 0 {
 		t.Fatalf("processes left after destroy: %v", left)
 	}
-	if alive(first.PID) {
+	if testkit.Alive(first.PID) {
 		t.Fatalf("the app (pid %d) survives destroy", first.PID)
 	}
 	// Xvfb ended cleanly: it removed its socket. (The tests of this
@@ -359,15 +359,6 @@ func TestDesktopHTTP(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/tmp/.X11-unix/X%d", num)); err == nil {
 		t.Errorf("/tmp/.X11-unix/X%d left after destroy", num)
 	}
-}
-
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // TestDesktopParallel runs 16 sessions at once, each with its own Tk

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -77,20 +76,6 @@ func call(t testing.TB, st *sessionState, s ToolSpec, args map[string]any) (*Res
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return st.call(ctx, s, args)
-}
-
-// gone reports whether pid no longer runs (absent, or a zombie awaiting its reaper).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 func TestToolsListedWithSchemas(t *testing.T) {
@@ -191,7 +176,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 		t.Fatalf("child pid %q: %v", res.Result, err)
 	}
 	server := st.conns["t"].pid()
-	if gone(server) || gone(child) {
+	if !testkit.Alive(server) || !testkit.Alive(child) {
 		t.Fatal("server or child not running before stop")
 	}
 	start := time.Now()
@@ -199,7 +184,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	t.Logf("stop took %v", time.Since(start))
-	testkit.WaitFor(t, "server and child to exit", func() bool { return gone(server) && gone(child) })
+	testkit.WaitFor(t, "server and child to exit", func() bool { return !testkit.Alive(server) && !testkit.Alive(child) })
 	if _, err := call(t, st, spec(t, b, "mcp:t.add"), map[string]any{"a": 1, "b": 1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("call after stop = %v, want ErrClosed", err)
 	}
@@ -228,7 +213,7 @@ func TestCrashingServer(t *testing.T) {
 	if err := st.stop(); err != nil {
 		t.Errorf("stop after crash: %v", err)
 	}
-	testkit.WaitFor(t, "crashed server reaped", func() bool { return gone(pid) })
+	testkit.WaitFor(t, "crashed server reaped", func() bool { return !testkit.Alive(pid) })
 }
 
 func TestServerFailsToStart(t *testing.T) {

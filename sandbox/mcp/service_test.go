@@ -110,7 +110,7 @@ func TestHTTP(t *testing.T) {
 	if status != 200 || env.Code != 0 {
 		t.Fatalf("destroy: %d %+v", status, env)
 	}
-	testkit.WaitFor(t, "the child of w2's server to die", func() bool { return gone(child) })
+	testkit.WaitFor(t, "the child of w2's server to die", func() bool { return !testkit.Alive(child) })
 
 	// A crash answers 5012 naming the server; the worker's other session is unaffected.
 	status, env, _ = execHTTP(t, url, "w1", "mcp:t.crash", nil)
