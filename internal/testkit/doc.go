@@ -4,10 +4,10 @@
 // Alive for the tests of what kills processes, and a throwaway
 // certificate authority for TLS tests. It imports only the standard
 // library and small internal packages (procgroup, sparse) so that the
-// tests of every other package, state's own included, can use it; opening a real store for a
-// test is in the subpackage teststore, opening a whole App in testapp, a
-// sandbox service (and serving it) in testsandbox, starting an executor
-// and a run and waiting for its end in testrun.
+// tests of every other package, state's own included, can use it; opening
+// a real store for a test is in the subpackage teststore, opening a whole
+// App in testapp, a sandbox service (and serving it) in testsandbox,
+// starting an executor and a run and waiting for its end in testrun.
 //
 // # Polling
 //
