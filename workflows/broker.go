@@ -142,27 +142,17 @@ func (b *broker) deliverLocked(run string, t *topic, ev state.Event) {
 
 // live delivers a live-only event of run to the tree subscribers of run
 // and of its ancestors.
-func (b *broker) live(run string, ev state.Event) {
-	ev.Seq, ev.RunID = 0, run
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.pub != nil {
-		b.pub.PublishEvent(run, ev)
-	}
-	if t := b.runs[run]; t != nil {
-		for s := range t.subs {
-			if s.tree {
-				send(t, s, ev)
-			}
-		}
-	}
-	b.forwardLocked(run, ev)
-}
+func (b *broker) live(run string, ev state.Event) { b.deliverLive(run, ev, false) }
 
 // notice delivers a live-only event of run to every subscriber of run,
 // plain and tree, and to the tree subscribers of its ancestors: what holds
 // a run (a stall, a rate-limit wait) matters to whoever watches it.
-func (b *broker) notice(run string, ev state.Event) {
+func (b *broker) notice(run string, ev state.Event) { b.deliverLive(run, ev, true) }
+
+// deliverLive publishes a live-only event of run and gives it to run's
+// tree subscribers, its plain ones too if plain, and to the tree
+// subscribers of its ancestors.
+func (b *broker) deliverLive(run string, ev state.Event, plain bool) {
 	ev.Seq, ev.RunID = 0, run
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -171,7 +161,9 @@ func (b *broker) notice(run string, ev state.Event) {
 	}
 	if t := b.runs[run]; t != nil {
 		for s := range t.subs {
-			send(t, s, ev)
+			if plain || s.tree {
+				send(t, s, ev)
+			}
 		}
 	}
 	b.forwardLocked(run, ev)
