@@ -414,7 +414,11 @@ func TestAsyncPublishBackpressure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	// The stall wait follows ctx's deadline (stallWait): a long one, so
+	// that the queue's length on a loaded machine (200 commits through a
+	// window of one, under -race) is never what fails the test.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	s, err := Open(ctx, js, Options{Prefix: "bp"})
 	if err != nil {
 		t.Fatal(err)
