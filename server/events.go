@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -33,7 +34,10 @@ const (
 // sent are dropped, and a gap in the live sequence is filled from the
 // store. The stream ends after the run's terminal "run" event (or at once
 // when the run has ended and the client has seen everything), when the
-// client disconnects, or when the server shuts down.
+// client disconnects, or when the server shuts down. A store that does
+// not answer for a while (state.ErrUnavailable: a cluster electing new
+// leaders after a node died) does not end it: the stream reads again,
+// with heartbeats meanwhile, and follows the run wherever it resumes.
 //
 // A client that connects while the run is held (a retry's wait, a commit
 // stalled for disk space) first gets the live-only "waiting" and "stalled"
@@ -134,7 +138,11 @@ func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan sta
 	backoff := minResubscribe
 	for first := true; ; first = false {
 		start := st.last
-		done, err := st.replay(ctx)
+		var done bool
+		err := st.waitOut(ctx, heartbeat.C, func() (err error) {
+			done, err = st.replay(ctx)
+			return err
+		})
 		if err != nil || done || head.Status.Terminal() {
 			// A terminal head is committed with its final event, so the
 			// replay that followed the head read has sent everything.
@@ -166,10 +174,32 @@ func (st *eventStream) follow(ctx context.Context, head state.Run, ch <-chan sta
 			backoff = min(2*backoff, maxResubscribe)
 		}
 		ch, unsubscribe = st.subscribe()
-		head, err = st.s.store.Run(ctx, st.id)
-		if err != nil {
+		if err := st.waitOut(ctx, heartbeat.C, func() (err error) {
+			head, err = st.s.store.Run(ctx, st.id)
+			return err
+		}); err != nil {
 			return err
 		}
+	}
+}
+
+// waitOut calls read until it does not fail with state.ErrUnavailable (a
+// cluster store electing new leaders after a node died: the run goes on
+// once it has, driven here or elsewhere), pausing between tries with the
+// connection kept alive, for as long as the client stays. Any other
+// error is returned.
+func (st *eventStream) waitOut(ctx context.Context, heartbeat <-chan time.Time, read func() error) error {
+	backoff := minResubscribe
+	for {
+		err := read()
+		if !errors.Is(err, state.ErrUnavailable) {
+			return err
+		}
+		st.s.log.Debug("event stream waits for the store", "run", st.id, "last_seq", st.last, "err", err)
+		if err := st.pause(ctx, backoff, heartbeat); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, maxResubscribe)
 	}
 }
 
@@ -219,7 +249,11 @@ func (st *eventStream) live(ctx context.Context, ch <-chan state.Event, heartbea
 			if ev.Seq > st.last+1 {
 				// Published before we subscribed but not yet read: fill
 				// the gap from the store, which has everything published.
-				done, err := st.replay(ctx)
+				var done bool
+				err := st.waitOut(ctx, heartbeat, func() (err error) {
+					done, err = st.replay(ctx)
+					return err
+				})
 				if err != nil || done {
 					return done, err
 				}

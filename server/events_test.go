@@ -219,21 +219,30 @@ func droppingSubscribe(real func(string) (<-chan state.Event, func()), keep int)
 
 // TestEventsDroppedSubscription makes every live subscription close after
 // one event: the stream must re-read the store and resubscribe without
-// losing or repeating events.
+// losing or repeating events. With an outage, the store's reads also fail
+// with state.ErrUnavailable every other time (a cluster electing new
+// leaders): the stream waits them out and still follows the run to its
+// end (issue 28.5).
 func TestEventsDroppedSubscription(t *testing.T) {
 	for _, keep := range []int{0, 1, 2} {
-		t.Run(fmt.Sprintf("keep %d", keep), func(t *testing.T) {
-			e := newEnvSetup(t, envSetup{engine: func(eng Engine) Engine { return droppingEngine{eng, keep} }})
-			id := e.start(t, "test.wait", "")
-			s := e.openEvents(t, id, "")
-			first, ok := s.next(t)
-			if !ok {
-				t.Fatal("no first event")
-			}
-			close(e.gate)
-			evs := append([]sseEvent{first}, s.readAll(t)...)
-			checkSeqs(t, evs, 0, state.StatusSucceeded)
-		})
+		for _, outage := range []bool{false, true} {
+			t.Run(fmt.Sprintf("keep %d outage %v", keep, outage), func(t *testing.T) {
+				setup := envSetup{engine: func(eng Engine) Engine { return droppingEngine{eng, keep} }}
+				if outage {
+					setup.server = func(s *Server) { s.store = &outageReader{Reader: s.store} }
+				}
+				e := newEnvSetup(t, setup)
+				id := e.start(t, "test.wait", "")
+				s := e.openEvents(t, id, "")
+				first, ok := s.next(t)
+				if !ok {
+					t.Fatal("no first event")
+				}
+				close(e.gate)
+				evs := append([]sseEvent{first}, s.readAll(t)...)
+				checkSeqs(t, evs, 0, state.StatusSucceeded)
+			})
+		}
 	}
 }
 
@@ -282,4 +291,37 @@ func TestEventsDescendants(t *testing.T) {
 	if r := e.do(t, http.MethodGet, "/runs/"+id+"/events?descendants=maybe", nil); r.status != http.StatusBadRequest {
 		t.Fatalf("bad descendants value: %d %s", r.status, r.body)
 	}
+}
+
+// outageReader is a store whose run and event reads fail with
+// state.ErrUnavailable every other time after the first, as a cluster
+// store's do while its streams elect new leaders.
+type outageReader struct {
+	state.Reader
+	mu    sync.Mutex
+	calls int // guarded by mu
+}
+
+func (o *outageReader) down() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls++
+	if o.calls > 1 && o.calls%2 == 0 {
+		return fmt.Errorf("%w: electing a leader", state.ErrUnavailable)
+	}
+	return nil
+}
+
+func (o *outageReader) Run(ctx context.Context, id string) (state.Run, error) {
+	if err := o.down(); err != nil {
+		return state.Run{}, err
+	}
+	return o.Reader.Run(ctx, id)
+}
+
+func (o *outageReader) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
+	if err := o.down(); err != nil {
+		return nil, err
+	}
+	return o.Reader.Events(ctx, id, after, limit)
 }
