@@ -128,6 +128,10 @@
 // on a replica that lags: the watch reads on until it has seen the last
 // message the leader reports, a later value of a key replacing an earlier
 // one) and filters in memory: fine for thousands of runs, not for millions.
+// A failover reader whose heads stream has no leader (stream info not
+// answered within FailoverAfter, or no watch) reads every head from a
+// replica instead, with batched direct gets of the bucket's messages in
+// order (one per key), which may lack the last writes.
 // CountRuns (GET /stats/runs) reads every head the same way and decodes
 // only its status.
 //

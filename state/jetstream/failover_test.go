@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flockrun/flock/internal/testkit"
 	"github.com/flockrun/flock/state"
@@ -19,7 +21,8 @@ import (
 // a replica (a direct get) as it does while a stream has no leader: the
 // head, the spec, the entries, the ops and the events read the same as
 // from the leaders, once the replicas caught up; children and unfinished
-// runs are listed; a run that does not exist is not found. (That a failover read answers within a second
+// runs are listed, and so is every run (the heads bucket read in
+// batches); a run that does not exist is not found. (That a failover read answers within a second
 // while the leaders are dead is tested on real processes, killed with
 // SIGKILL: an in-process server hands its leaderships over when it shuts
 // down.)
@@ -62,6 +65,18 @@ func TestFailoverReadsFromReplicas(t *testing.T) {
 	if runs, err := fo.Unfinished(context.Background()); err != nil || len(runs) != 2 {
 		t.Fatalf("unfinished runs listed from a replica: %d, %v", len(runs), err)
 	}
+	// Every head, listed and counted from a replica, a few at a time.
+	// (No watch of the heads answers: it needs the stream's leader.)
+	batch, watch := headsBatch, watchAll
+	t.Cleanup(func() { headsBatch, watchAll = batch, watch })
+	headsBatch = 1
+	watchAll = func(context.Context, jetstream.KeyValue) (jetstream.KeyWatcher, error) { return nil, nats.ErrTimeout }
+	if runs, _, err := fo.Runs(context.Background(), state.RunFilter{}); err != nil || len(runs) != 2 || runs[0].ID != "r" || runs[1].ID != "kid" {
+		t.Fatalf("runs listed from a replica: %+v, %v", runs, err)
+	}
+	if c, err := fo.(state.RunCounter).CountRuns(context.Background()); err != nil || c.Total != 2 {
+		t.Fatalf("runs counted from a replica: %+v, %v", c, err)
+	}
 	if _, err := fo.Run(context.Background(), "nope"); !errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("an unknown run from a replica: %v, want ErrNotFound", err)
 	}
@@ -102,5 +117,54 @@ func TestCommitRetriedAfterUnknownOutcome(t *testing.T) {
 	fresh := step("r", 2, 1, state.StatusRunning)
 	if err := s.Commit(ctx, fresh); !errors.Is(err, state.ErrFenced) {
 		t.Fatalf("a new commit on an old revision: %v, want ErrFenced", err)
+	}
+}
+
+// TestFailoverAsksSilentLeaderOnce: once a stream's leader has not
+// answered a failover read, the next reads of that stream go to its
+// replicas without waiting for the leader again (a listing of many runs
+// during an election would otherwise wait FailoverAfter per message);
+// other streams still ask their leader first, and once the leader
+// answers again, so does the stream.
+func TestFailoverAsksSilentLeaderOnce(t *testing.T) {
+	s := &Store{opts: Options{FailoverAfter: 10 * time.Millisecond}}
+	var leaderCalls, replicaCalls int
+	silent := func(ctx context.Context) (string, error) {
+		leaderCalls++
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	answers := func(context.Context) (string, error) {
+		leaderCalls++
+		return "leader", nil
+	}
+	replica := func(context.Context) (string, error) {
+		replicaCalls++
+		return "replica", nil
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		if v, err := failover(ctx, s, "A", silent, replica); err != nil || v != "replica" {
+			t.Fatalf("read %d of A: %q, %v", i, v, err)
+		}
+	}
+	if leaderCalls != 1 || replicaCalls != 3 {
+		t.Fatalf("3 reads of A during an election asked the leader %d times and the replicas %d times, want 1 and 3", leaderCalls, replicaCalls)
+	}
+	if v, err := failover(ctx, s, "B", answers, replica); err != nil || v != "leader" || leaderCalls != 2 {
+		t.Fatalf("stream B: %q, %v after %d leader calls; want its leader asked", v, err, leaderCalls)
+	}
+	// The leader answers again: a read after leaderRecheck asks it, and
+	// the one after that too.
+	s.leaders.mu.Lock()
+	s.leaders.since["A"] = time.Now().Add(-leaderRecheck)
+	s.leaders.mu.Unlock()
+	for range 2 {
+		if v, err := failover(ctx, s, "A", answers, replica); err != nil || v != "leader" {
+			t.Fatalf("A after the election: %q, %v", v, err)
+		}
+	}
+	if leaderCalls != 4 || replicaCalls != 3 {
+		t.Fatalf("after the election: %d leader and %d replica calls, want 4 and 3", leaderCalls, replicaCalls)
 	}
 }

@@ -75,17 +75,74 @@ func (r reader) get(ctx context.Context, stream string, req getReq) (*jetstream.
 	}
 	ctx, cancel := withGetTimeout(ctx)
 	defer cancel()
-	lctx, lcancel := context.WithTimeout(ctx, r.s.opts.FailoverAfter)
-	m, err := r.s.leaderGet(lctx, stream, req)
+	return failover(ctx, r.s, stream, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return r.s.leaderGet(ctx, stream, req)
+	}, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return r.s.replicaGet(ctx, stream, req)
+	})
+}
+
+// leaderRecheck is how long failover reads of a stream whose leader did
+// not answer go to its replicas without asking the leader first.
+const leaderRecheck = time.Second
+
+// failover asks stream's leader (leader) and, when it does not answer
+// within Options.FailoverAfter, its replicas (replicas). A stream whose
+// leader did not answer in the last leaderRecheck is asked from its
+// replicas first, so that a read of many messages during an election
+// waits for the leader once, not once per message.
+func failover[T any](ctx context.Context, s *Store, stream string, leader, replicas func(context.Context) (T, error)) (T, error) {
+	if s.leaders.down(stream) {
+		if v, err := replicas(ctx); err == nil || !transient(err) || ctx.Err() != nil {
+			return v, err
+		}
+	}
+	lctx, lcancel := context.WithTimeout(ctx, s.opts.FailoverAfter)
+	v, err := leader(lctx)
 	lcancel()
-	if err == nil || !transient(err) || ctx.Err() != nil {
-		return m, err
+	if err == nil || !transient(err) {
+		s.leaders.mark(stream, false)
+		return v, err
 	}
-	dm, derr := r.s.replicaGet(ctx, stream, req)
+	if ctx.Err() != nil {
+		return v, err
+	}
+	s.leaders.mark(stream, true)
+	dv, derr := replicas(ctx)
 	if derr != nil {
-		return nil, fmt.Errorf("%w (and from a replica: %w)", err, derr)
+		return dv, fmt.Errorf("%w (and from a replica: %w)", err, derr)
 	}
-	return dm, nil
+	return dv, nil
+}
+
+// leaderless remembers the streams whose leader lately did not answer a
+// failover read (see failover).
+type leaderless struct {
+	mu    sync.Mutex
+	since map[string]time.Time // when a leader last did not answer; guarded by mu
+}
+
+// down reports whether stream's leader did not answer in the last
+// leaderRecheck.
+func (l *leaderless) down(stream string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.since[stream]
+	return ok && time.Since(at) < leaderRecheck
+}
+
+// mark records whether stream's leader answered (down false) or not.
+func (l *leaderless) mark(stream string, down bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case down && l.since == nil:
+		l.since = map[string]time.Time{stream: time.Now()}
+	case down:
+		l.since[stream] = time.Now()
+	default:
+		delete(l.since, stream)
+	}
 }
 
 // replicaGet asks the replicas of stream for a message (see fromReplicas).
@@ -148,6 +205,22 @@ func fromReplicas[T any](ctx context.Context, ask func(context.Context) (T, erro
 // match filter (the last message of each, read with a batched direct
 // get): at most 1024, the server's bound on such a get.
 func (s *Store) directLastSubjects(ctx context.Context, stream, filter string) ([]string, error) {
+	var subjects []string
+	_, err := s.directBatch(ctx, stream, struct {
+		MultiLast []string `json:"multi_last"`
+		NoHeaders bool     `json:"no_hdr"`
+	}{[]string{filter}, true}, func(m *nats.Msg) {
+		subjects = append(subjects, m.Header.Get(jetstream.SubjectHeader))
+	})
+	return subjects, err
+}
+
+// directBatch sends one batched direct get (body) to one replica of
+// stream and calls each with every message of its answer, in order. It
+// returns the end-of-batch marker, whose headers say how many messages
+// match past the batch (Nats-Num-Pending) and the batch's last sequence
+// (Nats-Last-Sequence), or nil when nothing matches.
+func (s *Store) directBatch(ctx context.Context, stream string, body any, each func(*nats.Msg)) (*nats.Msg, error) {
 	nc := s.js.Conn()
 	inbox := nc.NewRespInbox()
 	msgs := make(chan *nats.Msg, 64)
@@ -156,17 +229,13 @@ func (s *Store) directLastSubjects(ctx context.Context, stream, filter string) (
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	body, err := json.Marshal(struct {
-		MultiLast []string `json:"multi_last"`
-		NoHeaders bool     `json:"no_hdr"`
-	}{[]string{filter}, true})
+	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	if err := nc.PublishRequest(jetstream.DefaultAPIPrefix+"DIRECT.GET."+stream, inbox, body); err != nil {
+	if err := nc.PublishRequest(jetstream.DefaultAPIPrefix+"DIRECT.GET."+stream, inbox, b); err != nil {
 		return nil, err
 	}
-	var subjects []string
 	for {
 		select {
 		case <-ctx.Done():
@@ -174,13 +243,13 @@ func (s *Store) directLastSubjects(ctx context.Context, stream, filter string) (
 		case m := <-msgs:
 			switch m.Header.Get("Status") {
 			case "":
-				subjects = append(subjects, m.Header.Get(jetstream.SubjectHeader))
+				each(m)
 			case "204": // end of the batch
-				return subjects, nil
-			case "404": // no subject matches
+				return m, nil
+			case "404": // nothing matches
 				return nil, nil
 			default:
-				return nil, fmt.Errorf("direct get of the subjects %s of stream %s: %s %s", filter, stream,
+				return nil, fmt.Errorf("batched direct get from stream %s: %s %s", stream,
 					m.Header.Get("Status"), m.Header.Get("Description"))
 			}
 		}

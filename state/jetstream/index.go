@@ -86,24 +86,29 @@ func (s *Store) indexAfter(ctx context.Context, p *prepared, old *envelope) {
 func (r reader) indexed(ctx context.Context, prefix string) ([]string, error) {
 	s := r.s
 	root := s.subjIdx + prefix
-	lctx, cancel := ctx, context.CancelFunc(func() {})
-	if r.failover {
-		lctx, cancel = context.WithTimeout(ctx, s.opts.FailoverAfter)
-	}
-	info, err := s.index.Info(lctx, jetstream.WithSubjectFilter(root+">"))
-	cancel()
-	var subjects []string
-	switch {
-	case err == nil:
+	fromLeader := func(ctx context.Context) ([]string, error) {
+		info, err := s.index.Info(ctx, jetstream.WithSubjectFilter(root+">"))
+		if err != nil {
+			return nil, err
+		}
+		subjects := make([]string, 0, len(info.State.Subjects))
 		for subj := range info.State.Subjects {
 			subjects = append(subjects, subj)
 		}
-	case r.failover && transient(err) && ctx.Err() == nil:
+		return subjects, nil
+	}
+	var subjects []string
+	var err error
+	if r.failover {
 		fctx, fcancel := withGetTimeout(ctx)
-		subjects, err = fromReplicas(fctx, func(ctx context.Context) ([]string, error) {
-			return s.directLastSubjects(ctx, s.indexName, root+">")
+		subjects, err = failover(fctx, s, s.indexName, fromLeader, func(ctx context.Context) ([]string, error) {
+			return fromReplicas(ctx, func(ctx context.Context) ([]string, error) {
+				return s.directLastSubjects(ctx, s.indexName, root+">")
+			})
 		})
 		fcancel()
+	} else {
+		subjects, err = fromLeader(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list index %s: %w", prefix, unavailable(err))

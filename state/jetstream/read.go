@@ -10,7 +10,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flockrun/flock/record"
@@ -20,8 +22,8 @@ import (
 // FailoverReads returns a reader of the store that answers during a
 // failover: each read asks the stream's leader first and, when the leader
 // does not answer within Options.FailoverAfter, any current replica, which
-// may not have the last few writes yet (see reader). Listings that read
-// the index or every head still need the leaders. It is what a cluster
+// may not have the last few writes yet (see reader); listings read the
+// index or every head from a replica the same way. It is what a cluster
 // node's HTTP API reads with; the executor reads through the Store
 // itself, from the leaders only.
 func (s *Store) FailoverReads() state.Reader { return reader{s: s, failover: true} }
@@ -420,22 +422,112 @@ func (r reader) chunk(ctx context.Context, runKey string, key []byte) ([]byte, e
 // buckets (their latest values, read through one watcher per shard, one
 // shard after the other), each key once, in no particular order. It sees
 // every head committed before it was called, even from a replica that
-// lags (see eachOf).
+// lags (see eachOf). A failover reader whose leader does not answer
+// within Options.FailoverAfter (or whose watch fails for want of one)
+// reads the shard from a replica instead (replicaHeads), which may lack
+// the last writes.
 func (r reader) eachHead(ctx context.Context, fn func(key string, value []byte)) error {
 	if err := r.s.check(ctx); err != nil {
 		return err
 	}
 	for i := range r.s.shards {
 		sh := &r.s.shards[i]
-		tip, err := r.s.headsTip(ctx, sh)
-		if err != nil {
-			return unavailable(err)
-		}
-		if err := eachOf(ctx, sh.heads, tip, fn); err != nil {
+		if err := r.shardHeads(ctx, sh, fn); err != nil {
 			return unavailable(err)
 		}
 	}
 	return nil
+}
+
+// shardHeads is eachHead of one shard.
+func (r reader) shardHeads(ctx context.Context, sh *shard, fn func(key string, value []byte)) error {
+	if !r.failover {
+		tip, err := r.s.headsTip(ctx, sh)
+		if err != nil {
+			return err
+		}
+		return eachOf(ctx, sh.heads, tip, fn)
+	}
+	if r.s.leaders.down(sh.headStream) {
+		return r.s.replicaHeads(ctx, sh, fn)
+	}
+	// The leader gets FailoverAfter to answer the stream info; the watch
+	// that follows takes as long as the heads take to read.
+	lctx, cancel := context.WithTimeout(ctx, r.s.opts.FailoverAfter)
+	tip, err := r.s.headsTip(lctx, sh)
+	cancel()
+	if err == nil {
+		err = eachOf(ctx, sh.heads, tip, fn)
+	}
+	if err == nil || !transient(err) || ctx.Err() != nil {
+		return err
+	}
+	r.s.leaders.mark(sh.headStream, true)
+	return r.s.replicaHeads(ctx, sh, fn)
+}
+
+// headsBatch is how many heads one batched direct get of replicaHeads
+// asks for; tests lower it to read in several batches.
+var headsBatch = 256
+
+// replicaHeads calls fn with the key and value of every entry of shard
+// sh's heads bucket as a replica has them (batched direct gets, which any
+// current replica answers while the stream has no leader): the bucket
+// keeps one message per key, so reading its messages in order gives
+// every key's latest value that replica holds.
+func (s *Store) replicaHeads(ctx context.Context, sh *shard, fn func(key string, value []byte)) error {
+	ctx, cancel := withGetTimeout(ctx)
+	defer cancel()
+	latest := map[string][]byte{}
+	for seq := uint64(1); ; {
+		type batch struct {
+			msgs []*nats.Msg
+			eob  *nats.Msg
+		}
+		b, err := fromReplicas(ctx, func(ctx context.Context) (batch, error) {
+			var b batch
+			var err error
+			b.eob, err = s.directBatch(ctx, sh.headStream, getBatch{Seq: seq, NextFor: sh.headsSubj + ">", Batch: headsBatch},
+				func(m *nats.Msg) { b.msgs = append(b.msgs, m) })
+			return b, err
+		})
+		if err != nil {
+			return fmt.Errorf("heads bucket %s from a replica: %w", sh.headsName, err)
+		}
+		for _, m := range b.msgs {
+			key := strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), sh.headsSubj)
+			if op := m.Header.Get(kvOperation); op == "DEL" || op == "PURGE" {
+				delete(latest, key)
+			} else {
+				latest[key] = m.Data
+			}
+		}
+		if b.eob == nil || b.eob.Header.Get(hdrNumPending) == "0" {
+			break
+		}
+		last, err := strconv.ParseUint(b.eob.Header.Get(jetstream.LastSequenceHeader), 10, 64)
+		if err != nil || last < seq {
+			return fmt.Errorf("heads bucket %s from a replica: bad end of batch %q", sh.headsName,
+				b.eob.Header.Get(jetstream.LastSequenceHeader))
+		}
+		seq = last + 1
+	}
+	for k, v := range latest {
+		fn(k, v)
+	}
+	return nil
+}
+
+// hdrNumPending is the header of a batched direct get's end-of-batch
+// marker that counts the messages matching past the batch.
+const hdrNumPending = "Nats-Num-Pending"
+
+// getBatch is a batched direct get: up to Batch messages of subjects
+// matching NextFor from sequence Seq on.
+type getBatch struct {
+	Seq     uint64 `json:"seq"`
+	NextFor string `json:"next_by_subj"`
+	Batch   int    `json:"batch"`
 }
 
 // headsTip is the sequence of the last message of shard sh's heads

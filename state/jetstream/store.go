@@ -153,6 +153,8 @@ type Store struct {
 
 	isClosed atomic.Bool
 
+	leaders leaderless // streams whose leader a failover read found silent
+
 	commits  atomic.Uint64
 	rejected atomic.Uint64
 	txs      atomic.Uint64
