@@ -238,9 +238,11 @@ func (e *Executor) retryFenced(ctx context.Context, action func() error) error {
 	}
 }
 
-// unavailableWait bounds how long a request (a start) waits for a store
-// that does not answer (state.ErrUnavailable): a cluster elects new
-// leaders within about 10 s.
+// unavailableWait bounds how long a request (a start, a cancel, a pause,
+// a resume, an answer) waits for a store that does not answer
+// (state.ErrUnavailable): a cluster elects new leaders within about 10 s,
+// and a client is then answered as if nothing happened, not told to try
+// again.
 const unavailableWait = 15 * time.Second
 
 // whileUnavailable calls f until it does not fail with
@@ -265,6 +267,23 @@ func (e *Executor) whileUnavailable(ctx context.Context, f func() error) error {
 		case <-t.C:
 		}
 	}
+}
+
+// whileApplied is whileUnavailable for an action that may have applied
+// before a later read of it failed (a cancel that stopped the run, then
+// could not list its children): a try after one that failed with
+// state.ErrUnavailable, refused with an error applied says is the mark
+// of the action done (a cancel finding the run cancelled), succeeds.
+func (e *Executor) whileApplied(ctx context.Context, f func() error, applied func(error) bool) error {
+	again := false
+	return e.whileUnavailable(ctx, func() error {
+		err := f()
+		if again && err != nil && applied(err) {
+			return nil
+		}
+		again = true
+		return err
+	})
 }
 
 // enqueue hands run id to the dispatcher, due at wake.

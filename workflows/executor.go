@@ -616,8 +616,19 @@ func (e *Executor) launch(r *runner) bool {
 }
 
 // Cancel cancels a run and, recursively, its children. In cluster mode a
-// run driven by another node is cancelled there (Controller).
+// run driven by another node is cancelled there (Controller), and a store
+// that does not answer (state.ErrUnavailable: an election) is waited for,
+// up to unavailableWait, as by Pause, Resume and Answer.
 func (e *Executor) Cancel(ctx context.Context, id string) error {
+	return e.whileApplied(ctx, func() error { return e.cancelFenced(ctx, id) }, func(err error) bool {
+		h, herr := e.store.Run(ctx, id)
+		return errors.Is(err, ErrEnded) && herr == nil && h.Status == state.StatusCancelled
+	})
+}
+
+// cancelFenced is Cancel without waiting for a store that does not
+// answer: what a cancel of a run's tree asks of each child.
+func (e *Executor) cancelFenced(ctx context.Context, id string) error {
 	return e.retryFenced(ctx, func() error { return e.cancel(ctx, id, true) })
 }
 
@@ -656,7 +667,7 @@ func (e *Executor) cancel(ctx context.Context, id string, routed bool) error {
 		return err
 	}
 	for _, c := range children {
-		if err := e.Cancel(ctx, c); err != nil && !errors.Is(err, ErrEnded) && !errors.Is(err, state.ErrNotFound) {
+		if err := e.cancelFenced(ctx, c); err != nil && !errors.Is(err, ErrEnded) && !errors.Is(err, state.ErrNotFound) {
 			return err
 		}
 	}
@@ -686,6 +697,11 @@ func (e *Executor) cancel(ctx context.Context, id string, routed bool) error {
 // mode a run driven by another node is paused there (Controller), and a
 // run no node drives (queued, parked) is marked paused in the store.
 func (e *Executor) Pause(ctx context.Context, id string) error {
+	return e.whileUnavailable(ctx, func() error { return e.pauseFenced(ctx, id) })
+}
+
+// pauseFenced is Pause without waiting for a store that does not answer.
+func (e *Executor) pauseFenced(ctx context.Context, id string) error {
 	return e.retryFenced(ctx, func() error { return e.pause(ctx, id, true) })
 }
 
@@ -725,7 +741,7 @@ func (e *Executor) pause(ctx context.Context, id string, routed bool) error {
 		return err
 	}
 	for _, c := range children {
-		if err := e.Pause(ctx, c); err != nil && !errors.Is(err, ErrEnded) {
+		if err := e.pauseFenced(ctx, c); err != nil && !errors.Is(err, ErrEnded) {
 			return err
 		}
 	}
@@ -734,6 +750,14 @@ func (e *Executor) pause(ctx context.Context, id string, routed bool) error {
 
 // Resume drives a paused run (and its paused children) again.
 func (e *Executor) Resume(ctx context.Context, id string) error {
+	return e.whileApplied(ctx, func() error { return e.resumeRun(ctx, id) }, func(err error) bool {
+		h, herr := e.store.Run(ctx, id)
+		return errors.Is(err, ErrNotPaused) && herr == nil && h.Status == state.StatusRunning
+	})
+}
+
+// resumeRun is Resume, once.
+func (e *Executor) resumeRun(ctx context.Context, id string) error {
 	head, err := e.store.Run(ctx, id)
 	if err != nil {
 		return err
@@ -751,7 +775,7 @@ func (e *Executor) Resume(ctx context.Context, id string) error {
 		return err
 	}
 	for _, c := range children {
-		if err := e.Resume(ctx, c); err != nil && !errors.Is(err, ErrNotPaused) {
+		if err := e.resumeRun(ctx, c); err != nil && !errors.Is(err, ErrNotPaused) {
 			return err
 		}
 	}

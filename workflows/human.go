@@ -87,7 +87,9 @@ func (e *Executor) QuestionsIn(ctx context.Context, r state.Reader, id string) (
 // before), ErrEnded, ErrBadRequest (an answer that does not fit the
 // question, naming why).
 func (e *Executor) Answer(ctx context.Context, id, op string, ans json.RawMessage) error {
-	return e.retryFenced(ctx, func() error { return e.answer(ctx, id, op, ans, true) })
+	return e.whileUnavailable(ctx, func() error {
+		return e.retryFenced(ctx, func() error { return e.answer(ctx, id, op, ans, true) })
+	})
 }
 
 // answer is Answer; routed says a run driven by another node (cluster
