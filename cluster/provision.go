@@ -114,10 +114,14 @@ func (m *Member) provision(ctx context.Context, cfg Config, open StoreOpener, re
 	// Try to be the one that creates everything.
 	var creator bool
 	if err := retryEvery(ctx, 2*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
-		_, err := m.JS.CreateStream(ctx, claims)
+		st, err := m.JS.CreateStream(ctx, claims)
 		switch {
 		case err == nil:
-			creator = true
+			// JetStream answers an identical create of a stream that is
+			// there as if it made it: the node that created the
+			// streams, restarted (after a kill -9 its first bind may
+			// time out while the cluster elects), binds to them too.
+			creator = !st.CachedInfo().Created.Before(began)
 			return nil
 		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
 			return nil // another node creates (or created) it
