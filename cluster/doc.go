@@ -105,8 +105,12 @@
 // engine on a cluster node, streams a run's events from that subject on
 // any node; the server's event stream fills any gap from the store, and a
 // quiet subscription reads the run's head every second so that a missed
-// final event still ends the stream. Live-only events of descendant runs
-// (?descendants=true) are not forwarded between nodes.
+// final event still ends the stream. While the store does not answer (a
+// node died and its streams elect new leaders), the subscription and the
+// server's stream both wait and go on: a stream follows its run across
+// the takeover to its end (e2e TestClusterEventsFollowFailover).
+// Live-only events of descendant runs (?descendants=true) are not
+// forwarded between nodes.
 //
 // # Health
 //
