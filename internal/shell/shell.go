@@ -239,10 +239,19 @@ func initLine(tok, cwd string) string {
 	// __flock_set_rc restores $? for the next command; __flock_mark
 	// prints the marker on both streams.
 	b.WriteString(`__flock_set_rc() { return "$1"; }; `)
-	mark := `builtin printf '__FLOCK_%s_%d_%s_%s__\n' "$1" "$__flock_rc" "$PWD" "$1"`
+	// A SIGINT may reach the shell while it prints a marker (see
+	// interrupt); bash acts on it between two steps of a builtin, and
+	// printf takes one step per literal character of its format. So the
+	// marker is formatted into __flock_m first and each copy is written
+	// with one step: a marker comes out whole or not at all.
 	// __flock_last remembers the last token marked, so that the marker
-	// line interrupt sends may be sent again without printing twice.
-	fmt.Fprintf(&b, "__flock_mark() { __flock_last=$1; %s >&%d; %s >&%d; }; ", mark, fdErr, mark, fdOut)
+	// line interrupt sends may be sent again without printing twice. It
+	// is set once both markers are out, not before: set first, a SIGINT
+	// landing ahead of the stdout marker would leave the token recorded
+	// and its marker never printed, and every later copy of the line
+	// would print nothing.
+	fmt.Fprintf(&b, `__flock_mark() { builtin printf -v __flock_m '__FLOCK_%%s_%%d_%%s_%%s__\n' "$1" "$__flock_rc" "$PWD" "$1"; `+
+		`builtin printf %%s "$__flock_m" >&%d; builtin printf %%s "$__flock_m" >&%d; __flock_last=$1; }; `, fdErr, fdOut)
 	b.WriteString("__flock_rc=0; ")
 	if cwd != "" {
 		fmt.Fprintf(&b, "builtin cd -- %s 2>/dev/null; ", shellQuote(cwd))
