@@ -168,3 +168,15 @@ func TestFailoverAsksSilentLeaderOnce(t *testing.T) {
 		t.Fatalf("after the election: %d leader and %d replica calls, want 4 and 3", leaderCalls, replicaCalls)
 	}
 }
+
+// TestBatchedDirectGetNoResponders: a batched direct get that no replica
+// answers (JetStream's 503 status, a stream whose servers are dying or
+// not up yet) fails as the store being unavailable for now, so that a
+// failover read asks again rather than answer 500.
+func TestBatchedDirectGetNoResponders(t *testing.T) {
+	s := openStore(t, []*server.Server{startServer(t)}, Options{})
+	_, err := s.directBatch(context.Background(), "NO_SUCH_STREAM", getBatch{Seq: 1, NextFor: ">", Batch: 1}, func(*nats.Msg) {})
+	if !errors.Is(err, nats.ErrNoResponders) || !transient(err) {
+		t.Fatalf("a batched direct get nobody answers: %v, want a transient nats.ErrNoResponders", err)
+	}
+}

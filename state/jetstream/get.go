@@ -248,6 +248,10 @@ func (s *Store) directBatch(ctx context.Context, stream string, body any, each f
 				return m, nil
 			case "404": // nothing matches
 				return nil, nil
+			case "503": // no replica answers (one dying, or none yet)
+				return nil, fmt.Errorf("batched direct get from stream %s: %w", stream, nats.ErrNoResponders)
+			case "408":
+				return nil, fmt.Errorf("batched direct get from stream %s: %w", stream, nats.ErrTimeout)
 			default:
 				return nil, fmt.Errorf("batched direct get from stream %s: %s %s", stream,
 					m.Header.Get("Status"), m.Header.Get("Description"))
