@@ -213,12 +213,19 @@ func startTickClusterOn(t testing.TB, natsURLs string) *tickCluster {
 	if err := os.WriteFile(filepath.Join(wf, "tick.yaml"), []byte(tickWorkflow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// One operation of each kind at a time per node: the others of a step
-	// wait for their turn, as under any concurrency limit. The commands
-	// run unisolated: a marker names the node by the chain of its command's
+	// The three operations of a step all start at once, and then wait
+	// for their turn inside their handler: the run's shell session, its
+	// Python interpreter, the model's one call at a time. Woken from a
+	// pause, a node starts the next one as soon as the one before it
+	// ends, with no commit of the run in between: only the lease check
+	// (handlers.Env.MayStart) stops it. (With one operation of each kind
+	// at a time per node, they waited in the executor, where the fenced
+	// commit of the result before them stopped the run first, and the
+	// test passed, 4 times in 5, without the check.) The commands run
+	// unisolated: a marker names the node by the chain of its command's
 	// ancestor pids, which bwrap's own PID namespace would hide.
 	conf := filepath.Join(t.TempDir(), "server.json") // not among the workflows
-	if err := os.WriteFile(conf, []byte(`{"concurrency": {"bash": 1, "python": 1, "generate": 1}, "isolation": "none"}`), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(`{"concurrency": {"bash": 3, "python": 3, "generate": 3}, "models": {"m": {"max_concurrency": 1}}, "isolation": "none"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.nodes, c.routes = newClusterNodes(t, 3)
