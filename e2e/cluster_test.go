@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -47,12 +48,31 @@ func newClusterNodes(t testing.TB, n int) ([]clusterNode, string) {
 	base, secret := t.TempDir(), clusterSecretFile(t)
 	nodes := make([]clusterNode, n)
 	var routes []string
+	addrs := distinctPorts(t, 3*n)
 	for i := range nodes {
 		nodes[i] = clusterNode{name: fmt.Sprintf("n%d", i+1), data: filepath.Join(base, fmt.Sprintf("n%d", i+1)),
-			addr: freePort(t), natsAddr: freePort(t), routeAddr: freePort(t), secretFile: secret}
+			addr: addrs[3*i], natsAddr: addrs[3*i+1], routeAddr: addrs[3*i+2], secretFile: secret}
 		routes = append(routes, "nats://"+nodes[i].routeAddr)
 	}
 	return nodes, strings.Join(routes, ",")
+}
+
+// distinctPorts returns n free loopback addresses, all different: each
+// is held open until all are picked (freePort, called n times, may hand
+// out the port it just closed again, and one node's HTTP port was then
+// another's NATS port).
+func distinctPorts(t testing.TB, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
+	}
+	return addrs
 }
 
 // clusterArgs are the flags of node n's `flock serve --cluster`.
