@@ -180,3 +180,55 @@ func TestBatchedDirectGetNoResponders(t *testing.T) {
 		t.Fatalf("a batched direct get nobody answers: %v, want a transient nats.ErrNoResponders", err)
 	}
 }
+
+// TestLeaderGetAsksAgain: a strict get whose request no leader answers
+// (sent while the servers still took a dead server for the stream's
+// leader: a takeover's first read of the run's head, right after the
+// election of the claims consumer) asks again while its context lasts,
+// and takes a late answer to an earlier ask: here the "leader" (the test,
+// on a server without JetStream) answers no first request, keeps the
+// second unanswered until the third came, then answers the second.
+// Before, the get waited for its whole context (a takeover's 3 s try)
+// and failed.
+func TestLeaderGetAsksAgain(t *testing.T) {
+	opts := soloOptions(t)
+	opts.JetStream = false
+	nc := connect(t, runServer(t, opts))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{js: js}
+	asks := make(chan *nats.Msg, 8)
+	sub, err := nc.ChanSubscribe(jetstream.DefaultAPIPrefix+"STREAM.MSG.GET.S", asks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() { // owned: ends with the second ask or the read's context
+		var got []*nats.Msg
+		for len(got) < 3 {
+			select {
+			case ask := <-asks:
+				got = append(got, ask)
+			case <-ctx.Done():
+				answered <- fmt.Errorf("the get asked %d times, no more", len(got))
+				return
+			}
+		}
+		answered <- got[1].Respond([]byte(`{"message": {"subject": "s", "seq": 7, "data": "aGk="}}`))
+	}()
+	m, err := s.leaderGet(ctx, "S", getReq{Seq: 7})
+	if err != nil {
+		t.Fatalf("get: %v (the responder: %v)", err, <-answered)
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	if m.Sequence != 7 || string(m.Data) != "hi" {
+		t.Fatalf("got message %d %q, want 7 \"hi\"", m.Sequence, m.Data)
+	}
+}

@@ -268,7 +268,20 @@ func withGetTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, getTimeout)
 }
 
-// leaderGet asks stream's leader for a message.
+// leaderReask is how often a strict get asks a stream's leader again
+// while no answer came: a request that reached the servers while they
+// still took a dead server for the stream's leader is never answered
+// (only the leader answers, and the followers notice its death only at
+// their election timeout), so that only a request sent after the election
+// reaches the new leader. Without it, a takeover's first read of a run's
+// head, made as soon as the claims consumer had its new leader, waited
+// for its whole 3 s try when the heads stream elected its own a moment
+// later.
+const leaderReask = time.Second
+
+// leaderGet asks stream's leader for a message, again every leaderReask
+// while none of its asks was answered, until ctx ends (a get only reads:
+// asking twice is harmless).
 func (s *Store) leaderGet(ctx context.Context, stream string, req getReq) (*jetstream.RawStreamMsg, error) {
 	ctx, cancel := withGetTimeout(ctx)
 	defer cancel()
@@ -276,7 +289,7 @@ func (s *Store) leaderGet(ctx context.Context, stream string, req getReq) (*jets
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.js.Conn().RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+stream, body)
+	m, err := s.ask(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+stream, body)
 	if err != nil {
 		return nil, err
 	}
@@ -368,4 +381,41 @@ func unavailable(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", state.ErrUnavailable, err)
+}
+
+// ask sends a request to subj and returns its answer. One not answered
+// within leaderReask is sent again every leaderReask until ctx ends, to
+// an inbox of its own that takes the first answer to any of these later
+// asks (nats.ErrNoResponders if no server serves subj).
+func (s *Store) ask(ctx context.Context, subj string, body []byte) (*nats.Msg, error) {
+	nc := s.js.Conn()
+	tctx, tcancel := context.WithTimeout(ctx, leaderReask)
+	m, err := nc.RequestWithContext(tctx, subj, body)
+	tcancel()
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return m, err
+	}
+	sub, err := nc.SubscribeSync(nc.NewInbox())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for {
+		if err := nc.PublishRequest(subj, sub.Subject, body); err != nil {
+			return nil, err
+		}
+		tctx, tcancel := context.WithTimeout(ctx, leaderReask)
+		m, err := sub.NextMsgWithContext(tctx)
+		tcancel()
+		switch {
+		case err == nil && m.Header.Get("Status") == "503" && len(m.Data) == 0:
+			return nil, nats.ErrNoResponders
+		case err == nil:
+			return m, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case !errors.Is(err, context.DeadlineExceeded):
+			return nil, err
+		}
+	}
 }
