@@ -1,13 +1,11 @@
 package shell
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -115,40 +113,5 @@ func TestEscapeesDieWithKilledServer(t *testing.T) {
 	}
 	markers := []string{reapertest.Marker(t, "setsid"), reapertest.Marker(t, "double")}
 	t.Cleanup(func() { reapertest.KillAll(markers...) })
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledServerHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+strings.Join(markers, ","))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "ready" {
-				ready <- nil
-				return
-			}
-		}
-		ready <- fmt.Errorf("helper ended without ready: %v", sc.Err())
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("helper not ready after 30s")
-	}
-	reapertest.WaitAlive(t, time.Second, markers...)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	reapertest.WaitGone(t, 5*time.Second, markers...)
+	reapertest.KillServerHelper(t, "TestKilledServerHelper", helperEnv, markers...)
 }
