@@ -28,30 +28,7 @@ func ttyModes(t *syscall.Termios) bool {
 // resetTTY restores the modes of ttyModes if a command changed them (stty
 // echo, a full-screen program killed mid-way). It costs one ioctl when
 // nothing changed.
-func resetTTY(ptmx *os.File) error {
-	rc, err := ptmx.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var opErr error
-	err = rc.Control(func(fd uintptr) {
-		var t syscall.Termios
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TCGETS, uintptr(unsafe.Pointer(&t))); e != 0 {
-			opErr = e
-			return
-		}
-		if !ttyModes(&t) {
-			return
-		}
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TCSETS, uintptr(unsafe.Pointer(&t))); e != 0 {
-			opErr = e
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return opErr
-}
+func resetTTY(ptmx *os.File) error { return setModes(ptmx, nil) }
 
 // configureTTY turns off echo and output newline translation on the pty and
 // puts the master in non-blocking mode so that Close interrupts a pending
@@ -59,6 +36,12 @@ func resetTTY(ptmx *os.File) error {
 // is called before the shell starts, so the shell saves these settings as its
 // terminal state.
 func configureTTY(ptmx *os.File) error {
+	return setModes(ptmx, func(fd uintptr) error { return syscall.SetNonblock(int(fd), true) })
+}
+
+// setModes applies ttyModes to the pty of ptmx where they differ, then
+// calls then (if not nil) on its descriptor, all inside one Control.
+func setModes(ptmx *os.File, then func(fd uintptr) error) error {
 	rc, err := ptmx.SyscallConn()
 	if err != nil {
 		return err
@@ -70,12 +53,15 @@ func configureTTY(ptmx *os.File) error {
 			opErr = e
 			return
 		}
-		ttyModes(&t)
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TCSETS, uintptr(unsafe.Pointer(&t))); e != 0 {
-			opErr = e
-			return
+		if ttyModes(&t) {
+			if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TCSETS, uintptr(unsafe.Pointer(&t))); e != 0 {
+				opErr = e
+				return
+			}
 		}
-		opErr = syscall.SetNonblock(int(fd), true)
+		if then != nil {
+			opErr = then(fd)
+		}
 	})
 	if err != nil {
 		return err
