@@ -5,8 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers"
 	"github.com/flockrun/flock/internal/pyinterp"
+	"github.com/flockrun/flock/internal/shell"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -42,14 +44,9 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 	if p == nil {
 		return operations.Failed(req, "python: not a python request")
 	}
-	c := pyinterp.Cell{Owner: env.RunID, Code: p.Code, WorkDir: env.WorkDir, MayStart: env.MayStart}
-	if p.TimeoutS > 0 {
-		c.Timeout = time.Duration(p.TimeoutS * float64(time.Second))
-	}
+	c := pyinterp.Cell{Owner: env.RunID, Code: p.Code, WorkDir: env.WorkDir, MayStart: env.MayStart,
+		Timeout: cellTimeout(p.TimeoutS, env.Settings)}
 	if s := env.Settings; s != nil {
-		if c.Timeout == 0 && s.Python.TimeoutS > 0 {
-			c.Timeout = time.Duration(s.Python.TimeoutS * float64(time.Second))
-		}
 		c.OutputLimit, c.Interpreter, c.Isolation = s.Bash.OutputLimit, s.Python.Interpreter, s.Isolation
 	}
 	res, err := h.py.Run(ctx, c)
@@ -78,3 +75,16 @@ var (
 	_ handlers.RunCloser = (*Handler)(nil)
 	_ handlers.Closer    = (*Handler)(nil)
 )
+
+// cellTimeout is the request's timeout_s, else settings.python.timeout_s,
+// as a duration bounded like bash's (30 days, so that a huge value does
+// not wrap); 0 leaves the interpreter's default.
+func cellTimeout(requestS float64, settings *configs.RunSettings) time.Duration {
+	switch {
+	case requestS > 0:
+		return shell.Seconds(requestS)
+	case settings != nil && settings.Python.TimeoutS > 0:
+		return shell.Seconds(settings.Python.TimeoutS)
+	}
+	return 0
+}

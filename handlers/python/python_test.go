@@ -91,3 +91,32 @@ func TestCellsThatDidNotRun(t *testing.T) {
 		t.Fatalf("after Close: %q", res.Error)
 	}
 }
+
+// TestHugeTimeouts: a timeout_s too large for a time.Duration (the
+// request's or settings.python.timeout_s) is bounded at 30 days, as
+// bash's is; it wrapped into a negative duration, which the interpreter
+// took for "none given" and ran the cell with its 600 s default.
+func TestHugeTimeouts(t *testing.T) {
+	month := 30 * 24 * time.Hour
+	for _, c := range []struct {
+		request  float64
+		settings *configs.RunSettings
+		want     time.Duration
+	}{
+		{1e20, nil, month},
+		{0, &configs.RunSettings{Python: configs.Python{TimeoutS: 1e300}}, month},
+		{2.5, &configs.RunSettings{Python: configs.Python{TimeoutS: 1e300}}, 2500 * time.Millisecond},
+		{0, &configs.RunSettings{Python: configs.Python{TimeoutS: 7}}, 7 * time.Second},
+		{0, nil, 0},
+	} {
+		if got := cellTimeout(c.request, c.settings); got != c.want {
+			t.Errorf("request timeout_s %g, settings %+v: cell timeout %v, want %v", c.request, c.settings, got, c.want)
+		}
+	}
+	// And through the handler: a cell with a huge timeout runs.
+	h := newHandler(t)
+	res := h.Handle(context.Background(), newEnv(t, "run", nil), operations.NewPython("print(6 * 7)", 1e20))
+	if got := operations.Python.Result(res); res.Error != "" || got == nil || got.Output != "42\n" {
+		t.Fatalf("timeout_s 1e20: error %q, result %+v", res.Error, got)
+	}
+}
