@@ -279,6 +279,7 @@ func (r *runner) snapshot() {
 	b := &snapBudget{file: r.e.cfg.SnapshotMaxFileBytes, left: r.e.cfg.SnapshotMaxRunBytes - r.snapStored}
 	m, err := r.e.takeSnapshot(r.ctx, r.head.WorkDir, step, r.snap, b)
 	r.snapStored += b.added
+	r.e.log.Debug("work-dir snapshot", "run", r.id, "step", step, "files_read", b.read, "bytes_added", b.added)
 	if err != nil {
 		if r.ctx.Err() != nil {
 			return // the run is stopping; its next snapshot is taken after the resume
@@ -287,6 +288,11 @@ func (r *runner) snapshot() {
 		return
 	}
 	if r.snap != nil && m.same(r.snap) {
+		// Nothing to write, but the files' stat data is kept: a file
+		// touched without a change is then not read again at every
+		// later step. (The manifest on disk keeps the older times: after
+		// a restart such a file is read once more.)
+		r.snap.Files = m.Files
 		return
 	}
 	if r.snap == nil && len(m.Files) == 0 && m.Incomplete == "" {
@@ -414,9 +420,12 @@ func (r *runner) snapNote(msg string, note snapshotNote) {
 }
 
 // snapBudget is what one snapshot may add to the store: file caps each
-// file's data, left the run's remaining budget; added is what it did add.
+// file's data, left the run's remaining budget; added is what it did add,
+// and read the files it read to hash them (new or changed since the last
+// snapshot by size, mode or modification time).
 type snapBudget struct {
 	file, left, added int64
+	read              int
 }
 
 // takeSnapshot walks dir and stores the contents of the files that
@@ -481,6 +490,7 @@ func (e *Executor) takeSnapshot(ctx context.Context, dir string, step uint64, pr
 				f.Hash, f.Skipped = p.Hash, p.Skipped
 				break
 			}
+			b.read++
 			f.Hash, f.Skipped = e.storeObject(ctx, root, rel, b)
 			if f.Hash == "" && f.Skipped == "" {
 				return nil // no longer a regular file

@@ -424,3 +424,43 @@ func TestSnapshotDeltaCrash(t *testing.T) {
 		t.Errorf("a damaged log reads as %v, want an error naming it", err)
 	}
 }
+
+// TestSnapshotTouchedFileReadOnce: a file touched without a change (its
+// modification time new, its content the same) is read and hashed by the
+// next snapshot only, not by every later one: the stat data the snapshot
+// compares against is kept in memory though the manifest, the same, is not
+// written. The snapshot's debug log says how many files it read.
+func TestSnapshotTouchedFileReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	thousandFiles(t, dir)
+	r := snapRunner(t, dir)
+	var logs testkit.Buffer
+	r.e.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	read := func() string {
+		t.Helper()
+		snapStep(t, r)
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		last := lines[len(lines)-1]
+		if !strings.Contains(last, "work-dir snapshot") {
+			t.Fatalf("no snapshot debug line: %q", last)
+		}
+		_, n, _ := strings.Cut(last, "files_read=")
+		n, _, _ = strings.Cut(n, " ")
+		return n
+	}
+	if n := read(); n != "1000" {
+		t.Fatalf("first snapshot read %s files, want 1000", n)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "f7"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if n := read(); n != "1" {
+		t.Fatalf("the snapshot after the touch read %s files, want 1", n)
+	}
+	for step := range 3 {
+		if n := read(); n != "0" {
+			t.Fatalf("snapshot %d after the touch read %s files, want 0", step+2, n)
+		}
+	}
+}
