@@ -14,9 +14,10 @@
 //     result record written when its result arrives (completing an op does
 //     not write its request again);
 //   - the event log: append-only, numbered per run, read by SSE clients;
-//   - chunks: generate prompts cut into content-defined chunks of messages,
-//     each stored once by hash, so that prompts that repeat a run's history
-//     cost only what is new.
+//   - chunks: generate prompts (and the prompts of a gateway_wait result's
+//     calls) cut into content-defined chunks of messages, each stored once
+//     by hash, so that prompts that repeat a run's history cost only what
+//     is new.
 //
 // The op journal's records and chunks are made by the op codec
 // (EncodeRequest, DecodeRequest, EncodeResult, ApplyResult; opcodec.go),

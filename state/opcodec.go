@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/flockrun/flock/operations"
@@ -32,6 +33,10 @@ import (
 // keeps it once, whoever refers to it. Consecutive prompts then share all
 // their chunks but the few at the edges of what changed. The request
 // record lists its chunks; DecodeRequest puts the full request back.
+// A gateway_wait result holds the model calls an external agent sent
+// through the gateway, each with its whole prompt, which repeat the same
+// way: each call's messages are cut into chunks alike, the result record
+// lists them per call, and ApplyResult puts them back.
 //
 // The format is persisted: the bbolt files written before this codec was
 // a package of its own hold exactly these bytes (TestOpCodecFormat pins
@@ -69,6 +74,10 @@ type opResult struct {
 	Attempts   int                `json:"attempts"`
 	StartedAt  *time.Time         `json:"started_at,omitempty"`
 	FinishedAt *time.Time         `json:"finished_at,omitempty"`
+	// CallChunks, for a gateway_wait result, lists per call (in the
+	// order of its Calls) the chunks its request's messages are the
+	// concatenation of; empty for a call stored inline.
+	CallChunks [][]string `json:"call_chunks,omitempty"`
 }
 
 // EncodeRequest returns the request record of op, as journaled pending
@@ -106,25 +115,50 @@ func DecodeRequest(rec []byte, chunk func(key []byte) ([]byte, error)) (Op, erro
 	if g == nil {
 		return Op{}, fmt.Errorf("op %s: message chunks on a %s request", so.ID, so.Request.Kind)
 	}
-	for _, ref := range so.MsgChunks {
+	msgs, err := joinChunks(so.MsgChunks, chunk)
+	if err != nil {
+		return Op{}, fmt.Errorf("op %s: %w", so.ID, err)
+	}
+	g.Messages = append(g.Messages, msgs...)
+	return so.Op, nil
+}
+
+// joinChunks returns the messages the chunks refs name, in order, read
+// with chunk (see DecodeRequest).
+func joinChunks(refs []string, chunk func(key []byte) ([]byte, error)) ([]operations.Message, error) {
+	var out []operations.Message
+	for _, ref := range refs {
 		k, err := hex.DecodeString(ref)
 		if err != nil {
-			return Op{}, fmt.Errorf("op %s: bad chunk ref %q", so.ID, ref)
+			return nil, fmt.Errorf("bad chunk ref %q", ref)
 		}
 		v, err := chunk(k)
 		if err != nil {
-			return Op{}, fmt.Errorf("op %s: read message chunk %s: %w", so.ID, ref, err)
+			return nil, fmt.Errorf("read message chunk %s: %w", ref, err)
 		}
 		if v == nil {
-			return Op{}, fmt.Errorf("op %s: message chunk %s is missing", so.ID, ref)
+			return nil, fmt.Errorf("message chunk %s is missing", ref)
 		}
 		var msgs []operations.Message
 		if err := json.Unmarshal(v, &msgs); err != nil { // copies out of the chunk's bytes
-			return Op{}, fmt.Errorf("op %s: decode chunk %s: %w", so.ID, ref, err)
+			return nil, fmt.Errorf("decode chunk %s: %w", ref, err)
 		}
-		g.Messages = append(g.Messages, msgs...)
+		out = append(out, msgs...)
 	}
-	return so.Op, nil
+	return out, nil
+}
+
+// chunkKeys decodes refs, which must be whole chunk keys.
+func chunkKeys(refs []string) ([][]byte, error) {
+	keys := make([][]byte, 0, len(refs))
+	for _, ref := range refs {
+		k, err := hex.DecodeString(ref)
+		if err != nil || len(k) != ChunkKeyBytes {
+			return nil, fmt.Errorf("bad chunk ref %q", ref)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // RequestChunks decodes a request record only as far as needed to list
@@ -134,27 +168,85 @@ func RequestChunks(rec []byte) (id string, keys [][]byte, err error) {
 	if err := json.Unmarshal(rec, &so); err != nil {
 		return "", nil, fmt.Errorf("decode op: %w", err)
 	}
-	for _, ref := range so.MsgChunks {
-		k, err := hex.DecodeString(ref)
-		if err != nil || len(k) != ChunkKeyBytes {
-			return so.ID, nil, fmt.Errorf("op %s: bad chunk ref %q", so.ID, ref)
-		}
-		keys = append(keys, k)
+	if keys, err = chunkKeys(so.MsgChunks); err != nil {
+		return so.ID, nil, fmt.Errorf("op %s: %w", so.ID, err)
 	}
 	return so.ID, keys, nil
 }
 
 // EncodeResult returns the result record of op (its status, result,
-// attempts and times), written under the op's key once it is done.
-func EncodeResult(op Op) ([]byte, error) {
-	return json.Marshal(opResult{Status: op.Status, Result: op.Result, Attempts: op.Attempts, StartedAt: op.StartedAt, FinishedAt: op.FinishedAt})
+// attempts and times), written under the op's key once it is done, and
+// the chunks the record refers to (the prompts of a gateway_wait
+// result's calls), which a store keeps as EncodeRequest's. It does not
+// modify op.
+func EncodeResult(op Op) (rec []byte, chunks []Chunk, err error) {
+	r := opResult{Status: op.Status, Result: op.Result, Attempts: op.Attempts, StartedAt: op.StartedAt, FinishedAt: op.FinishedAt}
+	if w := gatewayResult(op.Result); w != nil {
+		var calls []operations.GatewayCall
+		for i, c := range w.Calls {
+			if len(c.Request.Messages) < chunkMinMsgs {
+				continue
+			}
+			refs, cs, err := chunkMessages(c.Request.Messages)
+			if err != nil {
+				return nil, nil, fmt.Errorf("call %s: %w", c.ID, err)
+			}
+			if calls == nil {
+				calls = slices.Clone(w.Calls)
+				r.CallChunks = make([][]string, len(calls))
+			}
+			calls[i].Request.Messages = nil
+			r.CallChunks[i] = refs
+			chunks = append(chunks, cs...)
+		}
+		if calls != nil {
+			res, wc := *op.Result, *w
+			wc.Calls = calls
+			res.Data = &wc
+			r.Result = &res
+		}
+	}
+	rec, err = json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, chunks, nil
 }
 
-// ApplyResult decodes a result record made by EncodeResult into op.
-func ApplyResult(op *Op, rec []byte) error {
+// gatewayResult is r's gateway_wait result, nil for any other.
+func gatewayResult(r *operations.Result) *operations.GatewayWaitResult {
+	if r == nil || r.Kind != operations.KindGatewayWait {
+		return nil
+	}
+	return operations.GatewayWait.Result(*r)
+}
+
+// ApplyResult decodes a result record made by EncodeResult into op,
+// reading the chunks it refers to with chunk, as DecodeRequest does
+// (chunk may be nil for a record known to refer to none).
+func ApplyResult(op *Op, rec []byte, chunk func(key []byte) ([]byte, error)) error {
 	var r opResult
 	if err := json.Unmarshal(rec, &r); err != nil {
 		return fmt.Errorf("decode result of op %s: %w", op.ID, err)
+	}
+	if len(r.CallChunks) > 0 {
+		if chunk == nil {
+			return fmt.Errorf("decode result of op %s: it refers to chunks and no way to read them was given", op.ID)
+		}
+		w := gatewayResult(r.Result)
+		if w == nil || len(w.Calls) != len(r.CallChunks) {
+			return fmt.Errorf("decode result of op %s: chunks of %d calls on a result that is not a gateway_wait of as many", op.ID, len(r.CallChunks))
+		}
+		for i, refs := range r.CallChunks {
+			if len(refs) == 0 {
+				continue
+			}
+			msgs, err := joinChunks(refs, chunk)
+			if err != nil {
+				return fmt.Errorf("decode result of op %s: call %s: %w", op.ID, w.Calls[i].ID, err)
+			}
+			w.Calls[i].Request.Messages = msgs
+		}
 	}
 	op.Status, op.Result, op.Attempts, op.StartedAt, op.FinishedAt = r.Status, r.Result, r.Attempts, r.StartedAt, r.FinishedAt
 	return nil
@@ -167,11 +259,22 @@ func splitChunks(op Op) (storedOp, []Chunk, error) {
 	if g == nil || len(g.Messages) < chunkMinMsgs {
 		return storedOp{Op: op}, nil, nil
 	}
+	refs, chunks, err := chunkMessages(g.Messages)
+	if err != nil {
+		return storedOp{}, nil, err
+	}
+	gc := *g
+	gc.Messages = nil
+	op.Request.Params = &gc
+	return storedOp{Op: op, MsgChunks: refs}, chunks, nil
+}
+
+// chunkMessages cuts msgs into content-defined chunks (see the codec's
+// doc) and returns their refs (hex keys, in order) and the chunks.
+func chunkMessages(msgs []operations.Message) (refs []string, chunks []Chunk, err error) {
 	var (
-		chunks []Chunk
-		refs   []string
-		cur    bytes.Buffer
-		n      int
+		cur bytes.Buffer
+		n   int
 	)
 	flush := func() {
 		if n == 0 {
@@ -185,10 +288,10 @@ func splitChunks(op Op) (storedOp, []Chunk, error) {
 		cur.Reset()
 		n = 0
 	}
-	for i := range g.Messages {
-		b, err := json.Marshal(&g.Messages[i])
+	for i := range msgs {
+		b, err := json.Marshal(&msgs[i])
 		if err != nil {
-			return storedOp{}, nil, fmt.Errorf("encode message %d: %w", i, err)
+			return nil, nil, fmt.Errorf("encode message %d: %w", i, err)
 		}
 		big := len(b) >= chunkBigBytes
 		if big {
@@ -208,8 +311,5 @@ func splitChunks(op Op) (storedOp, []Chunk, error) {
 		}
 	}
 	flush()
-	gc := *g
-	gc.Messages = nil
-	op.Request.Params = &gc
-	return storedOp{Op: op, MsgChunks: refs}, chunks, nil
+	return refs, chunks, nil
 }

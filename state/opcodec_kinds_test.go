@@ -168,9 +168,9 @@ func TestOpCodecKindsUpdate(t *testing.T) {
 		if err != nil || len(chunks) != 0 {
 			t.Fatalf("%s: %v, %d chunks", c.name, err, len(chunks))
 		}
-		res, err := EncodeResult(op)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+		res, rchunks, err := EncodeResult(op)
+		if err != nil || len(rchunks) != 0 {
+			t.Fatalf("%s: %v, %d result chunks", c.name, err, len(rchunks))
 		}
 		e := g[c.name]
 		e.Request, e.Result = string(req), string(res)
@@ -216,9 +216,9 @@ func TestOpCodecKinds(t *testing.T) {
 		if string(req) != want.Request {
 			t.Errorf("%s: request record\n%s\nwant\n%s", c.name, req, want.Request)
 		}
-		res, err := EncodeResult(op)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+		res, rchunks, err := EncodeResult(op)
+		if err != nil || len(rchunks) != 0 {
+			t.Fatalf("%s: %v, %d result chunks", c.name, err, len(rchunks))
 		}
 		if string(res) != want.Result {
 			t.Errorf("%s: result record\n%s\nwant\n%s", c.name, res, want.Result)
@@ -227,7 +227,7 @@ func TestOpCodecKinds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if err := ApplyResult(&got, []byte(want.Result)); err != nil {
+		if err := ApplyResult(&got, []byte(want.Result), nil); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		if c.name == noParams {
@@ -244,7 +244,7 @@ func TestOpCodecKinds(t *testing.T) {
 		if again, _, _ := EncodeRequest(got); string(again) != want.Request {
 			t.Errorf("%s: the decoded request encodes to\n%s", c.name, again)
 		}
-		if again, _ := EncodeResult(got); string(again) != want.Result {
+		if again, _, _ := EncodeResult(got); string(again) != want.Result {
 			t.Errorf("%s: the decoded result encodes to\n%s", c.name, again)
 		}
 	}
@@ -275,7 +275,7 @@ func BenchmarkOpCodec(b *testing.B) {
 				if _, _, err := EncodeRequest(op); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := EncodeResult(op); err != nil {
+				if _, _, err := EncodeResult(op); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -284,7 +284,7 @@ func BenchmarkOpCodec(b *testing.B) {
 	reqs, ress := make([][]byte, len(ops)), make([][]byte, len(ops))
 	for i, op := range ops {
 		reqs[i], _, _ = EncodeRequest(op)
-		ress[i], _ = EncodeResult(op)
+		ress[i], _, _ = EncodeResult(op)
 	}
 	b.Run("kinds/decode", func(b *testing.B) {
 		b.ReportAllocs()
@@ -294,7 +294,7 @@ func BenchmarkOpCodec(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := ApplyResult(&op, ress[i]); err != nil {
+				if err := ApplyResult(&op, ress[i], none); err != nil {
 					b.Fatal(err)
 				}
 			}

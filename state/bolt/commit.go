@@ -148,9 +148,13 @@ func encodeCommit(c *state.Commit) (*commitReq, error) {
 			if op.Status == state.OpDone {
 				// The request was journaled with the op as pending: write
 				// only what completion adds (see write for the fallback).
-				b, err := state.EncodeResult(op)
+				b, chunks, err := state.EncodeResult(op)
 				if err != nil {
 					return nil, fmt.Errorf("commit to run %s: encode result of op %s: %w", id, op.ID, err)
+				}
+				r.chunks = append(r.chunks, chunks...)
+				for _, ch := range chunks {
+					r.size += len(ch.Key) + len(ch.Val)
 				}
 				r.results[i] = b
 				r.doneOps = append(r.doneOps, op)

@@ -302,7 +302,7 @@ func (s *Store) Ops(ctx context.Context, id string, after string, limit int) ([]
 // each request record joined with its chunks and with its result record.
 func scanOps(tx *bbolt.Tx, p, start, skip []byte, limit int) ([]state.Op, error) {
 	ops, results, blobs := tx.Bucket(bucketOps), tx.Bucket(bucketResults), tx.Bucket(bucketBlobs)
-	chunk := func(k []byte) ([]byte, error) { return blobs.Get(k), nil } // DecodeRequest copies out
+	chunk := func(k []byte) ([]byte, error) { return blobs.Get(k), nil } // DecodeRequest and ApplyResult copy out
 	var out []state.Op
 	c := ops.Cursor()
 	k, v := c.Seek(start)
@@ -315,7 +315,7 @@ func scanOps(tx *bbolt.Tx, p, start, skip []byte, limit int) ([]state.Op, error)
 			return nil, fmt.Errorf("%w: op %q: %v", state.ErrCorrupt, k, err)
 		}
 		if rv := results.Get(k); rv != nil {
-			if err := state.ApplyResult(&op, rv); err != nil {
+			if err := state.ApplyResult(&op, rv, chunk); err != nil {
 				return nil, fmt.Errorf("%w: %v", state.ErrCorrupt, err)
 			}
 		}

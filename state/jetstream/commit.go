@@ -152,11 +152,12 @@ func (s *Store) prepare(c *state.Commit) (*prepared, error) {
 		}
 		po := preparedOp{op: op, k: opKey{op.Step, uint32(op.Index)}}
 		if op.Status == state.OpDone {
-			b, err := state.EncodeResult(op)
+			b, chunks, err := state.EncodeResult(op)
 			if err != nil {
 				return nil, fmt.Errorf("commit to run %s: encode result of op %s: %w", id, op.ID, err)
 			}
 			po.res = b
+			p.chunks = append(p.chunks, chunks...)
 			p.results[po.k] = b
 		} else {
 			b, chunks, err := state.EncodeRequest(op)

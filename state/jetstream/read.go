@@ -390,7 +390,7 @@ func (r reader) ops(ctx context.Context, id string, env *envelope, from uint64, 
 			return nil, fmt.Errorf("%w: %w: run %s: %v", state.ErrCorrupt, ErrCorrupt, id, err)
 		}
 		if res, ok := ress[k]; ok && res.base >= req.base {
-			if err := state.ApplyResult(&op, res.rec); err != nil {
+			if err := state.ApplyResult(&op, res.rec, chunk); err != nil {
 				return nil, fmt.Errorf("%w: %w: %v", state.ErrCorrupt, ErrCorrupt, err)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"LeaseExcludesOtherOwners", testLeaseExcludesOtherOwners},
 		{"LeaseBadArguments", testLeaseBadArguments},
 		{"GenerateMessagesStoredOnce", testGenerateMessagesStoredOnce},
+		{"GatewayPromptsStoredOnce", testGatewayPromptsStoredOnce},
 		{"CompletingAnOp", testCompletingAnOp},
 		{"DoneWithoutPending", testDoneWithoutPending},
 		{"BigRecords", testBigRecords},
@@ -862,6 +864,77 @@ func testGenerateMessagesStoredOnce(t *testing.T, s state.Store) {
 	if err != nil || len(all) != 6 || len(operations.Generate.Params(all[5].Request).Messages) != 14 {
 		t.Fatalf("Ops: %v %d", err, len(all))
 	}
+}
+
+// testGatewayPromptsStoredOnce journals gateway_wait ops whose results
+// hold the calls an external agent made through the gateway, each call's
+// prompt the conversation so far: the history they share is written once
+// (when the store counts bytes), as a generate op's is, and every result
+// reads back whole.
+func testGatewayPromptsStoredOnce(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	history := []operations.Message{
+		{Role: operations.RoleSystem, Content: strings.Repeat("You are a careful agent. ", 200)},
+		{Role: operations.RoleUser, Content: strings.Repeat("Task: count the words. ", 100)},
+	}
+	var writes, prompts []uint64
+	var want []state.Op
+	for step := uint64(1); step <= 12; step++ {
+		history = append(history, operations.Message{Role: operations.RoleAssistant, Content: strings.Repeat("step ", 60+int(step))},
+			operations.Message{Role: operations.RoleTool, Content: fmt.Sprintf("ok %d", step), ToolCallID: fmt.Sprintf("c%d", step)})
+		op := state.Op{ID: state.OpID("gw", step, 0), RunID: "gw", Step: step, Status: state.OpPending,
+			Request: operations.NewGatewayWait(step - 1), CreatedAt: time.Unix(0, 0).UTC()}
+		before, _ := written(s)
+		MustCommit(t, s, &state.Commit{RunID: "gw", Ops: []state.Op{op}})
+		done := op
+		done.Status = state.OpDone
+		calls := []operations.GatewayCall{{
+			ID:      fmt.Sprintf("call-%d", step),
+			Request: operations.GenerateRequest{Model: "m", Messages: slices.Clone(history)},
+			Result:  &operations.GenerateResult{Outputs: []operations.Output{{Content: "fine"}}},
+		}}
+		if step%3 == 0 { // a short call next to it: stored inline
+			calls = append(calls, operations.GatewayCall{ID: "short", Request: operations.GenerateRequest{Model: "m",
+				Messages: []operations.Message{{Role: operations.RoleUser, Content: "hi"}}}, Error: "rate limited", Code: operations.CodeRateLimited})
+		}
+		done.Result = &operations.Result{Kind: operations.KindGatewayWait, Data: &operations.GatewayWaitResult{Calls: calls}}
+		MustCommit(t, s, &state.Commit{RunID: "gw", Ops: []state.Op{done}})
+		after, _ := written(s)
+		writes = append(writes, after-before)
+		want = append(want, done)
+		prompt, _ := json.Marshal(history)
+		prompts = append(prompts, uint64(len(prompt)))
+
+		got, err := s.StepOps(ctx, "gw", step)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("step %d: %v %d", step, err, len(got))
+		}
+		SameJSON(t, "op read back", got[0], done)
+		if len(operations.GatewayWait.Result(*done.Result).Calls[0].Request.Messages) != len(history) {
+			t.Fatal("the caller's result was modified")
+		}
+	}
+	if _, ok := written(s); ok {
+		// The first step stores the prompt; each later one its new
+		// messages and the open tail chunk they join (which grows until
+		// a content-defined boundary): well under the whole prompts an
+		// inline result would write (about 1.05 of them).
+		if writes[0] < 7000 {
+			t.Fatalf("first step wrote %d bytes, expected the prompts", writes[0])
+		}
+		var wrote, inline uint64
+		for i := 1; i < len(writes); i++ {
+			wrote, inline = wrote+writes[i], inline+prompts[i]
+		}
+		if wrote > inline/2 {
+			t.Fatalf("steps 2–%d wrote %d bytes (%v), for prompts of %d bytes in all that each grew by two messages", len(writes), wrote, writes[1:], inline)
+		}
+	}
+	all, err := s.Ops(ctx, "gw", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SameJSON(t, "Ops", all, want)
 }
 
 // testCompletingAnOp journals a large request pending, then done:
