@@ -98,8 +98,9 @@
 // The final error is one line naming the model, the endpoint host, the
 // cause and the attempt count (`model "gpt-4o-mini" at api.openai.com:
 // HTTP 401 (the endpoint refused the API key in $OPENAI_API_KEY) (after 1
-// attempt, not retried): Incorrect API key provided`). The op's context
-// ending stops everything at once.
+// attempt, not retried): Incorrect API key provided`; a key written in the
+// config file of flock rollout or flock synthesize is "the API key given in
+// the config file"). The op's context ending stops everything at once.
 //
 // # Failure codes
 //

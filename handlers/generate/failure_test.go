@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/flockrun/flock/configs"
+	"github.com/flockrun/flock/internal/keyring"
 	"github.com/flockrun/flock/operations"
 )
 
@@ -136,6 +138,36 @@ func TestFailureCodes(t *testing.T) {
 			}
 			if tt.requests <= 1 && strings.Contains(logs.String(), "generate: retrying") {
 				t.Errorf("retried:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestRefusedKeyFromConfigFile checks that a 401 or 403 for a key the
+// person at the terminal wrote in a config file (api_key: held under a
+// keyring name) says so, rather than naming the keyring's generated
+// variable, which the user never set and cannot look up.
+func TestRefusedKeyFromConfigFile(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		want   string
+	}{
+		{401, "HTTP 401 (the endpoint refused the API key given in the config file)"},
+		{403, `HTTP 403 (the API key given in the config file may not use model "test-model")`},
+	} {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			fs := newFakeServer(t, func(w http.ResponseWriter, _ int, _ map[string]any) {
+				writeJSON(w, tt.status, apiError("Incorrect API key provided"))
+			})
+			name := keyring.NewName()
+			h, _ := newTestHandler(t, map[string]string{name: testKey})
+			s := liveSettings(fs, func(m *configs.Model) { m.APIKeyEnv = name })
+			r := handle(t, h, s, operations.GenerateRequest{Model: "m", Messages: userMsg("hi")})
+			if r.Code != operations.CodeModelError {
+				t.Fatalf("code %q, want %q (%s)", r.Code, operations.CodeModelError, r.Error)
+			}
+			if !strings.Contains(r.Error, tt.want) || strings.Contains(r.Error, keyring.Prefix) || strings.Contains(r.Error, testKey) {
+				t.Errorf("error %q: want %q, and neither the keyring's name nor the key", r.Error, tt.want)
 			}
 		})
 	}

@@ -318,6 +318,16 @@ func (m *model) missingKey() error {
 	return fmt.Errorf("model %q: %w", m.key, &missingKeyError{env: m.keyEnv})
 }
 
+// keySource says where the model's API key came from, for an error: the
+// environment variable, or the config file of the command that started
+// the run (a keyring name, which the user never set and cannot look up).
+func (m *model) keySource() string {
+	if keyring.IsName(m.keyEnv) {
+		return "the API key given in the config file"
+	}
+	return "the API key in $" + m.keyEnv
+}
+
 type missingKeyError struct{ env string }
 
 func (e *missingKeyError) Error() string {

@@ -421,9 +421,9 @@ func (c *call) statusFailure(status int, apiErr *openai.APIError, err error) *fa
 	case status >= 500:
 		f.retry, f.code = true, operations.CodeUnavailable
 	case status == http.StatusUnauthorized:
-		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 401 (the endpoint refused the API key in $%s)", c.m.keyEnv)
+		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 401 (the endpoint refused %s)", c.m.keySource())
 	case status == http.StatusForbidden:
-		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 403 (the API key in $%s may not use model %q)", c.m.keyEnv, c.m.name)
+		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 403 (%s may not use model %q)", c.m.keySource(), c.m.name)
 	case status == http.StatusNotFound:
 		f.code, f.what = operations.CodeModelError, fmt.Sprintf("HTTP 404 (no model %q or no chat completions at base_url)", c.m.name)
 	case status == http.StatusBadRequest:
