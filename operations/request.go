@@ -109,7 +109,8 @@ type ReadFileRequest struct {
 	// MaxBytes caps what is read (default 64 MiB); a larger file is an error.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// As "jsonl" returns a Parquet file's rows as JSON lines (one object
-	// per row); any other file is returned as it is. "" returns the bytes.
+	// per row); a file that is not Parquet is an error. "" returns the
+	// bytes.
 	As string `json:"as,omitempty"`
 }
 

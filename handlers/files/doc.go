@@ -4,7 +4,8 @@
 // behalf of a run (the scripted provider's script, through Access.Open).
 //
 // read_file with "as": "jsonl" returns a Parquet file's rows as JSON lines
-// (package internal/tables); other files come back as they are. This is how
+// (package internal/tables); a file that is not Parquet is an error naming
+// it ("not a Parquet file"), not text passed on to be misread. This is how
 // the rollout reads Parquet benchmarks without parsing them in a phase.
 //
 // # Where a run may read and write

@@ -83,7 +83,7 @@ func convert(r *operations.ReadFileResult, as string) error {
 		return nil
 	case operations.ReadAsJSONL:
 		if !tables.IsParquet([]byte(r.Content)) {
-			return nil
+			return fmt.Errorf("%w (it does not start with the Parquet magic bytes PAR1)", tables.ErrNotParquet)
 		}
 		b, err := tables.ParquetJSONL([]byte(r.Content))
 		if err != nil {

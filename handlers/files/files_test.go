@@ -50,3 +50,22 @@ func TestReadWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAsJSONLNotParquet checks that read_file "as": "jsonl" of a file
+// that is not Parquet (a rollout's bench.parquet holding text) fails naming
+// the file and what is wrong, instead of handing the text on to be parsed
+// as JSON lines ("line 1: not valid JSON" for a file the user called
+// Parquet).
+func TestReadAsJSONLNotParquet(t *testing.T) {
+	h := New(nil)
+	env := handlers.Env{WorkDir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(env.WorkDir, "bench.parquet"), []byte("id,question\n1,q\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := operations.NewReadFile("bench.parquet")
+	operations.ReadFile.Params(req).As = operations.ReadAsJSONL
+	r := h.Handle(context.Background(), env, req)
+	if !strings.Contains(r.Error, "bench.parquet: not a Parquet file") {
+		t.Fatalf("result %+v: want an error naming bench.parquet, not a Parquet file", r)
+	}
+}
