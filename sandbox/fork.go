@@ -118,7 +118,7 @@ func (s *Service) ForkSession(ctx context.Context, c Caller, from, rt string) En
 	var forker Forker
 	switch {
 	case existing != nil:
-		return s.CreateSession(ctx, c, rt, nil, "")
+		return asFork(s.CreateSession(ctx, c, rt, nil, ""))
 	case !enabled:
 		note = "no enabled backend for resource type " + rt
 	case src == nil:
@@ -134,7 +134,7 @@ func (s *Service) ForkSession(ctx context.Context, c Caller, from, rt string) En
 			return *refused
 		}
 	}
-	env := s.CreateSession(ctx, c, rt, nil, "")
+	env := asFork(s.CreateSession(ctx, c, rt, nil, ""))
 	if env.Code != 0 || forker == nil {
 		if m, ok := env.Data.(map[string]any); ok && env.Code == 0 {
 			m["forked"], m["fork_note"] = false, note
@@ -167,6 +167,13 @@ func (s *Service) ForkSession(ctx context.Context, c Caller, from, rt string) En
 	}
 	return ok(map[string]any{"session_id": dst.s.ID, "session_name": dst.s.Name, "resource_type": rt,
 		"session_status": statusActive, "forked": true, "from_session_id": src.s.ID}, meta(dst.s.ID))
+}
+
+// asFork makes an answer of CreateSession the fork route's: its meta
+// names session:fork, as every answer of that route does.
+func asFork(env Envelope) Envelope {
+	env.Meta.Tool = "session:fork"
+	return env
 }
 
 // dropFork removes dst, a new session whose fork failed, from the table and

@@ -103,3 +103,30 @@ func TestCopyWorkspaceBudget(t *testing.T) {
 		t.Fatalf("copy: %v %v", st, err)
 	}
 }
+
+// TestForkMetaTool: every answer of the fork route names it in meta.tool
+// ("session:fork"), the fresh session it falls back to (no source, no
+// enabled backend) and the "exists" answer included, as docs/sandbox.md
+// says of every route: a client that picks its formatter from meta.tool
+// sees one name per route.
+func TestForkMetaTool(t *testing.T) {
+	e := newEnv(t, "", `{"resources":{"bash":{}}}`)
+	fork := func(worker, from, rt string) answer {
+		t.Helper()
+		return e.do(t, "POST", "/api/v1/session/fork", map[string]any{"worker_id": worker, "from_worker_id": from, "resource_type": rt})
+	}
+	if a := e.do(t, "POST", "/api/v1/session/create", map[string]any{"worker_id": "a", "resource_type": "bash"}); a.code() != 0 {
+		t.Fatalf("create: %v", a.body)
+	}
+	for name, a := range map[string]answer{
+		"forked":     fork("b", "a", "bash"),
+		"exists":     fork("b", "a", "bash"),
+		"no source":  fork("c", "nobody", "bash"),
+		"no backend": fork("d", "a", "vm"),
+	} {
+		meta, _ := a.body["meta"].(map[string]any)
+		if a.code() != 0 || meta["tool"] != "session:fork" || meta["resource_type"] != "session" {
+			t.Errorf("%s: code %d, meta %v: want 0 and tool session:fork", name, a.code(), meta)
+		}
+	}
+}
