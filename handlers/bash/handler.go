@@ -65,13 +65,11 @@ func (h *Handler) Handle(ctx context.Context, env handlers.Env, req operations.R
 // timeout resolves a command's timeout from the request and the run's
 // settings; 0 leaves it to the pool (Options.DefaultTimeout, else 600 s).
 func timeout(settings *configs.RunSettings, reqS float64) time.Duration {
-	switch {
-	case reqS > 0:
-		return shell.Seconds(reqS)
-	case settings != nil && settings.Bash.TimeoutS > 0:
-		return shell.Seconds(settings.Bash.TimeoutS)
+	var setS float64
+	if settings != nil {
+		setS = settings.Bash.TimeoutS
 	}
-	return 0
+	return shell.Timeout(reqS, setS)
 }
 
 // CloseRun kills the run's shells, interrupting running commands (they

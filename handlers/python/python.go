@@ -80,11 +80,9 @@ var (
 // as a duration bounded like bash's (30 days, so that a huge value does
 // not wrap); 0 leaves the interpreter's default.
 func cellTimeout(requestS float64, settings *configs.RunSettings) time.Duration {
-	switch {
-	case requestS > 0:
-		return shell.Seconds(requestS)
-	case settings != nil && settings.Python.TimeoutS > 0:
-		return shell.Seconds(settings.Python.TimeoutS)
+	var setS float64
+	if settings != nil {
+		setS = settings.Python.TimeoutS
 	}
-	return 0
+	return shell.Timeout(requestS, setS)
 }

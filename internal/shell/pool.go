@@ -166,6 +166,19 @@ func Seconds(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
+// Timeout is a request's timeout in seconds when it gives one (> 0), else
+// the run's setting (> 0), as a duration bounded as Seconds bounds it; 0
+// when neither gives one (the pool's or interpreter's default applies).
+func Timeout(requestS, settingS float64) time.Duration {
+	switch {
+	case requestS > 0:
+		return Seconds(requestS)
+	case settingS > 0:
+		return Seconds(settingS)
+	}
+	return 0
+}
+
 // spawnArgs returns the argv and environment of a new shell for workDir:
 // Options.Wrap when set, else the isolation the policy and the owner's
 // request resolve to (bwrap with the command directory bound read-only
