@@ -74,6 +74,10 @@ func TestRunCommand(t *testing.T) {
 		{name: "broken settings", args: []string{"run", "--settings", broken}, code: 1, stderr: "broken.json: malformed JSON"},
 		{name: "unknown workflow", args: []string{"run", "--workflow", "nope"}, code: 2, stderr: `unknown workflow "nope": "flock workflows" lists the registered ones`},
 		{name: "workflow typo", args: []string{"run", "--workflow", "scirpt"}, code: 2, stderr: `unknown workflow "scirpt" (did you mean "script"?)`},
+		// README's example with the workflow mistyped: its settings name
+		// "script", and the answer is still the closest name, exit 2.
+		{name: "workflow typo beside settings", args: []string{"run", "--workflow", "scirpt", "--settings", "../configs/examples/script.json"}, code: 2,
+			stderr: `unknown workflow "scirpt" (did you mean "script"?)`},
 		{name: "no workflow", args: []string{"run"}, code: 2, stderr: "--workflow or --settings is required"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
 		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"flock ", "phases-api"}},

@@ -338,6 +338,24 @@ func (e *Executor) Stop(ctx context.Context) error {
 	return err
 }
 
+// lookupWorkflow returns the registered workflow called name, or an
+// ErrUnknownWorkflow naming the closest registered name.
+func (e *Executor) lookupWorkflow(name string) (*phases.Workflow, error) {
+	wf, ok := e.reg.Lookup(name)
+	if ok {
+		return wf, nil
+	}
+	var names []string
+	for _, w := range e.reg.List() {
+		names = append(names, w.Name)
+	}
+	hint := ""
+	if c := editdist.Closest(name, names); c != "" {
+		hint = fmt.Sprintf("; did you mean %q?", c)
+	}
+	return nil, fmt.Errorf("%w: workflow: %q is not registered%s", ErrUnknownWorkflow, name, hint)
+}
+
 // StartRun creates a run and starts driving it. It returns at once with the
 // new head (status running). See StartRunWithWarnings for the settings
 // warnings, which StartRun drops (they are in the run's first event).
@@ -364,6 +382,15 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	if err != nil {
 		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
+	// A workflow named by the request is looked up before it is compared
+	// with settings.workflow_type, so that a typo in it ("scirpt" beside a
+	// settings file saying "script") is answered with the closest name
+	// rather than as a disagreement.
+	if name != "" {
+		if _, err := e.lookupWorkflow(name); err != nil {
+			return state.Run{}, nil, err
+		}
+	}
 	if name != "" && rs.WorkflowType != "" && rs.WorkflowType != name {
 		return state.Run{}, nil, fmt.Errorf("%w: workflow %q and settings.workflow_type %q name different workflows: give one, or make them agree",
 			ErrBadRequest, name, rs.WorkflowType)
@@ -374,17 +401,9 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	if name == "" {
 		return state.Run{}, nil, fmt.Errorf("%w: workflow: required (or settings.workflow_type)", ErrBadRequest)
 	}
-	wf, ok := e.reg.Lookup(name)
-	if !ok {
-		var names []string
-		for _, w := range e.reg.List() {
-			names = append(names, w.Name)
-		}
-		hint := ""
-		if c := editdist.Closest(name, names); c != "" {
-			hint = fmt.Sprintf("; did you mean %q?", c)
-		}
-		return state.Run{}, nil, fmt.Errorf("%w: workflow: %q is not registered%s", ErrUnknownWorkflow, name, hint)
+	wf, err := e.lookupWorkflow(name)
+	if err != nil {
+		return state.Run{}, nil, err
 	}
 	warnings := configs.SettingsWarnings(settingsDoc, wf.Name, wf.Settings)
 	if wf.CheckSettings != nil {

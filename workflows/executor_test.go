@@ -273,6 +273,10 @@ func TestStartValidation(t *testing.T) {
 		{name: "wrong type", req: workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`{"limits":{"tokens":"many"}}`)}, sentinel: workflows.ErrBadRequest, text: "limits.tokens"},
 		{name: "workflow and workflow_type disagree", req: workflows.StartRequest{Workflow: "counter", Settings: json.RawMessage(`{"workflow_type":"triframe"}`)},
 			sentinel: workflows.ErrBadRequest, text: `workflow "counter" and settings.workflow_type "triframe"`},
+		// A typo in the workflow beside settings naming the right one is
+		// answered as the typo it is, not as a disagreement.
+		{name: "workflow typo beside workflow_type", req: workflows.StartRequest{Workflow: "cuonter", Settings: json.RawMessage(`{"workflow_type":"counter"}`)},
+			sentinel: workflows.ErrUnknownWorkflow, text: `"cuonter" is not registered; did you mean "counter"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
