@@ -112,6 +112,34 @@ func TestServeRefusesPublicAddressWithoutToken(t *testing.T) {
 	}
 }
 
+// TestServeRefusesOpenTokenFile: README's token file is "mode 0600"; one
+// other users may read is refused, naming the file and the chmod that
+// fixes it, never quoting the token. The refusal of a public address
+// without a token points at the token file, not the command line.
+func TestServeRefusesOpenTokenFile(t *testing.T) {
+	t.Setenv("FLOCK_AUTH_TOKEN", "")
+	t.Setenv("FLOCK_AUTH_TOKEN_FILE", "")
+	const tok = "flock-cli-open-token-8e3f1a2b"
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--auth-token-file", file)
+	if code != 1 || !strings.Contains(errs, "token file "+file) || !strings.Contains(errs, "chmod 600 "+file) {
+		t.Fatalf("exit %d, want 1 naming the file and chmod 600:\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out+errs, tok) {
+		t.Fatalf("the token was printed:\n%s%s", out, errs)
+	}
+	code, _, errs = run(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir())
+	if code != 1 || !strings.Contains(errs, "--auth-token-file") {
+		t.Fatalf("exit %d, want 1 pointing at --auth-token-file: %s", code, errs)
+	}
+}
+
 func TestServeRefusesShortToken(t *testing.T) {
 	const tok = "tiny-token"
 	t.Setenv("FLOCK_AUTH_TOKEN", tok)

@@ -29,14 +29,14 @@ func (t *tokenFlags) files() []string {
 
 func (t *tokenFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.value, "auth-token", "", "bearer token, at least 16 bytes, required on every route but /health (env FLOCK_AUTH_TOKEN); on the command line every process of the machine can read it, so prefer --auth-token-file")
-	fs.StringVar(&t.file, "auth-token-file", "", "file holding the bearer token (env FLOCK_AUTH_TOKEN_FILE)")
+	fs.StringVar(&t.file, "auth-token-file", "", "file holding the bearer token, readable by its owner only (mode 0600) (env FLOCK_AUTH_TOKEN_FILE)")
 }
 
 // registerClient registers --token and --token-file, the token a client
 // command sends to a flock server.
 func (t *tokenFlags) registerClient(fs *flag.FlagSet) {
 	fs.StringVar(&t.value, "token", "", "bearer token (env FLOCK_AUTH_TOKEN)")
-	fs.StringVar(&t.file, "token-file", "", "file holding the bearer token (env FLOCK_AUTH_TOKEN_FILE)")
+	fs.StringVar(&t.file, "token-file", "", "file holding the bearer token, readable by its owner only (mode 0600) (env FLOCK_AUTH_TOKEN_FILE)")
 }
 
 // resolve returns the auth token: from --auth-token or --auth-token-file

@@ -2,6 +2,8 @@ package configs
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -213,5 +215,57 @@ func TestServerValidateNumbers(t *testing.T) {
 	s.ApplyDefaults()
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadTokenFile: a token file is read without its surrounding white
+// space, only when no one but its owner may read or write it (README:
+// "mode 0600"); refusals name the file and the fix, never the token.
+func TestReadTokenFile(t *testing.T) {
+	const token = "flock-configs-token-5b1e9c0d77a2"
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Chmod, not WriteFile's mode, so the umask cannot hide a case.
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", 0o600, " "+token+"\n")
+	if got, err := ReadTokenFile(good); err != nil || got != token {
+		t.Fatalf("ReadTokenFile(0600) = %q, %v; want the token", got, err)
+	}
+	if got, err := ReadTokenFile(write("owner-read-only", 0o400, token)); err != nil || got != token {
+		t.Fatalf("ReadTokenFile(0400) = %q, %v; want the token", got, err)
+	}
+	for name, tc := range map[string]struct {
+		path string
+		want string
+	}{
+		"world readable": {write("world", 0o644, token), "mode 0644): chmod 600 "},
+		"group readable": {write("group", 0o640, token), "mode 0640): chmod 600 "},
+		"group writable": {write("groupw", 0o620, token), "mode 0620): chmod 600 "},
+		"empty":          {write("empty", 0o600, " \n"), "is empty"},
+		"too large":      {write("large", 0o600, strings.Repeat("x", 65<<10)), "larger than 64 KiB"},
+		"a directory":    {dir, "not a regular file"},
+		"missing":        {filepath.Join(dir, "missing"), "no such file"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := ReadTokenFile(tc.path)
+			if err == nil {
+				t.Fatalf("ReadTokenFile accepted %s: %q", tc.path, got)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+				t.Fatalf("err = %v; want it to name %s and say %q", err, tc.path, tc.want)
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Fatalf("the error quotes the token: %v", err)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -184,13 +185,33 @@ func ParseServer(path string, doc json.RawMessage) (Server, error) {
 }
 
 // ReadTokenFile reads a token from a file (flock serve --auth-token-file,
-// FLOCK_AUTH_TOKEN_FILE, auth_token_file): its content without
-// surrounding white space, which must leave something. Errors name the
-// file, never its content.
+// FLOCK_AUTH_TOKEN_FILE, auth_token_file, a client's --token-file): its
+// content without surrounding white space, which must leave something. The
+// file must be a regular file only its owner may read or write (mode 0600
+// or stricter): a token other users can read guards nothing. Errors name
+// the file, never its content.
 func ReadTokenFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("token file %s is not a regular file", path)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("token file %s: other users may read or change it (mode %04o): chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	if len(b) > maxTokenFileBytes {
+		return "", fmt.Errorf("token file %s is larger than %d KiB: it holds no token", path, maxTokenFileBytes>>10)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
@@ -210,6 +231,8 @@ const (
 	DefaultBodyTimeoutS   = 60
 	// MinAuthTokenLen is the shortest auth token Validate accepts, in bytes.
 	MinAuthTokenLen = 16
+	// maxTokenFileBytes bounds what ReadTokenFile reads of a token file.
+	maxTokenFileBytes = 64 << 10
 )
 
 // DefaultConcurrency caps concurrent operations per kind.
@@ -255,7 +278,7 @@ func (s *Server) Validate() error {
 		return fmt.Errorf("%w: --addr %q: %v", ErrInvalid, s.Addr, err)
 	}
 	if !IsLoopback(host) && s.AuthToken == "" {
-		return fmt.Errorf("%w: --addr %s is not a loopback address: set an auth token (--auth-token or FLOCK_AUTH_TOKEN) to expose the server", ErrInvalid, s.Addr)
+		return fmt.Errorf("%w: --addr %s is not a loopback address: set an auth token of at least 16 bytes to expose the server, best in a file only you can read (--auth-token-file, FLOCK_AUTH_TOKEN_FILE or auth_token_file in --config; else FLOCK_AUTH_TOKEN)", ErrInvalid, s.Addr)
 	}
 	if s.AuthToken != "" && len(s.AuthToken) < MinAuthTokenLen {
 		// The token itself is never quoted, nor its length.
