@@ -101,7 +101,7 @@ func TestRunsCommands(t *testing.T) {
 	}{
 		{"fork without step", []string{"fork", id}, 2, "--step is required"},
 		{"bad var", []string{"fork", id, "--step", "1", "--var", "x=not json"}, 2, "not JSON"},
-		{"intervene on no intervention", []string{"intervene", id, "--approve"}, 1, "is not waiting for an intervention"},
+		{"intervene on an ended run", []string{"intervene", id, "--approve"}, 1, "has already ended"},
 		{"intervene without a choice", []string{"intervene", id}, 2, "--action JSON or --approve"},
 		{"unknown command", []string{"explode", id}, 2, "unknown runs command"},
 		{"unknown run", []string{"cancel", "nope"}, 1, `run "nope" not found`},

@@ -149,8 +149,18 @@ func (e *Executor) answer(ctx context.Context, id, op string, ans json.RawMessag
 
 // Intervene answers the intervention the run id waits for with ans
 // ({"action": {...}} to replace the action, {"approve": true} to let it
-// run). ErrNotWaiting when the run waits for none.
+// run). ErrEnded when the run has ended; ErrNotWaiting when it waits for
+// no intervention.
 func (e *Executor) Intervene(ctx context.Context, id string, ans json.RawMessage) error {
+	head, err := e.store.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if head.Status.Terminal() {
+		// Not "start it with intervention: true": it may have been, and
+		// no setting makes an ended run wait.
+		return fmt.Errorf("%w: run %s has ended (%s); it waits for no action", ErrEnded, id, head.Status)
+	}
 	qs, err := e.Questions(ctx, id)
 	if err != nil {
 		return err

@@ -80,6 +80,16 @@ func TestQuestionsParkWithoutGoroutine(t *testing.T) {
 	if err := e.ex.Answer(ctx, ids[0], state.OpID(ids[0], 1, 0), json.RawMessage(`"late"`)); !errors.Is(err, workflows.ErrEnded) {
 		t.Fatalf("answer to a cancelled run = %v, want ErrEnded", err)
 	}
+	// An intervention on an ended run says that it ended, not how to
+	// start one that waits; one on a run waiting for another kind of
+	// question says that it waits for no intervention.
+	if err := e.ex.Intervene(ctx, ids[0], json.RawMessage(`{"approve": true}`)); !errors.Is(err, workflows.ErrEnded) ||
+		!strings.Contains(err.Error(), "has ended (cancelled)") {
+		t.Fatalf("intervene on a cancelled run = %v, want ErrEnded saying it has ended (cancelled)", err)
+	}
+	if err := e.ex.Intervene(ctx, ids[1], json.RawMessage(`{"approve": true}`)); !errors.Is(err, workflows.ErrNotWaiting) {
+		t.Fatalf("intervene on a run asking a question = %v, want ErrNotWaiting", err)
+	}
 	ids = ids[1:]
 	for i, id := range ids {
 		if err := e.ex.Answer(ctx, id, state.OpID(id, 1, 0), json.RawMessage(fmt.Sprintf(`"run %d"`, i))); err != nil {
