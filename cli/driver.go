@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -144,11 +147,30 @@ func (d *driver) launch(ctx context.Context, req workflows.StartRequest) (state.
 	defer cancel()
 	st, err := d.srv.c.Handover(hctx, h)
 	if err != nil {
-		return state.Run{}, nil, false, err
+		return state.Run{}, nil, false, d.refused(err)
 	}
 	d.announce(st.RunID)
 	head, err := d.reader().Run(hctx, st.RunID)
 	return head, st.Warnings, st.Resumed, err
+}
+
+// missingEnv finds the variable a server's refusal says is not set (a
+// model's api_key_env, handlers/generate).
+var missingEnv = regexp.MustCompile(`environment variable ([A-Za-z_][A-Za-z0-9_]*) is not set`)
+
+// refused words a hand-over the server refused (400): the server, not
+// this process, checked the run, so the refusal says which server, and a
+// variable it lacks that is set here is named as the server's to set.
+func (d *driver) refused(err error) error {
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest {
+		return err
+	}
+	hint := ""
+	if m := missingEnv.FindStringSubmatch(ce.Message); m != nil && os.Getenv(m[1]) != "" {
+		hint = fmt.Sprintf(" (%s is set here, but the server reads its own environment: set it where the server runs, or stop the server and this command runs the run itself)", m[1])
+	}
+	return fmt.Errorf("the flock server at %s (pid %d) that holds %s refused the run: %w%s", d.srv.url, d.srv.info.PID, d.data, err, hint)
 }
 
 // handoverTimeout bounds a hand-over request and the head read after it

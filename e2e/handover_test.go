@@ -140,6 +140,39 @@ func TestRunHandedToServer(t *testing.T) {
 	}
 }
 
+// TestHandoverRefusalNamesServer: a run the server refuses at the
+// hand-over is refused by that server, and the command says so; a key
+// variable set in the command's shell but not in the server's environment
+// is named as the server's to set (it read "environment variable X is
+// not set" while X was set where the person typed the command).
+func TestHandoverRefusalNamesServer(t *testing.T) {
+	const env = "FLOCK_E2E_KEY_HERE_ONLY"
+	t.Setenv(env, "")
+	data := t.TempDir()
+	p := startServer(t, data, freePort(t))
+	settings := filepath.Join(testkit.WriteFiles(t, t.TempDir(), map[string]string{
+		"react.json": `{"workflow_type": "react", "model": "m", "tools": ["bash", "submit"],
+			"models": {"m": {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "` + env + `"}}}`,
+	}), "react.json")
+	// Set for the command only: the server started without it.
+	t.Setenv(env, "sk-e2e-here-only-5d1c")
+	code, out, errs := flock(t, "run", "--settings", settings, "--task", "t", "--data", data)
+	want := []string{
+		"flock run: the flock server at " + p.base,
+		"that holds " + data + " refused the run: ",
+		`model "m": environment variable ` + env + " is not set",
+		env + " is set here, but the server reads its own environment",
+	}
+	for _, w := range want {
+		if code != 1 || !strings.Contains(errs, w) {
+			t.Fatalf("exit %d, want 1 with %q in stderr:\n%s%s", code, w, out, errs)
+		}
+	}
+	if strings.Contains(out+errs, "sk-e2e-here-only") {
+		t.Fatalf("the key was printed:\n%s%s", out, errs)
+	}
+}
+
 // isStatus reports whether err is the server's answer with status code.
 func isStatus(err error, code int) bool {
 	var ce *client.Error
