@@ -24,7 +24,11 @@ var (
 	reFirstCell  = regexp.MustCompile(`"rows"\s*:\s*\[\s*\[\s*("(?:[^"\\]|\\.)*"|[^\],\s]+)`)
 	reTableCell  = regexp.MustCompile(`\[\s*"([A-Za-z_][A-Za-z0-9_]*)"\s*\]`)
 	reHowMany    = regexp.MustCompile(`(?i)\bhow\s+many\s+([A-Za-z_]+)`)
-	reRAGText    = regexp.MustCompile(`"(?:text|content|chunk)"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+	// reRAGText finds the passages of a search answer: rag:search's
+	// "context" (AgentFlow's shape), or a passage's text of other shapes.
+	reRAGText = regexp.MustCompile(`"(?:context|text|content|chunk)"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+	// reRAGTitle is the "[title]" line a rag:search passage starts with.
+	reRAGTitle = regexp.MustCompile(`^\s*\[[^\]\n]*\]\s*\n`)
 )
 
 // sandboxCalls lists the sandbox tool calls of the assistant's earlier
@@ -132,7 +136,8 @@ func (s *sim) sandboxActor(i int) (operations.Output, bool) {
 		if m := reRAGText.FindStringSubmatch(last); m != nil {
 			var text string
 			if json.Unmarshal([]byte(`"`+m[1]+`"`), &text) == nil {
-				answer = answerFrom(text)
+				first, _, _ := strings.Cut(text, "\n---\n")
+				answer = answerFrom(reRAGTitle.ReplaceAllString(first, ""))
 			}
 		}
 		return finish(answer)

@@ -62,6 +62,26 @@ func TestSandboxActor(t *testing.T) {
 	}
 }
 
+// TestSandboxActorRAGContext: rag:search answers AgentFlow's shape,
+// {"query", "context"} with passages "[title]\ntext" separated by "---";
+// the simulated actor submits the first passage's first line of text, as
+// README says, not the whole answer.
+func TestSandboxActorRAGContext(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	tools := []operations.Tool{{Name: toolRAGSearch, Parameters: obj}, {Name: "submit", Parameters: obj}}
+	task := "By what time must concerts at Somerset Park end?"
+	call := operations.ToolCall{ID: "c1", Name: toolRAGSearch, Arguments: `{"query":"` + task + `"}`}
+	out := `{"query":"` + task + `","context":"[Stadiums — Somerset Park]\nSomerset Park in Ayr is the oldest venue.\nConcerts there end by 22:00.\n---\n[Stadiums — Glebe Park]\nGlebe Park is small."}`
+	msgs := []operations.Message{{Role: operations.RoleUser, Content: task},
+		{Role: operations.RoleAssistant, ToolCalls: []operations.ToolCall{call}},
+		{Role: operations.RoleTool, ToolCallID: "c1", Content: out}}
+	outs := Reply(Input{Task: task, Meta: map[string]string{operations.MetaRole: "actor"}, Request: &operations.GenerateRequest{Messages: msgs, Tools: tools}})
+	if len(outs[0].ToolCalls) != 1 || outs[0].ToolCalls[0].Name != "submit" ||
+		compact(t, outs[0].ToolCalls[0].Arguments) != `{"answer":"Somerset Park in Ayr is the oldest venue."}` {
+		t.Fatalf("reply %+v: want submit of the first passage's first line", outs[0])
+	}
+}
+
 func compact(t *testing.T, s string) string {
 	t.Helper()
 	var v any
