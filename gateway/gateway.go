@@ -311,6 +311,22 @@ type Session struct {
 	closed    bool
 	// failed, once set, answers every call (the run reached a limit).
 	failed error
+	// fatal is the first call whose generate failed in a way no retry
+	// fixes (operations.Code.Fatal); guarded by mu.
+	fatal *callError
+}
+
+// Fatal returns the first call of the session whose model call failed in
+// a way no retry fixes (a refused key, an unknown model, a rate limit the
+// run cannot outwait): its failure code and message; ok is false when
+// none did. The external handler names it when the agent then fails.
+func (s *Session) Fatal() (code operations.Code, msg string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fatal == nil {
+		return "", "", false
+	}
+	return s.fatal.code, s.fatal.msg, true
 }
 
 // Token is the session's bearer token (OPENAI_API_KEY of the agent).
@@ -382,7 +398,15 @@ func (s *Session) Do(ctx context.Context, req operations.GenerateRequest, stepID
 		return nil, c.err
 	}
 	if c.res.Error != "" {
-		return nil, &callError{msg: c.res.Error, code: c.res.Code}
+		ce := &callError{msg: c.res.Error, code: c.res.Code}
+		if ce.code.Fatal() {
+			s.mu.Lock()
+			if s.fatal == nil {
+				s.fatal = ce
+			}
+			s.mu.Unlock()
+		}
+		return nil, ce
 	}
 	var gr operations.GenerateResult
 	if g := operations.Generate.Result(c.res); g != nil {

@@ -51,7 +51,10 @@
 // tokens and cost they spent (added to the run's usage: each call is paid
 // once, in the session run that made it) and the episode. A non-zero
 // exit, a timeout or a session ended by a run limit make it an error
-// result.
+// result. A non-zero exit after a model call of the session failed in a
+// way no retry fixes (model_error, rate_limited: a refused key, an unknown
+// model) names that failure and carries its code, so the run ends with it
+// as react's does and a rollout stops.
 //
 // # Resume
 //

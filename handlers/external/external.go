@@ -376,6 +376,12 @@ func (h *Handler) external(ctx context.Context, env handlers.Env, req operations
 		r.Error = fmt.Sprintf("external: the agent did not finish within timeout_s (%g s)", p.TimeoutS)
 	case out.exitCode != 0:
 		r.Error = fmt.Sprintf("external: the agent exited with status %d%s", out.exitCode, lastLine(out.stderr))
+		if code, msg, ok := s.Fatal(); ok {
+			// Its model call could not be served: that is the cause, with
+			// its code, so the run ends as an agent of flock's own would.
+			r.Code = code
+			r.Error = fmt.Sprintf("external: the agent exited with status %d after its model call failed: %s", out.exitCode, msg)
+		}
 	}
 	return r
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flockrun/flock/configs"
 	"github.com/flockrun/flock/handlers/external"
+	"github.com/flockrun/flock/operations"
 	"github.com/flockrun/flock/state"
 	"github.com/flockrun/flock/workflows"
 )
@@ -155,5 +158,31 @@ func TestSessionRunStartedDirectly(t *testing.T) {
 	end := f.wait(f.start("external.session", map[string]any{}, ""), 10*time.Second)
 	if end.Status != state.StatusFailed || !strings.Contains(end.EndReason+end.Error, "started by an external op") {
 		t.Fatalf("%s %q %q", end.Status, end.EndReason, end.Error)
+	}
+}
+
+// TestExternalModelErrorEndsRun: when the agent's model call fails in a
+// way no retry fixes (the endpoint refuses the key) and the agent then
+// exits non-zero, the run ends with the call's failure code as end
+// reason (model_error, as react's does, so a rollout stops) and its
+// error names the cause, not only the agent's last stderr line ("HTTP
+// Error 502: Bad Gateway").
+func TestExternalModelErrorEndsRun(t *testing.T) {
+	python := needPython(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("FLOCK_TEST_PROVIDER_KEY", "sk-wrong")
+	f := newFlock(t)
+	id := f.start("external", map[string]any{"command": []string{python, agentPath(t)}, "model": "fake",
+		"models": map[string]any{"fake": map[string]any{"base_url": srv.URL + "/v1", "api_key_env": "FLOCK_TEST_PROVIDER_KEY", "max_retries": 0}}}, "What is 6*7?")
+	end := f.wait(id, 30*time.Second)
+	if end.Status != state.StatusFailed || end.EndReason != string(operations.CodeModelError) ||
+		!strings.Contains(end.Error, "HTTP 401 (the endpoint refused the API key in $FLOCK_TEST_PROVIDER_KEY)") ||
+		!strings.Contains(end.Error, "exited with status 1") {
+		t.Fatalf("%s %q, error %q: want failed, model_error, naming the refused key and the agent's exit", end.Status, end.EndReason, end.Error)
 	}
 }

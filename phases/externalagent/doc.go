@@ -11,7 +11,9 @@
 // finish ends the run with {"answer", "termination_reason", "calls",
 // "replayed", "exit_code"} as its result — the shape the rollout reads —
 // and an "external" entry, or fails it ("agent_failed: ...") when the op
-// reported an error.
+// reported an error; with the failure's code as end reason (model_error,
+// rate_limited) when the op's error carries one (the agent's model call
+// could not be served).
 //
 // Settings (besides the common models and limits):
 //

@@ -195,6 +195,11 @@ func Finish(in phases.Input, _ *Settings) (phases.Output, error) {
 	}
 	out := phases.Output{Append: []phases.Entry{phases.MustEntry("external", res)}}
 	switch {
+	case phases.FatalEnd(in.Results) != nil:
+		// The agent's model call could not be served (model_error,
+		// rate_limited): the run ends with that code, as react's does.
+		out.End = phases.FatalEnd(in.Results)
+		out.End.Result = b
 	case r.Error != "":
 		out.End = &phases.End{Failed: true, Reason: "agent_failed: " + firstLine(r.Error), Result: b}
 	default:
