@@ -46,7 +46,12 @@
 // not parse (params that are not a JSON object are an error, not {}), a
 // tool not offered and a failed model call, each with the reason. After
 // max_reasks re-asks (default 2) the branch ends: an "ended" entry, and
-// the node's Ended ("duplicate", "bad_proposal", "model_error").
+// the node's Ended ("duplicate", "bad_proposal", "model_error"). A model
+// call that failed in a way no retry fixes (operations.Code.Fatal:
+// model_error, rate_limited: a refused key, an unknown model) is not
+// re-asked: the seed run fails with that code, unwritten (a re-run runs it
+// again), its lane starts no further seed, and the synthesis ends failed
+// with the code and the model's error once its summary is written.
 //
 // Each branch runs on its own sandbox session, named after its node and
 // forked (operations.SandboxRequest.ForkFrom) from the nearest ancestor's

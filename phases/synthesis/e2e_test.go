@@ -476,3 +476,51 @@ func oneBashSeed(t *testing.T, out string) map[string]any {
 		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_retries": 1,
 	}
 }
+
+// TestModelErrorStopsSynthesis: a model that cannot serve the calls (the
+// endpoint refused the key: model_error) fails the seed that met it, no
+// further seed starts, nothing is marked done (a re-run with the key fixed
+// runs every seed), and the synthesis ends failed with the code and the
+// model's error, its summary written. Before, each failed call was
+// re-asked, every branch ended, and the seeds were written as done with
+// no tree: the synthesis "succeeded" with nothing.
+func TestModelErrorStopsSynthesis(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	script := filepath.Join(dir, "script.jsonl")
+	refused := `model "m" at llm.example:8000: HTTP 401 (the endpoint refused the API key in $OPENAI_API_KEY) (after 1 attempt, not retried): Incorrect API key provided`
+	line, err := json.Marshal(map[string]any{"error": refused, "code": "model_error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte(strings.Repeat(string(line)+"\n", 50)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := openApp(t, filepath.Join(dir, "data"), testsandbox.OpenFixtures(t, bashResource))
+	doc, err := json.Marshal(map[string]any{
+		"seeds": []string{"A workspace.", "Another workspace."}, "output_dir": out, "available_tools": []string{"bash:*"},
+		"model_name": "m", "models": map[string]any{"m": map[string]any{"provider": "scripted", "script": script}},
+		"max_depth": 2, "branching_factor": 2, "depth_threshold": 2, "min_depth": 1, "max_concurrency": 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := testrun.Start(t, a.Executor, workflows.StartRequest{Workflow: synthesis.Name, Settings: doc})
+	end := testrun.Wait(t, a.Executor, h.ID)
+	if end.Status != state.StatusFailed || end.EndReason != string(operations.CodeModelError) || !strings.Contains(end.Error, "HTTP 401") || strings.HasPrefix(end.Error, "not started") {
+		t.Fatalf("synthesis %s %q %q: want failed with model_error naming the refusal", end.Status, end.EndReason, end.Error)
+	}
+	var sum synthesis.Summary
+	if err := json.Unmarshal(end.Result, &sum); err != nil {
+		t.Fatalf("result %s: %v", end.Result, err)
+	}
+	if sum.SeedsDone != 0 || sum.SeedsFailed != 2 || sum.ModelCalls > 2 {
+		t.Fatalf("summary: %d done, %d failed, %d model calls: want 0 done, 2 failed, the second seed not started", sum.SeedsDone, sum.SeedsFailed, sum.ModelCalls)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "seeds_done.jsonl")); err == nil && len(b) > 0 {
+		t.Fatalf("seeds marked done: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Fatalf("no summary: %v", err)
+	}
+}

@@ -79,6 +79,20 @@ func Next(in phases.Input, s *LaneSettings) (phases.Output, error) {
 		}
 	}
 	var out phases.Output
+	if end := phases.FatalEnd(in.Results); end != nil {
+		// A seed met a model failure no later seed could escape: start no
+		// more (a re-run retries them all).
+		for _, sd := range s.Seeds[st.Next:] {
+			st.Failed = append(st.Failed, SeedFailure{SourceID: sd.ID, Reason: end.Reason, Error: "not started: " + end.Error})
+		}
+		res, err := phases.Marshal(LaneResult{Done: st.Done, Failed: st.Failed})
+		if err != nil {
+			return out, err
+		}
+		end.Result = res
+		out.End = end
+		return out, nil
+	}
 	if st.Next >= len(s.Seeds) {
 		res, err := phases.Marshal(LaneResult{Done: st.Done, Failed: st.Failed})
 		if err != nil {

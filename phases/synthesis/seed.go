@@ -271,6 +271,12 @@ func Step(in phases.Input, s *SeedSettings) (phases.Output, error) {
 	if len(in.Results) != len(st.Inflight) {
 		return phases.Output{}, fmt.Errorf("%w: %d results for %d calls in flight", ErrState, len(in.Results), len(st.Inflight))
 	}
+	if end := phases.FatalEnd(in.Results); end != nil {
+		// The model cannot serve the calls (a refused key, an unknown
+		// model, a rate limit not to be outwaited): no re-ask can help. The
+		// seed fails unwritten, so a re-run after the fix runs it again.
+		return phases.Output{End: end}, nil
+	}
 	tree, err := readTree(in.State, s.Seed)
 	if err != nil {
 		return phases.Output{}, err

@@ -471,6 +471,21 @@ func Done(in phases.Input, s *Settings) (phases.Output, error) {
 		}
 	}
 	res := in.State.Var("summary")
+	var sum Summary
+	if err := json.Unmarshal(res, &sum); err == nil {
+		// A seed met a model failure that stopped the synthesis: the run
+		// ends with it (summary written), as a rollout does; the seed run
+		// that met it names it best, before the seeds it left unstarted.
+		var fatal *SeedFailure
+		for i, f := range sum.Failures {
+			if operations.Code(f.Reason).Fatal() && (fatal == nil || fatal.RunID == "" && f.RunID != "") {
+				fatal = &sum.Failures[i]
+			}
+		}
+		if fatal != nil {
+			return phases.Output{End: &phases.End{Failed: true, Reason: fatal.Reason, Error: fatal.Error, Result: res}}, nil
+		}
+	}
 	return phases.Output{End: &phases.End{Reason: "synthesized", Result: res}}, nil
 }
 
