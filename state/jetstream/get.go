@@ -374,6 +374,13 @@ func transient(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.Code == 503
 }
 
+// Unavailable wraps err with state.ErrUnavailable when it says JetStream
+// did not answer (a timeout, no responders, a 503: a stream electing its
+// leader); any other error is returned as it is. Callers outside the
+// store (a node's check of its claim queue) classify their own requests
+// with it.
+func Unavailable(err error) error { return unavailable(err) }
+
 // unavailable wraps a transient err with state.ErrUnavailable (see
 // transient); any other error is returned as it is.
 func unavailable(err error) error {

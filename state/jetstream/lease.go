@@ -178,6 +178,9 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if err := state.CheckRunID(id); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
+	if err := s.awaitBound(ctx); err != nil {
+		return fmt.Errorf("release run %s: %w", id, err)
+	}
 	key := runKey(id)
 	if rev, ok := s.memoRev(key, owner); ok {
 		err := s.writeLease(ctx, key, leaseRec{}, rev)

@@ -84,7 +84,21 @@ type Options struct {
 	// missing or configured otherwise. Nodes of a cluster that did not
 	// create the streams (Provision elsewhere) open with it.
 	BindOnly bool
+	// BindLater makes Open return at once and bind to the streams in the
+	// background, asking again every second until their leaders answer;
+	// until then every call waits for it up to BindWait and fails with
+	// state.ErrUnavailable (a failed bind that asking again cannot mend,
+	// such as ErrNotProvisioned, is every call's error). A node restarted
+	// after a kill -9 opens with it: the streams it led answer only once
+	// the other servers have elected new leaders (4-9 s), and the node
+	// serves, and its starts wait, meanwhile.
+	BindLater bool
 }
+
+// BindWait is how long a call of a store opened with Options.BindLater
+// waits for its streams to be bound before it fails with
+// state.ErrUnavailable.
+const BindWait = time.Second
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
@@ -153,6 +167,15 @@ type Store struct {
 
 	isClosed atomic.Bool
 
+	// bound is closed once the streams are bound (by Open, or by the
+	// binder of Options.BindLater); bindErr, set before, is a bind's
+	// lasting failure. stopBind stops the binder; binder is done when it
+	// has returned.
+	bound    chan struct{}
+	bindErr  error
+	stopBind context.CancelFunc
+	binder   sync.WaitGroup
+
 	leaders leaderless // streams whose leader a failover read found silent
 
 	commits  atomic.Uint64
@@ -190,7 +213,8 @@ const maxCached = 8192
 // Open binds to the streams, buckets and object store named by
 // opts.Prefix on js's server or cluster, creating (or updating) those that
 // are missing or configured otherwise, unless opts.BindOnly, and returns a
-// Store on them. The streams are checked and made in parallel. The caller
+// Store on them (at once, binding in the background, with
+// opts.BindLater). The streams are checked and made in parallel. The caller
 // keeps ownership of js and its connection: Close does not close them.
 //
 // The server must have JetStream enabled. Durability depends on it: an
@@ -213,29 +237,10 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		indexName: up + "_INDEX",
 		cache:     make(map[string]cached),
 		leaseRevs: make(map[string]leaseMemo),
-	}
-	if _, err := js.Stream(ctx, up+"_RUNS"); err == nil {
-		return nil, fmt.Errorf("%w: stream %s holds runs in the layout of an earlier flock (one stream, not shards): "+
-			"remove it with its buckets (nats stream rm %s; nats kv rm %s_HEADS) or give this store another prefix",
-			ErrOptions, up+"_RUNS", up+"_RUNS", up)
-	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("open jetstream store: %w", unavailable(err))
+		bound:     make(chan struct{}),
+		stopBind:  func() {},
 	}
 	s.shards = make([]shard, ShardsFor(opts.Replicas))
-	// A store made with another number of shards (another replication)
-	// would lose track of its runs.
-	var have []bool
-	for i := range MaxShards {
-		_, err := js.Stream(ctx, up+"_RUNS_"+strconv.Itoa(i))
-		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return nil, fmt.Errorf("open jetstream store: %w", unavailable(err))
-		}
-		have = append(have, err == nil)
-	}
-	if made := slices.Index(have, false); have[0] && (made == -1 && len(s.shards) != MaxShards || made != -1 && made != len(s.shards)) {
-		return nil, fmt.Errorf("%w: the store's runs were made in other shards than the %d of %d replicas: open it with the replicas it was made with",
-			ErrOptions, len(s.shards), opts.Replicas)
-	}
 	var assets []asset
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -277,33 +282,186 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Store, er
 		asset{stream: bucketStream(up+"_LEASES", "flock run leases", opts.Replicas, false)},
 		asset{stream: objectStream(up+"_BLOBS", "flock blobs over the blob threshold", opts.Replicas)},
 	)
+	if opts.BindLater {
+		bctx, cancel := context.WithCancel(context.Background())
+		s.stopBind = cancel
+		s.binder.Add(1)
+		go func() { // owned by s: Close stops it and waits
+			defer s.binder.Done()
+			s.bindLater(bctx, assets)
+		}()
+		return s, nil
+	}
+	h, err := s.bind(ctx, assets)
+	if err != nil {
+		return nil, err
+	}
+	s.use(h)
+	close(s.bound)
+	return s, nil
+}
+
+// bindReask is how often the binder of Options.BindLater sends another
+// try while the earlier ones are unanswered: a request sent while a
+// stream has no leader is never answered, not even once one is elected,
+// so a new leader is found within bindReask instead of a try's whole
+// BindWait.
+const bindReask = 250 * time.Millisecond
+
+// bindLater binds to the streams (bind) for Options.BindLater: a try
+// every bindReask (at most BindWait/bindReask in flight, each bounded by
+// BindWait) until one succeeds or fails for good, or ctx ends.
+func (s *Store) bindLater(ctx context.Context, assets []asset) {
+	type result struct {
+		h   handles
+		err error
+	}
+	var tries sync.WaitGroup
+	defer tries.Wait()
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before tries.Wait: ends the tries in flight
+	results := make(chan result)
+	inFlight := 0
+	try := func() {
+		inFlight++
+		tries.Add(1)
+		go func() {
+			defer tries.Done()
+			c, cancel := context.WithTimeout(tctx, BindWait)
+			defer cancel()
+			h, err := s.bind(c, assets)
+			select {
+			case results <- result{h, err}:
+			case <-tctx.Done():
+			}
+		}()
+	}
+	try()
+	t := time.NewTicker(bindReask)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if inFlight < int(BindWait/bindReask) {
+				try()
+			}
+		case r := <-results:
+			inFlight--
+			if !transient(r.err) {
+				if r.err == nil {
+					s.use(r.h)
+				}
+				s.bindErr = r.err
+				close(s.bound)
+				return
+			}
+		}
+	}
+}
+
+// handles are the store's bindings to its streams.
+type handles struct {
+	runs   []jetstream.Stream   // per shard
+	heads  []jetstream.KeyValue // per shard
+	index  jetstream.Stream
+	leases jetstream.KeyValue
+	blobs  jetstream.ObjectStore
+}
+
+// use makes h the store's handles.
+func (s *Store) use(h handles) {
+	for i := range s.shards {
+		s.shards[i].runs, s.shards[i].heads = h.runs[i], h.heads[i]
+	}
+	s.index, s.leases, s.blobs = h.index, h.leases, h.blobs
+}
+
+// bind checks the streams' layout, creates or updates the streams that
+// are missing or configured otherwise (unless Options.BindOnly), and
+// returns the handles bound to them.
+func (s *Store) bind(ctx context.Context, assets []asset) (handles, error) {
+	var h handles
+	js, up := s.js, strings.ToUpper(s.opts.Prefix)
+	if _, err := js.Stream(ctx, up+"_RUNS"); err == nil {
+		return h, fmt.Errorf("%w: stream %s holds runs in the layout of an earlier flock (one stream, not shards): "+
+			"remove it with its buckets (nats stream rm %s; nats kv rm %s_HEADS) or give this store another prefix",
+			ErrOptions, up+"_RUNS", up+"_RUNS", up)
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return h, fmt.Errorf("open jetstream store: %w", unavailable(err))
+	}
+	// A store made with another number of shards (another replication)
+	// would lose track of its runs.
+	var have []bool
+	for i := range MaxShards {
+		_, err := js.Stream(ctx, up+"_RUNS_"+strconv.Itoa(i))
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return h, fmt.Errorf("open jetstream store: %w", unavailable(err))
+		}
+		have = append(have, err == nil)
+	}
+	if made := slices.Index(have, false); have[0] && (made == -1 && len(s.shards) != MaxShards || made != -1 && made != len(s.shards)) {
+		return h, fmt.Errorf("%w: the store's runs were made in other shards than the %d of %d replicas: open it with the replicas it was made with",
+			ErrOptions, len(s.shards), s.opts.Replicas)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, a := range assets {
 		g.Go(func() error { return s.ensure(gctx, a) })
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return h, err
 	}
-	// Bind.
+	h.runs, h.heads = make([]jetstream.Stream, len(s.shards)), make([]jetstream.KeyValue, len(s.shards))
+	var err error
 	for i := range s.shards {
 		sh := &s.shards[i]
-		if sh.runs, err = js.Stream(ctx, sh.runsName); err != nil {
-			return nil, fmt.Errorf("open jetstream store: stream %s: %w", sh.runsName, unavailable(err))
+		if h.runs[i], err = js.Stream(ctx, sh.runsName); err != nil {
+			return h, fmt.Errorf("open jetstream store: stream %s: %w", sh.runsName, unavailable(err))
 		}
-		if sh.heads, err = js.KeyValue(ctx, sh.headsName); err != nil {
-			return nil, fmt.Errorf("open jetstream store: bucket %s: %w", sh.headsName, unavailable(err))
+		if h.heads[i], err = js.KeyValue(ctx, sh.headsName); err != nil {
+			return h, fmt.Errorf("open jetstream store: bucket %s: %w", sh.headsName, unavailable(err))
 		}
 	}
-	if s.index, err = js.Stream(ctx, s.indexName); err != nil {
-		return nil, fmt.Errorf("open jetstream store: stream %s: %w", s.indexName, unavailable(err))
+	if h.index, err = js.Stream(ctx, s.indexName); err != nil {
+		return h, fmt.Errorf("open jetstream store: stream %s: %w", s.indexName, unavailable(err))
 	}
-	if s.leases, err = js.KeyValue(ctx, up+"_LEASES"); err != nil {
-		return nil, fmt.Errorf("open jetstream store: bucket %s: %w", up+"_LEASES", unavailable(err))
+	if h.leases, err = js.KeyValue(ctx, up+"_LEASES"); err != nil {
+		return h, fmt.Errorf("open jetstream store: bucket %s: %w", up+"_LEASES", unavailable(err))
 	}
-	if s.blobs, err = js.ObjectStore(ctx, up+"_BLOBS"); err != nil {
-		return nil, fmt.Errorf("open jetstream store: object store %s: %w", up+"_BLOBS", unavailable(err))
+	if h.blobs, err = js.ObjectStore(ctx, up+"_BLOBS"); err != nil {
+		return h, fmt.Errorf("open jetstream store: object store %s: %w", up+"_BLOBS", unavailable(err))
 	}
-	return s, nil
+	return h, nil
+}
+
+// awaitBound waits, for a store opened with Options.BindLater, until its
+// streams are bound, for at most BindWait: state.ErrUnavailable if they
+// are not bound by then, the bind's error if it failed for good.
+func (s *Store) awaitBound(ctx context.Context) error {
+	return s.boundWithin(ctx, BindWait)
+}
+
+// boundWithin is awaitBound waiting at most d.
+func (s *Store) boundWithin(ctx context.Context, d time.Duration) error {
+	select {
+	case <-s.bound:
+		return s.bindErr
+	default:
+	}
+	if d <= 0 {
+		return fmt.Errorf("%w: the store's streams have not answered since it opened (electing leaders?)", state.ErrUnavailable)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.bound:
+		return s.bindErr
+	case <-ctx.Done():
+		return fmt.Errorf("%w: the store's streams have not answered since it opened (electing leaders?): %w", state.ErrUnavailable, ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("%w: the store's streams have not answered since it opened (electing leaders?)", state.ErrUnavailable)
+	}
 }
 
 // asset is one stream of the store (a bucket's and the object store's
@@ -394,6 +552,8 @@ func (s *Store) ensure(ctx context.Context, a asset) error {
 // in flight. It does not close the JetStream connection, which the caller
 // owns. Calling Close twice is harmless.
 func (s *Store) Close() error {
+	s.stopBind()
+	s.binder.Wait()
 	s.mu.Lock()
 	s.closed = true
 	s.isClosed.Store(true)
@@ -420,7 +580,7 @@ func (s *Store) check(ctx context.Context) error {
 	if s.isClosed.Load() {
 		return state.ErrClosed
 	}
-	return nil
+	return s.awaitBound(ctx)
 }
 
 // isWrongLast reports whether err is JetStream's "wrong last sequence"
@@ -447,7 +607,14 @@ var (
 // does not. A store whose streams were deleted under it refuses every
 // commit and finds no run: Check is how a node's /health learns it.
 func (s *Store) Check(ctx context.Context) error {
-	if err := s.check(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.isClosed.Load() {
+		return state.ErrClosed
+	}
+	// Not bound yet (Options.BindLater): say so at once.
+	if err := s.boundWithin(ctx, 0); err != nil {
 		return err
 	}
 	up := strings.ToUpper(s.opts.Prefix)
