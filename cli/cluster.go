@@ -154,5 +154,5 @@ const clusterWriteTimeout = 3 * time.Second
 
 // openClusterStore opens the shared run store on JetStream.
 func openClusterStore(ctx context.Context, js jetstream.JetStream, o cluster.StoreOptions) (state.Store, error) {
-	return jsstore.Open(ctx, js, jsstore.Options{Replicas: o.Replicas, BindOnly: o.BindOnly, WriteTimeout: clusterWriteTimeout})
+	return jsstore.Open(ctx, js, jsstore.Options{Replicas: o.Replicas, BindOnly: o.BindOnly, BindLater: o.BindLater, WriteTimeout: clusterWriteTimeout})
 }

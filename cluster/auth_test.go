@@ -548,7 +548,7 @@ func TestJoinExternalREADMEConfig(t *testing.T) {
 			}
 			srv := runNATS(t, opts)
 			open := func(ctx context.Context, js jetstream.JetStream, so StoreOptions) (state.Store, error) {
-				return jsstore.Open(ctx, js, jsstore.Options{Replicas: so.Replicas, BindOnly: so.BindOnly})
+				return jsstore.Open(ctx, js, jsstore.Options{Replicas: so.Replicas, BindOnly: so.BindOnly, BindLater: so.BindLater})
 			}
 			cfg := Config{Name: "n1", NATSURL: srv.ClientURL(), Secret: "not-the-cluster-secret", TLS: client,
 				Replicas: 1, ReadyTimeout: 10 * time.Second}

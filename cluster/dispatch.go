@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/flockrun/flock/state"
+	jsstore "github.com/flockrun/flock/state/jetstream"
 	"github.com/flockrun/flock/workflows"
 )
 
@@ -93,7 +94,12 @@ type Dispatcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // message handlers, the ack ticker, the sweep, wake timers
-	cc     jetstream.ConsumeContext
+
+	// starting is Start's goroutine, which binds the consumer and begins
+	// to consume; stopStart stops it.
+	starting  sync.WaitGroup
+	stopStart context.CancelFunc
+	cc        jetstream.ConsumeContext // set by Start's goroutine; guarded by mu
 
 	// Counters, for tests and benchmarks.
 	delivered   atomic.Int64 // claims received
@@ -160,7 +166,18 @@ func NewDispatcher(cfg DispatchConfig) (*Dispatcher, error) {
 // until ctx ends while the cluster elects its leaders. Where everything is
 // there already it only reads it.
 func (d *Dispatcher) Provision(ctx context.Context) error {
-	ccfg := jetstream.ConsumerConfig{
+	return retry(ctx, func(ctx context.Context) error {
+		_, err := d.provisionOnce(ctx, d.consumerConfig())
+		if err != nil {
+			d.cfg.Logger.Debug("provision the claim queue", "node", d.cfg.Node, "err", err)
+		}
+		return err
+	})
+}
+
+// consumerConfig is the claim consumer's configuration.
+func (d *Dispatcher) consumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
 		Durable:       ClaimConsumer,
 		Description:   "flock: the nodes that drive runs",
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -170,38 +187,31 @@ func (d *Dispatcher) Provision(ctx context.Context) error {
 		FilterSubject: claimPrefix + ">",
 		Replicas:      d.cfg.Replicas,
 	}
-	return retry(ctx, func(ctx context.Context) error {
-		err := d.provisionOnce(ctx, ccfg)
-		if err != nil {
-			d.cfg.Logger.Debug("provision the claim queue", "node", d.cfg.Node, "err", err)
-		}
-		return err
-	})
 }
 
-// provisionOnce is one try of Provision.
-func (d *Dispatcher) provisionOnce(ctx context.Context, ccfg jetstream.ConsumerConfig) error {
+// provisionOnce is one try of Provision; it returns the consumer.
+func (d *Dispatcher) provisionOnce(ctx context.Context, ccfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	st, err := d.js.Stream(ctx, ClaimStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) || (err == nil && st.CachedInfo().Config.Replicas != d.cfg.Replicas) {
 		_, err = d.js.CreateOrUpdateStream(ctx, claimStreamConfig(d.cfg.Replicas))
 	}
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", ClaimStream, err)
+		return nil, fmt.Errorf("stream %s: %w", ClaimStream, err)
 	}
 	c, err := d.js.Consumer(ctx, ClaimStream, ClaimConsumer)
 	if err == nil {
 		have := c.CachedInfo().Config
 		if have.AckWait == ccfg.AckWait && have.MaxDeliver == ccfg.MaxDeliver &&
 			have.MaxAckPending == ccfg.MaxAckPending && have.Replicas == ccfg.Replicas {
-			return nil
+			return c, nil
 		}
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("consumer %s: %w", ClaimConsumer, err)
+		return nil, fmt.Errorf("consumer %s: %w", ClaimConsumer, err)
 	}
-	if _, err := d.js.CreateOrUpdateConsumer(ctx, ClaimStream, ccfg); err != nil {
-		return fmt.Errorf("create consumer %s: %w", ClaimConsumer, err)
+	if c, err = d.js.CreateOrUpdateConsumer(ctx, ClaimStream, ccfg); err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", ClaimConsumer, err)
 	}
-	return nil
+	return c, nil
 }
 
 // retry calls f until it succeeds or ctx ends, each try bounded to 5 s.
@@ -232,33 +242,65 @@ func retryEvery(ctx context.Context, try, pause time.Duration, f func(context.Co
 }
 
 // Start pulls claims and drives them on ex until Close. ex must have been
-// built with d as its Config.Dispatcher and started.
+// built with d as its Config.Dispatcher and started. It returns at once:
+// a goroutine provisions the claim stream and its consumer as Provision
+// does (an update of their configuration included), asking every second
+// while they do not answer (a restarted node whose streams elect new
+// leaders), and then pulls claims.
 func (d *Dispatcher) Start(ex *workflows.Executor) error {
-	d.ex = ex
-	var cons jetstream.Consumer
-	ctx, cancel := context.WithTimeout(d.ctx, time.Minute)
-	defer cancel()
-	if err := retry(ctx, func(ctx context.Context) (err error) {
-		cons, err = d.js.Consumer(ctx, ClaimStream, ClaimConsumer)
-		return err
-	}); err != nil {
-		return fmt.Errorf("consumer %s: %w", ClaimConsumer, err)
+	if ex == nil {
+		return fmt.Errorf("%w: start the dispatcher: no executor", ErrConfig)
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ex != nil || d.closed {
+		return fmt.Errorf("%w: start the dispatcher: started or closed already", ErrConfig)
+	}
+	d.ex = ex
+	ctx, cancel := context.WithCancel(d.ctx)
+	d.stopStart = cancel
+	d.starting.Add(1)
+	go func() {
+		defer d.starting.Done()
+		d.consume(ctx)
+	}()
+	return nil
+}
+
+// consume binds the claim consumer (provisioning it) and begins to pull
+// claims, trying again until it succeeds or ctx ends.
+func (d *Dispatcher) consume(ctx context.Context) {
+	ccfg := d.consumerConfig()
 	// Few buffered claims per node, so that claims spread over the nodes
 	// that pull and none waits in a buffer past its AckWait. Pull requests
 	// expire after AckWait, so that a pull lost with a dead node (the
 	// consumer's leader) is made again at once: a takeover then waits
 	// for AckWait, not for the 30 s default expiry.
 	expiry := max(d.cfg.AckWait, time.Second)
-	cc, err := cons.Consume(d.receive, jetstream.PullMaxMessages(4),
-		jetstream.PullExpiry(expiry), jetstream.PullHeartbeat(max(expiry/4, 500*time.Millisecond)),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			d.log.Debug("claim consumer", "node", d.cfg.Node, "err", err)
-		}))
+	err := retryEvery(ctx, time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+		cons, err := d.provisionOnce(ctx, ccfg)
+		if err != nil {
+			d.log.Debug("claim consumer not bound yet", "node", d.cfg.Node, "err", err)
+			return err
+		}
+		cc, err := cons.Consume(d.receive, jetstream.PullMaxMessages(4),
+			jetstream.PullExpiry(expiry), jetstream.PullHeartbeat(max(expiry/4, 500*time.Millisecond)),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				d.log.Debug("claim consumer", "node", d.cfg.Node, "err", err)
+			}))
+		if err != nil {
+			d.log.Warn("consume claims", "node", d.cfg.Node, "err", err)
+			return fmt.Errorf("consume claims: %w", err)
+		}
+		d.mu.Lock()
+		d.cc = cc
+		d.mu.Unlock()
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("consume claims: %w", err)
+		return // closed before the consumer answered
 	}
-	d.cc = cc
+	d.log.Debug("pulling claims", "node", d.cfg.Node)
 	d.wg.Add(2)
 	go func() {
 		defer d.wg.Done()
@@ -268,7 +310,6 @@ func (d *Dispatcher) Start(ex *workflows.Executor) error {
 		defer d.wg.Done()
 		d.sweep()
 	}()
-	return nil
 }
 
 // Close stops pulling claims and waits for the dispatcher's goroutines.
@@ -283,20 +324,29 @@ func (d *Dispatcher) Close() {
 		}
 		delete(d.timers, id)
 	}
+	stop := d.stopStart
 	d.mu.Unlock()
-	if d.cc != nil {
-		d.cc.Stop()
-		<-d.cc.Closed()
+	if stop != nil {
+		stop()
+		d.starting.Wait()
+	}
+	d.mu.Lock()
+	cc := d.cc
+	d.mu.Unlock()
+	if cc != nil {
+		cc.Stop()
+		<-cc.Closed()
 	}
 	d.cancel()
 	d.wg.Wait()
 }
 
 // Check reports whether the claim stream and its consumer still exist
-// and answer (their leaders give their info).
+// and answer (their leaders give their info): an error wrapping
+// state.ErrUnavailable while they do not answer (electing a leader).
 func (d *Dispatcher) Check(ctx context.Context) error {
 	if _, err := d.js.Consumer(ctx, ClaimStream, ClaimConsumer); err != nil {
-		return fmt.Errorf("stream %s, consumer %s: %w", ClaimStream, ClaimConsumer, err)
+		return fmt.Errorf("stream %s, consumer %s: %w", ClaimStream, ClaimConsumer, jsstore.Unavailable(err))
 	}
 	return nil
 }

@@ -292,7 +292,7 @@ func startCluster(t testing.TB, o clusterOpts) *testCluster {
 	base := t.TempDir()
 	if o.open == nil && !o.bolt {
 		o.open = func(ctx context.Context, js jetstream.JetStream, so StoreOptions) (state.Store, error) {
-			return jsstore.Open(ctx, js, jsstore.Options{Replicas: so.Replicas, BindOnly: so.BindOnly, WriteTimeout: 3 * time.Second})
+			return jsstore.Open(ctx, js, jsstore.Options{Replicas: so.Replicas, BindOnly: so.BindOnly, BindLater: so.BindLater, WriteTimeout: 3 * time.Second})
 		}
 	}
 	own := !o.bolt

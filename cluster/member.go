@@ -85,6 +85,9 @@ type Member struct {
 	// or found them; Ready is how long Join took.
 	Provisioned Provisioned
 	Ready       time.Duration
+	// restarted: the node's own server held the streams (provision), and
+	// the store and the consumer bind in the background.
+	restarted bool
 }
 
 // Join starts (or connects to) NATS, opens the store with open, and
@@ -170,6 +173,14 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 		SweepInterval: cfg.SweepInterval, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
+	}
+	if m.restarted {
+		// Nothing to wait for: the store and the consumer bind as their
+		// leaders answer, and calls wait for them (provision).
+		m.Ready = time.Since(began)
+		cfg.Logger.Info("joined the cluster; the store binds as its streams' leaders answer", "node", cfg.Name,
+			"replicas", replicas, "how", m.Provisioned, "after", m.Ready)
+		return m, nil
 	}
 	if err := m.Dispatcher.Provision(rctx); err != nil {
 		return nil, err

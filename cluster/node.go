@@ -313,6 +313,57 @@ func (n *Node) WaitJetStream(ctx context.Context) error {
 	return nil
 }
 
+// restoreWait bounds how long a restarted node looks for the claim
+// stream among the streams its own server restores (Node.holds).
+const restoreWait = time.Second
+
+// holds reports whether the node's own JetStream holds stream, with
+// replicas, and its consumer (as their leader or a replica), looking for
+// at most within while the server restores its streams from its store
+// directory. It reads the server's memory, so it answers at once after a
+// restart, while the stream's group has no leader yet (its info is then
+// not answered). A node that had no JetStream state (a new cluster's)
+// holds nothing.
+func (n *Node) holds(ctx context.Context, stream, consumer string, replicas int, within time.Duration) bool {
+	if n.gathering {
+		return false
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	until := time.Now().Add(within)
+	for !n.holdsNow(stream, consumer, replicas) {
+		if time.Now().After(until) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
+// holdsNow is one look of holds.
+func (n *Node) holdsNow(stream, consumer string, replicas int) bool {
+	d, err := n.srv.JszAccount(&server.JSzOptions{Account: n.srv.GlobalAccount().GetName(),
+		Streams: true, Consumer: true, Config: true})
+	if err != nil {
+		return false
+	}
+	for _, st := range d.Streams {
+		if st.Name != stream || st.Config == nil || st.Config.Replicas != replicas {
+			continue
+		}
+		for _, c := range st.Consumer {
+			if c != nil && c.Name == consumer {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Shutdown stops the server and waits for it. It is idempotent.
 func (n *Node) Shutdown() {
 	n.srv.Shutdown()

@@ -30,6 +30,10 @@ type StoreOptions struct {
 	// BindOnly: bind to the streams as they are, creating nothing; fail
 	// while one is missing (another node creates them).
 	BindOnly bool
+	// BindLater: return at once and bind in the background; calls wait
+	// for it and fail with state.ErrUnavailable until it is done (a
+	// restarted node whose streams elect new leaders).
+	BindLater bool
 }
 
 // Provisioned says how a node found the cluster's streams.
@@ -38,7 +42,8 @@ type Provisioned int
 // How a node found the cluster's streams.
 const (
 	// Bound: they were there (a restart, a node joining a running
-	// cluster); the node created nothing.
+	// cluster); the node created nothing. A restarted node whose own
+	// server holds them binds in the background (see provision).
 	Bound Provisioned = iota
 	// Created: this node created them.
 	Created
@@ -65,6 +70,15 @@ func (p Provisioned) String() string {
 // from JetStream and are retried, which made a cluster take many seconds
 // to start. In order:
 //
+//  0. The node's own server holds the claim stream and its consumer
+//     (made last, once everything else was): a restart. The node opens
+//     the store binding in the background (StoreOptions.BindLater) and
+//     waits for nothing: after a kill -9 the streams this node led
+//     answer only once the others have elected new leaders (4-9 s, the
+//     Raft election timeout of NATS, not settable by an embedder), and
+//     every call of the store, a start included, waits that out as it
+//     waits out any election. Dispatcher.Start binds the consumer the
+//     same way.
 //  1. Every stream is there: the node binds to them.
 //  2. Otherwise the node that creates the claim stream (CreateStream,
 //     naming itself in the stream's metadata: of several concurrent
@@ -103,6 +117,14 @@ func (m *Member) provision(ctx context.Context, cfg Config, open StoreOpener, re
 			return fmt.Errorf("create stream %s: %w", ClaimStream, err)
 		}
 		return nil
+	}
+	if m.Node != nil && m.Node.holds(ctx, ClaimStream, ClaimConsumer, replicas, restoreWait) {
+		st, err := open(ctx, m.JS, StoreOptions{Replicas: replicas, BindOnly: true, BindLater: true})
+		if err != nil {
+			return 0, err
+		}
+		m.Store, m.restarted = st, true
+		return Bound, nil
 	}
 	tctx, cancel := context.WithTimeout(ctx, time.Second)
 	err := bind(tctx)

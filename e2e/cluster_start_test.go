@@ -37,7 +37,8 @@ func readyOf(t testing.TB, p *proc) (float64, string) {
 // and the consumer, the others wait for them; each says on stderr when it
 // is ready (the times are logged: the target is 2 s on one machine); a
 // start sent to each node as soon as it passes /health is accepted. A
-// node restarted after SIGTERM binds to the streams as they are.
+// node restarted after SIGTERM binds to the streams as they are, accepts
+// a start as soon as it passes /health, and the run finishes.
 func TestClusterStartsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
@@ -76,8 +77,12 @@ func TestClusterStartsAtOnce(t *testing.T) {
 	if how != "bound to the streams" {
 		t.Fatalf("a restarted node %s, want it bound to the streams", how)
 	}
-	if _, err := procs[1].c.Start(context.Background(), api.StartRequest{Workflow: "script",
-		Settings: []byte(`{"commands": ["true"]}`)}); err != nil {
+	started, err := procs[1].c.Start(context.Background(), api.StartRequest{Workflow: "script",
+		Settings: []byte(`{"commands": ["true"]}`)})
+	if err != nil {
 		t.Fatalf("the restarted node's first start: %v", err)
+	}
+	if h := waitEnded(t, procs[1], started.RunID, 60*time.Second); h.Status != "succeeded" {
+		t.Fatalf("the run started on the restarted node: %s", h.Status)
 	}
 }
