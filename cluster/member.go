@@ -92,7 +92,9 @@ type Member struct {
 
 // Join starts (or connects to) NATS, opens the store with open, and
 // provisions dispatch. The dispatcher is started later, on the executor
-// (Dispatcher.Start).
+// (Dispatcher.Start). A restarted embedded node whose own server holds
+// the streams returns at once, its store and claim consumer binding in the
+// background (provision).
 func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
