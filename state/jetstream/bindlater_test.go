@@ -17,7 +17,8 @@ import (
 // TestBindLater opens a store with Options.BindLater while its server's
 // JetStream does not answer (the server runs without it, as the streams a
 // restarted node led answer nothing until new leaders are elected): Open
-// returns at once, calls and Check fail with state.ErrUnavailable, and
+// returns at once, calls, Check and the failover reads (which do not
+// wait for the bind) fail with state.ErrUnavailable, and
 // once JetStream answers (the server restarted with it) the store binds by
 // itself and serves the run written before. A store that binds for good
 // to streams that are not there fails every call with ErrNotProvisioned;
@@ -66,6 +67,23 @@ func TestBindLater(t *testing.T) {
 	if err := s.Release(ctx, "r1", "n1"); !errors.Is(err, state.ErrUnavailable) {
 		t.Fatalf("Release before the streams answer: %v, want state.ErrUnavailable", err)
 	}
+	// The failover reads do not wait for the bind: they ask the leader,
+	// then a replica, with requests of their own (none answers here).
+	fr := s.FailoverReads()
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	if _, err := fr.Run(short(), "r1"); !errors.Is(err, state.ErrUnavailable) {
+		t.Fatalf("failover Run before the streams answer: %v, want state.ErrUnavailable", err)
+	}
+	if _, _, err := fr.Runs(short(), state.RunFilter{}); !errors.Is(err, state.ErrUnavailable) {
+		t.Fatalf("failover Runs before the streams answer: %v, want state.ErrUnavailable", err)
+	}
+	if _, err := fr.Unfinished(short()); !errors.Is(err, state.ErrUnavailable) {
+		t.Fatalf("failover Unfinished before the streams answer: %v, want state.ErrUnavailable", err)
+	}
 	// Closed while binding: it stops.
 	closed, err := Open(ctx, js, Options{Prefix: "later", Replicas: 1, BindOnly: true, BindLater: true})
 	if err != nil {
@@ -91,6 +109,9 @@ func TestBindLater(t *testing.T) {
 	}
 	if _, err := s.Claim(ctx, "r1", "n1", time.Second); err != nil {
 		t.Fatalf("Claim once bound: %v", err)
+	}
+	if runs, _, err := fr.Runs(ctx, state.RunFilter{}); err != nil || len(runs) != 1 {
+		t.Fatalf("failover Runs once bound: %v, %v", runs, err)
 	}
 
 	// Streams that are not there: every call says so.

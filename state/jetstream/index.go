@@ -87,6 +87,11 @@ func (r reader) indexed(ctx context.Context, prefix string) ([]string, error) {
 	s := r.s
 	root := s.subjIdx + prefix
 	fromLeader := func(ctx context.Context) ([]string, error) {
+		// A failover reader of a store not bound yet (Options.BindLater)
+		// asks a replica.
+		if err := s.boundWithin(ctx, 0); err != nil {
+			return nil, err
+		}
 		info, err := s.index.Info(ctx, jetstream.WithSubjectFilter(root+">"))
 		if err != nil {
 			return nil, err
@@ -124,7 +129,7 @@ func (r reader) indexed(ctx context.Context, prefix string) ([]string, error) {
 // ID order; keys without a head are left out, unreadable heads returned
 // as errors beside the others.
 func (r reader) headsOf(ctx context.Context, keys []string) ([]state.Run, []error, error) {
-	if err := r.s.check(ctx); err != nil {
+	if err := r.check(ctx); err != nil {
 		return nil, nil, err
 	}
 	var (

@@ -32,6 +32,25 @@ func (s *Store) FailoverReads() state.Reader { return reader{s: s, failover: tru
 // its strict reader's.
 func (s *Store) strict() reader { return reader{s: s} }
 
+// check fails with ctx's error or state.ErrClosed and, for a strict
+// reader, waits for a store opened with Options.BindLater to be bound
+// (Store.check). A failover reader does not wait: it reads with requests
+// of its own, from a replica where the leader's handles are needed and
+// not bound yet (a node restarted while the streams it led elect new
+// leaders answers reads from the replicas meanwhile).
+func (r reader) check(ctx context.Context) error {
+	if !r.failover {
+		return r.s.check(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r.s.isClosed.Load() {
+		return state.ErrClosed
+	}
+	return nil
+}
+
 // Run returns the head of run id, or an error wrapping state.ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (state.Run, error) {
 	return s.strict().Run(ctx, id)
@@ -89,7 +108,7 @@ func (s *Store) Children(ctx context.Context, id string) ([]string, error) {
 
 // envelope reads run id's envelope (an empty one for an unknown run).
 func (r reader) envelope(ctx context.Context, id string) (*envelope, error) {
-	if err := r.s.check(ctx); err != nil {
+	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
 	if err := state.CheckRunID(id); err != nil {
@@ -181,6 +200,9 @@ func (s *Store) payload(ctx context.Context, m *jetstream.RawStreamMsg) ([]byte,
 	if name == "" {
 		return m.Data, nil
 	}
+	if err := s.awaitBound(ctx); err != nil {
+		return nil, fmt.Errorf("message %d: blob %s: %w", m.Sequence, name, err)
+	}
 	b, err := s.blobs.GetBytes(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w: message %d: blob %s: %v", state.ErrCorrupt, ErrCorrupt, m.Sequence, name, err)
@@ -257,7 +279,7 @@ func scanItems[T any](ctx context.Context, r reader, id, kind string, ms *marks,
 // first. limit <= 0 means 1000; it is capped at 10000.
 func (r reader) Entries(ctx context.Context, id string, after uint64, limit int) ([]record.Entry, error) {
 	if after == math.MaxUint64 {
-		return nil, r.s.check(ctx)
+		return nil, r.check(ctx)
 	}
 	env, err := r.envelope(ctx, id)
 	if err != nil {
@@ -271,7 +293,7 @@ func (r reader) Entries(ctx context.Context, id string, after uint64, limit int)
 // first. limit <= 0 means 1000; it is capped at 10000.
 func (r reader) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
 	if after == math.MaxUint64 {
-		return nil, r.s.check(ctx)
+		return nil, r.check(ctx)
 	}
 	env, err := r.envelope(ctx, id)
 	if err != nil {
@@ -411,6 +433,9 @@ func (r reader) chunk(ctx context.Context, runKey string, key []byte) ([]byte, e
 	if !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, unavailable(err)
 	}
+	if err := r.s.awaitBound(ctx); err != nil {
+		return nil, err
+	}
 	b, err := r.s.blobs.GetBytes(ctx, "chunk-"+k)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, nil
@@ -427,7 +452,7 @@ func (r reader) chunk(ctx context.Context, runKey string, key []byte) ([]byte, e
 // reads the shard from a replica instead (replicaHeads), which may lack
 // the last writes.
 func (r reader) eachHead(ctx context.Context, fn func(key string, value []byte)) error {
-	if err := r.s.check(ctx); err != nil {
+	if err := r.check(ctx); err != nil {
 		return err
 	}
 	for i := range r.s.shards {
@@ -454,7 +479,13 @@ func (r reader) shardHeads(ctx context.Context, sh *shard, fn func(key string, v
 	// The leader gets FailoverAfter to answer the stream info; the watch
 	// that follows takes as long as the heads take to read.
 	lctx, cancel := context.WithTimeout(ctx, r.s.opts.FailoverAfter)
-	tip, err := r.s.headsTip(lctx, sh)
+	// Not bound yet (Options.BindLater): no watch of the leader to make;
+	// a replica answers.
+	err := r.s.boundWithin(lctx, 0)
+	var tip uint64
+	if err == nil {
+		tip, err = r.s.headsTip(lctx, sh)
+	}
 	cancel()
 	if err == nil {
 		err = eachOf(ctx, sh.heads, tip, fn)
@@ -705,7 +736,7 @@ func (r reader) Runs(ctx context.Context, f state.RunFilter) ([]state.Run, strin
 // unfinished reads the heads of the runs in the unfinished index that
 // are running or paused, in ID order.
 func (r reader) unfinished(ctx context.Context) ([]state.Run, []error, error) {
-	if err := r.s.check(ctx); err != nil {
+	if err := r.check(ctx); err != nil {
 		return nil, nil, err
 	}
 	keys, err := r.indexed(ctx, "u.")
@@ -727,7 +758,7 @@ func (r reader) unfinished(ctx context.Context) ([]state.Run, []error, error) {
 
 // children reads the heads of run id's children, in ID order.
 func (r reader) children(ctx context.Context, id string) ([]state.Run, []error, error) {
-	if err := r.s.check(ctx); err != nil {
+	if err := r.check(ctx); err != nil {
 		return nil, nil, err
 	}
 	keys, err := r.indexed(ctx, "c."+runKey(id)+".")
@@ -763,7 +794,7 @@ func (r reader) Unfinished(ctx context.Context) ([]state.Run, error) {
 // index, without reading their heads (a child whose head is not written
 // yet is counted).
 func (r reader) CountChildren(ctx context.Context, id string) (int, error) {
-	if err := r.s.check(ctx); err != nil {
+	if err := r.check(ctx); err != nil {
 		return 0, err
 	}
 	keys, err := r.indexed(ctx, "c."+runKey(id)+".")
