@@ -14,6 +14,6 @@ var (
 	ErrBadPath = errors.New("bad sandbox path")
 	// ErrNotAllowed is returned for a run asking for less isolation than
 	// the operator's policy gives (isolation.kind none under a policy that
-	// isolates).
-	ErrNotAllowed = errors.New("isolation.kind none is not allowed")
+	// isolates). Callers name the setting ("isolation.kind: ...").
+	ErrNotAllowed = errors.New("kind none is not allowed")
 )

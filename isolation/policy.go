@@ -97,7 +97,7 @@ func (p Policy) Resolve(run configs.Isolation) (configs.Isolation, error) {
 			return configs.Isolation{}, err
 		}
 		if d.Kind != KindNone {
-			return configs.Isolation{}, fmt.Errorf("%w: this server isolates the programs it starts (server setting isolation: %s); only the operator can turn that off", ErrNotAllowed, p.name())
+			return configs.Isolation{}, fmt.Errorf("%w: the operator's policy isolates the programs flock starts (isolation %s: the --isolation flag of flock serve, run, rollout or synthesize, or isolation in the server settings); only the operator can turn that off", ErrNotAllowed, p.name())
 		}
 		return d, nil
 	}

@@ -54,6 +54,17 @@ func TestPolicyResolve(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("Resolve = %+v, want %+v", got, tt.want)
 			}
+			// A refused "none" names the setting once (its callers
+			// prefix "isolation.kind: ") and where the policy comes
+			// from: a flag of the command, not only a server's
+			// settings (flock run --isolation bwrap said "this server").
+			if errors.Is(tt.err, ErrNotAllowed) {
+				msg := "isolation.kind: " + err.Error()
+				if strings.Count(msg, "isolation.kind") != 1 || !strings.Contains(msg, "--isolation flag") ||
+					strings.Contains(msg, "this server") {
+					t.Fatalf("refusal %q: want the setting named once and the --isolation flag named", msg)
+				}
+			}
 		})
 	}
 }
