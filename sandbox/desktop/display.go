@@ -40,7 +40,7 @@ export DISPLAY=":$d"
 wm=$FLOCK_DESKTOP_WM app=$FLOCK_DESKTOP_START
 unset FLOCK_DESKTOP_WM FLOCK_DESKTOP_START
 if [ -n "$wm" ]; then sh -c "$wm" </dev/null & fi
-if [ -n "$app" ]; then sh -c "$app" </dev/null & fi
+if [ -n "$app" ]; then (sh -c "$app" </dev/null; echo $? >"${auth%/*}/start-status") & fi
 wait "$x"
 `
 
@@ -185,28 +185,38 @@ func Start(ctx context.Context, ws string, o startOptions) (d *Display, err erro
 		return d, err
 	}
 	if o.StartCommand != "" && o.WindowWait > 0 {
-		d.waitWindow(ctx, o.WindowWait)
+		if err := d.waitWindow(ctx, o.WindowWait); err != nil {
+			return d, err
+		}
 	}
 	return d, nil
 }
 
 // waitWindow returns once a top-level window is mapped, after limit, or
 // when ctx ends: the start command's application is usually on screen by
-// the session's first screenshot. A slow application is not an error.
-func (d *Display) waitWindow(ctx context.Context, limit time.Duration) {
+// the session's first screenshot. A slow application is not an error; a
+// start command that exits non-zero before any window shows (its
+// application is not installed) is.
+func (d *Display) waitWindow(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if ws, err := d.x.Windows(); err != nil || len(ws) > 0 {
-			return
+			return nil
+		}
+		// The launcher writes the start command's exit status here.
+		if b, err := os.ReadFile(filepath.Join(d.dir, "start-status")); err == nil {
+			if st := strings.TrimSpace(string(b)); st != "" && st != "0" {
+				return fmt.Errorf("start_command exited with status %s before showing a window", st)
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-d.exited:
-			return
+			return nil
 		case <-tick.C:
 		}
 	}

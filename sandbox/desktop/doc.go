@@ -96,7 +96,9 @@
 // start_command (a shell command, default none), env (extra environment of
 // both), start_timeout_s (10), window_wait_s (5: when start_command is
 // set, the session's create waits up to this long for a window to be
-// mapped, without failing), xvfb_path (default Xvfb on PATH; Provision
+// mapped, without failing; a start command that exits non-zero before a
+// window shows fails the create, 4007 naming its status and its log),
+// xvfb_path (default Xvfb on PATH; Provision
 // fails naming this path without it). A session's session_config may set
 // screen_size only. AgentFlow's VM-pool settings (provider, region,
 // pool_size, snapshot_name, os_type, headless, client_password, ports,

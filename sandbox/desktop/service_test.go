@@ -596,3 +596,17 @@ func TestDisplayDies(t *testing.T) {
 		t.Fatalf("%s left after destroy", sock)
 	}
 }
+
+// TestStartCommandFails: a start_command that fails before any window
+// shows (the application is not installed: the README's xterm on a
+// machine without it) fails the session's create with 4007 naming its
+// exit status and its error, instead of a session on an empty screen.
+func TestStartCommandFails(t *testing.T) {
+	needDesktop(t, false)
+	h := newHarness(t, "", map[string]any{"start_command": "exec flock-no-such-app -geometry 100x30", "window_wait_s": 30})
+	st, env := h.post("/api/v1/session/create", map[string]any{"worker_id": "w", "resource_type": "vm"})
+	if st != 500 || env.Code != sandbox.CodeResourceNotInitialized ||
+		!strings.Contains(env.Message, "start_command exited with status 127") || !strings.Contains(env.Message, "flock-no-such-app") {
+		t.Fatalf("create: %d %d %q: want 500, 4007 naming the start command's failure", st, env.Code, env.Message)
+	}
+}
