@@ -85,9 +85,6 @@ type Member struct {
 	// or found them; Ready is how long Join took.
 	Provisioned Provisioned
 	Ready       time.Duration
-	// restarted: the node's own server held the streams (provision), and
-	// the store and the consumer bind in the background.
-	restarted bool
 }
 
 // Join starts (or connects to) NATS, opens the store with open, and
@@ -176,7 +173,7 @@ func Join(ctx context.Context, cfg Config, open StoreOpener) (_ *Member, err err
 	if err != nil {
 		return nil, err
 	}
-	if m.restarted {
+	if m.Provisioned == Restarted {
 		// Nothing to wait for: the store and the consumer bind as their
 		// leaders answer, and calls wait for them (provision).
 		m.Ready = time.Since(began)

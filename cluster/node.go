@@ -315,7 +315,7 @@ func (n *Node) WaitJetStream(ctx context.Context) error {
 
 // restoreWait bounds how long a restarted node looks for the claim
 // stream among the streams its own server restores (Node.holds).
-const restoreWait = time.Second
+const restoreWait = 3 * time.Second
 
 // holds reports whether the node's own JetStream holds stream, with
 // replicas, and its consumer (as their leader or a replica), looking for

@@ -42,13 +42,16 @@ type Provisioned int
 // How a node found the cluster's streams.
 const (
 	// Bound: they were there (a restart, a node joining a running
-	// cluster); the node created nothing. A restarted node whose own
-	// server holds them binds in the background (see provision).
+	// cluster); the node created nothing.
 	Bound Provisioned = iota
 	// Created: this node created them.
 	Created
 	// Waited: another node created them while this one waited.
 	Waited
+	// Restarted: the node's own NATS server holds them (a restart); the
+	// store and the claim consumer bind in the background (see
+	// provision).
+	Restarted
 )
 
 // String names p for logs.
@@ -60,6 +63,8 @@ func (p Provisioned) String() string {
 		return "created the streams"
 	case Waited:
 		return "waited for another node to create the streams"
+	case Restarted:
+		return "restarted on the streams its NATS server holds"
 	}
 	return fmt.Sprintf("Provisioned(%d)", int(p))
 }
@@ -123,8 +128,8 @@ func (m *Member) provision(ctx context.Context, cfg Config, open StoreOpener, re
 		if err != nil {
 			return 0, err
 		}
-		m.Store, m.restarted = st, true
-		return Bound, nil
+		m.Store = st
+		return Restarted, nil
 	}
 	tctx, cancel := context.WithTimeout(ctx, time.Second)
 	err := bind(tctx)

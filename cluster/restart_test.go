@@ -7,7 +7,7 @@ import (
 
 // TestClusterRestartBindsLater: a node restarted on its NATS store
 // directory finds the claim stream and its consumer on its own server and
-// joins without waiting for their leaders (issue 28.3: after a kill -9 the
+// joins without waiting for their leaders (Restarted; issue 28.3: after a kill -9 the
 // streams it led answer only once new leaders are elected); its store and
 // its claim consumer bind in the background, and a run started on it at
 // once is accepted and finishes. The nodes of a new cluster hold nothing
@@ -15,16 +15,15 @@ import (
 func TestClusterRestartBindsLater(t *testing.T) {
 	c := startCluster(t, clusterOpts{})
 	for _, n := range c.nodes {
-		if n.m.restarted {
-			t.Fatalf("%s of a new cluster joined as a restarted node (%s)", n.name, n.m.Provisioned)
+		if n.m.Provisioned == Restarted {
+			t.Fatalf("%s of a new cluster %s", n.name, n.m.Provisioned)
 		}
 	}
 	c.kill(1)
 	c.restart(1)
 	n := c.nodes[1]
-	if !n.m.restarted || n.m.Provisioned != Bound {
-		t.Fatalf("restarted %s: restarted=%v, %s; want it to bind in the background to the streams its server holds",
-			n.name, n.m.restarted, n.m.Provisioned)
+	if n.m.Provisioned != Restarted {
+		t.Fatalf("restarted %s %s; want it to bind in the background to the streams its server holds", n.name, n.m.Provisioned)
 	}
 	t.Logf("%s restarted, joined after %v", n.name, n.m.Ready.Round(time.Millisecond))
 	id := startScript(t, n, t.TempDir(), 0, 2)
