@@ -27,6 +27,7 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	refusals []*BlockedError // since the last Refusals; guarded by mu
+	failures []error         // allowed destinations it could not reach, since the last Failures; guarded by mu
 	closed   bool            // guarded by mu; no tunnel starts once set
 
 	wg     sync.WaitGroup  // Serve and the tunnels
@@ -74,6 +75,18 @@ func (x *Proxy) Refusals() []*BlockedError {
 	return r
 }
 
+// Failures returns why the proxy could not reach allowed destinations
+// (a refused connection, a name that does not resolve) since the last
+// call, oldest first, and forgets them: the browser shows only
+// net::ERR_TUNNEL_CONNECTION_FAILED for them.
+func (x *Proxy) Failures() []error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	f := x.failures
+	x.failures = nil
+	return f
+}
+
 // Close stops the proxy and ends its tunnels; it waits for them.
 func (x *Proxy) Close() error {
 	x.mu.Lock()
@@ -102,6 +115,11 @@ func (x *Proxy) refuse(w http.ResponseWriter, err error) {
 		http.Error(w, be.Error(), http.StatusForbidden)
 		return
 	}
+	x.mu.Lock()
+	if len(x.failures) < maxRefusals {
+		x.failures = append(x.failures, err)
+	}
+	x.mu.Unlock()
 	http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
 }
 

@@ -310,15 +310,21 @@ func (t *Tab) Navigate(ctx context.Context, raw string) (*Navigation, error) {
 		}
 	} else {
 		t.proxy.Refusals() // forget those of earlier calls
+		t.proxy.Failures()
 		resp, err := chromedp.Run(actx, chromedp.NavigateResponse(target))
-		refs := t.proxy.Refusals()
+		refs, fails := t.proxy.Refusals(), t.proxy.Failures()
 		if err != nil {
 			if len(refs) > 0 {
 				// The document or a redirect's target was refused.
 				u, _ := url.Parse(target)
 				return nil, fmt.Errorf("navigate to %s: %w", target, refusedDocument(refs, u.Hostname()))
 			}
-			return nil, t.actionErr(ctx, actx, "navigate to "+target, err)
+			err = t.actionErr(ctx, actx, "navigate to "+target, err)
+			if len(fails) > 0 {
+				// What chromium calls a failed tunnel, as the proxy saw it.
+				err = fmt.Errorf("%w (the proxy could not connect: %v)", err, fails[len(fails)-1])
+			}
+			return nil, err
 		}
 		if resp != nil {
 			nav.Status = int(resp.Status)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +191,22 @@ func TestTabCloseLeavesNoProcess(t *testing.T) {
 	}
 	if _, err := tab.Navigate(context.Background(), "about:blank"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("navigate after Close: err = %v", err)
+	}
+}
+
+// TestTabNavigateUnreachable: a page the proxy cannot reach (nothing
+// listens there; no network) fails naming why, as the proxy saw it, not
+// only chromium's net::ERR_TUNNEL_CONNECTION_FAILED.
+func TestTabNavigateUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	tab, _ := startTab(t, Options{ActionTimeout: 10 * time.Second, Policy: localOK(t)})
+	_, err = tab.Navigate(context.Background(), "https://"+addr+"/")
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("err = %v: want the proxy's cause (connection refused) and the address", err)
 	}
 }

@@ -22,7 +22,10 @@
 // A selector that matches nothing within action_timeout_s is 4000, as is a
 // refused URL or input; a refused destination is 4001; a call past its
 // deadline is 5006; a browser that is gone (crashed, cleaned up) is 4007;
-// other browser errors (a refused connection, net::ERR_...) are 5000.
+// other browser errors (a refused connection, net::ERR_...) are 5000; when
+// the per-session proxy could not connect to an allowed destination (a
+// refused connection, a name that does not resolve, no network), the
+// message says so after chromium's net::ERR_TUNNEL_CONNECTION_FAILED.
 //
 // # What the browser may reach
 //
