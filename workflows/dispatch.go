@@ -333,17 +333,13 @@ func unloadFor(cause, err error) Unload {
 }
 
 // pauseStored marks a running run that no executor drives (cluster mode:
-// queued or parked) as paused in the store. The commit is fenced by the
-// head it read: if an owner took the run meanwhile, it fails with
-// state.ErrFenced and the caller may try again.
-func (e *Executor) pauseStored(ctx context.Context, id string) error {
-	head, err := e.store.Run(ctx, id)
-	if err != nil {
-		return err
-	}
-	if head.Status != state.StatusRunning {
-		return nil
-	}
+// queued or parked) as paused in the store. The commit is fenced by head,
+// which the caller read before it asked the nodes whether one drives the
+// run: a node that took the run up since (and may have been out of reach
+// when asked) changed the head, so the commit fails with state.ErrFenced
+// and the caller asks again.
+func (e *Executor) pauseStored(ctx context.Context, head state.Run) error {
+	id := head.ID
 	now := e.now().UTC()
 	head.Status = state.StatusPaused
 	head.UpdatedAt = now

@@ -668,14 +668,13 @@ func (e *Executor) cancel(ctx context.Context, id string, routed bool) error {
 	r := e.runs[id]
 	e.mu.Unlock()
 	if r == nil && routed && e.dispatched() && head.Status == state.StatusRunning {
+		// No node answering for the run is not proof that none drives
+		// it: one that took it up just now may not be reachable yet. So
+		// the head the store is written with below is the one read
+		// before asking; a take-up since fences that write, and
+		// retryFenced asks again.
 		if handled, err := e.remote(ctx, id, ControlRequest{Action: ActionCancel}); handled {
 			return err
-		}
-		if head, err = e.store.Run(ctx, id); err != nil {
-			return err
-		}
-		if head.Status.Terminal() {
-			return fmt.Errorf("%w: run %s is %s", ErrEnded, id, head.Status)
 		}
 	}
 	if r != nil {
@@ -743,7 +742,7 @@ func (e *Executor) pause(ctx context.Context, id string, routed bool) error {
 		if handled, err := e.remote(ctx, id, ControlRequest{Action: ActionPause}); handled {
 			return err
 		}
-		if err := e.pauseStored(ctx, id); err != nil {
+		if err := e.pauseStored(ctx, head); err != nil {
 			return err
 		}
 	}

@@ -95,3 +95,76 @@ func TestControlWaitsOutElection(t *testing.T) {
 		}
 	}
 }
+
+// lateDriver is a cluster's dispatcher in which another node takes a run
+// up just as it is asked to act on it, and can be reached only from the
+// next ask on (its control subscription not yet known to the asker): the
+// first Control finds nobody (handled false) after the take-up is in the
+// store, every later one is answered by that node.
+type lateDriver struct {
+	store state.Store
+	mu    sync.Mutex
+	asked int // guarded by mu
+	err   error
+}
+
+func (d *lateDriver) Enqueue(context.Context, string, time.Time) error { return nil }
+func (d *lateDriver) Unloaded(string, workflows.Unload)                {}
+
+func (d *lateDriver) Control(ctx context.Context, id string, req workflows.ControlRequest) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.asked++
+	if d.asked > 1 {
+		return true, nil // the driving node acted on the run
+	}
+	h, err := d.store.Run(ctx, id)
+	if err == nil {
+		now := time.Now().UTC()
+		h.Driver, h.DrivenSince = "n2", &now
+		err = d.store.Commit(ctx, &state.Commit{RunID: id, ExpectRevision: h.Revision, Run: &h})
+	}
+	d.err = err
+	return false, nil
+}
+
+// TestControlAfterLateTakeUp: a pause or cancel of a run no node answered
+// for is written to the store fenced by the head read before asking, not
+// after: a node that took the run up meanwhile (and could not be reached
+// yet) fences that write, and the request is asked of it again, instead of
+// the run being marked paused or cancelled in the store while that node
+// goes on driving it.
+func TestControlAfterLateTakeUp(t *testing.T) {
+	s := newSleeper()
+	reg := phases.NewRegistry()
+	reg.MustRegister(s.workflow())
+	for _, c := range []struct {
+		name string
+		do   func(*workflows.Executor) func(context.Context, string) error
+	}{
+		{"pause", func(ex *workflows.Executor) func(context.Context, string) error { return ex.Pause }},
+		{"cancel", func(ex *workflows.Executor) func(context.Context, string) error { return ex.Cancel }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := &lateDriver{}
+			e := newEnvWith(t, reg, nil, func(cfg *workflows.Config) {
+				d.store = cfg.Store
+				cfg.Dispatcher = d
+			})
+			e.refusals = true // the write over the take-up is refused, by design
+			id := e.start("sleeper", "", "1h").ID
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := c.do(e.ex)(ctx, id); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			h, err := e.store.Run(ctx, id)
+			if err != nil || d.err != nil {
+				t.Fatal(err, d.err)
+			}
+			if d.asked != 2 || h.Status != state.StatusRunning || h.Driver != "n2" {
+				t.Fatalf("asked %d times; head %s, driven by %q: want asked twice, the run left to node n2 (running)", d.asked, h.Status, h.Driver)
+			}
+		})
+	}
+}
