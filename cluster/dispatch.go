@@ -114,7 +114,14 @@ type Dispatcher struct {
 // held is the claim of a run driven here.
 type held struct {
 	msg jetstream.Msg
-	ctl *nats.Subscription // the run's control subject; nil until driven
+	// ctl is the run's control subject, subscribed before the executor
+	// takes the run up, so that a node that asks after the take-up is
+	// answered by this one (nil if the subscription failed).
+	ctl *nats.Subscription
+	// taking is closed once the executor's Drive of the run returned: a
+	// control request that arrives while the run is being taken up waits
+	// for it instead of hearing "not driven".
+	taking chan struct{}
 }
 
 // NewDispatcher returns a dispatcher; Provision creates its stream and
@@ -405,8 +412,11 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 		d.mu.Unlock()
 		return
 	}
-	d.held[id] = &held{msg: msg}
+	h := &held{msg: msg, taking: make(chan struct{})}
+	d.held[id] = h
 	d.mu.Unlock()
+	defer close(h.taking)
+	d.subscribeControl(id, h)
 
 	// A node that died held the run's store lease as long as the claim;
 	// the lease lapses within about the same AckWait, so try for a
@@ -422,7 +432,6 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 		cancel()
 		switch {
 		case err == nil:
-			d.driven(id, msg)
 			if delivered > 1 {
 				d.log.Info("run taken over", "node", d.cfg.Node, "run", id, "delivery", delivered)
 			}
@@ -457,29 +466,49 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 	}
 }
 
-// driven records that run id is driven here under msg and subscribes its
-// control subject, unless the run was unloaded meanwhile.
-func (d *Dispatcher) driven(id string, msg jetstream.Msg) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	h := d.held[id]
-	if h == nil || h.ctl != nil {
-		return
-	}
+// subscribeControl subscribes run id's control subject for h, and flushes
+// the subscription to the server, before the executor takes the run up:
+// a node that reads the head this one writes then reaches this one.
+func (d *Dispatcher) subscribeControl(id string, h *held) {
 	sub, err := d.nc.Subscribe(controlPrefix+token(id), func(m *nats.Msg) { d.answer(id, m) })
+	if err == nil {
+		err = d.nc.Flush()
+	}
 	if err != nil {
 		d.log.Warn("subscribe control subject; cancel and pause from other nodes act on the store", "run", id, "err", err)
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
 		return
 	}
+	d.mu.Lock()
 	h.ctl = sub
+	d.mu.Unlock()
+}
+
+// takingUp returns the channel closed once the executor's take-up of run
+// id returned, nil if this node holds no claim of it.
+func (d *Dispatcher) takingUp(id string) chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if h := d.held[id]; h != nil {
+		return h.taking
+	}
+	return nil
 }
 
 // drop forgets the claim of a run that is not driven here.
 func (d *Dispatcher) drop(id string, msg jetstream.Msg) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if h := d.held[id]; h != nil && h.msg == msg {
-		delete(d.held, id)
+	h := d.held[id]
+	if h == nil || h.msg != msg {
+		d.mu.Unlock()
+		return
+	}
+	delete(d.held, id)
+	d.mu.Unlock()
+	if h.ctl != nil {
+		_ = h.ctl.Unsubscribe()
 	}
 }
 
@@ -647,6 +676,17 @@ func (d *Dispatcher) answer(id string, m *nats.Msg) {
 	}
 	if err == nil {
 		err = d.ex.Control(ctx, id, req)
+		if errors.Is(err, workflows.ErrNotDriven) {
+			// Being taken up here: answer once the executor drives
+			// the run, or knows it will not.
+			if taking := d.takingUp(id); taking != nil {
+				select {
+				case <-taking:
+					err = d.ex.Control(ctx, id, req)
+				case <-ctx.Done():
+				}
+			}
+		}
 	}
 	rep.Code = ""
 	for _, c := range controlCodes {
