@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -354,5 +355,37 @@ func TestAskedLogFormat(t *testing.T) {
 		if got := askedLogFormat(c.args); got != c.want {
 			t.Errorf("askedLogFormat(%q) = %q, want %q", c.args, got, c.want)
 		}
+	}
+}
+
+// TestServeOnEveryAddress: a server on 0.0.0.0 says where to reach it
+// from this machine (the loopback URL, which the listening line's reader
+// can open) and that it listens on every address, not "http://[::]:PORT";
+// and it counts the runs it resumed in words ("0 runs").
+func TestServeOnEveryAddress(t *testing.T) {
+	t.Setenv("FLOCK_AUTH_TOKEN", "every-address-token-6c2d81f0")
+	t.Setenv("FLOCK_AUTH_TOKEN_FILE", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb testkit.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"serve", "--addr", "0.0.0.0:0", "--data", t.TempDir()}, &out, &errb)
+	}()
+	url := listening(t, &out, &errb, done)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Errorf("listening on %s, want the loopback URL", url)
+	}
+	if line := out.String(); !strings.Contains(line, url+" and every address of this machine") || !strings.Contains(line, "0 runs resumed") {
+		t.Errorf("listening line: %s", line)
+	}
+	res, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }

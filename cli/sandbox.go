@@ -121,8 +121,9 @@ func serveSandbox(ctx context.Context, log *slog.Logger, cfg configs.Server, pat
 	if err != nil {
 		return errors.Join(err, svc.Close(context.Background()))
 	}
-	url, tools := "http://"+addr.String(), len(svc.Tools(true))
-	say.say(fmt.Sprintf("flock sandbox listening on %s (backends %v, %d tools)", url, svc.Backends(), tools),
+	url, where := listenURL(addr)
+	tools := len(svc.Tools(true))
+	say.say(fmt.Sprintf("flock sandbox listening on %s (backends %v, %d tools)", where, svc.Backends(), tools),
 		"flock sandbox listening", "url", url, "backends", svc.Backends(), "tools", tools)
 	select {
 	case <-ctx.Done():

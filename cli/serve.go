@@ -310,7 +310,7 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 		return errors.Join(err, closeSandbox(context.Background()), closeApp(context.Background()))
 	}
 	a.Gateway.SetBaseURL("http://" + agentAddr(addr))
-	url := "http://" + addr.String()
+	url, where := listenURL(addr)
 	removeServerFile := func() {}
 	if token != "" {
 		if removeServerFile, err = writeServerFile(a.Config.DataDir, serverFile{URL: "http://" + agentAddr(addr), Token: token, PID: os.Getpid()}); err != nil {
@@ -322,7 +322,7 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 	defer removeServerFile()
 	if node != nil {
 		say.say(fmt.Sprintf("flock listening on %s (data %s, mode %s, cluster node %s, NATS %s, %d replicas)",
-			url, a.Config.DataDir, a.Config.Mode, node.name, node.url, node.member.Replicas),
+			where, a.Config.DataDir, a.Config.Mode, node.name, node.url, node.member.Replicas),
 			"flock listening", "url", url, "data", a.Config.DataDir, "mode", a.Config.Mode,
 			"node", node.name, "nats", node.url, "replicas", node.member.Replicas)
 		// On stderr too, for whoever starts nodes and waits for them.
@@ -331,7 +331,7 @@ func serveWith(ctx context.Context, log *slog.Logger, cfg configs.Server, level 
 			"cluster node ready", "node", node.name, "after_s", time.Since(began).Seconds(), "how", node.member.Provisioned.String())
 	} else {
 		resumed := len(a.Executor.Active())
-		say.say(fmt.Sprintf("flock listening on %s (data %s, mode %s, %d runs resumed)", url, a.Config.DataDir, a.Config.Mode, resumed),
+		say.say(fmt.Sprintf("flock listening on %s (data %s, mode %s, %s resumed)", where, a.Config.DataDir, a.Config.Mode, count(resumed, "run")),
 			"flock listening", "url", url, "data", a.Config.DataDir, "mode", a.Config.Mode, "runs_resumed", resumed)
 	}
 	var done <-chan error
@@ -404,6 +404,25 @@ func openNode(ctx context.Context, cfg configs.Server, log *slog.Logger, cl *clu
 
 // agentAddr is the address agents on this machine reach the server at:
 // the listen address, with a wildcard host (0.0.0.0, ::) made loopback.
+// listenURL is the URL to reach a listener on addr from this machine,
+// and how to say where it listens: on an unspecified address (0.0.0.0,
+// ::) the loopback URL "on every address", not "http://[::]:PORT".
+func listenURL(addr net.Addr) (url, where string) {
+	url = "http://" + agentAddr(addr)
+	if t, ok := addr.(*net.TCPAddr); ok && t.IP.IsUnspecified() {
+		return url, url + " and every address of this machine"
+	}
+	return url, url
+}
+
+// count is "1 run", "2 runs".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 func agentAddr(addr net.Addr) string {
 	if t, ok := addr.(*net.TCPAddr); ok && t.IP.IsUnspecified() {
 		return net.JoinHostPort("127.0.0.1", strconv.Itoa(t.Port))
