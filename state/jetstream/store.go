@@ -85,7 +85,7 @@ type Options struct {
 	// create the streams (Provision elsewhere) open with it.
 	BindOnly bool
 	// BindLater makes Open return at once and bind to the streams in the
-	// background, asking again every second until their leaders answer;
+	// background, asking again every 250 ms until their leaders answer;
 	// until then every call waits for it up to BindWait and fails with
 	// state.ErrUnavailable (a failed bind that asking again cannot mend,
 	// such as ErrNotProvisioned, is every call's error). A node restarted
