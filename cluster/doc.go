@@ -92,11 +92,14 @@
 //
 // # Control
 //
-// The node driving a run subscribes to flock.ctl.<run>. Cancel and Pause
-// of a run the asking node does not drive are requests on that subject
-// (workflows.Controller); with no responder (the run is queued or
-// parked) the asking node writes the store directly, fenced by the head
-// revision it read.
+// The node driving a run subscribes to flock.ctl.<run>, before it takes
+// the run up (a request that arrives during the take-up waits for it).
+// Cancel, Pause and answers of a run the asking node does not drive are
+// requests on that subject (workflows.Controller); with no responder (the
+// run is queued or parked) the asking node writes the store directly,
+// fenced by the head revision it read before asking, so that a node that
+// took the run up in between (and was not reachable yet) fences the write
+// and is asked again.
 //
 // # Events
 //
