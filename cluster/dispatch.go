@@ -471,20 +471,26 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 // a node that reads the head this one writes then reaches this one.
 func (d *Dispatcher) subscribeControl(id string, h *held) {
 	sub, err := d.nc.Subscribe(controlPrefix+token(id), func(m *nats.Msg) { d.answer(id, m) })
-	if err == nil {
-		err = d.nc.Flush()
-	}
 	if err != nil {
 		d.log.Warn("subscribe control subject; cancel and pause from other nodes act on the store", "run", id, "err", err)
-		if sub != nil {
-			_ = sub.Unsubscribe()
-		}
 		return
 	}
 	d.mu.Lock()
 	h.ctl = sub
 	d.mu.Unlock()
+	// Only a head start: an asker that finds nobody writes the store
+	// fenced by the head it read before asking, so a take-up in between
+	// makes it ask again (workflows). A connection that is reconnecting
+	// is not waited for.
+	if err := d.nc.FlushTimeout(time.Second); err != nil {
+		d.log.Debug("flush control subscription", "run", id, "err", err)
+	}
 }
+
+// takeUpWait bounds how long a control request that arrives while its run
+// is being taken up here waits for the take-up: after it, the asker hears
+// "not driven" and writes the store, fenced as above.
+const takeUpWait = 2 * time.Second
 
 // takingUp returns the channel closed once the executor's take-up of run
 // id returned, nil if this node holds no claim of it.
@@ -680,11 +686,14 @@ func (d *Dispatcher) answer(id string, m *nats.Msg) {
 			// Being taken up here: answer once the executor drives
 			// the run, or knows it will not.
 			if taking := d.takingUp(id); taking != nil {
+				t := time.NewTimer(takeUpWait)
 				select {
 				case <-taking:
 					err = d.ex.Control(ctx, id, req)
+				case <-t.C:
 				case <-ctx.Done():
 				}
+				t.Stop()
 			}
 		}
 	}
