@@ -740,8 +740,19 @@ func (d *Dispatcher) Control(ctx context.Context, id string, req workflows.Contr
 		ctx, cancel = context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 	}
-	m, err := d.nc.RequestWithContext(ctx, controlPrefix+token(id), data)
+	m, asked, err := d.ask(ctx, a, controlPrefix+token(id), data)
+	// After an ask that went unanswered (it may have applied), "not
+	// driven" or "ended" may be its own doing: the caller reads the run
+	// again (state.ErrUnavailable, which its control operations wait
+	// out) instead of acting on the store or reporting an ended run.
+	unsure := func() (bool, error) {
+		return true, fmt.Errorf("%w: %s run %s: the node that drives it did not answer %d time(s), and then no longer drove it",
+			state.ErrUnavailable, a, id, asked-1)
+	}
 	if errors.Is(err, nats.ErrNoResponders) {
+		if asked > 1 {
+			return unsure()
+		}
 		return false, nil
 	}
 	if err != nil {
@@ -751,10 +762,12 @@ func (d *Dispatcher) Control(ctx context.Context, id string, req workflows.Contr
 	if err := json.Unmarshal(m.Data, &rep); err != nil {
 		return true, fmt.Errorf("%s run %s: bad reply from the node that drives it: %w", a, id, err)
 	}
-	switch rep.Code {
-	case "":
+	switch {
+	case rep.Code == "":
 		return true, nil
-	case "not_driven":
+	case asked > 1 && (rep.Code == "not_driven" || rep.Code == "ended"):
+		return unsure()
+	case rep.Code == "not_driven":
 		return false, nil
 	}
 	for _, c := range controlCodes {
@@ -763,6 +776,32 @@ func (d *Dispatcher) Control(ctx context.Context, id string, req workflows.Contr
 		}
 	}
 	return true, fmt.Errorf("%s run %s on the node that drives it: %s", a, id, rep.Error)
+}
+
+// controlReask is how long a node waits for the answer to a cancel or a
+// pause before it asks again: core NATS carries a request and its reply
+// at most once (a reply was lost while a restarted NATS server rejoined
+// the cluster, and the asker waited its whole minute), and both are safe
+// to ask twice. An answer to a question is asked once.
+const controlReask = 5 * time.Second
+
+// ask sends a control request on subject until it is answered, ctx ends,
+// or (for an answer to a question) once; it returns the reply and how
+// many times it asked.
+func (d *Dispatcher) ask(ctx context.Context, a workflows.Action, subject string, data []byte) (*nats.Msg, int, error) {
+	for asked := 1; ; asked++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if a == workflows.ActionCancel || a == workflows.ActionPause {
+			actx, cancel = context.WithTimeout(ctx, controlReask)
+		}
+		m, err := d.nc.RequestWithContext(actx, subject, data)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			d.log.Debug("control request not answered; asking again", "node", d.cfg.Node, "subject", subject, "asked", asked)
+			continue
+		}
+		return m, asked, err
+	}
 }
 
 // Live asks the node that drives run id what holds it (stalled commits,
