@@ -99,7 +99,9 @@
 // run is queued or parked) the asking node writes the store directly,
 // fenced by the head revision it read before asking, so that a node that
 // took the run up in between (and was not reachable yet) fences the write
-// and is asked again.
+// and is asked again. Core NATS carries a request and its reply at most
+// once, so a cancel or pause unanswered for 5 s is asked again (both are
+// safe to repeat); an answer to a question is asked once.
 //
 // # Events
 //
