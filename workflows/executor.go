@@ -382,20 +382,18 @@ func (e *Executor) StartRunWithWarnings(ctx context.Context, req StartRequest) (
 	if err != nil {
 		return state.Run{}, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	// A workflow named by the request is looked up before it is compared
+	// The workflow the request names is looked up before it is compared
 	// with settings.workflow_type, so that a typo in it ("scirpt" beside a
 	// settings file saying "script") is answered with the closest name
 	// rather than as a disagreement.
-	if name != "" {
+	switch {
+	case name != "" && rs.WorkflowType != "" && rs.WorkflowType != name:
 		if _, err := e.lookupWorkflow(name); err != nil {
 			return state.Run{}, nil, err
 		}
-	}
-	if name != "" && rs.WorkflowType != "" && rs.WorkflowType != name {
 		return state.Run{}, nil, fmt.Errorf("%w: workflow %q and settings.workflow_type %q name different workflows: give one, or make them agree",
 			ErrBadRequest, name, rs.WorkflowType)
-	}
-	if name == "" {
+	case name == "":
 		name = rs.WorkflowType
 	}
 	if name == "" {
